@@ -1,0 +1,326 @@
+// cuda-floor: what one chunk of the seed benchmark (10000 x 10000 float64, normal(10, 1),
+// (x + 1)[::2, ::2]) costs on this GPU with nothing but the kernels: generate, strided reduce, both
+// (the floor), fused, plus copy and cub::DeviceReduce::Sum bandwidth for reference. With --chunks N
+// it also runs N chunks through the real CudaBackend (no scheduler, no network) and prints the
+// per-chunk time against the floor measured in the same run. Output: key=value lines, then one
+// line for people. No CUDA device: prints SKIP and exits 0.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <cub/device/device_reduce.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "worker/cuda/check.h"
+#include "worker/cuda/cuda_backend.h"
+#include "worker/cuda/kernels.cuh"
+
+using namespace psched;
+
+namespace {
+
+// GPU.md, H100 (nvidia-h100-x1), 2026-11-22.
+constexpr double kGpuMdFloorMs = 0.737;
+constexpr double kGpuMdFusedMs = 0.238;
+
+struct Args {
+  int device = 0;
+  int iterations = 20;
+  uint64_t chunk_rows = 10000, chunk_cols = 10000;
+  uint64_t chunks = 0;  // > 0: also run this many chunks through CudaBackend
+  bool fused = false;   // the backend run uses fused chunks
+  int streams = 3;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "cuda-floor: %s\nusage: cuda-floor [--device D] [--iterations N] "
+               "[--chunk ROWSxCOLS] [--chunks N [--fused] [--streams S]]\n",
+               why);
+  std::exit(2);
+}
+
+uint64_t number(const char* flag, const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0') usage((std::string(flag) + " needs a number").c_str());
+  return v;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage((flag + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (flag == "--device") a.device = int(number("--device", value()));
+    else if (flag == "--iterations") a.iterations = std::max(1, int(number("--iterations", value())));
+    else if (flag == "--chunks") a.chunks = number("--chunks", value());
+    else if (flag == "--streams") a.streams = int(number("--streams", value()));
+    else if (flag == "--fused") a.fused = true;
+    else if (flag == "--chunk") {
+      const std::string v = value();
+      const size_t x = v.find('x');
+      if (x == std::string::npos) usage("--chunk takes ROWSxCOLS");
+      a.chunk_rows = number("--chunk", v.substr(0, x).c_str());
+      a.chunk_cols = number("--chunk", v.substr(x + 1).c_str());
+    } else if (flag == "--help" || flag == "-h") {
+      usage("the kernels' floor for one chunk of the seed benchmark");
+    } else {
+      usage(("unknown flag " + flag).c_str());
+    }
+  }
+  return a;
+}
+
+JobSpec seed_job(const Args& a) {
+  JobSpec s;  // the defaults are the seed: normal(10, 1), (x + 1)[::2, ::2], 500000 x 500000
+  s.chunk_rows = a.chunk_rows;
+  s.chunk_cols = a.chunk_cols;
+  const Status valid = validate(s);
+  if (!valid) usage(valid.message().c_str());
+  return normalized(s);
+}
+
+// Milliseconds per call of fn, on stream, over a.iterations after two warm-up calls.
+template <typename Fn>
+double time_ms(cudaStream_t stream, int iterations, Fn&& fn) {
+  cudaEvent_t start, stop;
+  PSCHED_CUDA_CHECK(cudaEventCreate(&start));
+  PSCHED_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 2; ++i) fn();
+  PSCHED_CUDA_CHECK(cudaEventRecord(start, stream));
+  for (int i = 0; i < iterations; ++i) fn();
+  PSCHED_CUDA_CHECK(cudaEventRecord(stop, stream));
+  PSCHED_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  PSCHED_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  PSCHED_CUDA_CHECK(cudaEventDestroy(start));
+  PSCHED_CUDA_CHECK(cudaEventDestroy(stop));
+  return double(ms) / iterations;
+}
+
+// The GPU.md reference measurement: sum only (no min/max) of (x + 1)[::2, ::2] through a CUB
+// transform iterator, to compare with the backend's sum+min+max reduce.
+struct StridedPlusOne {
+  const double* data;
+  uint32_t sel_cols, row_stride;
+  __device__ double operator()(uint32_t j) const {
+    const uint32_t i = j / sel_cols, k = j - i * sel_cols;
+    return __dadd_rn(__ldg(data + i * row_stride + 2 * k), 1.0);
+  }
+};
+
+struct Floor {
+  double generate_ms, generate_reference_ms, reduce_ms, sum_only_ms, floor_ms, fused_ms;
+  double copy_tb_per_s, cub_sum_ms, cub_sum_tb_per_s, mean;
+};
+
+Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
+  Floor f{};
+  gpu::ChunkWork work = gpu::chunk_work(spec, 0);
+  gpu::ChunkWork fused = work;
+  fused.fused = true;
+  const uint64_t bytes = work.box_bytes();
+  const uint64_t n = work.box.rows * work.box.cols;
+
+  cudaStream_t stream;
+  PSCHED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  void *buffer = nullptr, *copy = nullptr, *temp = nullptr, *sum_temp = nullptr;
+  gpu::SelectionStats* stats = nullptr;
+  double* sum_out = nullptr;
+  PSCHED_CUDA_CHECK(cudaMalloc(&buffer, bytes));
+  PSCHED_CUDA_CHECK(cudaMalloc(&copy, bytes));
+  PSCHED_CUDA_CHECK(cudaMalloc(&stats, sizeof(*stats)));
+  PSCHED_CUDA_CHECK(cudaMalloc(&sum_out, sizeof(double)));
+  const size_t temp_bytes =
+      std::max(gpu::reduce_temp_bytes(work), gpu::reduce_temp_bytes(fused));
+  PSCHED_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
+
+  const double* data = static_cast<const double*>(buffer);
+  size_t sum_temp_bytes = 0, strided_temp_bytes = 0;
+  const StridedPlusOne plus_one{data, uint32_t(work.cols.count), uint32_t(2 * work.box.cols)};
+  auto strided = thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0), plus_one);
+  const uint32_t selected = uint32_t(work.selected());
+  PSCHED_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, sum_temp_bytes, data, sum_out, uint32_t(n)));
+  PSCHED_CUDA_CHECK(
+      cub::DeviceReduce::Sum(nullptr, strided_temp_bytes, strided, sum_out, selected));
+  sum_temp_bytes = std::max(sum_temp_bytes, strided_temp_bytes);
+  PSCHED_CUDA_CHECK(cudaMalloc(&sum_temp, sum_temp_bytes));
+
+  const int it = a.iterations;
+  auto generate = [&] { gpu::launch_generate(work, buffer, sm_count, stream); };
+  auto reduce = [&] { gpu::launch_reduce(work, buffer, temp, temp_bytes, stats, stream); };
+  f.generate_ms = time_ms(stream, it, generate);
+  f.generate_reference_ms = time_ms(stream, it, [&] {
+    gpu::launch_generate(work, buffer, sm_count, stream, gpu::NormalFormula::kReference);
+  });
+  generate();
+  f.reduce_ms = time_ms(stream, it, reduce);
+  f.sum_only_ms = time_ms(stream, it, [&] {
+    PSCHED_CUDA_CHECK(cub::DeviceReduce::Sum(sum_temp, sum_temp_bytes, strided, sum_out,
+                                             selected, stream));
+  });
+  f.floor_ms = time_ms(stream, it, [&] {
+    generate();
+    reduce();
+  });
+  gpu::SelectionStats host{};
+  PSCHED_CUDA_CHECK(cudaMemcpy(&host, stats, sizeof(host), cudaMemcpyDeviceToHost));
+  f.mean = host.sum / double(work.selected());
+  f.fused_ms = time_ms(stream, it, [&] {
+    gpu::launch_reduce(fused, nullptr, temp, temp_bytes, stats, stream);
+  });
+  const double copy_ms = time_ms(stream, it, [&] {
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(copy, buffer, bytes, cudaMemcpyDeviceToDevice, stream));
+  });
+  f.copy_tb_per_s = 2.0 * double(bytes) / (copy_ms * 1e-3) / 1e12;
+  f.cub_sum_ms = time_ms(stream, it, [&] {
+    PSCHED_CUDA_CHECK(
+        cub::DeviceReduce::Sum(sum_temp, sum_temp_bytes, data, sum_out, uint32_t(n), stream));
+  });
+  f.cub_sum_tb_per_s = double(bytes) / (f.cub_sum_ms * 1e-3) / 1e12;
+
+  PSCHED_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (void* p : {buffer, copy, temp, sum_temp, static_cast<void*>(stats),
+                  static_cast<void*>(sum_out)})
+    PSCHED_CUDA_CHECK(cudaFree(p));
+  PSCHED_CUDA_CHECK(cudaStreamDestroy(stream));
+  return f;
+}
+
+struct BackendRun {
+  double ms_per_chunk = 0, busy_ms_per_chunk = 0, mean = 0;
+  uint64_t failed = 0;
+  std::string first_error;
+};
+
+// N chunks through CudaBackend with a window of slots() in flight, as the worker keeps them; the
+// first window is a warm-up (buffer allocation) and is not timed.
+BackendRun run_backend(const Args& a, const JobSpec& spec) {
+  CudaBackendOptions options;
+  options.device = a.device;
+  options.streams = a.streams;
+  auto made = make_cuda_backend(options);
+  if (!made) {
+    std::fprintf(stderr, "cuda-floor: %s\n", made.message().c_str());
+    std::exit(1);
+  }
+  Backend& backend = **made;
+  JobSpec job = spec;
+  job.fused = a.fused;
+  auto shared = std::make_shared<const JobSpec>(job);
+  const uint64_t grid_chunks =
+      ChunkGrid{job.rows, job.cols, job.chunk_rows, job.chunk_cols}.chunks();
+  const uint64_t window = uint64_t(backend.slots());
+  const uint64_t warmup = window;
+  const uint64_t total = warmup + a.chunks;
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  uint64_t next = 0, done = 0;
+  double busy = 0, sum = 0, count = 0;
+  BackendRun run;
+  std::chrono::steady_clock::time_point start;
+  backend.start([&](ChunkOutcome o) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (++done == warmup) start = std::chrono::steady_clock::now();
+    if (done > warmup) {
+      busy += o.busy_seconds;
+      sum += o.partial.sum;
+      count += double(o.partial.count);
+    }
+    if (!o.ok && run.failed++ == 0) run.first_error = o.error;
+    if (next < total) backend.enqueue(ChunkTask{1, next++ % grid_chunks, shared});
+    cv.notify_all();
+  });
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (; next < std::min(window, total); ++next)
+      backend.enqueue(ChunkTask{1, next % grid_chunks, shared});
+  }
+  std::unique_lock<std::mutex> lock(mutex);
+  cv.wait(lock, [&] { return done == total; });
+  const auto end = std::chrono::steady_clock::now();
+  lock.unlock();
+  backend.stop();
+  const double wall_ms = std::chrono::duration<double, std::milli>(end - start).count();
+  run.ms_per_chunk = wall_ms / double(a.chunks);
+  run.busy_ms_per_chunk = busy * 1e3 / double(a.chunks);
+  run.mean = count > 0 ? sum / count : 0;
+  return run;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  std::string why;
+  const int devices = cuda_device_count(&why);
+  if (devices == 0) {
+    std::printf("SKIP: no CUDA device (%s)\n", why.c_str());
+    return 0;
+  }
+  if (args.device < 0 || args.device >= devices) usage("--device out of range");
+  try {
+    PSCHED_CUDA_CHECK(cudaSetDevice(args.device));
+    cudaDeviceProp prop{};
+    PSCHED_CUDA_CHECK(cudaGetDeviceProperties(&prop, args.device));
+    const JobSpec spec = seed_job(args);
+    const Floor f = measure_floor(args, spec, prop.multiProcessorCount);
+
+    std::printf("device=%s\n", prop.name);
+    std::printf("chunk=%llux%llu float64 normal(10,1) (x+1)[::2,::2]\n",
+                (unsigned long long)spec.chunk_rows, (unsigned long long)spec.chunk_cols);
+    std::printf("iterations=%d\n", args.iterations);
+    std::printf("generate_ms=%.4f\n", f.generate_ms);
+    std::printf("generate_reference_ms=%.4f\n", f.generate_reference_ms);
+    std::printf("strided_reduce_ms=%.4f\n", f.reduce_ms);
+    std::printf("strided_sum_only_ms=%.4f\n", f.sum_only_ms);
+    std::printf("floor_ms_per_chunk=%.4f\n", f.floor_ms);
+    std::printf("fused_ms_per_chunk=%.4f\n", f.fused_ms);
+    std::printf("d2d_copy_tb_per_s=%.3f\n", f.copy_tb_per_s);
+    std::printf("cub_sum_ms=%.4f\n", f.cub_sum_ms);
+    std::printf("cub_sum_tb_per_s=%.3f\n", f.cub_sum_tb_per_s);
+    std::printf("floor_mean=%.6f\n", f.mean);
+    std::printf("floor_vs_gpu_md=%.3f\n", f.floor_ms / kGpuMdFloorMs);
+    std::printf("fused_vs_gpu_md=%.3f\n", f.fused_ms / kGpuMdFusedMs);
+
+    BackendRun run;
+    if (args.chunks > 0) {
+      run = run_backend(args, spec);
+      const double floor = args.fused ? f.fused_ms : f.floor_ms;
+      std::printf("backend_chunks=%llu\n", (unsigned long long)args.chunks);
+      std::printf("backend_fused=%d\n", args.fused ? 1 : 0);
+      std::printf("backend_streams=%d\n", args.streams);
+      std::printf("backend_ms_per_chunk=%.4f\n", run.ms_per_chunk);
+      std::printf("backend_busy_ms_per_chunk=%.4f\n", run.busy_ms_per_chunk);
+      std::printf("backend_over_floor=%.3f\n", run.ms_per_chunk / floor);
+      std::printf("backend_mean=%.6f\n", run.mean);
+      std::printf("backend_failed=%llu\n", (unsigned long long)run.failed);
+      if (run.failed > 0) std::printf("backend_first_error=%s\n", run.first_error.c_str());
+    }
+
+    std::printf("%s: floor %.3f ms/chunk (generate %.3f + reduce %.3f; GPU.md H100 %.3f, x%.2f), "
+                "fused %.3f ms/chunk; 2500 chunks = %.2f s",
+                prop.name, f.floor_ms, f.generate_ms, f.reduce_ms, kGpuMdFloorMs,
+                f.floor_ms / kGpuMdFloorMs, f.fused_ms, 2500 * f.floor_ms / 1e3);
+    if (args.chunks > 0)
+      std::printf("; backend %.3f ms/chunk = x%.2f of its floor", run.ms_per_chunk,
+                  run.ms_per_chunk / (args.fused ? f.fused_ms : f.floor_ms));
+    std::printf("\n");
+    return run.failed > 0 ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cuda-floor: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,346 @@
+// libpclient's implementation: a FramedConnection on a private io_context that runs only while a
+// call is waiting for its answer (one thread, no background work between calls).
+#include "pclient/client.h"
+
+#include <boost/asio.hpp>
+#include <capnp/message.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+
+#include "common/address.h"
+#include "common/connection.h"
+#include "common/framing.h"
+#include "common/job_spec.h"
+#include "common/scheduler_file.h"
+#include "common/wire_convert.h"
+
+namespace pclient {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+psched::JobSpec to_spec(const Job& j) {
+  psched::JobSpec s;
+  s.rows = j.rows;
+  s.cols = j.cols;
+  s.chunk_rows = j.chunk_rows;
+  s.chunk_cols = j.chunk_cols;
+  auto dtype = psched::parse_dtype(j.dtype);
+  if (!dtype) throw Error(dtype.message());
+  s.dtype = *dtype;
+  auto gen = psched::parse_generator(j.generator);
+  if (!gen) throw Error(gen.message());
+  s.generator = *gen;
+  s.param0 = j.param0;
+  s.param1 = j.param1;
+  s.seed = j.seed;
+  s.scale = j.scale;
+  s.offset = j.offset;
+  s.row_sel = {j.row_start, j.row_stop, j.row_step};
+  s.col_sel = {j.col_start, j.col_stop, j.col_step};
+  s.fused = j.fused;
+  return s;
+}
+
+WorkerInfo from_wire(psched::wire::WorkerInfo::Reader w) {
+  WorkerInfo o;
+  o.id = w.getId();
+  o.name = w.getName().cStr();
+  o.host = w.getHost().cStr();
+  o.backend = w.getBackend().cStr();
+  o.device_name = w.getDeviceName().cStr();
+  o.pid = w.getPid();
+  o.memory_total_bytes = w.getMemoryTotalBytes();
+  o.memory_limit_bytes = w.getMemoryLimitBytes();
+  o.compute_major = w.getComputeMajor();
+  o.compute_minor = w.getComputeMinor();
+  o.threads = w.getThreads();
+  o.slots = w.getSlots();
+  o.chunks_done = w.getChunksDone();
+  o.bytes_reduced = w.getBytesReduced();
+  return o;
+}
+
+}  // namespace
+
+uint64_t Job::bytes() const {
+  return rows * cols * (dtype == "float32" ? 4 : 8);
+}
+
+uint64_t Job::chunks() const {
+  if (chunk_rows == 0 || chunk_cols == 0) return 0;
+  return (rows + chunk_rows - 1) / chunk_rows * ((cols + chunk_cols - 1) / chunk_cols);
+}
+
+void validate(const Job& job) {
+  if (psched::Status st = psched::validate(to_spec(job)); !st) throw Error(st.message());
+}
+
+struct Client::Impl {
+  asio::io_context io;
+  std::shared_ptr<psched::FramedConnection> conn;
+  asio::steady_timer heartbeat_timer{io};
+  uint32_t heartbeat_ms = 1000;
+  std::string closed_why;  // non-empty once the connection is gone
+  // The message a call waits for: the handler sets `done` when it has what it needs.
+  std::function<void(psched::wire::Message::Reader)> waiter;
+  bool done = false;
+  uint64_t next_tag = 1;
+
+  void on_message(psched::wire::Message::Reader m) {
+    if (m.which() == psched::wire::Message::HEARTBEAT) return;
+    if (m.which() == psched::wire::Message::GOODBYE) {
+      closed_why = fmt::format("scheduler closed the connection: {}", m.getGoodbye().getReason().cStr());
+      // Let a waiting run() see JobFailed first if one came; otherwise this ends the wait.
+    }
+    if (waiter) waiter(m);
+  }
+
+  void heartbeat() {
+    heartbeat_timer.expires_after(std::chrono::milliseconds(heartbeat_ms));
+    heartbeat_timer.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || !conn || !conn->is_open()) return;
+      psched::send_message(*conn, [](psched::wire::Message::Builder m) { m.initHeartbeat(); });
+      heartbeat();
+    });
+  }
+
+  // Runs the loop until the waiter says done, the connection closes, or the deadline passes.
+  void wait(int timeout_ms, const char* what) {
+    done = false;
+    std::optional<asio::steady_timer> deadline;
+    bool timed_out = false;
+    if (timeout_ms >= 0) {
+      deadline.emplace(io, std::chrono::milliseconds(timeout_ms));
+      deadline->async_wait([&](const boost::system::error_code& ec) {
+        if (!ec) timed_out = true;
+      });
+    }
+    heartbeat();
+    io.restart();
+    while (!done && closed_why.empty() && !timed_out) io.run_one();
+    heartbeat_timer.cancel();
+    if (deadline) deadline->cancel();
+    io.restart();
+    io.poll();  // let the cancelled handlers finish
+    waiter = nullptr;
+    if (done) return;
+    if (timed_out) throw Error(fmt::format("timed out after {} ms waiting for {}", timeout_ms, what));
+    throw Error(closed_why);
+  }
+
+  void send(const std::function<void(psched::wire::Message::Builder)>& fill) {
+    if (!conn || !conn->is_open()) throw Error(closed_why.empty() ? "not connected" : closed_why);
+    psched::send_message(*conn, fill);
+  }
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+Client::~Client() {
+  if (impl_) close();
+}
+
+Client Client::connect(const ConnectOptions& options) {
+  std::string address_text = options.address;
+  if (address_text.empty()) {
+    if (options.scheduler_file.empty()) throw Error("no scheduler address or scheduler file given");
+    auto info = psched::wait_for_scheduler_file(options.scheduler_file, options.scheduler_file_timeout_ms);
+    if (!info) throw Error(info.message());
+    address_text = info->address;
+  }
+  auto address = psched::parse_address(address_text);
+  if (!address) throw Error(address.message());
+
+  auto impl = std::make_unique<Impl>();
+  Impl& s = *impl;
+  // Resolve and connect under one deadline.
+  tcp::socket socket(s.io);
+  boost::system::error_code result = asio::error::timed_out;
+  bool finished = false;
+  tcp::resolver resolver(s.io);
+  asio::steady_timer deadline(s.io, std::chrono::milliseconds(options.connect_timeout_ms));
+  deadline.async_wait([&](const boost::system::error_code& ec) {
+    if (ec) return;
+    finished = true;
+    resolver.cancel();
+    boost::system::error_code ignored;
+    socket.close(ignored);
+  });
+  resolver.async_resolve(address->host, std::to_string(address->port),
+                         [&](const boost::system::error_code& ec, tcp::resolver::results_type results) {
+                           if (finished) return;
+                           if (ec) {
+                             result = ec;
+                             finished = true;
+                             deadline.cancel();
+                             return;
+                           }
+                           asio::async_connect(socket, results,
+                                               [&](const boost::system::error_code& ec2, const tcp::endpoint&) {
+                                                 if (finished) return;
+                                                 result = ec2;
+                                                 finished = true;
+                                                 deadline.cancel();
+                                               });
+                         });
+  s.io.run();
+  s.io.restart();
+  if (result)
+    throw Error(fmt::format("cannot connect to scheduler {}: {}", address->to_string(),
+                            result == asio::error::timed_out || result == asio::error::operation_aborted
+                                ? fmt::format("no answer within {} ms", options.connect_timeout_ms)
+                                : result.message()));
+
+  s.conn = std::make_shared<psched::FramedConnection>(std::move(socket), psched::kDefaultMaxFrameBytes);
+  s.conn->start({[&s](psched::wire::Message::Reader m) { s.on_message(m); },
+                 [&s](const std::string& why) {
+                   if (s.closed_why.empty()) s.closed_why = "connection to the scheduler lost: " + why;
+                 }});
+  std::string token = options.token;
+  if (token.empty()) {
+    const char* env = std::getenv("PSCHED_TOKEN");
+    if (env) token = env;
+  }
+  s.send([&](psched::wire::Message::Builder m) {
+    auto hello = m.initHello();
+    hello.setRole(psched::wire::Role::CLIENT);
+    hello.setProtocolVersion(psched::wire::PROTOCOL_VERSION);
+    hello.setName(options.name);
+    hello.setToken(token);
+  });
+  std::string refused;
+  s.waiter = [&](psched::wire::Message::Reader m) {
+    if (m.which() == psched::wire::Message::WELCOME) {
+      s.heartbeat_ms = std::max<uint32_t>(100, m.getWelcome().getHeartbeatMs());
+      s.done = true;
+    } else if (m.which() == psched::wire::Message::ERROR) {
+      refused = m.getError().getMessage().cStr();
+      s.done = true;
+    }
+  };
+  try {
+    s.wait(options.connect_timeout_ms, "the scheduler's Welcome");
+  } catch (const Error& e) {
+    throw Error(fmt::format("scheduler {} did not accept us: {}", address->to_string(), e.what()));
+  }
+  if (!refused.empty()) throw Error(fmt::format("scheduler {} refused us: {}", address->to_string(), refused));
+  return Client(std::move(impl));
+}
+
+std::vector<WorkerInfo> Client::workers() {
+  Impl& s = *impl_;
+  const uint64_t tag = s.next_tag++;
+  s.send([&](psched::wire::Message::Builder m) { m.initClusterInfoRequest().setTag(tag); });
+  std::vector<WorkerInfo> out;
+  s.waiter = [&](psched::wire::Message::Reader m) {
+    if (m.which() != psched::wire::Message::CLUSTER_INFO) return;
+    auto info = m.getClusterInfo();
+    if (info.getTag() != tag) return;
+    for (auto w : info.getWorkers()) out.push_back(from_wire(w));
+    s.done = true;
+  };
+  s.wait(30000, "cluster information");
+  return out;
+}
+
+std::vector<WorkerInfo> Client::wait_for_workers(size_t n, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto list = workers();
+    if (list.size() >= n) return list;
+    if (std::chrono::steady_clock::now() >= deadline)
+      throw Error(fmt::format("only {} of {} workers registered within {} ms", list.size(), n, timeout_ms));
+    // Readiness check, not synchronisation: ask again shortly.
+    asio::steady_timer pause(impl_->io, std::chrono::milliseconds(20));
+    pause.wait();
+  }
+}
+
+Result Client::run(const Job& job, const RunOptions& options) {
+  const psched::JobSpec spec = to_spec(job);
+  if (psched::Status st = psched::validate(spec); !st) throw Error(st.message());
+  Impl& s = *impl_;
+  const uint64_t tag = s.next_tag++;
+  const auto t0 = std::chrono::steady_clock::now();
+  s.send([&](psched::wire::Message::Builder m) {
+    auto submit = m.initSubmit();
+    submit.setTag(tag);
+    psched::to_wire(spec, submit.initSpec());
+    submit.setWantPartials(options.want_partials);
+  });
+  uint64_t job_id = 0;
+  Result result;
+  std::string failure;
+  s.waiter = [&](psched::wire::Message::Reader m) {
+    switch (m.which()) {
+      case psched::wire::Message::JOB_ACCEPTED:
+        if (m.getJobAccepted().getTag() == tag) job_id = m.getJobAccepted().getJobId();
+        return;
+      case psched::wire::Message::JOB_FAILED: {
+        auto f = m.getJobFailed();
+        if (f.getJobId() != 0 && f.getJobId() != job_id) return;
+        failure = f.getMessage().cStr();
+        s.done = true;
+        return;
+      }
+      case psched::wire::Message::ERROR:
+        failure = m.getError().getMessage().cStr();
+        s.done = true;
+        return;
+      case psched::wire::Message::PROGRESS: {
+        auto p = m.getProgress();
+        if (p.getJobId() != job_id || !options.on_progress) return;
+        Progress progress;
+        progress.job_id = job_id;
+        progress.chunks_done = p.getChunksDone();
+        progress.chunks_total = p.getChunksTotal();
+        progress.running_sum = p.getRunningSum();
+        for (auto c : p.getPartials())
+          progress.partials.push_back({c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax()});
+        options.on_progress(progress);
+        return;
+      }
+      case psched::wire::Message::JOB_RESULT: {
+        auto r = m.getJobResult();
+        if (r.getJobId() != job_id) return;
+        result.job_id = job_id;
+        result.sum = r.getSum();
+        result.count = r.getCount();
+        result.min = r.getMin();
+        result.max = r.getMax();
+        result.chunks = r.getChunks();
+        result.workers = r.getWorkers();
+        result.retries = r.getRetries();
+        result.scheduler_seconds = r.getSeconds();
+        s.done = true;
+        return;
+      }
+      default:
+        return;
+    }
+  };
+  s.wait(-1, "the job's result");
+  if (!failure.empty()) throw Error(failure);
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+void Client::close() {
+  if (!impl_ || !impl_->conn) return;
+  Impl& s = *impl_;
+  if (s.conn->is_open()) {
+    s.conn->close("client closed");
+    s.io.restart();
+    s.io.poll();
+  }
+  s.conn.reset();
+}
+
+}  // namespace pclient

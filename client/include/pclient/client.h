@@ -1,0 +1,118 @@
+// libpclient: the C++ client of a psched cluster. Connect to a scheduler, look at its workers,
+// run array-sum jobs with progress callbacks. Nothing here exposes the wire (Asio, Cap'n Proto):
+// the protocol can change without breaking code built against this header.
+//
+//   pclient::Client client = pclient::Client::connect({.address = "tcp://head:8786"});
+//   pclient::Job job;                       // the seed benchmark by default
+//   pclient::Result r = client.run(job);    // throws pclient::Error on failure
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pclient {
+
+// Every failure: a one-line message saying what went wrong.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr uint64_t kToEnd = UINT64_MAX;
+
+// An array-sum job: sum (and count, min, max) of scale * x + offset over x[rows][cols] selected
+// by [row_start:row_stop:row_step, col_start:col_stop:col_step]. Defaults: the seed benchmark.
+struct Job {
+  uint64_t rows = 500000, cols = 500000;
+  uint64_t chunk_rows = 10000, chunk_cols = 10000;
+  std::string dtype = "float64";      // float64 or float32
+  std::string generator = "normal";   // normal(mean=param0, std=param1), uniform(low, high),
+                                      // arange(start, step), constant(value=param0)
+  double param0 = 10.0, param1 = 1.0;
+  uint64_t seed = 0;
+  double scale = 1.0, offset = 1.0;
+  uint64_t row_start = 0, row_stop = kToEnd, row_step = 2;
+  uint64_t col_start = 0, col_stop = kToEnd, col_step = 2;
+  bool fused = false;                 // generate only the selected elements (benchmark variant)
+
+  uint64_t bytes() const;             // rows * cols * element size: the seed's x.nbytes
+  uint64_t chunks() const;
+};
+
+// Throws Error naming the first bad field.
+void validate(const Job& job);
+
+struct ChunkPartial {
+  uint64_t chunk = 0;
+  double sum = 0;
+  uint64_t count = 0;
+  double min = 0, max = 0;
+};
+
+struct Progress {
+  uint64_t job_id = 0;
+  uint64_t chunks_done = 0, chunks_total = 0;
+  double running_sum = 0;               // display only
+  std::vector<ChunkPartial> partials;   // new partials, when asked for
+};
+
+struct Result {
+  uint64_t job_id = 0;
+  double sum = 0;
+  uint64_t count = 0;
+  double min = 0, max = 0;
+  double mean() const { return count ? sum / double(count) : 0.0; }
+  uint64_t chunks = 0;
+  uint32_t workers = 0;                 // workers that computed at least one chunk
+  uint64_t retries = 0;                 // chunks run again after a worker was lost or failed
+  double scheduler_seconds = 0;         // accept -> last chunk, measured by the scheduler
+  double wall_seconds = 0;              // submit -> result, measured by this client
+};
+
+struct WorkerInfo {
+  uint32_t id = 0;
+  std::string name, host, backend, device_name;
+  uint32_t pid = 0;
+  uint64_t memory_total_bytes = 0, memory_limit_bytes = 0;
+  uint32_t compute_major = 0, compute_minor = 0, threads = 0, slots = 0;
+  uint64_t chunks_done = 0, bytes_reduced = 0;
+};
+
+struct ConnectOptions {
+  std::string address;            // tcp://host:port, host:port or host; or:
+  std::string scheduler_file;     // read the address from this file (waiting for it)
+  std::string token;              // empty: $PSCHED_TOKEN
+  std::string name = "pclient";
+  int connect_timeout_ms = 5000;
+  int scheduler_file_timeout_ms = 30000;
+};
+
+struct RunOptions {
+  std::function<void(const Progress&)> on_progress;
+  bool want_partials = false;
+};
+
+class Client {
+ public:
+  static Client connect(const ConnectOptions& options);
+  Client(Client&&) noexcept;
+  Client& operator=(Client&&) noexcept;
+  ~Client();
+
+  std::vector<WorkerInfo> workers();
+  // Blocks until at least n workers are registered (or throws after timeout_ms).
+  std::vector<WorkerInfo> wait_for_workers(size_t n, int timeout_ms);
+  Result run(const Job& job, const RunOptions& options = {});
+  void close();
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pclient

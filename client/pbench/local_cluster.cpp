@@ -1,0 +1,119 @@
+#include "local_cluster.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "common/process.h"
+#include "common/scheduler_file.h"
+
+namespace pbench {
+
+namespace {
+
+// Children the signal handler must stop: a fixed array, written before the handler can see it.
+constexpr int kMaxChildren = 1024;
+pid_t g_children[kMaxChildren];
+std::atomic<int> g_child_count{0};
+
+void register_child(pid_t pid) {
+  const int i = g_child_count.load();
+  if (i < kMaxChildren) {
+    g_children[i] = pid;
+    g_child_count.store(i + 1);
+  }
+}
+
+void unregister_all() { g_child_count.store(0); }
+
+extern "C" void on_fatal_signal(int sig) {
+  const int n = g_child_count.load();
+  for (int i = n - 1; i >= 0; --i) kill(g_children[i], SIGTERM);
+  for (int i = n - 1; i >= 0; --i) waitpid(g_children[i], nullptr, 0);
+  const char msg[] = "pbench: interrupted; local cluster stopped\n";
+  (void)!write(2, msg, sizeof(msg) - 1);
+  _exit(128 + sig);
+}
+
+}  // namespace
+
+void install_cleanup_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_fatal_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+}
+
+LocalCluster::~LocalCluster() { stop(); }
+
+psched::Status LocalCluster::start(const LocalClusterOptions& o) {
+  const std::string bin = o.bin_dir.empty() ? psched::self_exe_dir() : o.bin_dir;
+  const std::string psched_bin = bin + "/psched";
+  const std::string worker_bin = bin + "/pcuda-worker";
+  for (const auto& path : {psched_bin, worker_bin})
+    if (access(path.c_str(), X_OK) != 0)
+      return psched::Status::error(fmt::format("cannot find {} (local mode runs it from pbench's directory)", path));
+
+  char tmpl[] = "/tmp/pbench.XXXXXX";
+  if (!mkdtemp(tmpl)) return psched::Status::error("cannot create a temporary directory for the local cluster");
+  dir_ = tmpl;
+  scheduler_file_ = dir_ + "/scheduler.json";
+
+  psched::ChildSpec sched;
+  sched.path = psched_bin;
+  sched.args = {"--host", "127.0.0.1", "--port", "0", "--dashboard-address", "none",
+                "--scheduler-file", scheduler_file_, "--log-level", o.log_level};
+  auto pid = psched::spawn_child(sched);
+  if (!pid) return pid.status();
+  pids_.push_back(*pid);
+  register_child(*pid);
+  auto info = psched::wait_for_scheduler_file(scheduler_file_, 15000);
+  if (!info) return psched::Status::error("local scheduler did not start: " + info.message());
+
+  const int n = o.gpu_workers > 0 ? o.gpu_workers : o.cpu_workers;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, int(cores) / std::max(1, n));
+  for (int i = 0; i < n; ++i) {
+    psched::ChildSpec w;
+    w.path = worker_bin;
+    w.args = {info->address, "--name", fmt::format("local-{}", i), "--log-level", o.log_level,
+              "--death-timeout", "10"};
+    if (o.gpu_workers > 0) {
+      w.args.insert(w.args.end(), {"--backend", "cuda"});
+      w.env["CUDA_VISIBLE_DEVICES"] = std::to_string(i);
+    } else {
+      w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});
+    }
+    if (!o.memory_limit.empty()) w.args.insert(w.args.end(), {"--memory-limit", o.memory_limit});
+    auto wpid = psched::spawn_child(w);
+    if (!wpid) return wpid.status();
+    pids_.push_back(*wpid);
+    register_child(*wpid);
+  }
+  workers_ = n;
+  return psched::Status::ok();
+}
+
+void LocalCluster::stop() {
+  // Workers first (they say goodbye), then the scheduler.
+  for (size_t i = pids_.size(); i-- > 1;) kill(pids_[i], SIGTERM);
+  for (size_t i = pids_.size(); i-- > 1;) psched::stop_child(pids_[i], 3000);
+  if (!pids_.empty()) psched::stop_child(pids_[0], 3000);
+  pids_.clear();
+  unregister_all();
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    dir_.clear();
+  }
+}
+
+}  // namespace pbench

@@ -1,0 +1,46 @@
+// LocalCluster: pbench's local mode (-c N / -g N). Starts psched and N workers as child processes
+// on loopback, waits until they are registered, and stops them by pid on destruction, on Ctrl-C
+// (a signal handler forwards SIGTERM to them) and, through PR_SET_PDEATHSIG, when pbench is killed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pbench {
+
+struct LocalClusterOptions {
+  int cpu_workers = 0;   // -c N
+  int gpu_workers = 0;   // -g N: one worker per GPU 0..N-1
+  int threads_per_worker = 0;  // cpu: 0 = cores / N
+  std::string memory_limit;    // passed to the workers
+  std::string log_level = "warning";
+  std::string bin_dir;   // where psched and pcuda-worker live (default: next to pbench)
+};
+
+class LocalCluster {
+ public:
+  LocalCluster() = default;
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+  ~LocalCluster();
+
+  psched::Status start(const LocalClusterOptions& options);
+  const std::string& scheduler_file() const { return scheduler_file_; }
+  int workers() const { return workers_; }
+  // Stops the workers, then the scheduler (SIGTERM, SIGKILL after a grace period).
+  void stop();
+
+ private:
+  std::vector<pid_t> pids_;  // scheduler first
+  std::string dir_, scheduler_file_;
+  int workers_ = 0;
+};
+
+// Installs SIGINT/SIGTERM handlers that stop every started child, then exit 130/143.
+void install_cleanup_handlers();
+
+}  // namespace pbench

@@ -1,0 +1,242 @@
+// pbench: the seed benchmark (DeepOps sum.py) and friends on a psched cluster. Local mode (-c N,
+// -g N) starts its own cluster; -d uses a running one (--scheduler or --scheduler-file).
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/closed_form.h"
+#include "common/job_spec.h"
+#include "local_cluster.h"
+#include "pclient/client.h"
+
+namespace {
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (bytes >= 1000.0 && u < 5) {
+    bytes /= 1000.0;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+psched::JobSpec to_spec(const pclient::Job& j) {
+  psched::JobSpec s;
+  s.rows = j.rows;
+  s.cols = j.cols;
+  s.chunk_rows = j.chunk_rows;
+  s.chunk_cols = j.chunk_cols;
+  s.dtype = j.dtype == "float32" ? psched::DType::kFloat32 : psched::DType::kFloat64;
+  s.generator = *psched::parse_generator(j.generator);
+  s.param0 = j.param0;
+  s.param1 = j.param1;
+  s.seed = j.seed;
+  s.scale = j.scale;
+  s.offset = j.offset;
+  s.row_sel = {j.row_start, j.row_stop, j.row_step};
+  s.col_sel = {j.col_start, j.col_stop, j.col_step};
+  s.fused = j.fused;
+  return s;
+}
+
+void draw_progress(const pclient::Progress& p) {
+  const int width = 40;
+  const double f = p.chunks_total ? double(p.chunks_done) / double(p.chunks_total) : 1.0;
+  const int filled = int(f * width);
+  std::fprintf(stderr, "\r[%s%s] %3d%% %llu/%llu chunks", std::string(size_t(filled), '#').c_str(),
+               std::string(size_t(width - filled), '.').c_str(), int(f * 100),
+               (unsigned long long)p.chunks_done, (unsigned long long)p.chunks_total);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pclient::Job job;
+  int gpus = 0, cpus = 0, repeat = 1, nthreads = 0;
+  bool distributed = false, json = false, check = false, quiet = false;
+  std::string scheduler, scheduler_file, token_file, memory_limit, log_level = "warning";
+  double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
+  int64_t row_stop = -1, col_stop = -1;
+  int connect_timeout_ms = 5000;
+
+  CLI::App app{"pbench: sum of (scale*x + offset)[r0:r1:rs, c0:c1:cs] over a generated 2-D array on a "
+               "psched cluster, timed as DeepOps' sum.py (\"create data + computation\")."};
+  app.set_version_flag("--version", std::string("pbench ") + PSCHED_VERSION);
+  auto* g_opt = app.add_option("-g,--gpus", gpus, "Local mode: start a cluster with N GPU workers (GPUs 0..N-1)")
+                    ->check(CLI::Range(1, 1024));
+  auto* c_opt = app.add_option("-c,--cpus", cpus, "Local mode: start a cluster with N CPU workers")
+                    ->check(CLI::Range(1, 1024));
+  auto* d_opt = app.add_flag("-d,--distributed", distributed,
+                             "Use a running cluster (--scheduler or --scheduler-file; default localhost:8786)");
+  g_opt->excludes(c_opt);
+  d_opt->excludes(g_opt)->excludes(c_opt);
+  app.add_option("-x,--rows", job.rows, "Rows of the array")->capture_default_str();
+  app.add_option("-y,--cols", job.cols, "Columns of the array")->capture_default_str();
+  app.add_option("--chunk-x", job.chunk_rows, "Rows per chunk")->capture_default_str();
+  app.add_option("--chunk-y", job.chunk_cols, "Columns per chunk")->capture_default_str();
+  app.add_option("--dtype", job.dtype, "float64 or float32")->capture_default_str();
+  app.add_option("--generator", job.generator, "normal, uniform, arange or constant")->capture_default_str();
+  app.add_option("--mean", mean, "normal: mean")->capture_default_str();
+  app.add_option("--std", std_dev, "normal: standard deviation")->capture_default_str();
+  app.add_option("--low", low, "uniform: low")->capture_default_str();
+  app.add_option("--high", high, "uniform: high")->capture_default_str();
+  app.add_option("--start", start, "arange: first value")->capture_default_str();
+  app.add_option("--step", step, "arange: step")->capture_default_str();
+  app.add_option("--value", value, "constant: the value")->capture_default_str();
+  app.add_option("--seed", job.seed, "Generator seed (normal, uniform)")->capture_default_str();
+  app.add_option("--scale", job.scale, "Expression: scale * x + offset")->capture_default_str();
+  app.add_option("--offset", job.offset, "Expression: scale * x + offset")->capture_default_str();
+  app.add_option("--row-start", job.row_start, "Selection: first row")->capture_default_str();
+  app.add_option("--row-stop", row_stop, "Selection: row stop (default: end)");
+  app.add_option("--row-step", job.row_step, "Selection: row step")->capture_default_str();
+  app.add_option("--col-start", job.col_start, "Selection: first column")->capture_default_str();
+  app.add_option("--col-stop", col_stop, "Selection: column stop (default: end)");
+  app.add_option("--col-step", job.col_step, "Selection: column step")->capture_default_str();
+  app.add_flag("--fused", job.fused,
+               "Generate only the selected elements, storing nothing (reported separately; not the seed's "
+               "create-then-reduce)");
+  app.add_option("--scheduler", scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST");
+  app.add_option("--scheduler-file", scheduler_file, "Read the scheduler address from this file");
+  app.add_option("--token-file", token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
+  app.add_option("--nthreads", nthreads, "Local CPU mode: threads per worker (default: cores / N)");
+  app.add_option("--memory-limit", memory_limit, "Local mode: --memory-limit for each worker");
+  app.add_option("--connect-timeout", connect_timeout_ms, "Milliseconds to wait for the scheduler")
+      ->capture_default_str()->check(CLI::Range(1, 3600000));
+  app.add_option("--repeat", repeat, "Run the job N times in one session")->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_flag("--json", json, "Print one JSON object instead of text");
+  app.add_flag("--check", check, "Verify the result: exact closed form for arange/constant, mean bound for "
+                                 "normal/uniform; exit 1 on any difference");
+  app.add_flag("-q,--quiet", quiet, "No progress bar");
+  app.add_option("--log-level", log_level, "Local mode: log level of the daemons")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto fail = [](const std::string& message, int code = 1) {
+    std::cerr << "pbench: " << message << "\n";
+    return code;
+  };
+
+  if (job.generator == "normal") { job.param0 = mean; job.param1 = std_dev; }
+  else if (job.generator == "uniform") { job.param0 = low; job.param1 = high; }
+  else if (job.generator == "arange") { job.param0 = start; job.param1 = step; }
+  else if (job.generator == "constant") { job.param0 = value; job.param1 = 0; }
+  if (row_stop >= 0) job.row_stop = uint64_t(row_stop);
+  if (col_stop >= 0) job.col_stop = uint64_t(col_stop);
+  try {
+    pclient::validate(job);
+  } catch (const pclient::Error& e) {
+    return fail(e.what(), 2);
+  }
+
+  std::string token;
+  if (!token_file.empty()) {
+    FILE* f = std::fopen(token_file.c_str(), "r");
+    if (!f) return fail("cannot read token file '" + token_file + "'", 2);
+    char buf[4097] = {};
+    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    token.assign(buf, n);
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  }
+
+  pbench::LocalCluster local;
+  const bool local_mode = gpus > 0 || cpus > 0;
+  pclient::ConnectOptions connect;
+  connect.name = "pbench";
+  connect.token = token;
+  connect.connect_timeout_ms = connect_timeout_ms;
+  try {
+    if (local_mode) {
+      pbench::install_cleanup_handlers();
+      pbench::LocalClusterOptions lo;
+      lo.cpu_workers = cpus;
+      lo.gpu_workers = gpus;
+      lo.threads_per_worker = nthreads;
+      lo.memory_limit = memory_limit;
+      lo.log_level = log_level;
+      if (psched::Status st = local.start(lo); !st) return fail(st.message());
+      connect.scheduler_file = local.scheduler_file();
+    } else {
+      connect.address = scheduler;
+      connect.scheduler_file = scheduler_file;
+      if (scheduler.empty() && scheduler_file.empty()) connect.address = "tcp://127.0.0.1:8786";
+    }
+    pclient::Client client = pclient::Client::connect(connect);
+    std::vector<pclient::WorkerInfo> workers =
+        local_mode ? client.wait_for_workers(size_t(local.workers()), 60000) : client.wait_for_workers(1, 60000);
+
+    const bool tty = isatty(1) && isatty(2) && !json && !quiet;
+    if (!json) {
+      std::cout << "Array size: " << human_bytes(double(job.bytes())) << ".  Computing parallel sum . . ."
+                << std::endl;
+    }
+    std::vector<double> runs;
+    pclient::Result result;
+    pclient::RunOptions run_options;
+    if (tty) run_options.on_progress = draw_progress;
+    for (int i = 0; i < repeat; ++i) {
+      result = client.run(job, run_options);
+      runs.push_back(result.wall_seconds);
+      if (tty) std::fprintf(stderr, "\r%80s\r", "");
+    }
+    workers = client.workers();
+    const double seconds = runs.back();
+    const psched::PartialSum got{result.sum, result.count, result.min, result.max};
+    const std::string problem = check ? psched::check_result(to_spec(job), got) : "";
+
+    if (json) {
+      nlohmann::json out = {{"sum", result.sum},
+                            {"count", result.count},
+                            {"mean", result.mean()},
+                            {"min", result.min},
+                            {"max", result.max},
+                            {"seconds", seconds},
+                            {"chunks", result.chunks},
+                            {"bytes", job.bytes()},
+                            {"bytes_per_second", double(job.bytes()) / seconds},
+                            {"workers", result.workers},
+                            {"cluster_workers", workers.size()},
+                            {"retries", result.retries},
+                            {"generator", job.generator},
+                            {"rows", job.rows},
+                            {"cols", job.cols},
+                            {"chunk_rows", job.chunk_rows},
+                            {"chunk_cols", job.chunk_cols},
+                            {"fused", job.fused}};
+      if (repeat > 1) out["runs"] = runs;
+      if (check) out["check"] = problem.empty() ? "ok" : problem;
+      std::cout << out.dump() << std::endl;
+    } else {
+      std::cout << "Processing complete." << std::endl;
+      std::printf("Wall time create data + computation time: %.6f seconds\n", seconds);
+      std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
+                  result.mean(), (unsigned long long)result.count, result.min, result.max);
+      std::printf("Throughput: %s/s over %llu chunks on %u workers%s\n",
+                  human_bytes(double(job.bytes()) / seconds).c_str(), (unsigned long long)result.chunks,
+                  result.workers, job.fused ? " (fused: selected elements only)" : "");
+      if (repeat > 1) {
+        std::vector<double> sorted = runs;
+        std::sort(sorted.begin(), sorted.end());
+        std::printf("Runs: %d, median %.6f s, min %.6f s, max %.6f s\n", repeat, sorted[sorted.size() / 2],
+                    sorted.front(), sorted.back());
+      }
+      if (check) std::printf("Check: %s\n", problem.empty() ? "ok" : problem.c_str());
+      std::fflush(stdout);
+    }
+    client.close();
+    local.stop();
+    if (!problem.empty()) return fail("check failed: " + problem);
+    return 0;
+  } catch (const pclient::Error& e) {
+    local.stop();
+    return fail(e.what());
+  }
+}

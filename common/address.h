@@ -1,0 +1,23 @@
+// Scheduler addresses as users write them: tcp://host:port, host:port, host (port 8786), with IPv6
+// in brackets ([::1]:8786). Parsing never resolves; resolution happens where the connection is made.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace psched {
+
+constexpr uint16_t kDefaultSchedulerPort = 8786;
+constexpr uint16_t kDefaultDashboardPort = 8787;
+
+struct Address {
+  std::string host;
+  uint16_t port = kDefaultSchedulerPort;
+  std::string to_string() const;  // tcp://host:port
+};
+
+Result<Address> parse_address(const std::string& text, uint16_t default_port = kDefaultSchedulerPort);
+
+}  // namespace psched

@@ -1,0 +1,188 @@
+#include "common/connection.h"
+
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+#include <kj/exception.h>
+#include <spdlog/spdlog.h>
+
+#include "common/framing.h"
+
+namespace psched {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+FramedConnection::FramedConnection(tcp::socket socket, uint32_t max_frame_bytes)
+    : socket_(std::move(socket)),
+      idle_timer_(socket_.get_executor()),
+      max_frame_bytes_(max_frame_bytes) {
+  boost::system::error_code ec;
+  socket_.set_option(tcp::no_delay(true), ec);
+  const auto ep = socket_.remote_endpoint(ec);
+  remote_ = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+
+void FramedConnection::start(Handlers handlers) {
+  handlers_ = std::move(handlers);
+  last_rx_ = std::chrono::steady_clock::now();
+  read_header();
+}
+
+void FramedConnection::set_idle_timeout(std::chrono::milliseconds idle) {
+  idle_ = idle;
+  last_rx_ = std::chrono::steady_clock::now();
+  arm_idle_timer();
+}
+
+void FramedConnection::arm_idle_timer() {
+  if (closed_ || idle_.count() <= 0) return;
+  idle_timer_.expires_at(last_rx_ + idle_);
+  idle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->closed_) return;
+    if (std::chrono::steady_clock::now() - self->last_rx_ >= self->idle_) {
+      self->close(fmt::format("nothing received for {} ms", self->idle_.count()));
+    } else {
+      self->arm_idle_timer();
+    }
+  });
+}
+
+void FramedConnection::read_header() {
+  asio::async_read(socket_, asio::buffer(header_, sizeof(header_)),
+                   [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                     if (self->closed_) return;
+                     if (ec) {
+                       self->close(ec == asio::error::eof ? "peer closed the connection"
+                                                          : ec.message());
+                       return;
+                     }
+                     const uint32_t n = decode_frame_length(self->header_);
+                     if (n == 0 || n % sizeof(capnp::word) != 0) {
+                       self->send_error_and_close(
+                           fmt::format("malformed frame: length {} is not a positive multiple of 8", n));
+                       return;
+                     }
+                     if (n > self->max_frame_bytes_) {
+                       self->send_error_and_close(fmt::format(
+                           "frame of {} bytes exceeds the limit of {} bytes", n, self->max_frame_bytes_));
+                       return;
+                     }
+                     self->read_body(n);
+                   });
+}
+
+void FramedConnection::read_body(uint32_t bytes) {
+  body_.resize(bytes / sizeof(capnp::word));
+  asio::async_read(socket_, asio::buffer(body_.data(), bytes),
+                   [self = shared_from_this(), bytes](const boost::system::error_code& ec, size_t) {
+                     if (self->closed_) return;
+                     if (ec) {
+                       self->close(ec == asio::error::eof ? "peer closed the connection mid-frame"
+                                                          : ec.message());
+                       return;
+                     }
+                     self->last_rx_ = std::chrono::steady_clock::now();
+                     self->dispatch(bytes);
+                     if (!self->closed_) self->read_header();
+                   });
+}
+
+void FramedConnection::dispatch(size_t bytes) {
+  std::string failure;
+  try {
+    capnp::FlatArrayMessageReader reader(kj::ArrayPtr<const capnp::word>(body_.data(), body_.size()),
+                                         reader_options_for(bytes));
+    handlers_.on_message(reader.getRoot<wire::Message>());
+  } catch (const kj::Exception& e) {
+    failure = fmt::format("malformed message: {}", e.getDescription().cStr());
+  } catch (const std::exception& e) {
+    failure = fmt::format("cannot handle message: {}", e.what());
+  }
+  if (!failure.empty() && !closed_) send_error_and_close(failure);
+}
+
+void FramedConnection::send(capnp::MessageBuilder& message) {
+  if (closed_ || close_after_write_) return;
+  append_frame(message, out_);
+  if (!write_in_flight_) flush();
+}
+
+void FramedConnection::flush() {
+  if (closed_ || out_.empty()) return;
+  writing_.clear();
+  writing_.swap(out_);
+  write_in_flight_ = true;
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                      self->write_in_flight_ = false;
+                      if (self->closed_) return;
+                      if (ec) {
+                        self->close(ec.message());
+                        return;
+                      }
+                      if (!self->out_.empty()) {
+                        self->flush();
+                      } else if (self->close_after_write_) {
+                        self->close("closed by us");
+                      }
+                    });
+}
+
+void FramedConnection::send_error_and_close(const std::string& message, uint64_t job_id) {
+  if (closed_ || close_after_write_) return;
+  spdlog::debug("{}: sending error and closing: {}", remote_, message);
+  capnp::MallocMessageBuilder m(128);
+  auto err = m.initRoot<wire::Message>().initError();
+  err.setMessage(message);
+  err.setJobId(job_id);
+  append_frame(m, out_);
+  close_after_write_ = true;
+  if (handlers_.on_close) {
+    auto on_close = std::move(handlers_.on_close);
+    handlers_.on_close = nullptr;
+    on_close(message);
+  }
+  if (!write_in_flight_) flush();
+  // A peer that never reads must not hold the socket: give the error a moment, then close.
+  idle_ = std::chrono::milliseconds(2000);
+  last_rx_ = std::chrono::steady_clock::now();
+  arm_idle_timer();
+}
+
+void FramedConnection::close_when_flushed() {
+  if (closed_) return;
+  close_after_write_ = true;
+  if (!write_in_flight_ && out_.empty()) {
+    close("closed by us");
+    return;
+  }
+  if (!write_in_flight_) flush();
+}
+
+void FramedConnection::start_closing(std::function<void()> on_closed) {
+  handlers_.on_close = [on_closed = std::move(on_closed)](const std::string&) { on_closed(); };
+  if (closed_) {
+    auto f = std::move(handlers_.on_close);
+    f("");
+    return;
+  }
+  close_when_flushed();
+}
+
+void FramedConnection::close(const std::string& why) {
+  if (closed_) return;
+  closed_ = true;
+  boost::system::error_code ec;
+  idle_timer_.cancel();
+  socket_.shutdown(tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  if (handlers_.on_close) {
+    auto on_close = std::move(handlers_.on_close);
+    handlers_.on_close = nullptr;
+    on_close(why);
+  }
+  // Drop the handlers (and the owners they capture) later: close() may run inside on_message.
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->handlers_ = Handlers{}; });
+}
+
+}  // namespace psched

@@ -1,0 +1,27 @@
+// Framing on every psched connection: a 4-byte little-endian length, then one flat Cap'n Proto
+// message (standard segment table + segments). Frames over the limit are refused before a byte of
+// the body is read; decoding applies Cap'n Proto's traversal and nesting limits so a hostile peer
+// costs at most its frame size.
+#pragma once
+
+#include <capnp/message.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace psched {
+
+constexpr uint32_t kDefaultMaxFrameBytes = 16u << 20;
+constexpr uint32_t kFrameHeaderBytes = 4;
+
+// Appends the frame for `message` to `out` (many frames may share one buffer and one write).
+void append_frame(capnp::MessageBuilder& message, std::string& out);
+
+uint32_t decode_frame_length(const uint8_t header[kFrameHeaderBytes]);
+
+// Reader options for a frame of `frame_bytes`: traversal limited to the frame's own size in words
+// (a message cannot amplify itself), nesting limited to 16.
+capnp::ReaderOptions reader_options_for(size_t frame_bytes);
+
+}  // namespace psched

@@ -1,0 +1,96 @@
+// The array's element values, a pure function of the global position (DESIGN.md, "Source"): the same
+// array whatever the chunking and whichever backend or worker makes a chunk. Shared by the CPU backend
+// and the CUDA kernels. Arithmetic is written with explicitly rounded multiply and add (never fused),
+// so arange and constant are bit-identical on host and device.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "common/platform.h"
+
+namespace psched {
+
+// a * b + c with the product rounded before the add, on host and device alike (nvcc would otherwise
+// contract it into an fma and the GPU would disagree with the CPU in the last bit).
+PSCHED_HD double mul_add_rounded(double a, double b, double c) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(__dmul_rn(a, b), c);
+#else
+  return a * b + c;  // host code is built with -ffp-contract=off (CMake: psched_options)
+#endif
+}
+
+struct Philox4x32 {
+  uint32_t v[4];
+};
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11).
+PSCHED_HD Philox4x32 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
+                                   uint32_t k1) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t{kM0} * c0;
+    const uint64_t p1 = uint64_t{kM1} * c2;
+    const uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0);
+    const uint32_t hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return Philox4x32{{c0, c1, c2, c3}};
+}
+
+// Two 53-bit uniforms in [0, 1) from one Philox block keyed by seed, counter = linear index.
+struct UniformPair {
+  double u0, u1;
+};
+
+PSCHED_HD UniformPair uniform_pair(uint64_t seed, uint64_t index) {
+  const Philox4x32 x = philox4x32_10(uint32_t(index), uint32_t(index >> 32), 0u, 0u,
+                                     uint32_t(seed), uint32_t(seed >> 32));
+  constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
+  const uint64_t a = (uint64_t{x.v[0]} << 32 | x.v[1]) >> 11;
+  const uint64_t b = (uint64_t{x.v[2]} << 32 | x.v[3]) >> 11;
+  return UniformPair{double(a) * kTwoPowMinus53, double(b) * kTwoPowMinus53};
+}
+
+// Standard normal by Box-Muller (cosine branch) from the pair; 1 - u0 lies in (0, 1] so log is finite.
+PSCHED_HD double standard_normal(uint64_t seed, uint64_t index) {
+  const UniformPair u = uniform_pair(seed, index);
+  const double radius = sqrt(-2.0 * log(1.0 - u.u0));
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  return radius * cos(kTwoPi * u.u1);
+}
+
+// Generator parameters in the form the per-element functions take (a POD; copied to kernels).
+struct GeneratorParams {
+  uint8_t kind;  // psched::Generator
+  double param0, param1;
+  uint64_t seed;
+};
+
+// The element at global linear index r * cols + c.
+PSCHED_HD double element_value(const GeneratorParams& g, uint64_t index) {
+  switch (g.kind) {
+    case 0:  // normal(mean, std)
+      return mul_add_rounded(g.param1, standard_normal(g.seed, index), g.param0);
+    case 1: {  // uniform(low, high)
+      const double u = uniform_pair(g.seed, index).u0;
+      return mul_add_rounded(g.param1 - g.param0, u, g.param0);
+    }
+    case 2:  // arange(start, step)
+      return mul_add_rounded(g.param1, double(index), g.param0);
+    default:  // constant(value)
+      return g.param0;
+  }
+}
+
+}  // namespace psched

@@ -1,0 +1,130 @@
+#include "common/job_spec.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace psched {
+
+const char* generator_name(Generator g) {
+  switch (g) {
+    case Generator::kNormal: return "normal";
+    case Generator::kUniform: return "uniform";
+    case Generator::kArange: return "arange";
+    case Generator::kConstant: return "constant";
+  }
+  return "?";
+}
+
+Result<Generator> parse_generator(const std::string& name) {
+  for (Generator g : {Generator::kNormal, Generator::kUniform, Generator::kArange,
+                      Generator::kConstant}) {
+    if (name == generator_name(g)) return g;
+  }
+  return Status::error(fmt::format(
+      "unknown generator '{}' (expected normal, uniform, arange or constant)", name));
+}
+
+const char* dtype_name(DType d) { return d == DType::kFloat64 ? "float64" : "float32"; }
+
+Result<DType> parse_dtype(const std::string& name) {
+  if (name == "float64") return DType::kFloat64;
+  if (name == "float32") return DType::kFloat32;
+  return Status::error(fmt::format("unknown dtype '{}' (expected float64 or float32)", name));
+}
+
+namespace {
+
+Status check_slice(const char* axis, const Slice& s, uint64_t length) {
+  if (s.step == 0) return Status::error(fmt::format("{}-step must be > 0 (got 0)", axis));
+  if (s.start > length)
+    return Status::error(
+        fmt::format("{}-start must be <= {} (got {})", axis, length, s.start));
+  if (s.stop != kToEnd && s.stop > length)
+    return Status::error(fmt::format("{}-stop must be <= {} (got {})", axis, length, s.stop));
+  if (s.stop != kToEnd && s.stop < s.start)
+    return Status::error(
+        fmt::format("{}-stop must be >= {}-start {} (got {})", axis, axis, s.start, s.stop));
+  return Status::ok();
+}
+
+bool finite(double v) { return std::isfinite(v); }
+
+}  // namespace
+
+Status validate(const JobSpec& s) {
+  if (s.rows == 0) return Status::error("rows (-x) must be > 0 (got 0)");
+  if (s.cols == 0) return Status::error("cols (-y) must be > 0 (got 0)");
+  if (s.chunk_rows == 0) return Status::error("chunk-x must be > 0 (got 0)");
+  if (s.chunk_cols == 0) return Status::error("chunk-y must be > 0 (got 0)");
+  if (s.rows > UINT64_MAX / s.cols)
+    return Status::error(fmt::format("rows x cols overflows 64 bits ({} x {})", s.rows, s.cols));
+  if (s.rows * s.cols > (UINT64_MAX >> 4))
+    return Status::error(fmt::format("array of {} x {} elements is too large", s.rows, s.cols));
+  if (s.dtype != DType::kFloat64 && s.dtype != DType::kFloat32)
+    return Status::error(fmt::format("dtype code {} is unknown", int(s.dtype)));
+  const uint64_t chunk_rows = s.chunk_rows < s.rows ? s.chunk_rows : s.rows;
+  const uint64_t chunk_cols = s.chunk_cols < s.cols ? s.chunk_cols : s.cols;
+  if (chunk_rows > kMaxChunkElements / chunk_cols)
+    return Status::error(fmt::format("a chunk of {} x {} elements is too large (at most {})",
+                                     chunk_rows, chunk_cols, kMaxChunkElements));
+  const uint64_t grid_rows = (s.rows + s.chunk_rows - 1) / s.chunk_rows;
+  const uint64_t grid_cols = (s.cols + s.chunk_cols - 1) / s.chunk_cols;
+  if (grid_rows > kMaxChunks / grid_cols)
+    return Status::error(fmt::format("{} x {} chunks is too many (at most {})", grid_rows,
+                                     grid_cols, kMaxChunks));
+  switch (s.generator) {
+    case Generator::kNormal:
+      if (!finite(s.param0)) return Status::error("normal mean must be finite");
+      if (!finite(s.param1) || s.param1 < 0)
+        return Status::error(fmt::format("normal std must be finite and >= 0 (got {})", s.param1));
+      break;
+    case Generator::kUniform:
+      if (!finite(s.param0) || !finite(s.param1))
+        return Status::error("uniform low and high must be finite");
+      if (s.param1 < s.param0)
+        return Status::error(
+            fmt::format("uniform high must be >= low {} (got {})", s.param0, s.param1));
+      break;
+    case Generator::kArange:
+      if (!finite(s.param0) || !finite(s.param1))
+        return Status::error("arange start and step must be finite");
+      break;
+    case Generator::kConstant:
+      if (!finite(s.param0)) return Status::error("constant value must be finite");
+      break;
+    default:
+      return Status::error(fmt::format("generator code {} is unknown", int(s.generator)));
+  }
+  if (!finite(s.scale)) return Status::error("scale must be finite");
+  if (!finite(s.offset)) return Status::error("offset must be finite");
+  if (Status st = check_slice("row", s.row_sel, s.rows); !st) return st;
+  if (Status st = check_slice("col", s.col_sel, s.cols); !st) return st;
+  return Status::ok();
+}
+
+JobSpec normalized(const JobSpec& spec) {
+  JobSpec s = spec;
+  if (s.row_sel.stop == kToEnd || s.row_sel.stop > s.rows) s.row_sel.stop = s.rows;
+  if (s.col_sel.stop == kToEnd || s.col_sel.stop > s.cols) s.col_sel.stop = s.cols;
+  if (s.chunk_rows > s.rows) s.chunk_rows = s.rows;
+  if (s.chunk_cols > s.cols) s.chunk_cols = s.cols;
+  return s;
+}
+
+std::string describe(const JobSpec& s) {
+  std::string gen;
+  switch (s.generator) {
+    case Generator::kNormal: gen = fmt::format("normal({}, {}, seed={})", s.param0, s.param1, s.seed); break;
+    case Generator::kUniform: gen = fmt::format("uniform({}, {}, seed={})", s.param0, s.param1, s.seed); break;
+    case Generator::kArange: gen = fmt::format("arange({}, {})", s.param0, s.param1); break;
+    case Generator::kConstant: gen = fmt::format("constant({})", s.param0); break;
+  }
+  auto stop = [](uint64_t v) { return v == kToEnd ? std::string() : std::to_string(v); };
+  return fmt::format("{} {}x{} {} chunks {}x{}, ({}*x+{})[{}:{}:{}, {}:{}:{}]{}", gen, s.rows,
+                     s.cols, dtype_name(s.dtype), s.chunk_rows, s.chunk_cols, s.scale, s.offset,
+                     s.row_sel.start, stop(s.row_sel.stop), s.row_sel.step, s.col_sel.start,
+                     stop(s.col_sel.stop), s.col_sel.step, s.fused ? " fused" : "");
+}
+
+}  // namespace psched

@@ -1,0 +1,74 @@
+// JobSpec: one array-sum job as DESIGN.md defines it (array, generator, expression, selection,
+// reduction), in plain C++ so the client, the scheduler, both backends and the tests share it.
+// validate() is the single place that decides what a job may ask for; the client library and the
+// scheduler both call it, so a client of another make cannot hand a worker a job it would choke on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace psched {
+
+enum class Generator : uint8_t { kNormal = 0, kUniform = 1, kArange = 2, kConstant = 3 };
+enum class DType : uint8_t { kFloat64 = 0, kFloat32 = 1 };
+
+const char* generator_name(Generator g);
+Result<Generator> parse_generator(const std::string& name);
+const char* dtype_name(DType d);
+Result<DType> parse_dtype(const std::string& name);
+
+// Stop value meaning "to the end of the axis", as Python's empty slice stop.
+constexpr uint64_t kToEnd = UINT64_MAX;
+
+struct Slice {
+  uint64_t start = 0;
+  uint64_t stop = kToEnd;
+  uint64_t step = 1;
+};
+
+struct JobSpec {
+  uint64_t rows = 500000;
+  uint64_t cols = 500000;
+  uint64_t chunk_rows = 10000;
+  uint64_t chunk_cols = 10000;
+  DType dtype = DType::kFloat64;
+
+  Generator generator = Generator::kNormal;
+  // normal: mean, std; uniform: low, high; arange: start, step; constant: value, unused.
+  double param0 = 10.0;
+  double param1 = 1.0;
+  uint64_t seed = 0;
+
+  // Per-element expression: scale * x + offset (multiply, then add, each rounded: no fma).
+  double scale = 1.0;
+  double offset = 1.0;
+
+  Slice row_sel{0, kToEnd, 2};
+  Slice col_sel{0, kToEnd, 2};
+
+  // Generate only the selected elements and reduce in one pass, storing nothing (a benchmark
+  // variant; the default keeps the seed's "create the array, then reduce").
+  bool fused = false;
+
+  uint64_t elements() const { return rows * cols; }
+  uint64_t element_bytes() const { return dtype == DType::kFloat64 ? 8 : 4; }
+  uint64_t bytes() const { return elements() * element_bytes(); }
+  uint64_t chunk_bytes() const { return chunk_rows * chunk_cols * element_bytes(); }
+};
+
+// Limits a job must stay inside. Chunks are bounded so a chunk's element index fits 32-bit grid
+// arithmetic on devices and a job's chunk count stays within what the scheduler tracks.
+constexpr uint64_t kMaxChunks = uint64_t{1} << 32;
+constexpr uint64_t kMaxChunkElements = uint64_t{1} << 31;
+
+// Checks every field; the message names the field, the value and what was expected.
+Status validate(const JobSpec& spec);
+
+// Selection stops clamped to the array ("to the end" made concrete). Call after validate().
+JobSpec normalized(const JobSpec& spec);
+
+std::string describe(const JobSpec& spec);
+
+}  // namespace psched

@@ -1,0 +1,13 @@
+// Logging setup shared by the daemons: spdlog to stderr, one line per event, level from a flag.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace psched {
+
+// level: trace, debug, info, warning (or warn), error, critical, off. `name` prefixes each line.
+Status setup_logging(const std::string& name, const std::string& level);
+
+}  // namespace psched

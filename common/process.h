@@ -1,0 +1,35 @@
+// Child processes as pbench's local mode and the GPU supervisor use them: started with fork+exec,
+// tied to the parent's life (PR_SET_PDEATHSIG: a parent killed with -9 takes its children along),
+// and stopped by pid, never by name.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace psched {
+
+// Directory holding the running executable (to find sibling binaries: psched next to pbench).
+std::string self_exe_dir();
+
+struct ChildSpec {
+  std::string path;
+  std::vector<std::string> args;              // without argv[0]
+  std::map<std::string, std::string> env;     // added to / overriding the parent's environment
+  int death_signal = 15;                      // sent to the child when the parent dies; 0: none
+  std::string stdout_path, stderr_path;       // empty: inherit
+};
+
+Result<pid_t> spawn_child(const ChildSpec& spec);
+
+// waitpid with a deadline: true and *status when the child exited within timeout_ms.
+bool wait_child(pid_t pid, int timeout_ms, int* status);
+
+// SIGTERM, then SIGKILL after grace_ms; reaps the child. Returns its wait status.
+int stop_child(pid_t pid, int grace_ms);
+
+}  // namespace psched

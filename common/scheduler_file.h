@@ -1,0 +1,26 @@
+// The scheduler file (Dask's --scheduler-file habit on a shared filesystem): psched writes its
+// address there atomically; workers and clients wait for it to appear and connect.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace psched {
+
+struct SchedulerFileInfo {
+  std::string address;    // tcp://host:port
+  std::string dashboard;  // http://host:port or empty when disabled
+  uint32_t protocol_version = 0;
+  int64_t pid = 0;
+};
+
+// Writes PATH.tmp.<pid> then renames it over PATH: readers never see half a file.
+Status write_scheduler_file(const std::string& path, const SchedulerFileInfo& info);
+Result<SchedulerFileInfo> read_scheduler_file(const std::string& path);
+// Polls (every 50 ms, an inotify-free wait that also works on NFS) until the file parses or
+// timeout_ms passes; timeout_ms < 0 waits forever.
+Result<SchedulerFileInfo> wait_for_scheduler_file(const std::string& path, int64_t timeout_ms);
+
+}  // namespace psched

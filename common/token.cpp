@@ -1,0 +1,39 @@
+#include "common/token.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace psched {
+
+Result<std::string> load_token(const std::string& path) {
+  std::string token;
+  if (path.empty()) {
+    const char* env = std::getenv("PSCHED_TOKEN");
+    token = env ? env : "";
+  } else {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0)
+      return Status::error(fmt::format("cannot read token file '{}'", path));
+    if (st.st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH))
+      spdlog::warn("token file '{}' is readable by other users; chmod 600 it", path);
+    std::ifstream in(path);
+    if (!in) return Status::error(fmt::format("cannot read token file '{}'", path));
+    std::stringstream text;
+    text << in.rdbuf();
+    token = text.str();
+    if (token.find_first_not_of(" \t\r\n") == std::string::npos)
+      return Status::error(fmt::format("token file '{}' is empty", path));
+  }
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
+                            token.back() == '\t'))
+    token.pop_back();
+  if (token.size() > 4096) return Status::error("token is longer than 4096 bytes");
+  return token;
+}
+
+}  // namespace psched

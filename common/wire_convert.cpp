@@ -1,0 +1,72 @@
+#include "common/wire_convert.h"
+
+namespace psched {
+
+namespace {
+
+void slice_to_wire(const Slice& s, wire::Slice::Builder out) {
+  out.setStart(s.start);
+  out.setStop(s.stop);
+  out.setStep(s.step);
+}
+
+Slice slice_from_wire(wire::Slice::Reader in) { return Slice{in.getStart(), in.getStop(), in.getStep()}; }
+
+}  // namespace
+
+void to_wire(const JobSpec& s, wire::JobSpec::Builder out) {
+  out.setRows(s.rows);
+  out.setCols(s.cols);
+  out.setChunkRows(s.chunk_rows);
+  out.setChunkCols(s.chunk_cols);
+  out.setDtype(s.dtype == DType::kFloat64 ? wire::DType::FLOAT64 : wire::DType::FLOAT32);
+  out.setGenerator(static_cast<wire::Generator>(s.generator));
+  out.setParam0(s.param0);
+  out.setParam1(s.param1);
+  out.setSeed(s.seed);
+  out.setScale(s.scale);
+  out.setOffset(s.offset);
+  slice_to_wire(s.row_sel, out.initRowSel());
+  slice_to_wire(s.col_sel, out.initColSel());
+  out.setFused(s.fused);
+}
+
+JobSpec from_wire(wire::JobSpec::Reader in) {
+  JobSpec s;
+  s.rows = in.getRows();
+  s.cols = in.getCols();
+  s.chunk_rows = in.getChunkRows();
+  s.chunk_cols = in.getChunkCols();
+  // Unknown enumerants (a newer or hostile peer) map to codes validate() rejects.
+  s.dtype = static_cast<DType>(static_cast<uint16_t>(in.getDtype()) > 1 ? 255 : uint16_t(in.getDtype()));
+  const auto g = static_cast<uint16_t>(in.getGenerator());
+  s.generator = static_cast<Generator>(g > 3 ? 255 : g);
+  s.param0 = in.getParam0();
+  s.param1 = in.getParam1();
+  s.seed = in.getSeed();
+  s.scale = in.getScale();
+  s.offset = in.getOffset();
+  s.row_sel = slice_from_wire(in.getRowSel());
+  s.col_sel = slice_from_wire(in.getColSel());
+  s.fused = in.getFused();
+  return s;
+}
+
+void to_wire(uint64_t chunk, const PartialSum& p, wire::ChunkPartial::Builder out) {
+  out.setChunk(chunk);
+  out.setSum(p.sum);
+  out.setCount(p.count);
+  out.setMin(p.min);
+  out.setMax(p.max);
+}
+
+PartialSum from_wire(wire::ChunkPartial::Reader in) {
+  PartialSum p;
+  p.sum = in.getSum();
+  p.count = in.getCount();
+  p.min = in.getMin();
+  p.max = in.getMax();
+  return p;
+}
+
+}  // namespace psched

@@ -1,0 +1,218 @@
+# The psched wire protocol: the one place that defines it. Every frame on a connection is a 4-byte
+# little-endian length followed by one flat (unpacked, single-segment or multi-segment standard
+# framing) Cap'n Proto message whose root is `Message`. Framing and limits: common/framing.h.
+#
+# Order on a connection: Hello first (both roles), answered by Welcome or Error-and-close.
+# Workers then receive DefineJob/TaskBatch/DropJob and send ResultBatch; clients send Submit/Cancel/
+# ClusterInfoRequest and receive JobAccepted/Progress/JobResult/JobFailed/ClusterInfo.
+# Heartbeat flows both ways; Goodbye says a peer is leaving on purpose.
+@0xfe7ef69c9a3ed905;
+
+$import "/capnp/c++.capnp".namespace("psched::wire");
+
+const protocolVersion :UInt32 = 1;
+
+enum Role {
+  worker @0;
+  client @1;
+}
+
+enum Generator {
+  normal @0;    # param0 = mean, param1 = std
+  uniform @1;   # param0 = low, param1 = high
+  arange @2;    # param0 = start, param1 = step
+  constant @3;  # param0 = value
+}
+
+enum DType {
+  float64 @0;
+  float32 @1;
+}
+
+# A strided selection along one axis, Python's start:stop:step (stop = 2^64-1 means "to the end").
+struct Slice {
+  start @0 :UInt64;
+  stop @1 :UInt64;
+  step @2 :UInt64;
+}
+
+# One array-sum job (DESIGN.md "The job"); mirrors psched::JobSpec in common/job_spec.h.
+struct JobSpec {
+  rows @0 :UInt64;
+  cols @1 :UInt64;
+  chunkRows @2 :UInt64;
+  chunkCols @3 :UInt64;
+  dtype @4 :DType;
+  generator @5 :Generator;
+  param0 @6 :Float64;
+  param1 @7 :Float64;
+  seed @8 :UInt64;
+  scale @9 :Float64;      # element expression: scale * x + offset
+  offset @10 :Float64;
+  rowSel @11 :Slice;
+  colSel @12 :Slice;
+  fused @13 :Bool;        # generate only the selected elements, store nothing (benchmark variant)
+}
+
+# What a worker tells the scheduler about itself (also reported to clients in ClusterInfo).
+struct WorkerInfo {
+  id @0 :UInt32;               # assigned by the scheduler (0 in Hello)
+  name @1 :Text;
+  host @2 :Text;
+  pid @3 :UInt32;
+  backend @4 :Text;            # "cpu" or "cuda"
+  deviceName @5 :Text;         # GPU name or CPU model
+  memoryTotalBytes @6 :UInt64;
+  memoryLimitBytes @7 :UInt64; # 0: no limit
+  computeMajor @8 :UInt32;     # GPUs only
+  computeMinor @9 :UInt32;
+  threads @10 :UInt32;
+  slots @11 :UInt32;           # chunks the worker wants in flight (its task window)
+  chunksDone @12 :UInt64;      # filled by the scheduler in ClusterInfo
+  bytesReduced @13 :UInt64;    # array bytes created + reduced, filled by the scheduler
+}
+
+struct Hello {
+  role @0 :Role;
+  protocolVersion @1 :UInt32;
+  name @2 :Text;
+  token @3 :Text;              # shared secret when the scheduler requires one
+  worker @4 :WorkerInfo;       # role = worker only
+}
+
+struct Welcome {
+  protocolVersion @0 :UInt32;
+  peerId @1 :UInt32;           # worker id or client id
+  heartbeatMs @2 :UInt32;      # send something at least this often
+  schedulerVersion @3 :Text;
+}
+
+struct Error {
+  message @0 :Text;            # one line, for a person
+  jobId @1 :UInt64;            # 0 when not about a job
+}
+
+struct Goodbye {
+  reason @0 :Text;
+}
+
+struct Heartbeat {
+  # Workers report device memory in use; the scheduler sends empty heartbeats.
+  memoryUsedBytes @0 :UInt64;
+}
+
+# Client -> scheduler.
+struct Submit {
+  tag @0 :UInt64;              # client's own number, echoed in JobAccepted
+  spec @1 :JobSpec;
+  wantPartials @2 :Bool;       # stream every chunk's partial in Progress
+}
+
+struct Cancel {
+  jobId @0 :UInt64;
+}
+
+struct ClusterInfoRequest {
+  tag @0 :UInt64;
+}
+
+# Scheduler -> client.
+struct JobAccepted {
+  tag @0 :UInt64;
+  jobId @1 :UInt64;
+  chunks @2 :UInt64;
+}
+
+struct ChunkPartial {
+  chunk @0 :UInt64;
+  sum @1 :Float64;
+  count @2 :UInt64;
+  min @3 :Float64;
+  max @4 :Float64;
+}
+
+struct Progress {
+  jobId @0 :UInt64;
+  chunksDone @1 :UInt64;
+  chunksTotal @2 :UInt64;
+  runningSum @3 :Float64;      # arrival-order sum, for display only; the result is exact-order
+  partials @4 :List(ChunkPartial);  # only when the job asked for them
+}
+
+struct JobResult {
+  jobId @0 :UInt64;
+  sum @1 :Float64;
+  count @2 :UInt64;
+  min @3 :Float64;
+  max @4 :Float64;
+  chunks @5 :UInt64;
+  workers @6 :UInt32;          # workers that computed at least one chunk
+  seconds @7 :Float64;         # scheduler time from accept to the last chunk
+  retries @8 :UInt64;          # chunks run again after a worker was lost or failed
+}
+
+struct JobFailed {
+  jobId @0 :UInt64;
+  message @1 :Text;
+}
+
+struct ClusterInfo {
+  tag @0 :UInt64;
+  workers @1 :List(WorkerInfo);
+  schedulerVersion @2 :Text;
+}
+
+# Scheduler -> worker. The spec travels once per worker per job, then only chunk ranges.
+struct DefineJob {
+  jobId @0 :UInt64;
+  spec @1 :JobSpec;
+}
+
+struct TaskRange {
+  first @0 :UInt64;
+  count @1 :UInt32;
+}
+
+struct TaskBatch {
+  jobId @0 :UInt64;
+  ranges @1 :List(TaskRange);
+}
+
+struct DropJob {
+  jobId @0 :UInt64;            # job finished, failed or cancelled: forget its queued chunks
+}
+
+# Worker -> scheduler.
+struct ChunkFailure {
+  chunk @0 :UInt64;
+  message @1 :Text;
+}
+
+struct ResultBatch {
+  jobId @0 :UInt64;
+  results @1 :List(ChunkPartial);
+  failures @2 :List(ChunkFailure);
+  busySeconds @3 :Float64;     # backend compute time for these chunks
+}
+
+struct Message {
+  union {
+    hello @0 :Hello;
+    welcome @1 :Welcome;
+    error @2 :Error;
+    goodbye @3 :Goodbye;
+    heartbeat @4 :Heartbeat;
+    submit @5 :Submit;
+    cancel @6 :Cancel;
+    clusterInfoRequest @7 :ClusterInfoRequest;
+    jobAccepted @8 :JobAccepted;
+    progress @9 :Progress;
+    jobResult @10 :JobResult;
+    jobFailed @11 :JobFailed;
+    clusterInfo @12 :ClusterInfo;
+    defineJob @13 :DefineJob;
+    taskBatch @14 :TaskBatch;
+    dropJob @15 :DropJob;
+    resultBatch @16 :ResultBatch;
+  }
+}

@@ -1,0 +1,34 @@
+// Dashboard: psched's read-only HTTP face on --dashboard-address (default :8787), served with
+// Boost.Beast on the scheduler's own event loop: / (status page), /api/status (JSON), /metrics
+// (Prometheus text format), /health. It only reads the Scheduler's state.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace psched {
+
+class Scheduler;
+
+class Dashboard {
+ public:
+  Dashboard(boost::asio::io_context& io, const Scheduler& scheduler);
+  ~Dashboard();
+
+  // address: "none" (disabled), ":PORT", "HOST:PORT" or "HOST" (port 8787); port 0 picks one.
+  Status start(const std::string& address);
+  void stop();
+  uint16_t port() const;
+  std::string url() const;  // http://host:port, or "" when disabled
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace psched

@@ -1,0 +1,90 @@
+#include "scheduler/job.h"
+
+#include <cassert>
+
+namespace psched {
+
+Job::Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool want_partials)
+    : id_(id),
+      client_(client),
+      spec_(std::move(spec)),
+      want_partials_(want_partials),
+      started_(std::chrono::steady_clock::now()) {
+  const uint64_t n = (spec_->rows + spec_->chunk_rows - 1) / spec_->chunk_rows *
+                     ((spec_->cols + spec_->chunk_cols - 1) / spec_->chunk_cols);
+  states_.assign(n, uint8_t(TaskState::kQueued));
+  running_on_.assign(n, 0);
+  partials_.resize(n);
+}
+
+double Job::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+// The one place a chunk changes state. Legal moves: queued->running, running->done,
+// running->queued.
+void Job::transition(uint64_t chunk, TaskState to, WorkerId worker) {
+  const TaskState from = TaskState(states_[chunk]);
+  switch (to) {
+    case TaskState::kRunning:
+      assert(from == TaskState::kQueued);
+      running_on_[chunk] = worker;
+      break;
+    case TaskState::kDone:
+      assert(from == TaskState::kRunning);
+      ++done_;
+      workers_used_[worker] = true;
+      break;
+    case TaskState::kQueued:
+      assert(from == TaskState::kRunning);
+      requeued_.push_back(chunk);
+      ++retries_;
+      break;
+  }
+  (void)from;
+  states_[chunk] = uint8_t(to);
+}
+
+uint64_t Job::take(WorkerId worker) {
+  assert(has_queued());
+  uint64_t chunk;
+  if (!requeued_.empty()) {
+    chunk = requeued_.front();
+    requeued_.pop_front();
+  } else {
+    chunk = next_fresh_++;
+  }
+  transition(chunk, TaskState::kRunning, worker);
+  return chunk;
+}
+
+bool Job::finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
+  if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
+      running_on_[chunk] != worker)
+    return false;
+  partials_[chunk] = partial;
+  running_sum_ += partial.sum;
+  transition(chunk, TaskState::kDone, worker);
+  if (want_partials_) unsent_partials.push_back(chunk);
+  return true;
+}
+
+uint32_t Job::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name,
+                      bool blame) {
+  if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
+      running_on_[chunk] != worker)
+    return 0;
+  transition(chunk, TaskState::kQueued, worker);
+  if (!blame) return uint32_t(failed_on(chunk).size());
+  auto& names = failures_[chunk];
+  names.push_back(worker_name);
+  return uint32_t(names.size());
+}
+
+const std::vector<std::string>& Job::failed_on(uint64_t chunk) const {
+  static const std::vector<std::string> kNone;
+  auto it = failures_.find(chunk);
+  return it == failures_.end() ? kNone : it->second;
+}
+
+}  // namespace psched

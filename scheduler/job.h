@@ -1,0 +1,85 @@
+// Job: one submitted array-sum job inside psched, cut into chunk tasks. Each chunk's lifecycle is an
+// explicit state machine (queued -> running -> done, running -> queued on worker loss or failure)
+// and transition() is the only code that changes a chunk's state. Chunk partials are kept by index
+// and combined in index order when the last one arrives, so the result never depends on which
+// worker ran what or in which order results came back.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/job_spec.h"
+#include "common/partial.h"
+
+namespace psched {
+
+using WorkerId = uint32_t;
+using ClientId = uint32_t;
+using JobId = uint64_t;
+
+enum class TaskState : uint8_t { kQueued, kRunning, kDone };
+
+class Job {
+ public:
+  Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool want_partials);
+
+  JobId id() const { return id_; }
+  ClientId client() const { return client_; }
+  const std::shared_ptr<const JobSpec>& spec() const { return spec_; }
+  bool want_partials() const { return want_partials_; }
+  uint64_t chunks() const { return states_.size(); }
+  uint64_t done() const { return done_; }
+  bool complete() const { return done_ == states_.size(); }
+  bool has_queued() const { return !requeued_.empty() || next_fresh_ < states_.size(); }
+  uint64_t queued() const { return requeued_.size() + (states_.size() - next_fresh_); }
+  uint64_t retries() const { return retries_; }
+  double running_sum() const { return running_sum_; }
+  double seconds() const;
+  TaskState state(uint64_t chunk) const { return TaskState(states_[chunk]); }
+  WorkerId running_on(uint64_t chunk) const { return running_on_[chunk]; }
+  size_t workers_used() const { return workers_used_.size(); }
+
+  // Takes the next chunk to run (requeued chunks first, then fresh ones in index order) and marks
+  // it running on `worker`. Requires has_queued().
+  uint64_t take(WorkerId worker);
+  // Running chunk finished with `partial`; returns false (and changes nothing) unless the chunk is
+  // running on `worker`.
+  bool finish(uint64_t chunk, WorkerId worker, const PartialSum& partial);
+  // Running chunk goes back to the queue: its worker left (blame = false), or died or failed it
+  // (blame = true, counted against the chunk). Returns how many times the chunk has now failed.
+  uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame);
+  const std::vector<std::string>& failed_on(uint64_t chunk) const;
+
+  PartialSum result() const { return combine_in_order(partials_); }
+  const PartialSum& partial(uint64_t chunk) const { return partials_[chunk]; }
+
+  // Progress throttling and streaming bookkeeping.
+  std::chrono::steady_clock::time_point last_progress{};
+  std::vector<uint64_t> unsent_partials;
+
+ private:
+  void transition(uint64_t chunk, TaskState to, WorkerId worker);
+
+  JobId id_;
+  ClientId client_;
+  std::shared_ptr<const JobSpec> spec_;
+  bool want_partials_;
+  std::chrono::steady_clock::time_point started_;
+  std::vector<uint8_t> states_;
+  std::vector<WorkerId> running_on_;
+  std::vector<PartialSum> partials_;
+  std::deque<uint64_t> requeued_;
+  uint64_t next_fresh_ = 0;
+  uint64_t done_ = 0;
+  uint64_t retries_ = 0;
+  double running_sum_ = 0;
+  std::map<uint64_t, std::vector<std::string>> failures_;  // sparse: only chunks that failed
+  std::map<WorkerId, bool> workers_used_;
+};
+
+}  // namespace psched

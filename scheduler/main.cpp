@@ -1,0 +1,96 @@
+// psched: the scheduler daemon. Flags -> SchedulerConfig -> Scheduler on one event loop.
+#include <CLI/CLI.hpp>
+#include <boost/asio.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "common/address.h"
+#include "common/logging.h"
+#include "common/token.h"
+#include "scheduler/dashboard.h"
+#include "scheduler/scheduler.h"
+
+int main(int argc, char** argv) {
+  psched::SchedulerConfig config;
+  std::string log_level = "info";
+  std::string token_file;
+  uint32_t worker_timeout_s = 30;
+
+  CLI::App app{"psched: the scheduler daemon of a psched cluster. Workers (pcuda-worker) register "
+               "here; clients (pbench, libpclient) submit array-sum jobs."};
+  app.set_version_flag("--version", std::string("psched ") + PSCHED_VERSION);
+  app.add_option("--host", config.host, "Address to listen on (default: all interfaces)");
+  app.add_option("--port", config.port, "TCP port for workers and clients; 0 picks a free port")
+      ->capture_default_str();
+  app.add_option("--dashboard-address", config.dashboard_address,
+                 "HTTP dashboard HOST:PORT (or :PORT); 'none' disables it")
+      ->capture_default_str();
+  app.add_option("--scheduler-file", config.scheduler_file,
+                 "Write the scheduler's address to this JSON file (atomically) once listening");
+  app.add_option("--token-file", token_file,
+                 "File holding a shared token that every worker and client must present "
+                 "(or set PSCHED_TOKEN)");
+  app.add_option("--worker-timeout", worker_timeout_s,
+                 "Seconds of silence after which a worker is declared dead")
+      ->capture_default_str()->check(CLI::Range(1u, 86400u));
+  app.add_option("--allowed-failures", config.allowed_failures,
+                 "A chunk that fails on this many workers fails its job")
+      ->capture_default_str()->check(CLI::Range(1u, 1000u));
+  app.add_option("--max-frame", config.max_frame_bytes, "Largest frame accepted, in bytes")
+      ->capture_default_str()->check(CLI::Range(1024u, 1u << 30));
+  app.add_option("--max-connections", config.max_connections, "Most connections open at once")
+      ->capture_default_str()->check(CLI::Range(1u, 1000000u));
+  app.add_option("--log-level", log_level, "trace, debug, info, warning, error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  config.worker_timeout_ms = worker_timeout_s * 1000;
+
+  if (psched::Status st = psched::setup_logging("psched", log_level); !st) {
+    std::cerr << "psched: " << st.message() << "\n";
+    return 2;
+  }
+  auto token = psched::load_token(token_file);
+  if (!token) {
+    std::cerr << "psched: " << token.message() << "\n";
+    return 2;
+  }
+  config.token = *token;
+
+  boost::asio::io_context io;
+  psched::Scheduler scheduler(io, config);
+  if (psched::Status st = scheduler.start(); !st) {
+    std::cerr << "psched: " << st.message() << "\n";
+    return 1;
+  }
+  psched::Dashboard dashboard(io, scheduler);
+  if (psched::Status st = dashboard.start(config.dashboard_address); !st) {
+    std::cerr << "psched: " << st.message() << "\n";
+    return 1;
+  }
+  if (psched::Status st = scheduler.publish(dashboard.url()); !st) {
+    std::cerr << "psched: " << st.message() << "\n";
+    return 1;
+  }
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    scheduler.shutdown(signo == SIGINT ? "scheduler shutting down (SIGINT)"
+                                       : "scheduler shutting down (SIGTERM)",
+                       [&io] { io.stop(); });
+    dashboard.stop();
+    // A second signal, or peers that never read their goodbye, must not keep us up.
+    signals.async_wait([&](const boost::system::error_code& ec2, int) {
+      if (!ec2) io.stop();
+    });
+    auto deadline = std::make_shared<boost::asio::steady_timer>(io, std::chrono::seconds(3));
+    deadline->async_wait([&io, deadline](const boost::system::error_code& ec2) {
+      if (!ec2) io.stop();
+    });
+  });
+  io.run();
+  spdlog::info("psched exited");
+  return 0;
+}

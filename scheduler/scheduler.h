@@ -1,0 +1,115 @@
+// Scheduler: the psched daemon's state and behaviour on one Asio event loop (no locks). It accepts
+// connections, admits workers and clients after Hello, turns Submit into a Job, keeps every worker's
+// task window full (dispatch.cpp), folds ResultBatches into jobs, streams Progress and the final
+// result, and re-queues the chunks of workers that leave or die.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/connection.h"
+#include "common/status.h"
+#include "scheduler/job.h"
+#include "scheduler/peers.h"
+
+namespace psched {
+
+struct SchedulerConfig {
+  std::string host;                 // listen address; empty: all interfaces
+  uint16_t port = 8786;             // 0: pick a free port
+  std::string dashboard_address = ":8787";  // "none" disables the dashboard
+  std::string scheduler_file;       // written once listening
+  std::string token;                // required from every peer when not empty
+  uint32_t max_frame_bytes = 16u << 20;
+  uint32_t heartbeat_ms = 1000;
+  uint32_t worker_timeout_ms = 30000;     // a worker silent this long is dead
+  uint32_t client_timeout_ms = 60000;     // a client silent this long is gone
+  uint32_t handshake_timeout_ms = 10000;  // Hello must arrive within this
+  uint32_t allowed_failures = 3;
+  uint32_t max_connections = 1024;
+};
+
+// Counters the dashboard and metrics read.
+struct SchedulerCounters {
+  uint64_t jobs_submitted = 0, jobs_completed = 0, jobs_failed = 0, jobs_cancelled = 0;
+  uint64_t tasks_dispatched = 0, tasks_done = 0, tasks_requeued = 0, tasks_failed = 0;
+  uint64_t bytes_reduced = 0;
+  uint64_t connections_refused = 0, protocol_errors = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(boost::asio::io_context& io, SchedulerConfig config);
+  ~Scheduler();
+
+  // Binds and listens; the loop must then be run by the caller.
+  Status start();
+  // Writes the scheduler file (when configured) naming our address and the dashboard's.
+  Status publish(const std::string& dashboard_url);
+  // Aborts running jobs ("scheduler shutting down"), says Goodbye to every peer, stops listening;
+  // on_drained runs once every connection is closed.
+  void shutdown(const std::string& reason, std::function<void()> on_drained);
+
+  uint16_t port() const { return port_; }
+  std::string address() const;
+
+  const std::map<WorkerId, std::unique_ptr<WorkerRecord>>& workers() const { return workers_; }
+  const std::map<JobId, std::unique_ptr<Job>>& jobs() const { return jobs_; }
+  const SchedulerCounters& counters() const { return counters_; }
+  const SchedulerConfig& config() const { return config_; }
+  std::chrono::steady_clock::time_point started() const { return started_; }
+
+ private:
+  struct Peer;  // per-connection state before and after Hello
+
+  void accept();
+  void on_message(const std::shared_ptr<Peer>& peer, wire::Message::Reader message);
+  void on_close(const std::shared_ptr<Peer>& peer, const std::string& why);
+  void on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader hello);
+  void on_worker_message(WorkerRecord& worker, wire::Message::Reader message);
+  void on_client_message(ClientRecord& client, wire::Message::Reader message);
+
+  void on_submit(ClientRecord& client, wire::Submit::Reader submit);
+  void on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch);
+  void send_cluster_info(ClientRecord& client, uint64_t tag);
+
+  // dispatch.cpp: fill every worker's window (or one worker's) from the queued chunks of all jobs.
+  void dispatch();
+  void dispatch_to(WorkerRecord& worker);
+
+  void send_progress(Job& job, bool force);
+  void complete_job(Job& job);
+  void fail_job(Job& job, const std::string& message);
+  void cancel_job(JobId id);
+  void forget_job(Job& job);  // drops it from workers and the job table
+  void remove_worker(WorkerId id, const std::string& why, bool graceful);
+  void protocol_error(FramedConnection& conn, const std::string& message);
+  void heartbeat();
+
+  boost::asio::io_context& io_;
+  SchedulerConfig config_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer heartbeat_timer_;
+  uint16_t port_ = 0;
+  bool shutting_down_ = false;
+  std::function<void()> on_drained_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+
+  std::map<WorkerId, std::unique_ptr<WorkerRecord>> workers_;
+  std::map<ClientId, std::unique_ptr<ClientRecord>> clients_;
+  std::map<JobId, std::unique_ptr<Job>> jobs_;
+  uint32_t next_peer_id_ = 1;
+  JobId next_job_id_ = 1;
+  JobId round_robin_after_ = 0;  // dispatch serves jobs in turn, starting after this one
+  uint32_t connections_ = 0;
+  SchedulerCounters counters_;
+};
+
+}  // namespace psched

@@ -1,0 +1,59 @@
+// Backend: what computes chunks inside a pcuda-worker. The worker's connection hands it ChunkTasks
+// and gets ChunkOutcomes back through a callback; the backend owns its threads (CPU) or streams (CUDA)
+// and must never block the caller of enqueue(). Implementations: cpu/cpu_backend.h, cuda/cuda_backend.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/job_spec.h"
+#include "common/partial.h"
+
+namespace psched {
+
+struct ChunkTask {
+  uint64_t job_id = 0;
+  uint64_t chunk = 0;
+  std::shared_ptr<const JobSpec> spec;  // validated and normalized
+};
+
+struct ChunkOutcome {
+  uint64_t job_id = 0;
+  uint64_t chunk = 0;
+  bool ok = true;
+  PartialSum partial;
+  std::string error;       // when !ok: one line saying what went wrong
+  double busy_seconds = 0;  // compute time the backend spent on this chunk
+};
+
+struct DeviceInfo {
+  std::string backend;       // "cpu" or "cuda"
+  std::string device_name;   // CPU model or GPU name
+  uint64_t memory_total_bytes = 0;
+  uint64_t memory_limit_bytes = 0;  // what the worker allows itself (0: no limit)
+  int compute_major = 0, compute_minor = 0;  // GPUs only
+  int threads = 0;
+};
+
+class Backend {
+ public:
+  using OnDone = std::function<void(ChunkOutcome)>;
+
+  virtual ~Backend() = default;
+  virtual DeviceInfo info() const = 0;
+  // How many chunks the backend wants in flight to stay busy (the worker's task window).
+  virtual int slots() const = 0;
+  // Called once before the first enqueue; on_done runs on a backend thread.
+  virtual void start(OnDone on_done) = 0;
+  // Thread-safe and non-blocking; every enqueued task yields exactly one outcome unless its job is
+  // dropped or the backend stopped first.
+  virtual void enqueue(ChunkTask task) = 0;
+  // Forget the job's queued chunks (its running ones still report; the scheduler ignores them).
+  virtual void drop_job(uint64_t job_id) = 0;
+  // Joins the backend's threads; queued tasks are discarded. Idempotent.
+  virtual void stop() = 0;
+};
+
+}  // namespace psched

@@ -1,0 +1,29 @@
+// Choosing a backend from --backend auto|cpu|cuda: cuda where a device is usable, cpu otherwise
+// (auto says so in one warning line; an explicit cuda without a device is an error).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "worker/backend.h"
+
+namespace psched {
+
+struct BackendChoice {
+  std::string kind = "auto";  // auto, cpu, cuda
+  int threads = 0;            // cpu threads; 0 = one per core
+  uint64_t memory_limit_bytes = 0;
+};
+
+// "cpu cuda" or "cpu": what this binary was built with.
+std::string compiled_backends();
+// Usable CUDA devices (0 when the CUDA backend is not compiled in); *why says why there are none.
+int usable_cuda_devices(std::string* why);
+
+Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice);
+
+// Parses "8GB", "512MiB", "1e9", "0" (no limit) into bytes.
+Result<uint64_t> parse_bytes(const std::string& text);
+
+}  // namespace psched

@@ -1,0 +1,138 @@
+#include "worker/cpu/cpu_backend.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "worker/cpu/reduce.h"
+
+namespace psched {
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+    }
+  }
+  return "cpu";
+}
+
+uint64_t total_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024;
+    in.ignore(256, '\n');
+  }
+  return 0;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const CpuBackendOptions& options) : options_(options) {
+    if (options_.threads <= 0) options_.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    info_.backend = "cpu";
+    info_.device_name = cpu_model();
+    info_.memory_total_bytes = total_memory_bytes();
+    info_.memory_limit_bytes = options_.memory_limit_bytes;
+    info_.threads = options_.threads;
+  }
+  ~CpuBackend() override { stop(); }
+
+  DeviceInfo info() const override { return info_; }
+  int slots() const override { return 2 * options_.threads; }
+
+  void start(OnDone on_done) override {
+    on_done_ = std::move(on_done);
+    for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { run(); });
+  }
+
+  void enqueue(ChunkTask task) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    wake_.notify_one();
+  }
+
+  void drop_job(uint64_t job_id) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(queue_, [&](const ChunkTask& t) { return t.job_id == job_id; });
+  }
+
+  void stop() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      queue_.clear();
+    }
+    wake_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void run() {
+    std::vector<double> scratch;
+    for (;;) {
+      ChunkTask task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      ChunkOutcome out;
+      out.job_id = task.job_id;
+      out.chunk = task.chunk;
+      const auto t0 = std::chrono::steady_clock::now();
+      const uint64_t buffer_bytes = task.spec->chunk_rows * task.spec->chunk_cols * sizeof(double);
+      if (!task.spec->fused && options_.memory_limit_bytes != 0 &&
+          buffer_bytes * uint64_t(options_.threads) > options_.memory_limit_bytes) {
+        out.ok = false;
+        out.error = fmt::format("chunk of {} MiB x {} threads does not fit in memory limit {} MiB",
+                                buffer_bytes >> 20, options_.threads,
+                                options_.memory_limit_bytes >> 20);
+      } else {
+        try {
+          out.partial = reduce_chunk_cpu(*task.spec, task.chunk, scratch);
+        } catch (const std::exception& e) {
+          out.ok = false;
+          out.error = fmt::format("cpu backend: {}", e.what());
+        }
+      }
+      out.busy_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      on_done_(std::move(out));
+    }
+  }
+
+  CpuBackendOptions options_;
+  DeviceInfo info_;
+  OnDone on_done_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<ChunkTask> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
+
+}  // namespace psched

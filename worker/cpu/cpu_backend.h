@@ -1,0 +1,18 @@
+// CpuBackend: chunks computed by a pool of threads (one chunk per thread at a time, so a chunk's
+// partial is the same whatever the thread count), each with its own reusable chunk buffer.
+#pragma once
+
+#include <memory>
+
+#include "worker/backend.h"
+
+namespace psched {
+
+struct CpuBackendOptions {
+  int threads = 0;  // 0: one per core
+  uint64_t memory_limit_bytes = 0;  // 0: no limit; else threads x chunk buffer must fit
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
+
+}  // namespace psched

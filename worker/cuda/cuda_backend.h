@@ -1,0 +1,30 @@
+// The CUDA backend: chunks are created and reduced on one GPU through a few CUDA streams, each with
+// its own device buffer, so chunk k+1 is being generated while chunk k is reduced (DESIGN.md, "Data
+// flow"). Plain C++: no CUDA types here, so the worker and the tests include it with g++.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "worker/backend.h"
+
+namespace psched {
+
+struct CudaBackendOptions {
+  int device = 0;                   // CUDA device ordinal (after CUDA_VISIBLE_DEVICES)
+  uint64_t memory_limit_bytes = 0;  // device memory the backend may allocate; 0: free memory
+  int streams = 3;                  // stream slots, each with one chunk buffer
+};
+
+// Number of usable CUDA devices; 0 with *why set ("no CUDA driver", "no CUDA device", or CUDA's
+// error string) when there is none. why may be null.
+int cuda_device_count(std::string* why);
+
+// A backend on options.device, or an error Status saying why the device cannot be used. The
+// backend's on_done runs on its completion thread, one outcome at a time; outcomes stop once stop()
+// has begun. stop() must not be called from on_done.
+Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options);
+
+}  // namespace psched

@@ -1,0 +1,64 @@
+// The device work of one chunk: create it in device memory (the seed's "create data"), then reduce
+// the selected elements of scale * x + offset to sum, min and max with CUB; or, fused, generate only
+// the selected elements and reduce them without storing anything. Host-side launchers only, no
+// kernel syntax, so g++ code (the backend, the bench) can include this header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "common/chunk_grid.h"
+#include "common/generators.h"
+#include "common/job_spec.h"
+
+namespace psched::gpu {
+
+// Everything the kernels need to know about one chunk of a job, worked out on the host.
+struct ChunkWork {
+  GeneratorParams gen{};
+  DType dtype = DType::kFloat64;
+  bool fused = false;
+  uint64_t array_cols = 0;   // global linear index = r * array_cols + c
+  ChunkBox box;              // the chunk in global coordinates
+  AxisRun rows, cols;        // its selected rows and columns (global first, count)
+  uint64_t row_step = 1, col_step = 1;
+  double scale = 1.0, offset = 0.0;
+
+  uint64_t selected() const { return rows.count * cols.count; }
+  uint64_t element_bytes() const { return dtype == DType::kFloat64 ? 8 : 4; }
+  // Bytes the materialized chunk occupies (the box, which is smaller than a full chunk at edges).
+  uint64_t box_bytes() const { return box.rows * box.cols * element_bytes(); }
+};
+
+// spec must be validated and normalized.
+ChunkWork chunk_work(const JobSpec& spec, uint64_t chunk);
+
+// What the device reduction yields; the count is the closed form rows.count * cols.count.
+struct SelectionStats {
+  double sum;
+  double min;
+  double max;
+};
+
+// kFast computes normal values with cospi(2 u) instead of cos(2 pi u): they agree with the CPU
+// reference to rounding, as normal values do anyway (libm differs from CUDA's math library).
+// kReference evaluates element_value() verbatim; the floor benchmark measures both.
+enum class NormalFormula { kFast, kReference };
+
+// Writes the box's elements, row-major, as work.dtype into buffer (work.box_bytes() bytes).
+// sm_count sizes the grid. Throws CudaError when the launch fails.
+void launch_generate(const ChunkWork& work, void* buffer, int sm_count, cudaStream_t stream,
+                     NormalFormula formula = NormalFormula::kFast);
+
+// CUB temporary storage launch_reduce needs for this work (work.selected() > 0).
+size_t reduce_temp_bytes(const ChunkWork& work);
+
+// Reduces the selection (work.selected() > 0) into *d_stats (device memory): from buffer, as
+// launch_generate left it, or, when work.fused, straight from the generator (buffer unused).
+// temp_bytes >= reduce_temp_bytes(work). Throws CudaError when the launch fails.
+void launch_reduce(const ChunkWork& work, const void* buffer, void* temp, size_t temp_bytes,
+                   SelectionStats* d_stats, cudaStream_t stream);
+
+}  // namespace psched::gpu

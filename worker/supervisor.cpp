@@ -1,0 +1,152 @@
+#include "worker/supervisor.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <deque>
+
+namespace psched {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ChildState {
+  SupervisedChild child;
+  pid_t pid = -1;
+  bool done = false;                   // exited cleanly or gave up
+  std::deque<Clock::time_point> restarts;
+  Clock::time_point restart_at{};      // pending restart time when pid < 0 && !done
+};
+
+void start(ChildState& c) {
+  auto pid = spawn_child(c.child.spec);
+  if (!pid) {
+    spdlog::error("{}: cannot start: {}", c.child.label, pid.message());
+    c.done = true;
+    return;
+  }
+  c.pid = *pid;
+  spdlog::info("{}: started worker process {}", c.child.label, c.pid);
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("killed by signal ") + strsignal(WTERMSIG(status));
+  return "stopped";
+}
+
+}  // namespace
+
+int run_supervisor(std::vector<SupervisedChild> children, const SupervisorOptions& options) {
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+
+  std::vector<ChildState> states;
+  for (auto& c : children) {
+    ChildState state;
+    state.child = std::move(c);
+    states.push_back(std::move(state));
+  }
+  for (auto& s : states) start(s);
+
+  int stop_signal = 0;
+  for (;;) {
+    // Reap whatever exited.
+    for (;;) {
+      int status = 0;
+      const pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) break;
+      for (auto& s : states) {
+        if (s.pid != pid) continue;
+        s.pid = -1;
+        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (stop_signal != 0 || clean) {
+          spdlog::info("{}: worker process {} {}", s.child.label, pid, describe_status(status));
+          s.done = true;
+          break;
+        }
+        const auto now = Clock::now();
+        while (!s.restarts.empty() &&
+               now - s.restarts.front() > std::chrono::seconds(options.restart_window_s))
+          s.restarts.pop_front();
+        if (int(s.restarts.size()) >= options.max_restarts) {
+          spdlog::error("{}: worker process {} {}; restarted {} times in {} s, giving up",
+                        s.child.label, pid, describe_status(status), s.restarts.size(),
+                        options.restart_window_s);
+          s.done = true;
+          break;
+        }
+        const auto backoff = std::chrono::milliseconds(250 << std::min<size_t>(s.restarts.size(), 4));
+        s.restarts.push_back(now);
+        s.restart_at = now + backoff;
+        spdlog::warn("{}: worker process {} {}; restarting in {} ms", s.child.label, pid,
+                     describe_status(status), backoff.count());
+      }
+    }
+    const bool all_done = std::all_of(states.begin(), states.end(),
+                                      [](const ChildState& s) { return s.done && s.pid < 0; });
+    if (all_done) break;
+
+    // Restarts that are due.
+    auto next_wake = Clock::now() + std::chrono::seconds(1);
+    for (auto& s : states) {
+      if (s.done || s.pid >= 0 || stop_signal != 0) continue;
+      if (Clock::now() >= s.restart_at) {
+        start(s);
+      } else {
+        next_wake = std::min(next_wake, s.restart_at);
+      }
+    }
+    if (stop_signal != 0) {
+      for (auto& s : states)
+        if (s.pid < 0) s.done = true;
+    }
+
+    const auto wait = std::max<Clock::duration>(next_wake - Clock::now(), std::chrono::milliseconds(1));
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+    timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
+    const int sig = sigtimedwait(&mask, nullptr, &ts);
+    if (sig == SIGTERM || sig == SIGINT) {
+      if (stop_signal != 0) {
+        spdlog::warn("second signal: killing worker processes");
+        for (auto& s : states)
+          if (s.pid > 0) kill(s.pid, SIGKILL);
+        for (auto& s : states)
+          if (s.pid > 0) waitpid(s.pid, nullptr, 0);
+        return 1;
+      }
+      stop_signal = sig;
+      spdlog::info("{}: stopping {} worker processes", strsignal(sig), states.size());
+      for (auto& s : states) {
+        if (s.pid > 0) kill(s.pid, sig);
+        if (s.pid < 0) s.done = true;
+      }
+      // Bound the wait: whatever is left after the grace period is killed.
+      const auto deadline = Clock::now() + std::chrono::milliseconds(options.stop_grace_ms);
+      for (auto& s : states) {
+        if (s.pid <= 0) continue;
+        int status = 0;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (!wait_child(s.pid, int(std::max<int64_t>(left.count(), 0)), &status)) {
+          spdlog::warn("{}: worker process {} did not stop in time; killing it", s.child.label, s.pid);
+          kill(s.pid, SIGKILL);
+          waitpid(s.pid, &status, 0);
+        }
+        s.pid = -1;
+        s.done = true;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace psched

@@ -1,0 +1,329 @@
+#include "worker/worker.h"
+
+#include <capnp/message.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common/address.h"
+#include "common/scheduler_file.h"
+#include "common/wire_convert.h"
+
+namespace psched {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+Worker::Worker(asio::io_context& io, WorkerConfig config, std::unique_ptr<Backend> backend)
+    : io_(io),
+      config_(std::move(config)),
+      backend_(std::move(backend)),
+      retry_timer_(io),
+      heartbeat_timer_(io) {
+  device_ = backend_->info();
+}
+
+Worker::~Worker() {
+  *alive_ = false;
+  backend_->stop();
+}
+
+void Worker::start() {
+  disconnected_since_ = std::chrono::steady_clock::now();
+  std::weak_ptr<bool> alive = alive_;
+  backend_->start([this, alive](ChunkOutcome outcome) {
+    // Backend thread: hand the outcome to the loop.
+    asio::post(io_, [this, alive, o = std::move(outcome)]() mutable {
+      if (alive.lock()) on_outcome(std::move(o));
+    });
+  });
+  connect();
+}
+
+void Worker::connect() {
+  if (leaving_) return;
+  std::string address_text = config_.scheduler_address;
+  if (address_text.empty()) {
+    auto info = read_scheduler_file(config_.scheduler_file);
+    if (!info) {
+      if (!warned_unreachable_) {
+        spdlog::info("waiting for scheduler file {}", config_.scheduler_file);
+        warned_unreachable_ = true;
+      }
+      schedule_reconnect();
+      return;
+    }
+    address_text = info->address;
+  }
+  auto address = parse_address(address_text);
+  if (!address) {
+    give_up(address.message(), 2);
+    return;
+  }
+  auto resolver = std::make_shared<tcp::resolver>(io_);
+  auto socket = std::make_shared<tcp::socket>(io_);
+  resolver->async_resolve(
+      address->host, std::to_string(address->port),
+      [this, resolver, socket, addr = *address](const boost::system::error_code& ec,
+                                                 tcp::resolver::results_type results) {
+        if (ec) {
+          if (!warned_unreachable_)
+            spdlog::warn("cannot resolve scheduler {}: {}", addr.to_string(), ec.message());
+          warned_unreachable_ = true;
+          schedule_reconnect();
+          return;
+        }
+        asio::async_connect(*socket, results,
+                            [this, socket, addr](const boost::system::error_code& ec2, const tcp::endpoint&) {
+                              if (ec2) {
+                                if (!warned_unreachable_)
+                                  spdlog::warn("scheduler {} unreachable: {}; retrying",
+                                               addr.to_string(), ec2.message());
+                                warned_unreachable_ = true;
+                                schedule_reconnect();
+                                return;
+                              }
+                              on_connected(std::move(*socket));
+                            });
+      });
+}
+
+void Worker::schedule_reconnect() {
+  if (leaving_) return;
+  const auto away = std::chrono::steady_clock::now() - disconnected_since_;
+  if (config_.death_timeout_s > 0 && away >= std::chrono::seconds(config_.death_timeout_s)) {
+    give_up(fmt::format("no scheduler for {} s (--death-timeout), exiting", config_.death_timeout_s), 0);
+    return;
+  }
+  retry_timer_.expires_after(backoff_);
+  backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(2000));
+  retry_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) connect();
+  });
+}
+
+void Worker::on_connected(tcp::socket socket) {
+  ++generation_;
+  welcomed_ = false;
+  conn_ = std::make_shared<FramedConnection>(std::move(socket), config_.max_frame_bytes);
+  const uint32_t generation = generation_;
+  conn_->start({[this, generation](wire::Message::Reader m) {
+                  if (generation == generation_) on_message(m);
+                },
+                [this, generation](const std::string& why) {
+                  if (generation == generation_) on_disconnected(why);
+                }});
+  conn_->set_idle_timeout(std::chrono::milliseconds(config_.scheduler_timeout_ms));
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  send_message(*conn_, [&](wire::Message::Builder m) {
+    auto hello = m.initHello();
+    hello.setRole(wire::Role::WORKER);
+    hello.setProtocolVersion(wire::PROTOCOL_VERSION);
+    hello.setName(config_.name);
+    hello.setToken(config_.token);
+    auto info = hello.initWorker();
+    info.setName(config_.name);
+    info.setHost(host);
+    info.setPid(uint32_t(getpid()));
+    info.setBackend(device_.backend);
+    info.setDeviceName(device_.device_name);
+    info.setMemoryTotalBytes(device_.memory_total_bytes);
+    info.setMemoryLimitBytes(device_.memory_limit_bytes);
+    info.setComputeMajor(uint32_t(device_.compute_major));
+    info.setComputeMinor(uint32_t(device_.compute_minor));
+    info.setThreads(uint32_t(device_.threads));
+    info.setSlots(uint32_t(backend_->slots()));
+  });
+}
+
+void Worker::on_message(wire::Message::Reader message) {
+  switch (message.which()) {
+    case wire::Message::WELCOME:
+      welcomed_ = true;
+      warned_unreachable_ = false;
+      backoff_ = std::chrono::milliseconds(100);
+      spdlog::info("registered with the scheduler at {} as worker {} ({} backend, {})",
+                   conn_->remote(), message.getWelcome().getPeerId(), device_.backend,
+                   device_.device_name);
+      heartbeat();
+      return;
+    case wire::Message::ERROR: {
+      const std::string text = message.getError().getMessage().cStr();
+      spdlog::error("scheduler refused us: {}", text);
+      // A wrong token or protocol will not fix itself: exit rather than retry forever.
+      if (!welcomed_) give_up(fmt::format("scheduler refused registration: {}", text), 1);
+      return;
+    }
+    case wire::Message::HEARTBEAT:
+      return;
+    case wire::Message::DEFINE_JOB: {
+      auto d = message.getDefineJob();
+      JobSpec spec = from_wire(d.getSpec());
+      if (Status st = validate(spec); !st) {
+        spdlog::error("job {}: invalid spec from scheduler: {}", d.getJobId(), st.message());
+        jobs_[d.getJobId()] = nullptr;  // its chunks will be reported failed
+        return;
+      }
+      jobs_[d.getJobId()] = std::make_shared<const JobSpec>(normalized(spec));
+      return;
+    }
+    case wire::Message::TASK_BATCH:
+      on_task_batch(message.getTaskBatch());
+      return;
+    case wire::Message::DROP_JOB: {
+      const uint64_t id = message.getDropJob().getJobId();
+      jobs_.erase(id);
+      pending_.erase(id);
+      backend_->drop_job(id);
+      return;
+    }
+    case wire::Message::GOODBYE:
+      spdlog::warn("scheduler says goodbye: {}", message.getGoodbye().getReason().cStr());
+      conn_->close("scheduler said goodbye");
+      return;
+    default:
+      conn_->send_error_and_close(
+          fmt::format("unexpected message kind {} for a worker", unsigned(message.which())));
+  }
+}
+
+void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
+  const uint64_t job_id = batch.getJobId();
+  auto it = jobs_.find(job_id);
+  const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second;
+  const uint64_t chunks = spec ? (spec->rows + spec->chunk_rows - 1) / spec->chunk_rows *
+                                     ((spec->cols + spec->chunk_cols - 1) / spec->chunk_cols)
+                               : 0;
+  for (auto range : batch.getRanges()) {
+    for (uint64_t k = 0; k < range.getCount(); ++k) {
+      const uint64_t chunk = range.getFirst() + k;
+      if (!spec || chunk >= chunks) {
+        ChunkOutcome bad;
+        bad.job_id = job_id;
+        bad.chunk = chunk;
+        bad.ok = false;
+        bad.error = spec ? fmt::format("chunk {} is outside the job's {} chunks", chunk, chunks)
+                         : fmt::format("job {} was never defined or is invalid", job_id);
+        on_outcome(std::move(bad));
+        if (!spec) continue;
+        break;
+      }
+      if (config_.crash_on_chunk >= 0 && chunk == uint64_t(config_.crash_on_chunk)) {
+        spdlog::critical("test fault switch: crashing on chunk {}", chunk);
+        std::abort();
+      }
+      backend_->enqueue(ChunkTask{job_id, chunk, spec});
+    }
+  }
+}
+
+void Worker::on_outcome(ChunkOutcome outcome) {
+  if (!conn_ || !conn_->is_open() || !jobs_.count(outcome.job_id)) return;  // stale
+  pending_[outcome.job_id].push_back(std::move(outcome));
+  if (!flush_posted_) {
+    flush_posted_ = true;
+    asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
+      if (alive.lock()) flush_results();
+    });
+  }
+}
+
+void Worker::flush_results() {
+  flush_posted_ = false;
+  if (!conn_ || !conn_->is_open()) {
+    pending_.clear();
+    return;
+  }
+  for (auto& [job_id, outcomes] : pending_) {
+    if (outcomes.empty()) continue;
+    size_t ok = 0;
+    double busy = 0;
+    for (const auto& o : outcomes) {
+      ok += o.ok ? 1 : 0;
+      busy += o.busy_seconds;
+    }
+    capnp::MallocMessageBuilder m(128 + outcomes.size() * 6);
+    auto batch = m.initRoot<wire::Message>().initResultBatch();
+    batch.setJobId(job_id);
+    batch.setBusySeconds(busy);
+    auto results = batch.initResults(uint32_t(ok));
+    auto failures = batch.initFailures(uint32_t(outcomes.size() - ok));
+    uint32_t r = 0, f = 0;
+    for (const auto& o : outcomes) {
+      if (o.ok) {
+        to_wire(o.chunk, o.partial, results[r++]);
+      } else {
+        failures[f].setChunk(o.chunk);
+        failures[f++].setMessage(o.error);
+      }
+    }
+    conn_->send(m);
+    outcomes.clear();
+  }
+  pending_.clear();
+}
+
+void Worker::heartbeat() {
+  heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.heartbeat_ms));
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !conn_ || !conn_->is_open() || !welcomed_) return;
+    send_message(*conn_, [&](wire::Message::Builder m) { m.initHeartbeat(); });
+    heartbeat();
+  });
+}
+
+void Worker::on_disconnected(const std::string& why) {
+  if (leaving_) return;
+  heartbeat_timer_.cancel();
+  // Whatever we held is re-queued by the scheduler; drop it here.
+  for (auto& [id, spec] : jobs_) backend_->drop_job(id);
+  jobs_.clear();
+  pending_.clear();
+  if (welcomed_) {
+    spdlog::warn("lost the scheduler: {}; reconnecting", why);
+    disconnected_since_ = std::chrono::steady_clock::now();
+  } else if (!warned_unreachable_) {
+    spdlog::warn("connection to the scheduler failed: {}; retrying", why);
+    warned_unreachable_ = true;
+  }
+  welcomed_ = false;
+  schedule_reconnect();
+}
+
+void Worker::leave(const std::string& reason, std::function<void()> on_left) {
+  if (leaving_) return;
+  leaving_ = true;
+  spdlog::info("leaving: {}", reason);
+  retry_timer_.cancel();
+  heartbeat_timer_.cancel();
+  backend_->stop();
+  if (conn_ && conn_->is_open()) {
+    send_message(*conn_, [&](wire::Message::Builder m) { m.initGoodbye().setReason(reason); });
+    // The connection's close handler is ours; swap in one that reports the goodbye was written.
+    auto done = std::make_shared<std::function<void()>>(std::move(on_left));
+    conn_->start_closing([done] { (*done)(); });
+  } else {
+    asio::post(io_, std::move(on_left));
+  }
+}
+
+void Worker::give_up(const std::string& why, int code) {
+  if (leaving_) return;
+  if (code == 0) {
+    spdlog::warn("{}", why);
+  } else {
+    spdlog::error("{}", why);
+  }
+  exit_code_ = code;
+  leaving_ = true;
+  retry_timer_.cancel();
+  heartbeat_timer_.cancel();
+  backend_->stop();
+  if (conn_) conn_->close(why);
+  io_.stop();
+}
+
+}  // namespace psched

@@ -1,0 +1,78 @@
+// Worker: one pcuda-worker process's link to the scheduler. It connects (reconnecting with backoff),
+// introduces its backend in Hello, feeds the chunks of TaskBatches to the backend, and sends the
+// outcomes back in ResultBatches: every outcome that arrives while the loop is busy goes out in the
+// same batch. With --death-timeout it exits when no scheduler is reachable for that long.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/connection.h"
+#include "worker/backend.h"
+
+namespace psched {
+
+struct WorkerConfig {
+  std::string scheduler_address;  // tcp://host:port, host:port or host
+  std::string scheduler_file;     // used when no address is given: wait for it, then read it
+  std::string name;
+  std::string token;
+  uint32_t death_timeout_s = 0;   // 0: never give up
+  uint32_t heartbeat_ms = 1000;
+  uint32_t scheduler_timeout_ms = 30000;  // scheduler silent this long: reconnect
+  uint32_t max_frame_bytes = 16u << 20;
+  int64_t crash_on_chunk = -1;    // test-only fault switch (PSCHED_TEST_CRASH_ON_CHUNK)
+};
+
+class Worker {
+ public:
+  Worker(boost::asio::io_context& io, WorkerConfig config, std::unique_ptr<Backend> backend);
+  ~Worker();
+
+  void start();
+  // Tells the scheduler we are leaving (it re-queues our chunks at once), then stops; on_left runs
+  // once the goodbye is written (or at once when not connected).
+  void leave(const std::string& reason, std::function<void()> on_left);
+  // Exit status the process should return once the loop ends.
+  int exit_code() const { return exit_code_; }
+
+ private:
+  void connect();
+  void schedule_reconnect();
+  void on_connected(boost::asio::ip::tcp::socket socket);
+  void on_message(wire::Message::Reader message);
+  void on_disconnected(const std::string& why);
+  void on_task_batch(wire::TaskBatch::Reader batch);
+  void on_outcome(ChunkOutcome outcome);  // on the loop
+  void flush_results();
+  void heartbeat();
+  void give_up(const std::string& why, int code);
+
+  boost::asio::io_context& io_;
+  WorkerConfig config_;
+  std::unique_ptr<Backend> backend_;
+  DeviceInfo device_;
+  std::shared_ptr<FramedConnection> conn_;
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer heartbeat_timer_;
+  std::chrono::milliseconds backoff_{100};
+  std::chrono::steady_clock::time_point disconnected_since_;
+  bool welcomed_ = false;
+  bool leaving_ = false;
+  bool flush_posted_ = false;
+  bool warned_unreachable_ = false;
+  int exit_code_ = 0;
+  uint32_t generation_ = 0;  // bumps on every new connection: outcomes of older ones are dropped
+  std::map<uint64_t, std::shared_ptr<const JobSpec>> jobs_;
+  std::map<uint64_t, std::vector<ChunkOutcome>> pending_;  // job -> outcomes not yet sent
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace psched

@@ -54,6 +54,7 @@ Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
   CpuBackendOptions options;
   options.threads = choice.threads;
   options.memory_limit_bytes = choice.memory_limit_bytes;
+  options.test_delay_ms = choice.test_delay_ms;
   return make_cpu_backend(options);
 }
 

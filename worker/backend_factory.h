@@ -14,6 +14,7 @@ struct BackendChoice {
   std::string kind = "auto";  // auto, cpu, cuda
   int threads = 0;            // cpu threads; 0 = one per core
   uint64_t memory_limit_bytes = 0;
+  int test_delay_ms = 0;  // test-only, CPU backend
 };
 
 // "cpu cuda" or "cpu": what this binary was built with.

@@ -108,7 +108,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   config.token = *token;
+  // Test-only fault switches: environment only, never reachable from the network.
   if (const char* crash = std::getenv("PSCHED_TEST_CRASH_ON_CHUNK")) config.crash_on_chunk = std::atoll(crash);
+  if (const char* delay = std::getenv("PSCHED_TEST_CHUNK_DELAY_MS")) backend.test_delay_ms = std::atoi(delay);
   if (config.name.empty()) config.name = default_name();
 
   // Several devices (or --nworkers): supervise one worker process each.

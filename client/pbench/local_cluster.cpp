@@ -62,8 +62,10 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
     if (access(path.c_str(), X_OK) != 0)
       return psched::Status::error(fmt::format("cannot find {} (local mode runs it from pbench's directory)", path));
 
-  char tmpl[] = "/tmp/pbench.XXXXXX";
-  if (!mkdtemp(tmpl)) return psched::Status::error("cannot create a temporary directory for the local cluster");
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/pbench.XXXXXX";
+  if (!mkdtemp(tmpl.data()))
+    return psched::Status::error("cannot create a temporary directory for the local cluster in " + tmpl);
   dir_ = tmpl;
   scheduler_file_ = dir_ + "/scheduler.json";
 
@@ -84,7 +86,7 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   for (int i = 0; i < n; ++i) {
     psched::ChildSpec w;
     w.path = worker_bin;
-    w.args = {info->address, "--name", fmt::format("local-{}", i), "--log-level", o.log_level,
+    w.args = {"--scheduler-file", scheduler_file_, "--name", fmt::format("local-{}", i), "--log-level", o.log_level,
               "--death-timeout", "10"};
     if (o.gpu_workers > 0) {
       w.args.insert(w.args.end(), {"--backend", "cuda"});

@@ -114,6 +114,8 @@ class CpuBackend final : public Backend {
           out.error = fmt::format("cpu backend: {}", e.what());
         }
       }
+      if (options_.test_delay_ms > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(options_.test_delay_ms));
       out.busy_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       on_done_(std::move(out));
     }

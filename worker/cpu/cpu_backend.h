@@ -11,6 +11,7 @@ namespace psched {
 struct CpuBackendOptions {
   int threads = 0;  // 0: one per core
   uint64_t memory_limit_bytes = 0;  // 0: no limit; else threads x chunk buffer must fit
+  int test_delay_ms = 0;  // test-only (PSCHED_TEST_CHUNK_DELAY_MS): makes "mid-job" last
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);

@@ -1,0 +1,62 @@
+#include <catch2/catch.hpp>
+
+#include "scheduler/job.h"
+
+using namespace psched;
+
+namespace {
+
+std::shared_ptr<const JobSpec> spec_with_chunks(uint64_t rows) {
+  JobSpec s;
+  s.rows = rows;
+  s.cols = 1;
+  s.chunk_rows = 1;
+  s.chunk_cols = 1;
+  return std::make_shared<const JobSpec>(normalized(s));
+}
+
+}  // namespace
+
+TEST_CASE("chunks are handed out in index order, re-queued ones first", "[job]") {
+  Job job(1, 1, spec_with_chunks(4), false);
+  CHECK(job.take(7) == 0);
+  CHECK(job.take(7) == 1);
+  CHECK(job.requeue(0, 7, "w7", /*blame=*/false) == 0);
+  CHECK(job.take(8) == 0);
+  CHECK(job.running_on(0) == 8);
+  CHECK(job.take(8) == 2);
+  CHECK(job.retries() == 1);
+}
+
+TEST_CASE("a result counts once, and only from the worker running the chunk", "[job]") {
+  Job job(1, 1, spec_with_chunks(2), false);
+  const uint64_t c = job.take(1);
+  CHECK_FALSE(job.finish(c, 2, PartialSum{1, 1, 1, 1}));  // not its worker
+  CHECK(job.finish(c, 1, PartialSum{1, 1, 1, 1}));
+  CHECK_FALSE(job.finish(c, 1, PartialSum{1, 1, 1, 1}));  // duplicate
+  CHECK(job.done() == 1);
+  CHECK_FALSE(job.complete());
+}
+
+TEST_CASE("failures are counted per chunk with the workers named", "[job]") {
+  Job job(1, 1, spec_with_chunks(1), false);
+  job.take(1);
+  CHECK(job.requeue(0, 1, "alpha", true) == 1);
+  job.take(2);
+  CHECK(job.requeue(0, 2, "beta", true) == 2);
+  CHECK(job.failed_on(0) == std::vector<std::string>{"alpha", "beta"});
+}
+
+TEST_CASE("the result combines partials in chunk order whatever the completion order", "[job]") {
+  auto run = [](bool reverse) {
+    Job job(1, 1, spec_with_chunks(5), false);
+    std::vector<uint64_t> chunks;
+    for (int i = 0; i < 5; ++i) chunks.push_back(job.take(1));
+    if (reverse) std::reverse(chunks.begin(), chunks.end());
+    const double values[5] = {1e16, 1.0, -1e16, 1.0, 3.0};
+    for (uint64_t c : chunks) job.finish(c, 1, PartialSum{values[c], 1, values[c], values[c]});
+    REQUIRE(job.complete());
+    return job.result().sum;
+  };
+  CHECK(run(false) == run(true));
+}

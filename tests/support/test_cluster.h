@@ -1,0 +1,73 @@
+// TestCluster: real psched and pcuda-worker processes for end-to-end tests, on loopback with free
+// ports. Readiness is waited on, never slept for: the scheduler file appearing (written once psched
+// listens) and the scheduler reporting the workers registered. Every process is stopped by pid.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pclient/client.h"
+
+namespace psched::test {
+
+std::string bin_dir();  // where the built psched / pcuda-worker / pbench live
+
+struct SchedulerOptions {
+  std::vector<std::string> extra_args;  // e.g. {"--worker-timeout", "2"}
+  std::map<std::string, std::string> env;
+  std::string dashboard = "none";       // or "127.0.0.1:0"
+};
+
+struct WorkerOptions {
+  int threads = 1;
+  std::string name;
+  std::vector<std::string> extra_args;
+  std::map<std::string, std::string> env;
+};
+
+class TestCluster {
+ public:
+  explicit TestCluster(const SchedulerOptions& options = {});
+  ~TestCluster();
+  TestCluster(const TestCluster&) = delete;
+  TestCluster& operator=(const TestCluster&) = delete;
+
+  const std::string& address() const { return address_; }       // tcp://127.0.0.1:PORT
+  const std::string& dashboard() const { return dashboard_; }   // http://... or ""
+  const std::string& scheduler_file() const { return scheduler_file_; }
+  const std::string& dir() const { return dir_; }
+  pid_t scheduler_pid() const { return scheduler_pid_; }
+
+  pid_t add_worker(const WorkerOptions& options = {});
+  // Blocks until the scheduler lists n workers (throws pclient::Error after timeout_ms).
+  void wait_for_workers(size_t n, int timeout_ms = 20000);
+  pclient::Client client(const std::string& token = "");
+
+  // Starts psched again on the same port (after the old one exited).
+  void restart_scheduler(const SchedulerOptions& options = {});
+  // SIGTERM + wait; returns the exit status (as from waitpid) or -1 if it had to be killed.
+  int stop(pid_t pid, int grace_ms = 5000);
+  std::string log_of(pid_t pid) const;
+  std::vector<pid_t> worker_pids() const { return workers_; }
+  void forget(pid_t pid);  // a process the test reaped itself
+
+ private:
+  void start_scheduler(const SchedulerOptions& options, uint16_t port);
+
+  std::string dir_, scheduler_file_, address_, dashboard_;
+  pid_t scheduler_pid_ = -1;
+  uint16_t port_ = 0;
+  std::vector<pid_t> workers_;
+  std::map<pid_t, std::string> logs_;
+  int next_log_ = 0;
+};
+
+// True while a process with this pid exists (and is not a zombie of ours).
+bool process_alive(pid_t pid);
+// Runs a command, captures stdout+stderr, returns the exit status (as from waitpid).
+int run_command(const std::vector<std::string>& argv, std::string* output, int timeout_ms = 60000);
+
+}  // namespace psched::test

@@ -161,13 +161,18 @@ void Worker::on_message(wire::Message::Reader message) {
       return;
     case wire::Message::DEFINE_JOB: {
       auto d = message.getDefineJob();
+      const uint64_t job_id = d.getJobId();
+      if (jobs_.count(job_id)) return;  // defined already
+      JobEntry entry;
+      entry.local_key = next_local_key_++;
       JobSpec spec = from_wire(d.getSpec());
       if (Status st = validate(spec); !st) {
-        spdlog::error("job {}: invalid spec from scheduler: {}", d.getJobId(), st.message());
-        jobs_[d.getJobId()] = nullptr;  // its chunks will be reported failed
-        return;
+        spdlog::error("job {}: invalid spec from scheduler: {}", job_id, st.message());
+      } else {
+        entry.spec = std::make_shared<const JobSpec>(normalized(spec));
       }
-      jobs_[d.getJobId()] = std::make_shared<const JobSpec>(normalized(spec));
+      job_of_key_[entry.local_key] = job_id;
+      jobs_[job_id] = std::move(entry);
       return;
     }
     case wire::Message::TASK_BATCH:
@@ -175,9 +180,13 @@ void Worker::on_message(wire::Message::Reader message) {
       return;
     case wire::Message::DROP_JOB: {
       const uint64_t id = message.getDropJob().getJobId();
-      jobs_.erase(id);
+      auto it = jobs_.find(id);
+      if (it != jobs_.end()) {
+        backend_->drop_job(it->second.local_key);
+        job_of_key_.erase(it->second.local_key);
+        jobs_.erase(it);
+      }
       pending_.erase(id);
-      backend_->drop_job(id);
       return;
     }
     case wire::Message::GOODBYE:
@@ -193,7 +202,8 @@ void Worker::on_message(wire::Message::Reader message) {
 void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
   const uint64_t job_id = batch.getJobId();
   auto it = jobs_.find(job_id);
-  const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second;
+  const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
+  const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;
   const uint64_t chunks = spec ? (spec->rows + spec->chunk_rows - 1) / spec->chunk_rows *
                                      ((spec->cols + spec->chunk_cols - 1) / spec->chunk_cols)
                                : 0;
@@ -207,7 +217,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
         bad.ok = false;
         bad.error = spec ? fmt::format("chunk {} is outside the job's {} chunks", chunk, chunks)
                          : fmt::format("job {} was never defined or is invalid", job_id);
-        on_outcome(std::move(bad));
+        add_pending(std::move(bad));
         if (!spec) continue;
         break;
       }
@@ -215,13 +225,20 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
         spdlog::critical("test fault switch: crashing on chunk {}", chunk);
         std::abort();
       }
-      backend_->enqueue(ChunkTask{job_id, chunk, spec});
+      backend_->enqueue(ChunkTask{local_key, chunk, spec});
     }
   }
 }
 
 void Worker::on_outcome(ChunkOutcome outcome) {
-  if (!conn_ || !conn_->is_open() || !jobs_.count(outcome.job_id)) return;  // stale
+  auto it = job_of_key_.find(outcome.job_id);
+  if (it == job_of_key_.end()) return;  // dropped job, or one of an earlier connection
+  outcome.job_id = it->second;
+  add_pending(std::move(outcome));
+}
+
+void Worker::add_pending(ChunkOutcome outcome) {
+  if (!conn_ || !conn_->is_open()) return;
   pending_[outcome.job_id].push_back(std::move(outcome));
   if (!flush_posted_) {
     flush_posted_ = true;
@@ -279,8 +296,9 @@ void Worker::on_disconnected(const std::string& why) {
   if (leaving_) return;
   heartbeat_timer_.cancel();
   // Whatever we held is re-queued by the scheduler; drop it here.
-  for (auto& [id, spec] : jobs_) backend_->drop_job(id);
+  for (auto& [id, entry] : jobs_) backend_->drop_job(entry.local_key);
   jobs_.clear();
+  job_of_key_.clear();
   pending_.clear();
   if (welcomed_) {
     spdlog::warn("lost the scheduler: {}; reconnecting", why);

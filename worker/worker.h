@@ -50,7 +50,8 @@ class Worker {
   void on_message(wire::Message::Reader message);
   void on_disconnected(const std::string& why);
   void on_task_batch(wire::TaskBatch::Reader batch);
-  void on_outcome(ChunkOutcome outcome);  // on the loop
+  void on_outcome(ChunkOutcome outcome);  // on the loop; outcome.job_id is a local job key
+  void add_pending(ChunkOutcome outcome);  // outcome.job_id is the scheduler's job id
   void flush_results();
   void heartbeat();
   void give_up(const std::string& why, int code);
@@ -70,8 +71,17 @@ class Worker {
   bool warned_unreachable_ = false;
   int exit_code_ = 0;
   uint32_t generation_ = 0;  // bumps on every new connection: outcomes of older ones are dropped
-  std::map<uint64_t, std::shared_ptr<const JobSpec>> jobs_;
-  std::map<uint64_t, std::vector<ChunkOutcome>> pending_;  // job -> outcomes not yet sent
+  // The backend sees local job keys, never the scheduler's job ids: ids restart at 1 when the
+  // scheduler restarts, and an outcome computed for the old scheduler must not be mistaken for one
+  // of the new scheduler's job of the same number. Keys are never reused.
+  struct JobEntry {
+    uint64_t local_key = 0;
+    std::shared_ptr<const JobSpec> spec;  // null: the scheduler sent an invalid spec
+  };
+  std::map<uint64_t, JobEntry> jobs_;                 // scheduler job id -> entry
+  std::map<uint64_t, uint64_t> job_of_key_;           // local key -> scheduler job id
+  uint64_t next_local_key_ = 1;
+  std::map<uint64_t, std::vector<ChunkOutcome>> pending_;  // scheduler job id -> outcomes to send
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -83,6 +83,17 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   const int n = o.gpu_workers > 0 ? o.gpu_workers : o.cpu_workers;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const int threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, int(cores) / std::max(1, n));
+  // -g N: GPUs 0..N-1 of those visible to us (CUDA_VISIBLE_DEVICES may already narrow them).
+  std::vector<std::string> visible;
+  if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES"); env && *env) {
+    std::string list = env;
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      const size_t comma = std::min(list.find(',', pos), list.size());
+      visible.push_back(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  }
   for (int i = 0; i < n; ++i) {
     psched::ChildSpec w;
     w.path = worker_bin;
@@ -90,7 +101,7 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
               "--death-timeout", "10"};
     if (o.gpu_workers > 0) {
       w.args.insert(w.args.end(), {"--backend", "cuda"});
-      w.env["CUDA_VISIBLE_DEVICES"] = std::to_string(i);
+      w.env["CUDA_VISIBLE_DEVICES"] = size_t(i) < visible.size() ? visible[size_t(i)] : std::to_string(i);
     } else {
       w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});
     }
@@ -101,6 +112,20 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
     register_child(*wpid);
   }
   workers_ = n;
+  return psched::Status::ok();
+}
+
+psched::Status LocalCluster::check_children() {
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    int status = 0;
+    if (waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+    const std::string what = i == 0 ? "psched" : fmt::format("pcuda-worker {}", i - 1);
+    pids_.erase(pids_.begin() + long(i));
+    if (WIFEXITED(status))
+      return psched::Status::error(fmt::format("local {} exited with status {} (its error is above)", what,
+                                               WEXITSTATUS(status)));
+    return psched::Status::error(fmt::format("local {} was killed by signal {}", what, WTERMSIG(status)));
+  }
   return psched::Status::ok();
 }
 

@@ -31,6 +31,8 @@ class LocalCluster {
   psched::Status start(const LocalClusterOptions& options);
   const std::string& scheduler_file() const { return scheduler_file_; }
   int workers() const { return workers_; }
+  // An error naming the first child that has exited (a worker that could not start), if any.
+  psched::Status check_children();
   // Stops the workers, then the scheduler (SIGTERM, SIGKILL after a grace period).
   void stop();
 

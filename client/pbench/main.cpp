@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <chrono>
 #include <iostream>
+#include <thread>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/closed_form.h"
@@ -56,12 +59,66 @@ void draw_progress(const pclient::Progress& p) {
   std::fflush(stderr);
 }
 
+nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& w : workers) {
+    nlohmann::json d = {{"name", w.name}, {"host", w.host}, {"backend", w.backend}, {"device", w.device_name},
+                        {"memory_total_bytes", w.memory_total_bytes}, {"threads", w.threads},
+                        {"chunks_done", w.chunks_done}};
+    if (w.backend == "cuda") d["compute_capability"] = std::to_string(w.compute_major) + "." + std::to_string(w.compute_minor);
+    list.push_back(d);
+  }
+  return list;
+}
+
+// "2 workers: 2 x cuda NVIDIA H100 80GB HBM3 (79.1 GiB, sm_90)" style, grouped by kind of device.
+std::string summarize(const std::vector<pclient::WorkerInfo>& workers) {
+  std::map<std::string, int> kinds;
+  for (const auto& w : workers) {
+    char buf[512];
+    if (w.backend == "cuda") {
+      std::snprintf(buf, sizeof(buf), "cuda %s (%.1f GiB, sm_%u%u)", w.device_name.c_str(),
+                    double(w.memory_total_bytes) / double(1ull << 30), w.compute_major, w.compute_minor);
+    } else {
+      std::snprintf(buf, sizeof(buf), "cpu %s (%u threads)", w.device_name.c_str(), w.threads);
+    }
+    ++kinds[buf];
+  }
+  std::string out = std::to_string(workers.size()) + " workers:";
+  bool first = true;
+  for (const auto& [kind, n] : kinds) {
+    out += (first ? " " : ", ") + std::to_string(n) + " x " + kind;
+    first = false;
+  }
+  return out;
+}
+
+int local_stop(pbench::LocalCluster& local) {
+  local.stop();
+  return 0;
+}
+
+void print_workers(const std::vector<pclient::WorkerInfo>& workers, bool json) {
+  if (json) {
+    std::cout << nlohmann::json{{"workers", devices_json(workers)}}.dump() << std::endl;
+    return;
+  }
+  std::printf("%s\n", summarize(workers).c_str());
+  for (const auto& w : workers) {
+    std::printf("  %-24s %-16s %-5s %s, %.1f GiB", w.name.c_str(), w.host.c_str(), w.backend.c_str(),
+                w.device_name.c_str(), double(w.memory_total_bytes) / double(1ull << 30));
+    if (w.backend == "cuda") std::printf(", compute %u.%u", w.compute_major, w.compute_minor);
+    else std::printf(", %u threads", w.threads);
+    std::printf(", window %u\n", w.slots);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   pclient::Job job;
   int gpus = 0, cpus = 0, repeat = 1, nthreads = 0;
-  bool distributed = false, json = false, check = false, quiet = false;
+  bool distributed = false, json = false, check = false, quiet = false, cluster_info = false;
   std::string scheduler, scheduler_file, token_file, memory_limit, log_level = "warning";
   double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
   int64_t row_stop = -1, col_stop = -1;
@@ -116,6 +173,7 @@ int main(int argc, char** argv) {
   app.add_flag("--check", check, "Verify the result: exact closed form for arange/constant, mean bound for "
                                  "normal/uniform; exit 1 on any difference");
   app.add_flag("-q,--quiet", quiet, "No progress bar");
+  app.add_flag("--cluster-info", cluster_info, "Print the cluster's workers (backend, device, memory) and exit");
   app.add_option("--log-level", log_level, "Local mode: log level of the daemons")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -170,9 +228,28 @@ int main(int argc, char** argv) {
       if (scheduler.empty() && scheduler_file.empty()) connect.address = "tcp://127.0.0.1:8786";
     }
     pclient::Client client = pclient::Client::connect(connect);
-    std::vector<pclient::WorkerInfo> workers =
-        local_mode ? client.wait_for_workers(size_t(local.workers()), 60000) : client.wait_for_workers(1, 60000);
+    std::vector<pclient::WorkerInfo> workers;
+    if (local_mode) {
+      // Ready when every local worker has registered; a worker that exits instead is an error.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      for (;;) {
+        workers = client.workers();
+        if (workers.size() >= size_t(local.workers())) break;
+        if (psched::Status st = local.check_children(); !st) return fail(st.message()) + local_stop(local);
+        if (std::chrono::steady_clock::now() > deadline)
+          return fail("local workers did not register within 120 s") + local_stop(local);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    } else {
+      workers = client.wait_for_workers(1, 60000);
+    }
 
+    if (cluster_info) {
+      print_workers(workers, json);
+      client.close();
+      local.stop();
+      return 0;
+    }
     const bool tty = isatty(1) && isatty(2) && !json && !quiet;
     if (!json) {
       std::cout << "Array size: " << human_bytes(double(job.bytes())) << ".  Computing parallel sum . . ."
@@ -210,7 +287,8 @@ int main(int argc, char** argv) {
                             {"cols", job.cols},
                             {"chunk_rows", job.chunk_rows},
                             {"chunk_cols", job.chunk_cols},
-                            {"fused", job.fused}};
+                            {"fused", job.fused},
+                            {"devices", devices_json(workers)}};
       if (repeat > 1) out["runs"] = runs;
       if (check) out["check"] = problem.empty() ? "ok" : problem;
       std::cout << out.dump() << std::endl;
@@ -228,6 +306,7 @@ int main(int argc, char** argv) {
         std::printf("Runs: %d, median %.6f s, min %.6f s, max %.6f s\n", repeat, sorted[sorted.size() / 2],
                     sorted.front(), sorted.back());
       }
+      std::printf("Cluster: %s\n", summarize(workers).c_str());
       if (check) std::printf("Check: %s\n", problem.empty() ? "ok" : problem.c_str());
       std::fflush(stdout);
     }

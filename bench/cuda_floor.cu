@@ -63,7 +63,8 @@ Args parse(int argc, char** argv) {
       return argv[++i];
     };
     if (flag == "--device") a.device = int(number("--device", value()));
-    else if (flag == "--iterations") a.iterations = std::max(1, int(number("--iterations", value())));
+    else if (flag == "--iterations")
+      a.iterations = std::max(1, int(number("--iterations", value())));
     else if (flag == "--chunks") a.chunks = number("--chunks", value());
     else if (flag == "--streams") a.streams = int(number("--streams", value()));
     else if (flag == "--fused") a.fused = true;
@@ -120,8 +121,30 @@ struct StridedPlusOne {
   }
 };
 
+// What another element definition would cost: one Philox block per PAIR of elements, (2m, 2m+1)
+// taking both Box-Muller branches (cos, sin) of block m, as cuRAND's normal2 does. Not psched's
+// definition (common/generators.h: one block per element, cosine branch); measured so the choice
+// can be made on numbers. Chunk 0 of an array with an even number of columns only.
+__global__ void __launch_bounds__(256)
+    generate_pairs_kernel(GeneratorParams gen, uint64_t array_cols, uint32_t rows,
+                          uint32_t pair_cols, double2* __restrict__ out) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= pair_cols) return;
+  for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const uint64_t pair = (uint64_t(r) * array_cols) / 2 + c;
+    const UniformPair u = uniform_pair(gen.seed, pair);
+    const double radius = sqrt(-2.0 * log(1.0 - u.u0));
+    double s, co;
+    sincospi(2.0 * u.u1, &s, &co);
+    out[uint64_t(r) * pair_cols + c] =
+        make_double2(mul_add_rounded(gen.param1, radius * co, gen.param0),
+                     mul_add_rounded(gen.param1, radius * s, gen.param0));
+  }
+}
+
 struct Floor {
-  double generate_ms, generate_reference_ms, reduce_ms, sum_only_ms, floor_ms, fused_ms;
+  double generate_ms, generate_reference_ms, generate_uniform_ms, generate_arange_ms;
+  double generate_pairs_ms, reduce_ms, sum_only_ms, floor_ms, fused_ms;
   double copy_tb_per_s, cub_sum_ms, cub_sum_tb_per_s, mean;
 };
 
@@ -162,8 +185,29 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
   auto reduce = [&] { gpu::launch_reduce(work, buffer, temp, temp_bytes, stats, stream); };
   f.generate_ms = time_ms(stream, it, generate);
   f.generate_reference_ms = time_ms(stream, it, [&] {
-    gpu::launch_generate(work, buffer, sm_count, stream, gpu::NormalFormula::kReference);
+    gpu::launch_generate(work, buffer, sm_count, stream, gpu::ElementFormula::kReference);
   });
+  gpu::ChunkWork uniform = work;
+  uniform.gen.kind = uint8_t(Generator::kUniform);
+  f.generate_uniform_ms =
+      time_ms(stream, it, [&] { gpu::launch_generate(uniform, buffer, sm_count, stream); });
+  gpu::ChunkWork arange = work;
+  arange.gen.kind = uint8_t(Generator::kArange);
+  f.generate_arange_ms =
+      time_ms(stream, it, [&] { gpu::launch_generate(arange, buffer, sm_count, stream); });
+  if (work.box.cols % 2 == 0 && work.array_cols % 2 == 0) {
+    const uint32_t pair_cols = uint32_t(work.box.cols / 2);
+    const uint32_t grid_x = (pair_cols + 255) / 256;
+    const uint32_t grid_y = uint32_t(std::min<uint64_t>(
+        {work.box.rows, 65535, std::max<uint64_t>(1, uint64_t(sm_count) * 32 / grid_x)}));
+    const dim3 grid{grid_x, grid_y, 1};
+    f.generate_pairs_ms = time_ms(stream, it, [&] {
+      generate_pairs_kernel<<<grid, 256, 0, stream>>>(work.gen, work.array_cols,
+                                                      uint32_t(work.box.rows), pair_cols,
+                                                      static_cast<double2*>(buffer));
+      PSCHED_CUDA_CHECK(cudaGetLastError());
+    });
+  }
   generate();
   f.reduce_ms = time_ms(stream, it, reduce);
   f.sum_only_ms = time_ms(stream, it, [&] {
@@ -284,6 +328,11 @@ int main(int argc, char** argv) {
     std::printf("iterations=%d\n", args.iterations);
     std::printf("generate_ms=%.4f\n", f.generate_ms);
     std::printf("generate_reference_ms=%.4f\n", f.generate_reference_ms);
+    std::printf("generate_uniform_ms=%.4f\n", f.generate_uniform_ms);
+    std::printf("generate_arange_ms=%.4f\n", f.generate_arange_ms);
+    std::printf("generate_arange_write_tb_per_s=%.3f\n",
+                double(spec.chunk_bytes()) / (f.generate_arange_ms * 1e-3) / 1e12);
+    std::printf("generate_pairs_ms=%.4f\n", f.generate_pairs_ms);
     std::printf("strided_reduce_ms=%.4f\n", f.reduce_ms);
     std::printf("strided_sum_only_ms=%.4f\n", f.sum_only_ms);
     std::printf("floor_ms_per_chunk=%.4f\n", f.floor_ms);

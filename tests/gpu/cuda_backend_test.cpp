@@ -5,6 +5,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/chunk_grid.h"
 #include "worker/cpu/reduce.h"
 #include "worker/cuda/cuda_backend.h"
 
@@ -77,34 +79,46 @@ std::shared_ptr<const JobSpec> prepared(const JobSpec& spec) {
 }
 
 uint64_t chunk_count(const JobSpec& s) {
-  return ((s.rows + s.chunk_rows - 1) / s.chunk_rows) * ((s.cols + s.chunk_cols - 1) / s.chunk_cols);
+  return ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.chunks();
 }
 
-// Runs every chunk of the job through the backend; outcomes indexed by chunk, each exactly once.
+// Runs the given chunks of the job through the backend; their outcomes, each exactly once and ok.
+std::map<uint64_t, ChunkOutcome> run_chunks(Backend& backend, Outcomes& outcomes,
+                                            std::shared_ptr<const JobSpec> spec, uint64_t job_id,
+                                            const std::vector<uint64_t>& chunks) {
+  for (uint64_t c : chunks) backend.enqueue(ChunkTask{job_id, c, spec});
+  REQUIRE(outcomes.wait_for(chunks.size(), job_id));
+  std::map<uint64_t, ChunkOutcome> by_chunk;
+  for (ChunkOutcome& o : outcomes.of_job(job_id)) {
+    INFO("chunk " << o.chunk << ": " << o.error);
+    REQUIRE(o.ok);
+    REQUIRE(by_chunk.emplace(o.chunk, std::move(o)).second);
+  }
+  for (uint64_t c : chunks) REQUIRE(by_chunk.count(c) == 1);
+  REQUIRE(by_chunk.size() == chunks.size());
+  return by_chunk;
+}
+
+// Runs every chunk of the job; outcomes indexed by chunk.
 std::vector<ChunkOutcome> run_job(Backend& backend, Outcomes& outcomes,
                                   std::shared_ptr<const JobSpec> spec, uint64_t job_id) {
-  const uint64_t n = chunk_count(*spec);
-  for (uint64_t c = 0; c < n; ++c) backend.enqueue(ChunkTask{job_id, c, spec});
-  REQUIRE(outcomes.wait_for(n, job_id));
-  std::vector<ChunkOutcome> by_chunk(n);
-  std::vector<int> seen(n, 0);
-  for (ChunkOutcome& o : outcomes.of_job(job_id)) {
-    REQUIRE(o.chunk < n);
-    ++seen[o.chunk];
-    by_chunk[o.chunk] = std::move(o);
-  }
-  for (uint64_t c = 0; c < n; ++c) {
-    INFO("chunk " << c);
-    REQUIRE(seen[c] == 1);
-    INFO(by_chunk[c].error);
-    REQUIRE(by_chunk[c].ok);
-  }
-  return by_chunk;
+  std::vector<uint64_t> chunks(chunk_count(*spec));
+  for (uint64_t c = 0; c < chunks.size(); ++c) chunks[c] = c;
+  auto by_chunk = run_chunks(backend, outcomes, spec, job_id, chunks);
+  std::vector<ChunkOutcome> out;
+  for (auto& [chunk, outcome] : by_chunk) out.push_back(std::move(outcome));
+  return out;
 }
 
 bool near_rel(double a, double b, double rel) {
   if (a == b) return true;
   return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b));
+}
+
+// Relative, but never tighter than tol in absolute terms (a value near 0 carries the rounding
+// error of the terms that made it).
+bool near_abs_rel(double a, double b, double tol) {
+  return std::fabs(a - b) <= tol * std::max({1.0, std::fabs(a), std::fabs(b)});
 }
 
 JobSpec arange_job(uint64_t rows, uint64_t cols, uint64_t chunk_rows, uint64_t chunk_cols) {
@@ -127,7 +141,8 @@ JobSpec arange_job(uint64_t rows, uint64_t cols, uint64_t chunk_rows, uint64_t c
 // summation order gives the same bits: GPU and CPU must agree exactly.
 std::vector<std::pair<std::string, JobSpec>> exact_jobs() {
   std::vector<std::pair<std::string, JobSpec>> jobs;
-  jobs.emplace_back("seed-like (x+1)[::2, ::2], ragged edge chunks", arange_job(1000, 1000, 300, 170));
+  jobs.emplace_back("seed-like (x+1)[::2, ::2], ragged edge chunks",
+                    arange_job(1000, 1000, 300, 170));
   {
     JobSpec s = arange_job(1000, 1000, 128, 96);
     s.param0 = -5;
@@ -211,6 +226,68 @@ TEST_CASE("GPU partials equal the CPU reference exactly for arange and constant"
   }
 }
 
+TEST_CASE("single GPU elements equal the CPU's: uniform bit for bit, normal to rounding", "[gpu]") {
+  Outcomes outcomes;
+  auto backend = backend_with();
+  backend->start(outcomes.callback());
+  std::vector<double> scratch;
+
+  // 100000 x 100000 (indices past 2^32), one selected element per 1000 x 1000 chunk: each
+  // partial's sum is one element, unreduced. 300 of the 10000 chunks, spread over the array.
+  JobSpec base = arange_job(100000, 100000, 1000, 1000);
+  base.row_sel = Slice{517, kToEnd, 1000};
+  base.col_sel = Slice{999, kToEnd, 1000};
+  base.scale = 1;
+  base.offset = 0;
+  std::vector<uint64_t> chunks;
+  for (uint64_t k = 0; k < 300; ++k) chunks.push_back((k * 33 + k % 100) % 10000);
+  chunks.push_back(9999);  // the last element of the array
+  std::sort(chunks.begin(), chunks.end());
+  chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+
+  JobSpec uniform = base;
+  uniform.generator = Generator::kUniform;
+  uniform.param0 = -3;
+  uniform.param1 = 5;
+  uniform.seed = 0xfeedface12345678ull;
+  JobSpec normal = base;
+  normal.generator = Generator::kNormal;
+  normal.param0 = 10;
+  normal.param1 = 2;
+  normal.seed = 99;
+  JobSpec normal_f32 = normal;
+  normal_f32.dtype = DType::kFloat32;
+
+  uint64_t job_id = 0;
+  for (const JobSpec& job : {uniform, normal, normal_f32}) {
+    for (const bool fused : {false, true}) {
+      JobSpec spec = job;
+      spec.fused = fused;
+      INFO(describe(spec));
+      auto prepared_spec = prepared(spec);
+      JobSpec cpu_spec = *prepared_spec;
+      cpu_spec.fused = true;  // the same values; the CPU need not create 10^6 elements per chunk
+      const auto gpu = run_chunks(*backend, outcomes, prepared_spec, ++job_id, chunks);
+      for (const auto& [chunk, outcome] : gpu) {
+        INFO("chunk " << chunk);
+        const PartialSum cpu = reduce_chunk_cpu(cpu_spec, chunk, scratch);
+        REQUIRE(cpu.count == 1);
+        CHECK(outcome.partial.count == 1);
+        if (spec.generator == Generator::kUniform) {
+          CHECK(outcome.partial.sum == cpu.sum);
+        } else if (spec.dtype == DType::kFloat32) {
+          // A last-bit difference in the double may cross a rounding boundary of the float.
+          CHECK(near_rel(outcome.partial.sum, cpu.sum, 1.2e-7));
+        } else {
+          CHECK(near_abs_rel(outcome.partial.sum, cpu.sum, 1e-13));
+        }
+        CHECK(outcome.partial.min == outcome.partial.sum);
+        CHECK(outcome.partial.max == outcome.partial.sum);
+      }
+    }
+  }
+}
+
 TEST_CASE("GPU partials agree with the CPU reference to rounding for normal and uniform", "[gpu]") {
   Outcomes outcomes;  // declared first: it must outlive the backend's threads
   auto backend = backend_with();
@@ -238,9 +315,11 @@ TEST_CASE("GPU partials agree with the CPU reference to rounding for normal and 
       spec.fused = fused;
       INFO(describe(spec));
       auto prepared_spec = prepared(spec);
-      // float32 stores round the element: a last-bit difference in the double can move min or
-      // max by one float ulp; sums average such differences away.
-      const double extreme_rel = spec.dtype == DType::kFloat32 ? 1e-6 : 1e-12;
+      // Uniform elements are bit-identical, so min and max are too. Normal ones agree to
+      // rounding; stored as float32 a last-bit difference can become one float ulp.
+      const double extreme_rel = spec.generator == Generator::kUniform ? 0.0
+                                 : spec.dtype == DType::kFloat32       ? 1.2e-7
+                                                                       : 1e-12;
       const auto gpu = run_job(*backend, outcomes, prepared_spec, ++job_id);
       for (uint64_t c = 0; c < gpu.size(); ++c) {
         INFO("chunk " << c);
@@ -447,6 +526,17 @@ TEST_CASE("the backend describes its device and stops idempotently", "[gpu]") {
   backend->stop();
   backend->enqueue(ChunkTask{1, 0, spec});  // ignored once stopped
   CHECK(outcomes.size() == after_stop);
+}
+
+TEST_CASE("a chunk index outside its job fails with a clear error", "[gpu]") {
+  Outcomes outcomes;
+  auto backend = backend_with();
+  backend->start(outcomes.callback());
+  backend->enqueue(ChunkTask{1, 100, prepared(arange_job(1000, 1000, 100, 100))});
+  REQUIRE(outcomes.wait_for(1, 1));
+  const ChunkOutcome o = outcomes.of_job(1).at(0);
+  CHECK_FALSE(o.ok);
+  CHECK(o.error == "chunk 100 is out of range (the job has 100 chunks)");
 }
 
 TEST_CASE("make_cuda_backend refuses a device or stream count it cannot use", "[gpu]") {

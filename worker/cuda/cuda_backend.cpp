@@ -1,9 +1,9 @@
 // CudaBackend: the Backend behind pcuda-worker on a GPU. One dispatcher thread takes ChunkTasks
-// from a queue and launches each on a free stream slot (generate, then reduce, then copy 24 bytes
-// back); one completion thread waits for the slots' events in dispatch order, turns them into
-// ChunkOutcomes and frees the slots. With several slots in flight, chunk k+1 is being created while
-// chunk k is reduced. Device memory is allocated per slot, grown only when a job's chunk is larger,
-// and kept within the memory budget.
+// from a queue and launches each on a free stream slot (generate, reduce, copy 24 bytes back); one
+// completion thread waits for the slots' stop events in dispatch order, turns them into
+// ChunkOutcomes and releases the slots. With several slots in flight, chunk k+1 is being created
+// while chunk k is reduced. Nothing is allocated per chunk once a job's buffers exist
+// (slot_pool.h).
 #include "worker/cuda/cuda_backend.h"
 
 #include <algorithm>
@@ -15,44 +15,25 @@
 #include <tuple>
 #include <vector>
 
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/chunk_grid.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/kernels.cuh"
+#include "worker/cuda/slot_pool.h"
 
 namespace psched {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-// Left to the driver, other processes and CUB's own needs when no limit is given.
-constexpr uint64_t kFreeMemoryReserve = 256 * kMiB;
+using gpu::format_mib;
+using gpu::SlotPool;
+using gpu::StreamSlot;
+
+// Left to the driver, other processes and CUB when no memory limit is given.
+constexpr uint64_t kFreeMemoryReserve = uint64_t{256} << 20;
 constexpr int kMaxStreams = 32;
-
-std::string mib(uint64_t bytes) {
-  const double v = double(bytes) / double(kMiB);
-  return v < 100 ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v);
-}
-
-// A CUDA stream with what one chunk in flight needs on it. Memory fields belong to the dispatcher
-// thread; the completion thread uses only the stream, the events and the host result.
-struct StreamSlot {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr;
-  // Two stop events used in turn, so the completion thread can still read the previous chunk's
-  // stop time after its slot was handed out again (busy time without overlap, see finish()).
-  cudaEvent_t stop[2] = {nullptr, nullptr};
-  int next_stop = 0;
-  void* buffer = nullptr;  // the materialized chunk
-  uint64_t buffer_bytes = 0;
-  void* temp = nullptr;  // CUB temporary storage
-  uint64_t temp_bytes = 0;
-  gpu::SelectionStats* device_stats = nullptr;
-  gpu::SelectionStats* host_stats = nullptr;  // pinned
-
-  uint64_t footprint() const { return buffer_bytes + temp_bytes; }
-};
 
 // One dispatched task, finished by the completion thread in dispatch order.
 struct InFlight {
@@ -64,7 +45,8 @@ struct InFlight {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(const CudaBackendOptions& options);
+  CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp& prop,
+              uint64_t budget_bytes);
   ~CudaBackend() override { stop(); }
 
   DeviceInfo info() const override { return info_; }
@@ -75,16 +57,9 @@ class CudaBackend final : public Backend {
   void stop() override;
 
  private:
-  void create_slots();
-  void release_slots() noexcept;
-
   void dispatch_loop();
   InFlight dispatch(const ChunkTask& task);
   uint64_t temp_bytes_for(const gpu::ChunkWork& work);
-  int acquire_slot();
-  void ensure_capacity(int slot, uint64_t buffer_bytes, uint64_t temp_bytes);
-  bool release_idle_memory(int keep);
-  void reallocate(void*& ptr, uint64_t& bytes, uint64_t want);
 
   void complete_loop();
   void finish(InFlight& entry);
@@ -93,11 +68,9 @@ class CudaBackend final : public Backend {
   const CudaBackendOptions options_;
   DeviceInfo info_;
   int sm_count_ = 1;
-  uint64_t budget_bytes_ = 0;  // device memory the slots may hold together
-  std::vector<StreamSlot> slots_;
+  SlotPool pool_;
 
   // Dispatcher thread only.
-  uint64_t allocated_bytes_ = 0;
   std::map<std::tuple<bool, int, int, uint64_t>, uint64_t> temp_bytes_cache_;
 
   // Completion thread only.
@@ -107,11 +80,9 @@ class CudaBackend final : public Backend {
   std::thread dispatcher_, completer_;
 
   std::mutex mutex_;  // guards everything below
-  std::condition_variable dispatch_cv_;  // tasks queued, slot freed, stopping
+  std::condition_variable dispatch_cv_;  // task queued, stopping
   std::condition_variable complete_cv_;  // entry in flight, dispatcher done
   std::deque<ChunkTask> queue_;
-  std::vector<int> free_slots_;
-  uint64_t slot_releases_ = 0;
   std::deque<InFlight> in_flight_;
   bool started_ = false;
   bool stopping_ = false;
@@ -119,13 +90,9 @@ class CudaBackend final : public Backend {
   bool dispatcher_done_ = true;
 };
 
-CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) {
-  PSCHED_CUDA_CHECK(cudaSetDevice(options_.device));
-  cudaDeviceProp prop{};
-  PSCHED_CUDA_CHECK(cudaGetDeviceProperties(&prop, options_.device));
-  size_t free_bytes = 0, total_bytes = 0;
-  PSCHED_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-
+CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp& prop,
+                         uint64_t budget_bytes)
+    : options_(options), pool_(options.streams, budget_bytes) {
   info_.backend = "cuda";
   info_.device_name = prop.name;
   info_.memory_total_bytes = prop.totalGlobalMem;
@@ -133,55 +100,6 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
   info_.compute_major = prop.major;
   info_.compute_minor = prop.minor;
   sm_count_ = std::max(prop.multiProcessorCount, 1);
-  budget_bytes_ = options_.memory_limit_bytes > 0 ? options_.memory_limit_bytes
-                  : free_bytes > kFreeMemoryReserve ? free_bytes - kFreeMemoryReserve
-                                                    : 0;
-  try {
-    create_slots();
-  } catch (...) {
-    release_slots();
-    throw;
-  }
-}
-
-void CudaBackend::create_slots() {
-  slots_.resize(size_t(options_.streams));
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    StreamSlot& s = slots_[i];
-    PSCHED_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-    PSCHED_CUDA_CHECK(cudaEventCreateWithFlags(&s.start, cudaEventDefault));
-    // Blocking sync: the completion thread sleeps in cudaEventSynchronize instead of spinning.
-    for (cudaEvent_t& e : s.stop) PSCHED_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
-    PSCHED_CUDA_CHECK(cudaMalloc(&s.device_stats, sizeof(gpu::SelectionStats)));
-    PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_stats, sizeof(gpu::SelectionStats)));
-    free_slots_.push_back(int(i));
-  }
-}
-
-// Frees everything the slots hold. Threads are joined (or never ran); errors are logged, not thrown,
-// as this runs from the destructor.
-void CudaBackend::release_slots() noexcept {
-  auto check = [](cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-      spdlog::warn("cuda backend: {} failed while releasing: {}", what, cudaGetErrorString(e));
-      (void)cudaGetLastError();
-    }
-  };
-  check(cudaSetDevice(options_.device), "cudaSetDevice");
-  for (StreamSlot& s : slots_) {
-    if (s.stream) check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize");
-    if (s.buffer) check(cudaFree(s.buffer), "cudaFree(buffer)");
-    if (s.temp) check(cudaFree(s.temp), "cudaFree(temp)");
-    if (s.device_stats) check(cudaFree(s.device_stats), "cudaFree(stats)");
-    if (s.host_stats) check(cudaFreeHost(s.host_stats), "cudaFreeHost(stats)");
-    for (cudaEvent_t e : s.stop)
-      if (e) check(cudaEventDestroy(e), "cudaEventDestroy");
-    if (s.start) check(cudaEventDestroy(s.start), "cudaEventDestroy");
-    if (s.stream) check(cudaStreamDestroy(s.stream), "cudaStreamDestroy");
-    s = StreamSlot{};
-  }
-  slots_.clear();
-  allocated_bytes_ = 0;
 }
 
 void CudaBackend::start(OnDone on_done) {
@@ -216,17 +134,19 @@ void CudaBackend::stop() {
     stopping_ = true;
     queue_.clear();
   }
+  pool_.shut_down();
   dispatch_cv_.notify_all();
   complete_cv_.notify_all();
   if (dispatcher_.joinable()) dispatcher_.join();
-  if (completer_.joinable()) completer_.join();  // it drains what the dispatcher launched
-  release_slots();
+  if (completer_.joinable()) completer_.join();  // it waits for whatever was launched
+  if (cudaSetDevice(options_.device) != cudaSuccess) (void)cudaGetLastError();
+  pool_.destroy();
 }
 
 // ---- dispatcher --------------------------------------------------------------------------------
 
 void CudaBackend::dispatch_loop() {
-  cudaError_t device_status = cudaSetDevice(options_.device);
+  const cudaError_t device_status = cudaSetDevice(options_.device);
   while (true) {
     ChunkTask task;
     {
@@ -237,14 +157,14 @@ void CudaBackend::dispatch_loop() {
       queue_.pop_front();
     }
     InFlight entry;
-    if (device_status != cudaSuccess) {
+    if (device_status == cudaSuccess) {
+      entry = dispatch(task);
+    } else {
       entry.outcome.job_id = task.job_id;
       entry.outcome.chunk = task.chunk;
       entry.outcome.ok = false;
       entry.outcome.error =
           describe_cuda_error(device_status, "cudaSetDevice", __FILE__, __LINE__);
-    } else {
-      entry = dispatch(task);
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -263,8 +183,18 @@ InFlight CudaBackend::dispatch(const ChunkTask& task) {
   InFlight entry;
   entry.outcome.job_id = task.job_id;
   entry.outcome.chunk = task.chunk;
+  auto fail = [&](std::string error) {
+    entry.outcome.ok = false;
+    entry.outcome.error = std::move(error);
+    return entry;
+  };
   try {
     const JobSpec& spec = *task.spec;
+    const uint64_t chunks =
+        ChunkGrid{spec.rows, spec.cols, spec.chunk_rows, spec.chunk_cols}.chunks();
+    if (task.chunk >= chunks)
+      return fail(fmt::format("chunk {} is out of range (the job has {} chunks)", task.chunk,
+                              chunks));
     const gpu::ChunkWork work = gpu::chunk_work(spec, task.chunk);
     entry.outcome.partial.count = work.selected();
     if (work.selected() == 0) return entry;  // nothing selected here: the empty partial
@@ -272,26 +202,19 @@ InFlight CudaBackend::dispatch(const ChunkTask& task) {
     // Buffers are sized for the job's full chunk, so its edge chunks reuse them.
     const uint64_t buffer_bytes = work.fused ? 0 : spec.chunk_bytes();
     const uint64_t temp_bytes = temp_bytes_for(work);
-    if (buffer_bytes + temp_bytes > budget_bytes_) {
-      entry.outcome.ok = false;
-      entry.outcome.error = options_.memory_limit_bytes > 0
-          ? fmt::format("chunk of {} MiB does not fit in memory limit {} MiB",
-                        mib(buffer_bytes + temp_bytes), mib(budget_bytes_))
-          : fmt::format("chunk of {} MiB does not fit in free device memory {} MiB",
-                        mib(buffer_bytes + temp_bytes), mib(budget_bytes_));
-      return entry;
-    }
+    if (buffer_bytes + temp_bytes > pool_.budget_bytes())
+      return fail(fmt::format("chunk of {} MiB does not fit in {} {} MiB",
+                              format_mib(buffer_bytes + temp_bytes),
+                              options_.memory_limit_bytes > 0 ? "memory limit"
+                                                              : "free device memory",
+                              format_mib(pool_.budget_bytes())));
 
-    const int slot = acquire_slot();
-    if (slot < 0) {
-      entry.outcome.ok = false;
-      entry.outcome.error = "cuda backend stopped";
-      return entry;
-    }
-    entry.slot = slot;
-    ensure_capacity(slot, buffer_bytes, temp_bytes);
+    const int slot = pool_.claim(buffer_bytes, temp_bytes);
+    if (slot < 0) return fail("cuda backend stopped");
+    entry.slot = slot;  // from here on the completion thread releases it, whatever happens
+    pool_.prepare(slot, buffer_bytes, temp_bytes);
 
-    StreamSlot& s = slots_[size_t(slot)];
+    StreamSlot& s = pool_.slot(slot);
     entry.stop_event = s.next_stop;
     s.next_stop ^= 1;
     PSCHED_CUDA_CHECK(cudaEventRecord(s.start, s.stream));
@@ -302,14 +225,14 @@ InFlight CudaBackend::dispatch(const ChunkTask& task) {
     PSCHED_CUDA_CHECK(cudaEventRecord(s.stop[entry.stop_event], s.stream));
     entry.launched = true;
   } catch (const std::exception& e) {
-    entry.outcome.ok = false;
-    entry.outcome.error = e.what();
+    fail(e.what());
   }
   return entry;
 }
 
 uint64_t CudaBackend::temp_bytes_for(const gpu::ChunkWork& work) {
-  const auto key = std::make_tuple(work.fused, int(work.dtype), int(work.gen.kind), work.selected());
+  const auto key =
+      std::make_tuple(work.fused, int(work.dtype), int(work.gen.kind), work.selected());
   if (auto it = temp_bytes_cache_.find(key); it != temp_bytes_cache_.end()) return it->second;
   if (temp_bytes_cache_.size() > 256) temp_bytes_cache_.clear();
   const uint64_t bytes = gpu::reduce_temp_bytes(work);
@@ -317,99 +240,15 @@ uint64_t CudaBackend::temp_bytes_for(const gpu::ChunkWork& work) {
   return bytes;
 }
 
-// A free slot, waiting for one; -1 once stopping.
-int CudaBackend::acquire_slot() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  dispatch_cv_.wait(lock, [&] { return stopping_ || !free_slots_.empty(); });
-  if (stopping_) return -1;
-  // Prefer a slot whose buffers are already large: no allocation in steady state.
-  auto best = std::max_element(free_slots_.begin(), free_slots_.end(), [&](int a, int b) {
-    return slots_[size_t(a)].footprint() < slots_[size_t(b)].footprint();
-  });
-  const int slot = *best;
-  free_slots_.erase(best);
-  return slot;
-}
-
-// Gives the slot at least the given buffer and temp storage, freeing idle slots' memory and then
-// waiting for busy slots when the budget is short. The caller checked the sizes fit the budget.
-void CudaBackend::ensure_capacity(int slot, uint64_t buffer_bytes, uint64_t temp_bytes) {
-  StreamSlot& s = slots_[size_t(slot)];
-  if (s.buffer_bytes >= buffer_bytes && s.temp_bytes >= temp_bytes) return;
-  // Keep what is larger than needed only while the budget allows it.
-  uint64_t want_buffer = std::max(s.buffer_bytes, buffer_bytes);
-  uint64_t want_temp = std::max(s.temp_bytes, temp_bytes);
-  if (allocated_bytes_ - s.footprint() + want_buffer + want_temp > budget_bytes_) {
-    want_buffer = buffer_bytes;
-    want_temp = temp_bytes;
-  }
-  while (allocated_bytes_ - s.footprint() + want_buffer + want_temp > budget_bytes_) {
-    if (release_idle_memory(slot)) continue;
-    std::unique_lock<std::mutex> lock(mutex_);
-    const uint64_t seen = slot_releases_;
-    dispatch_cv_.wait(lock, [&] { return stopping_ || slot_releases_ != seen; });
-    if (stopping_) throw std::runtime_error("cuda backend stopped");
-  }
-  auto apply = [&] {
-    if (s.buffer_bytes != want_buffer) reallocate(s.buffer, s.buffer_bytes, want_buffer);
-    if (s.temp_bytes != want_temp) reallocate(s.temp, s.temp_bytes, want_temp);
-  };
-  try {
-    apply();
-  } catch (const CudaError& e) {
-    // Memory taken by someone else since the budget was set: retry without our idle slots'.
-    if (e.code() != cudaErrorMemoryAllocation || !release_idle_memory(slot)) throw;
-    apply();
-  }
-}
-
-// Frees the buffers of slots that are idle (free), except keep. True when it freed anything.
-bool CudaBackend::release_idle_memory(int keep) {
-  std::vector<int> idle;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    idle = free_slots_;  // only this thread takes slots out of the free list
-  }
-  bool freed = false;
-  for (int i : idle) {
-    StreamSlot& s = slots_[size_t(i)];
-    if (i == keep || s.footprint() == 0) continue;
-    reallocate(s.buffer, s.buffer_bytes, 0);
-    reallocate(s.temp, s.temp_bytes, 0);
-    freed = true;
-  }
-  return freed;
-}
-
-// Replaces the allocation with one of exactly want bytes (0: none), keeping allocated_bytes_.
-void CudaBackend::reallocate(void*& ptr, uint64_t& bytes, uint64_t want) {
-  if (ptr) {
-    PSCHED_CUDA_CHECK(cudaFree(ptr));
-    ptr = nullptr;
-    allocated_bytes_ -= bytes;
-    bytes = 0;
-  }
-  if (want == 0) return;
-  const cudaError_t status = cudaMalloc(&ptr, want);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();
-    ptr = nullptr;
-    throw CudaError(status, fmt::format("cudaMalloc of {} MiB failed: {} ({} MiB held by this "
-                                        "backend, budget {} MiB)",
-                                        mib(want), cudaGetErrorString(status),
-                                        mib(allocated_bytes_), mib(budget_bytes_)));
-  }
-  bytes = want;
-  allocated_bytes_ += want;
-}
-
 // ---- completion ------------------------------------------------------------------------------
 
 void CudaBackend::complete_loop() {
   const cudaError_t device_status = cudaSetDevice(options_.device);
-  if (device_status != cudaSuccess)
+  if (device_status != cudaSuccess) {
+    (void)cudaGetLastError();
     spdlog::error("cuda backend: cudaSetDevice({}) failed on the completion thread: {}",
                   options_.device, cudaGetErrorString(device_status));
+  }
   while (true) {
     InFlight entry;
     {
@@ -420,12 +259,10 @@ void CudaBackend::complete_loop() {
       in_flight_.pop_front();
     }
     finish(entry);
-    bool deliver = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      deliver = !stopping_;
+      if (stopping_) continue;  // drain the GPU, deliver nothing more
     }
-    if (!deliver) continue;
     try {
       on_done_(std::move(entry.outcome));
     } catch (const std::exception& e) {
@@ -439,39 +276,35 @@ void CudaBackend::complete_loop() {
 // Waits for the entry's GPU work, fills in its outcome and hands its slot back.
 void CudaBackend::finish(InFlight& entry) {
   if (entry.slot < 0) return;
-  StreamSlot& s = slots_[size_t(entry.slot)];
+  StreamSlot& s = pool_.slot(entry.slot);
   if (entry.launched) {
     const cudaEvent_t stop = s.stop[entry.stop_event];
     const cudaError_t status = cudaEventSynchronize(stop);
-    if (status != cudaSuccess) {
-      (void)cudaGetLastError();
-      entry.outcome.ok = false;
-      entry.outcome.error = describe_cuda_error(status, "cudaEventSynchronize(chunk done)",
-                                                __FILE__, __LINE__);
-      previous_stop_ = nullptr;
-    } else {
+    if (status == cudaSuccess) {
       entry.outcome.partial.sum = s.host_stats->sum;
       entry.outcome.partial.min = s.host_stats->min;
       entry.outcome.partial.max = s.host_stats->max;
-      entry.outcome.busy_seconds = busy_ms(s, stop) / 1000.0;
+      entry.outcome.busy_seconds = busy_ms(s, stop) / 1e3;
       previous_stop_ = stop;
+    } else {
+      (void)cudaGetLastError();
+      entry.outcome.ok = false;
+      entry.outcome.error =
+          describe_cuda_error(status, "cudaEventSynchronize(chunk done)", __FILE__, __LINE__);
+      previous_stop_ = nullptr;
     }
   } else {
-    // The launch failed part way: let whatever did reach the stream finish before reuse.
+    // The launch failed part way: let whatever reached the stream finish before reuse.
     if (cudaStreamSynchronize(s.stream) != cudaSuccess) (void)cudaGetLastError();
     previous_stop_ = nullptr;  // this slot's stop events may have been recorded out of turn
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_slots_.push_back(entry.slot);
-    ++slot_releases_;
-  }
-  dispatch_cv_.notify_all();
+  pool_.release(entry.slot);
 }
 
-// GPU time of this chunk not shared with the chunk finished before it: the streams overlap, and a
-// chunk's start event fires as soon as it is queued, so start..stop alone would count time the GPU
-// spent on other chunks. previous_stop_ is still intact: its slot cannot have been reused twice.
+// GPU time of this chunk not shared with the chunk finished before it. The streams overlap and a
+// chunk's start event fires as soon as it is queued, so start..stop alone would also count the
+// time the GPU spent on earlier chunks. previous_stop_ is intact: its slot has been handed out at
+// most once since (at or after this entry), and that used its other stop event.
 double CudaBackend::busy_ms(const StreamSlot& slot, cudaEvent_t stop) {
   float total = 0;
   if (cudaEventElapsedTime(&total, slot.start, stop) != cudaSuccess) {
@@ -480,11 +313,10 @@ double CudaBackend::busy_ms(const StreamSlot& slot, cudaEvent_t stop) {
   }
   if (previous_stop_ != nullptr && previous_stop_ != stop) {
     float since_previous = 0;
-    if (cudaEventElapsedTime(&since_previous, previous_stop_, stop) == cudaSuccess) {
-      if (since_previous >= 0 && since_previous < total) total = since_previous;
-    } else {
+    if (cudaEventElapsedTime(&since_previous, previous_stop_, stop) != cudaSuccess)
       (void)cudaGetLastError();
-    }
+    else if (since_previous >= 0 && since_previous < total)
+      total = since_previous;
   }
   return std::max(0.0, double(total));
 }
@@ -526,10 +358,19 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
     return Status::error(
         fmt::format("CUDA streams must be in [1, {}] (got {})", kMaxStreams, options.streams));
   try {
-    std::unique_ptr<Backend> backend = std::make_unique<CudaBackend>(options);
+    PSCHED_CUDA_CHECK(cudaSetDevice(options.device));
+    cudaDeviceProp prop{};
+    PSCHED_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+    size_t free_bytes = 0, total_bytes = 0;
+    PSCHED_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const uint64_t budget = options.memory_limit_bytes > 0 ? options.memory_limit_bytes
+                            : free_bytes > kFreeMemoryReserve ? free_bytes - kFreeMemoryReserve
+                                                              : 0;
+    std::unique_ptr<Backend> backend = std::make_unique<CudaBackend>(options, prop, budget);
     return backend;
   } catch (const std::exception& e) {
-    return Status::error(fmt::format("CUDA device {} cannot be used: {}", options.device, e.what()));
+    return Status::error(
+        fmt::format("CUDA device {} cannot be used: {}", options.device, e.what()));
   }
 }
 

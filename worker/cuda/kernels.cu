@@ -1,6 +1,7 @@
 // Generation and reduction kernels of the CUDA backend (see kernels.cuh). Element values come from
-// common/generators.h, the code the CPU backend runs, so arange and constant (and everything under
-// the explicitly rounded expression) are bit-identical to the CPU reference.
+// common/generators.h, the code the CPU backend runs, in the device-tuned forms of
+// fast_generators.h: arange, constant and uniform (and everything under the explicitly rounded
+// expression) are bit-identical to the CPU reference, normal values agree to rounding.
 #include "worker/cuda/kernels.cuh"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include "worker/cuda/check.h"
+#include "worker/cuda/fast_generators.h"
 
 namespace psched::gpu {
 namespace {
@@ -20,22 +22,14 @@ constexpr int kUniform = int(Generator::kUniform);
 constexpr int kArange = int(Generator::kArange);
 constexpr int kConstant = int(Generator::kConstant);
 
-// Box-Muller as standard_normal(), with cos(2 pi u) as cospi(2 u): 2 u is exact, and cospi needs no
-// argument reduction by an inexact pi.
-__device__ __forceinline__ double standard_normal_fast(uint64_t seed, uint64_t index) {
-  const UniformPair u = uniform_pair(seed, index);
-  const double radius = sqrt(-2.0 * log(1.0 - u.u0));
-  return radius * cospi(2.0 * u.u1);
-}
-
 // The element at a global linear index, with the generator kind fixed at compile time.
-template <int Kind, NormalFormula Formula>
+template <int Kind, ElementFormula Formula>
 __device__ __forceinline__ double generated(const GeneratorParams& g, uint64_t index) {
-  if constexpr (Kind == kNormal && Formula == NormalFormula::kFast) {
-    return mul_add_rounded(g.param1, standard_normal_fast(g.seed, index), g.param0);
+  if constexpr (Formula == ElementFormula::kFast) {
+    return element_value_fast<Kind>(g, index);
   } else {
     GeneratorParams fixed = g;
-    fixed.kind = uint8_t(Kind);  // folds element_value's switch away
+    fixed.kind = uint8_t(Kind);
     return element_value(fixed, index);
   }
 }
@@ -52,7 +46,7 @@ struct GenerateGeometry {
 // 2-D blocks: x runs along a row (consecutive threads write consecutive elements), y over rows;
 // each thread then steps down the rows by the grid's height, so a grid of a few waves covers any
 // chunk and the row's global base index is one multiply per row.
-template <int Kind, NormalFormula Formula, typename T>
+template <int Kind, ElementFormula Formula, typename T>
 __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __restrict__ out) {
   const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= g.box_cols) return;
@@ -63,7 +57,7 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
   }
 }
 
-template <int Kind, NormalFormula Formula>
+template <int Kind, ElementFormula Formula>
 void launch_generate_as(const ChunkWork& w, void* buffer, dim3 grid, dim3 block,
                         cudaStream_t stream) {
   const GenerateGeometry g{w.gen, w.array_cols, w.box.row0, w.box.col0, uint32_t(w.box.rows),
@@ -72,7 +66,8 @@ void launch_generate_as(const ChunkWork& w, void* buffer, dim3 grid, dim3 block,
     generate_kernel<Kind, Formula, double>
         <<<grid, block, 0, stream>>>(g, static_cast<double*>(buffer));
   } else {
-    generate_kernel<Kind, Formula, float><<<grid, block, 0, stream>>>(g, static_cast<float*>(buffer));
+    generate_kernel<Kind, Formula, float>
+        <<<grid, block, 0, stream>>>(g, static_cast<float*>(buffer));
   }
 }
 
@@ -124,7 +119,7 @@ struct GeneratedSelection {
     const uint32_t i = j / sel_cols;
     const uint32_t k = j - i * sel_cols;
     const uint64_t index = (first_row + i * row_step) * array_cols + first_col + k * col_step;
-    const T stored = T(generated<Kind, NormalFormula::kFast>(gen, index));
+    const T stored = T(generated<Kind, ElementFormula::kFast>(gen, index));
     return stats_of(scale, double(stored), offset);
   }
 };
@@ -208,7 +203,7 @@ ChunkWork chunk_work(const JobSpec& s, uint64_t chunk) {
 }
 
 void launch_generate(const ChunkWork& w, void* buffer, int sm_count, cudaStream_t stream,
-                     NormalFormula formula) {
+                     ElementFormula formula) {
   if (w.box.rows == 0 || w.box.cols == 0) return;
   if (w.box.rows * w.box.cols > kMaxChunkElements)
     throw std::invalid_argument("generate: chunk of " + std::to_string(w.box.rows * w.box.cols) +
@@ -228,22 +223,25 @@ void launch_generate(const ChunkWork& w, void* buffer, int sm_count, cudaStream_
   const dim3 grid{uint32_t(grid_x), uint32_t(grid_y), 1};
   const dim3 block{bx, by, 1};
 
-  const bool reference = formula == NormalFormula::kReference;
+  const bool reference = formula == ElementFormula::kReference;
   switch (w.gen.kind) {
     case kNormal:
       if (reference)
-        launch_generate_as<kNormal, NormalFormula::kReference>(w, buffer, grid, block, stream);
+        launch_generate_as<kNormal, ElementFormula::kReference>(w, buffer, grid, block, stream);
       else
-        launch_generate_as<kNormal, NormalFormula::kFast>(w, buffer, grid, block, stream);
+        launch_generate_as<kNormal, ElementFormula::kFast>(w, buffer, grid, block, stream);
       break;
     case kUniform:
-      launch_generate_as<kUniform, NormalFormula::kFast>(w, buffer, grid, block, stream);
+      if (reference)
+        launch_generate_as<kUniform, ElementFormula::kReference>(w, buffer, grid, block, stream);
+      else
+        launch_generate_as<kUniform, ElementFormula::kFast>(w, buffer, grid, block, stream);
       break;
-    case kArange:
-      launch_generate_as<kArange, NormalFormula::kFast>(w, buffer, grid, block, stream);
+    case kArange:  // element_value() itself: nothing to tune
+      launch_generate_as<kArange, ElementFormula::kReference>(w, buffer, grid, block, stream);
       break;
     default:
-      launch_generate_as<kConstant, NormalFormula::kFast>(w, buffer, grid, block, stream);
+      launch_generate_as<kConstant, ElementFormula::kReference>(w, buffer, grid, block, stream);
       break;
   }
   PSCHED_CUDA_CHECK(cudaGetLastError());

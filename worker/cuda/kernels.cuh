@@ -1,7 +1,7 @@
 // The device work of one chunk: create it in device memory (the seed's "create data"), then reduce
-// the selected elements of scale * x + offset to sum, min and max with CUB; or, fused, generate only
-// the selected elements and reduce them without storing anything. Host-side launchers only, no
-// kernel syntax, so g++ code (the backend, the bench) can include this header.
+// the selected elements of scale * x + offset to sum, min and max with CUB; or, fused, generate
+// only the selected elements and reduce them without storing anything. Host-side launchers only,
+// no kernel syntax, so g++ code (the backend, the tests) can include this header.
 #pragma once
 
 #include <cstddef>
@@ -42,15 +42,16 @@ struct SelectionStats {
   double max;
 };
 
-// kFast computes normal values with cospi(2 u) instead of cos(2 pi u): they agree with the CPU
-// reference to rounding, as normal values do anyway (libm differs from CUDA's math library).
-// kReference evaluates element_value() verbatim; the floor benchmark measures both.
-enum class NormalFormula { kFast, kReference };
+// kFast evaluates elements with fast_generators.h (normal values agree with the CPU reference to
+// rounding, as they would anyway: libm is not CUDA's math library; the rest bit for bit);
+// kReference evaluates common/generators.h's element_value() verbatim. The backend uses kFast;
+// the floor benchmark measures both.
+enum class ElementFormula { kFast, kReference };
 
 // Writes the box's elements, row-major, as work.dtype into buffer (work.box_bytes() bytes).
 // sm_count sizes the grid. Throws CudaError when the launch fails.
 void launch_generate(const ChunkWork& work, void* buffer, int sm_count, cudaStream_t stream,
-                     NormalFormula formula = NormalFormula::kFast);
+                     ElementFormula formula = ElementFormula::kFast);
 
 // CUB temporary storage launch_reduce needs for this work (work.selected() > 0).
 size_t reduce_temp_bytes(const ChunkWork& work);

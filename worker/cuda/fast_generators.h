@@ -1,0 +1,74 @@
+// Device-tuned forms of common/generators.h for the CUDA kernels. The uniforms are bit-identical
+// (Philox is integer arithmetic; this form just uses 32-bit multiplies, where the shared one's
+// 64-bit products cost the GPU several instructions each); the normal differs from the CPU's only
+// in rounding (cospi(2u) for cos(2 pi u)). Plain C++ where it can be, so the host can check the
+// Philox against the shared definition.
+#pragma once
+
+#include <cstdint>
+
+#include "common/generators.h"
+#include "common/job_spec.h"
+#include "common/platform.h"
+
+namespace psched::gpu {
+
+PSCHED_HD uint32_t mul_hi32(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return uint32_t((uint64_t{a} * b) >> 32);
+#endif
+}
+
+// uniform_pair(seed, index), bit for bit.
+PSCHED_HD UniformPair uniform_pair_fast(uint64_t seed, uint64_t index) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  uint32_t c0 = uint32_t(index), c1 = uint32_t(index >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int round = 0; round < 10; ++round) {
+    const uint32_t hi0 = mul_hi32(kM0, c0), lo0 = kM0 * c0;
+    const uint32_t hi1 = mul_hi32(kM1, c2), lo1 = kM1 * c2;
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
+  const uint64_t a = (uint64_t{c0} << 32 | c1) >> 11;
+  const uint64_t b = (uint64_t{c2} << 32 | c3) >> 11;
+  return UniformPair{double(a) * kTwoPowMinus53, double(b) * kTwoPowMinus53};
+}
+
+#if defined(__CUDACC__)
+// standard_normal(seed, index) to rounding: cos(2 pi u) as cospi(2 u), where 2 u is exact and no
+// argument reduction by an inexact pi is needed.
+__device__ __forceinline__ double standard_normal_fast(uint64_t seed, uint64_t index) {
+  const UniformPair u = uniform_pair_fast(seed, index);
+  const double radius = sqrt(-2.0 * log(1.0 - u.u0));
+  return radius * cospi(2.0 * u.u1);
+}
+
+// element_value(g, index) for a generator kind fixed at compile time: normal to rounding, the
+// others bit for bit.
+template <int Kind>
+__device__ __forceinline__ double element_value_fast(const GeneratorParams& g, uint64_t index) {
+  if constexpr (Kind == int(Generator::kNormal)) {
+    return mul_add_rounded(g.param1, standard_normal_fast(g.seed, index), g.param0);
+  } else if constexpr (Kind == int(Generator::kUniform)) {
+    return mul_add_rounded(g.param1 - g.param0, uniform_pair_fast(g.seed, index).u0, g.param0);
+  } else {
+    GeneratorParams fixed = g;
+    fixed.kind = uint8_t(Kind);  // arange, constant: element_value's switch folds away
+    return element_value(fixed, index);
+  }
+}
+#endif
+
+}  // namespace psched::gpu

@@ -1,0 +1,189 @@
+#include "worker/cuda/slot_pool.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "worker/cuda/check.h"
+
+namespace psched::gpu {
+namespace {
+
+void create_slot(StreamSlot& s) {
+  PSCHED_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+  PSCHED_CUDA_CHECK(cudaEventCreateWithFlags(&s.start, cudaEventDefault));
+  // Blocking sync: the completion thread sleeps in cudaEventSynchronize instead of spinning.
+  for (cudaEvent_t& e : s.stop)
+    PSCHED_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
+  PSCHED_CUDA_CHECK(cudaMalloc(&s.device_stats, sizeof(SelectionStats)));
+  PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_stats, sizeof(SelectionStats)));
+}
+
+void destroy_slot(StreamSlot& s) noexcept {
+  auto check = [](cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    (void)cudaGetLastError();
+    try {
+      spdlog::warn("cuda backend: {} failed while freeing a stream slot: {}", what,
+                   cudaGetErrorString(e));
+    } catch (...) {
+    }
+  };
+  if (s.stream) check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize");
+  if (s.buffer) check(cudaFree(s.buffer), "cudaFree(buffer)");
+  if (s.temp) check(cudaFree(s.temp), "cudaFree(temp)");
+  if (s.device_stats) check(cudaFree(s.device_stats), "cudaFree(stats)");
+  if (s.host_stats) check(cudaFreeHost(s.host_stats), "cudaFreeHost(stats)");
+  for (cudaEvent_t e : s.stop)
+    if (e) check(cudaEventDestroy(e), "cudaEventDestroy(stop)");
+  if (s.start) check(cudaEventDestroy(s.start), "cudaEventDestroy(start)");
+  if (s.stream) check(cudaStreamDestroy(s.stream), "cudaStreamDestroy");
+  s = StreamSlot{};
+}
+
+}  // namespace
+
+SlotPool::SlotPool(int slots, uint64_t budget_bytes)
+    : slots_(size_t(std::max(slots, 0))), budget_bytes_(budget_bytes) {
+  try {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      create_slot(slots_[i]);
+      free_.push_back(int(i));
+    }
+  } catch (...) {
+    destroy();
+    throw;
+  }
+}
+
+// The slot returned either holds enough memory, or can grow within the budget, or every other slot
+// holding memory is idle, so prepare() can free theirs. While the budget is short and a busy slot
+// holds memory, this waits for that slot and reuses its buffer rather than free and reallocate.
+int SlotPool::claim(uint64_t buffer_bytes, uint64_t temp_bytes) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    released_.wait(lock, [&] { return shut_down_ || !free_.empty(); });
+    if (shut_down_) return -1;
+    // The free slot with the most memory: no allocation in steady state.
+    auto best = std::max_element(free_.begin(), free_.end(), [&](int a, int b) {
+      return slots_[size_t(a)].footprint() < slots_[size_t(b)].footprint();
+    });
+    const StreamSlot& s = slots_[size_t(*best)];
+    const bool ready = (s.buffer_bytes >= buffer_bytes && s.temp_bytes >= temp_bytes) ||
+                       fits(s, buffer_bytes, temp_bytes);
+    bool busy_memory = false;
+    for (size_t i = 0; i < slots_.size() && !ready; ++i) {
+      const bool idle = std::find(free_.begin(), free_.end(), int(i)) != free_.end();
+      busy_memory = busy_memory || (!idle && slots_[i].footprint() > 0);
+    }
+    if (ready || !busy_memory) {
+      const int slot = *best;
+      free_.erase(best);
+      return slot;
+    }
+    const uint64_t seen = releases_;
+    released_.wait(lock, [&] { return shut_down_ || releases_ != seen; });
+  }
+}
+
+void SlotPool::prepare(int slot, uint64_t buffer_bytes, uint64_t temp_bytes) {
+  StreamSlot& s = slots_[size_t(slot)];
+  if (s.buffer_bytes >= buffer_bytes && s.temp_bytes >= temp_bytes) return;
+  // Keep what is already larger than needed only while the budget allows it.
+  uint64_t want_buffer = std::max(s.buffer_bytes, buffer_bytes);
+  uint64_t want_temp = std::max(s.temp_bytes, temp_bytes);
+  if (!fits(s, want_buffer, want_temp)) {
+    want_buffer = buffer_bytes;
+    want_temp = temp_bytes;
+  }
+  if (!fits(s, want_buffer, want_temp)) release_idle_memory(slot);
+  if (!fits(s, want_buffer, want_temp))  // claim() promised otherwise
+    throw std::logic_error(fmt::format(
+        "cuda backend: {} MiB do not fit the budget of {} MiB with {} MiB held by other slots",
+        format_mib(want_buffer + want_temp), format_mib(budget_bytes_),
+        format_mib(allocated_bytes_ - s.footprint())));
+  try {
+    resize(s, want_buffer, want_temp);
+  } catch (const CudaError& e) {
+    // Memory taken by someone else since the budget was set: retry without our idle slots'.
+    if (e.code() != cudaErrorMemoryAllocation || !release_idle_memory(slot)) throw;
+    resize(s, want_buffer, want_temp);
+  }
+}
+
+void SlotPool::release(int slot) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(slot);
+    ++releases_;
+  }
+  released_.notify_all();
+}
+
+void SlotPool::shut_down() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shut_down_ = true;
+  }
+  released_.notify_all();
+}
+
+void SlotPool::destroy() noexcept {
+  for (StreamSlot& s : slots_) destroy_slot(s);
+  allocated_bytes_ = 0;
+}
+
+// Frees the memory of idle slots other than keep. True when it freed anything.
+bool SlotPool::release_idle_memory(int keep) {
+  std::vector<int> idle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle = free_;  // only the dispatcher claims slots, and it is the caller
+  }
+  bool freed = false;
+  for (int i : idle) {
+    StreamSlot& s = slots_[size_t(i)];
+    if (i == keep || s.footprint() == 0) continue;
+    resize(s, 0, 0);
+    freed = true;
+  }
+  return freed;
+}
+
+void SlotPool::resize(StreamSlot& s, uint64_t buffer_bytes, uint64_t temp_bytes) {
+  if (s.buffer_bytes != buffer_bytes) reallocate(s.buffer, s.buffer_bytes, buffer_bytes);
+  if (s.temp_bytes != temp_bytes) reallocate(s.temp, s.temp_bytes, temp_bytes);
+}
+
+// Replaces the allocation with one of exactly want bytes (0: none). The slot is idle (its last
+// chunk completed), so the old memory can go at once.
+void SlotPool::reallocate(void*& ptr, uint64_t& bytes, uint64_t want) {
+  if (ptr) {
+    PSCHED_CUDA_CHECK(cudaFree(ptr));
+    ptr = nullptr;
+    allocated_bytes_ -= bytes;
+    bytes = 0;
+  }
+  if (want == 0) return;
+  const cudaError_t status = cudaMalloc(&ptr, want);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    ptr = nullptr;
+    throw CudaError(status, fmt::format("cudaMalloc of {} MiB failed: {} ({} MiB held by this "
+                                        "backend, budget {} MiB)",
+                                        format_mib(want), cudaGetErrorString(status),
+                                        format_mib(allocated_bytes_), format_mib(budget_bytes_)));
+  }
+  bytes = want;
+  allocated_bytes_ += want;
+}
+
+std::string format_mib(uint64_t bytes) {
+  const double mib = double(bytes) / double(uint64_t{1} << 20);
+  return mib < 100 ? fmt::format("{:.1f}", mib) : fmt::format("{:.0f}", mib);
+}
+
+}  // namespace psched::gpu

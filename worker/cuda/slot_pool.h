@@ -1,0 +1,85 @@
+// SlotPool: the CUDA backend's stream slots and who holds them. A slot is one CUDA stream with
+// everything a chunk in flight needs on it (chunk buffer, CUB temporary storage, the result in
+// device and pinned host memory, events). The dispatcher thread claims a free slot for a chunk and
+// sizes its memory; the completion thread releases it once the chunk is done. Buffers are
+// allocated when a job first needs them and kept, within the memory budget, so steady state
+// allocates nothing.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "worker/cuda/kernels.cuh"
+
+namespace psched::gpu {
+
+struct StreamSlot {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr;
+  // Two stop events used in turn, so the previous chunk's stop time can still be read after its
+  // slot was claimed again (the backend's busy-time accounting).
+  cudaEvent_t stop[2] = {nullptr, nullptr};
+  int next_stop = 0;
+  void* buffer = nullptr;  // the materialized chunk
+  uint64_t buffer_bytes = 0;
+  void* temp = nullptr;  // CUB temporary storage
+  uint64_t temp_bytes = 0;
+  SelectionStats* device_stats = nullptr;
+  SelectionStats* host_stats = nullptr;  // pinned
+
+  uint64_t footprint() const { return buffer_bytes + temp_bytes; }
+};
+
+class SlotPool {
+ public:
+  // Creates the slots (streams, events, result storage; no buffers yet) on the current device.
+  // Throws CudaError, having freed what it created.
+  SlotPool(int slots, uint64_t budget_bytes);
+  ~SlotPool() { destroy(); }
+  SlotPool(const SlotPool&) = delete;
+  SlotPool& operator=(const SlotPool&) = delete;
+
+  uint64_t budget_bytes() const { return budget_bytes_; }
+  // The slot's stream, events and results; its memory fields belong to the dispatcher thread.
+  StreamSlot& slot(int index) { return slots_[size_t(index)]; }
+
+  // Dispatcher thread: a free slot for a chunk needing these sizes (which fit the budget), waiting
+  // while none is free or the budget is short; -1 once shut down.
+  int claim(uint64_t buffer_bytes, uint64_t temp_bytes);
+  // Dispatcher thread, after claim(): gives the slot at least these sizes. Throws CudaError.
+  void prepare(int slot, uint64_t buffer_bytes, uint64_t temp_bytes);
+  // Completion thread: the slot's work is done (its stop event or stream synchronized).
+  void release(int slot);
+  // Wakes a waiting claim() and fails every later one.
+  void shut_down();
+  // Waits for every stream and frees everything; never throws (errors are logged).
+  void destroy() noexcept;
+
+ private:
+  bool fits(const StreamSlot& s, uint64_t buffer_bytes, uint64_t temp_bytes) const {
+    return allocated_bytes_ - s.footprint() + buffer_bytes + temp_bytes <= budget_bytes_;
+  }
+  bool release_idle_memory(int keep);
+  void resize(StreamSlot& s, uint64_t buffer_bytes, uint64_t temp_bytes);
+  void reallocate(void*& ptr, uint64_t& bytes, uint64_t want);
+
+  std::vector<StreamSlot> slots_;
+  const uint64_t budget_bytes_;
+  uint64_t allocated_bytes_ = 0;  // dispatcher thread only
+
+  std::mutex mutex_;  // guards what follows
+  std::condition_variable released_;
+  std::vector<int> free_;
+  uint64_t releases_ = 0;
+  bool shut_down_ = false;
+};
+
+// "7.6" for 8000000 bytes, "763" for 800000000: MiB as the backend's messages print them.
+std::string format_mib(uint64_t bytes);
+
+}  // namespace psched::gpu

@@ -15,6 +15,15 @@ namespace psched {
 
 class Scheduler;
 
+// Where the dashboard listens: "none" (disabled), ":PORT", "HOST:PORT", "[V6]:PORT" or "HOST"
+// (port 8787). An empty host means all interfaces.
+struct DashboardAddress {
+  bool enabled = true;
+  std::string host;
+  uint16_t port = 8787;
+};
+Result<DashboardAddress> parse_dashboard_address(const std::string& text);
+
 class Dashboard {
  public:
   Dashboard(boost::asio::io_context& io, const Scheduler& scheduler);

@@ -1,0 +1,185 @@
+#include "scheduler/metrics.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "scheduler/scheduler.h"
+
+namespace psched {
+
+namespace {
+
+// Prometheus label values must be UTF-8 with \, " and newline escaped. Names come from peers,
+// so bytes that are not valid UTF-8 become '?' rather than a scrape Prometheus refuses.
+std::string label_value(const std::string& in) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size();) {
+    const unsigned char c = static_cast<unsigned char>(in[i]);
+    size_t len = c < 0x80            ? 1
+                 : (c >> 5) == 0x6   ? 2
+                 : (c >> 4) == 0xe   ? 3
+                 : (c >> 3) == 0x1e  ? 4
+                                     : 0;  // a stray continuation byte or worse
+    for (size_t k = 1; len && k < len; ++k)
+      if (i + k >= in.size() || (static_cast<unsigned char>(in[i + k]) >> 6) != 0x2) len = 0;
+    if (len == 0) {
+      out += '?';
+      ++i;
+      continue;
+    }
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out.append(in, i, len);
+    i += len;
+  }
+  return out;
+}
+
+std::string number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  return fmt::format("{}", v);
+}
+
+// Builds the exposition text one metric family at a time: HELP and TYPE, then its samples.
+class Exposition {
+ public:
+  void family(const char* name, const char* type, const char* help) {
+    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+  void sample(const std::string& name, const std::string& labels, double value) {
+    out_ += labels.empty() ? fmt::format("{} {}\n", name, number(value))
+                           : fmt::format("{}{{{}}} {}\n", name, labels, number(value));
+  }
+  void sample(const std::string& name, const std::string& labels, uint64_t value) {
+    out_ += labels.empty() ? fmt::format("{} {}\n", name, value)
+                           : fmt::format("{}{{{}}} {}\n", name, labels, value);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+void histogram(Exposition& e, const ChunkSecondsHistogram& h) {
+  e.family("psched_chunk_seconds", "histogram",
+           "Backend compute seconds per chunk (each chunk of a result batch counts at the batch's "
+           "average).");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.kBounds.size(); ++i) {
+    cumulative += h.in_bucket[i];
+    e.sample("psched_chunk_seconds_bucket", fmt::format("le=\"{}\"", number(h.kBounds[i])),
+             cumulative);
+  }
+  e.sample("psched_chunk_seconds_bucket", "le=\"+Inf\"", h.count);
+  e.sample("psched_chunk_seconds_sum", "", h.sum_seconds);
+  e.sample("psched_chunk_seconds_count", "", h.count);
+}
+
+void worker_families(Exposition& e, const Scheduler& s) {
+  // worker and id together: names are chosen by workers and need not be unique.
+  std::map<WorkerId, std::string> labels;
+  for (const auto& [id, w] : s.workers())
+    labels[id] = fmt::format("worker=\"{}\",id=\"{}\"", label_value(w->name), id);
+
+  e.family("psched_worker_info", "gauge",
+           "One per connected worker: its host, backend and device.");
+  for (const auto& [id, w] : s.workers())
+    e.sample("psched_worker_info",
+             fmt::format("{},host=\"{}\",backend=\"{}\",device=\"{}\"", labels[id],
+                         label_value(w->host), label_value(w->backend),
+                         label_value(w->device_name)),
+             uint64_t{1});
+
+  struct Gauge {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const WorkerRecord&);
+  };
+  static const Gauge kFamilies[] = {
+      {"psched_worker_memory_used_bytes", "gauge",
+       "Device memory in use as the worker last reported it (0: not reported).",
+       [](const WorkerRecord& w) { return double(w.memory_used_bytes); }},
+      {"psched_worker_memory_total_bytes", "gauge", "Device (or host, for CPU workers) memory.",
+       [](const WorkerRecord& w) { return double(w.memory_total_bytes); }},
+      {"psched_worker_memory_limit_bytes", "gauge", "The worker's --memory-limit (0: none).",
+       [](const WorkerRecord& w) { return double(w.memory_limit_bytes); }},
+      {"psched_worker_tasks_in_flight", "gauge", "Chunks assigned to the worker and not yet back.",
+       [](const WorkerRecord& w) { return double(w.in_flight.size()); }},
+      {"psched_worker_task_slots", "gauge", "The worker's task window.",
+       [](const WorkerRecord& w) { return double(w.slots); }},
+      {"psched_worker_chunks_done_total", "counter", "Chunks the worker reduced.",
+       [](const WorkerRecord& w) { return double(w.chunks_done); }},
+      {"psched_worker_bytes_reduced_total", "counter", "Array bytes the worker reduced.",
+       [](const WorkerRecord& w) { return double(w.bytes_reduced); }},
+      {"psched_worker_busy_seconds_total", "counter",
+       "Backend compute seconds the worker reported.",
+       [](const WorkerRecord& w) { return w.busy_seconds; }},
+  };
+  for (const Gauge& g : kFamilies) {
+    e.family(g.name, g.type, g.help);
+    for (const auto& [id, w] : s.workers()) e.sample(g.name, labels[id], g.value(*w));
+  }
+}
+
+}  // namespace
+
+std::string metrics_text(const Scheduler& s) {
+  const SchedulerCounters& c = s.counters();
+  Exposition e;
+
+  e.family("psched_build_info", "gauge", "The scheduler's version and protocol version.");
+  e.sample("psched_build_info",
+           fmt::format("version=\"{}\",protocol=\"{}\"", PSCHED_VERSION, wire::PROTOCOL_VERSION),
+           uint64_t{1});
+  e.family("psched_uptime_seconds", "gauge", "Seconds since the scheduler started.");
+  e.sample("psched_uptime_seconds", "",
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started()).count());
+  e.family("psched_workers", "gauge", "Workers connected.");
+  e.sample("psched_workers", "", uint64_t(s.workers().size()));
+  e.family("psched_clients", "gauge", "Clients connected.");
+  e.sample("psched_clients", "", uint64_t(s.clients().size()));
+
+  e.family("psched_jobs_running", "gauge", "Jobs accepted and not yet finished.");
+  e.sample("psched_jobs_running", "", uint64_t(s.jobs().size()));
+  e.family("psched_jobs_submitted_total", "counter", "Jobs accepted.");
+  e.sample("psched_jobs_submitted_total", "", c.jobs_submitted);
+  e.family("psched_jobs_total", "counter", "Jobs finished, by how they ended.");
+  e.sample("psched_jobs_total", "state=\"done\"", c.jobs_completed);
+  e.sample("psched_jobs_total", "state=\"failed\"", c.jobs_failed);
+  e.sample("psched_jobs_total", "state=\"cancelled\"", c.jobs_cancelled);
+
+  uint64_t queued = 0, running = 0;
+  for (const auto& [id, job] : s.jobs()) queued += job->queued();
+  for (const auto& [id, w] : s.workers()) running += w->in_flight.size();
+  e.family("psched_tasks", "gauge", "Chunk tasks of running jobs, by state.");
+  e.sample("psched_tasks", "state=\"queued\"", queued);
+  e.sample("psched_tasks", "state=\"running\"", running);
+  e.family("psched_tasks_total", "counter",
+           "Chunk task events: dispatched to a worker, done, failed on a worker, re-queued.");
+  e.sample("psched_tasks_total", "state=\"dispatched\"", c.tasks_dispatched);
+  e.sample("psched_tasks_total", "state=\"done\"", c.tasks_done);
+  e.sample("psched_tasks_total", "state=\"failed\"", c.tasks_failed);
+  e.sample("psched_tasks_total", "state=\"requeued\"", c.tasks_requeued);
+
+  e.family("psched_bytes_reduced_total", "counter", "Array bytes reduced by all workers.");
+  e.sample("psched_bytes_reduced_total", "", c.bytes_reduced);
+  e.family("psched_connections_refused_total", "counter",
+           "Connections refused because --max-connections were open.");
+  e.sample("psched_connections_refused_total", "", c.connections_refused);
+  e.family("psched_protocol_errors_total", "counter",
+           "Peers disconnected for breaking the protocol (bad Hello, token, frame, message).");
+  e.sample("psched_protocol_errors_total", "", c.protocol_errors);
+
+  histogram(e, c.chunk_seconds);
+  worker_families(e, s);
+  return e.take();
+}
+
+}  // namespace psched

@@ -1,0 +1,202 @@
+#include "scheduler/status_json.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/wire_convert.h"
+#include "scheduler/scheduler.h"
+
+namespace psched {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Per-worker chunk counts of a running job are found by scanning its chunks; above this many
+// chunks the scan is skipped so a status request stays cheap whatever the job.
+constexpr uint64_t kMaxChunksScanned = 1 << 16;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// How many busy seconds per second the worker can deliver: a CUDA worker reports busy time
+// without overlap (one device), a CPU worker one chunk per thread at a time.
+double capacity(const WorkerRecord& w) {
+  if (w.backend == "cuda") return 1.0;
+  if (w.backend == "cpu") return double(std::max<uint32_t>(w.threads, 1));
+  return 0.0;
+}
+
+json worker_json(const WorkerRecord& w, const WorkerRates& rates, Clock::time_point now) {
+  const WorkerRates::Rate rate = rates.rate(w, now);
+  json j = {{"id", w.id},
+            {"name", w.name},
+            {"host", w.host},
+            {"pid", w.pid},
+            {"backend", w.backend},
+            {"device", w.device_name},
+            {"memory_total_bytes", w.memory_total_bytes},
+            {"memory_limit_bytes", w.memory_limit_bytes},
+            {"threads", w.threads},
+            {"slots", w.slots},
+            {"tasks_in_flight", w.in_flight.size()},
+            {"chunks_done", w.chunks_done},
+            {"bytes_reduced", w.bytes_reduced},
+            {"busy_seconds", w.busy_seconds},
+            {"uptime_seconds", seconds_between(w.joined, now)},
+            {"throughput_bytes_per_second", rate.bytes_per_second},
+            {"chunks_per_second", rate.chunks_per_second}};
+  // Workers that do not report memory in use send 0: say "unknown" rather than "empty".
+  j["memory_used_bytes"] = w.memory_used_bytes ? json(w.memory_used_bytes) : json(nullptr);
+  j["utilisation"] = rate.utilisation >= 0 ? json(rate.utilisation) : json(nullptr);
+  j["compute_capability"] = w.backend == "cuda"
+                                ? json(fmt::format("{}.{}", w.compute_major, w.compute_minor))
+                                : json(nullptr);
+  return j;
+}
+
+std::string client_name(const Scheduler& s, ClientId id) {
+  auto it = s.clients().find(id);
+  return it != s.clients().end() ? it->second->name : fmt::format("client {}", id);
+}
+
+json running_job_json(const Scheduler& s, const Job& job) {
+  const double seconds = job.seconds();
+  const double bytes = double(job.spec()->bytes());
+  const double done_bytes = job.chunks() ? bytes * double(job.done()) / double(job.chunks()) : 0;
+  uint64_t running = 0;
+  for (const auto& [wid, w] : s.workers()) running += w->in_flight.of_job(job.id());
+  json j = {{"id", job.id()},
+            {"client", client_name(s, job.client())},
+            {"description", describe(*job.spec())},
+            {"state", "running"},
+            {"chunks", job.chunks()},
+            {"chunks_done", job.done()},
+            {"chunks_running", running},
+            {"chunks_queued", job.queued()},
+            {"retries", job.retries()},
+            {"bytes", job.spec()->bytes()},
+            {"seconds", seconds},
+            {"progress", job.chunks() ? double(job.done()) / double(job.chunks()) : 1.0},
+            {"throughput_bytes_per_second", seconds > 0 ? done_bytes / seconds : 0.0},
+            {"workers", job.workers_used()},
+            {"running_sum", job.running_sum()}};
+  // Per-worker share of the finished chunks: a finished chunk stays marked with its worker.
+  json per_worker = json::array();
+  if (job.chunks() <= kMaxChunksScanned) {
+    std::map<WorkerId, uint64_t> done_by;
+    for (uint64_t c = 0; c < job.chunks(); ++c)
+      if (job.state(c) == TaskState::kDone) ++done_by[job.running_on(c)];
+    for (const auto& [wid, n] : done_by) {
+      auto wit = s.workers().find(wid);
+      const double share = bytes * double(n) / double(job.chunks());
+      per_worker.push_back(
+          {{"worker", wit != s.workers().end() ? wit->second->name : fmt::format("worker {}", wid)},
+           {"chunks_done", n},
+           {"throughput_bytes_per_second", seconds > 0 ? share / seconds : 0.0}});
+    }
+  }
+  j["per_worker"] = std::move(per_worker);
+  return j;
+}
+
+json recent_job_json(const JobSummary& r) {
+  const double done_bytes =
+      r.chunks ? double(r.bytes) * double(r.chunks_done) / double(r.chunks) : 0.0;
+  return {{"id", r.id},
+          {"client", r.client},
+          {"description", r.description},
+          {"state", r.state},
+          {"message", r.message},
+          {"chunks", r.chunks},
+          {"chunks_done", r.chunks_done},
+          {"retries", r.retries},
+          {"bytes", r.bytes},
+          {"seconds", r.seconds},
+          {"progress", r.chunks ? double(r.chunks_done) / double(r.chunks) : 1.0},
+          {"throughput_bytes_per_second", r.seconds > 0 ? done_bytes / r.seconds : 0.0},
+          {"workers", r.workers},
+          {"sum", r.sum},
+          {"count", r.count},
+          {"finished_unix", std::chrono::duration<double>(r.finished.time_since_epoch()).count()}};
+}
+
+}  // namespace
+
+void WorkerRates::sample(const Scheduler& scheduler, Clock::time_point now) {
+  // Forget workers that are gone, then append one sample per worker.
+  for (auto it = samples_.begin(); it != samples_.end();) {
+    it = scheduler.workers().count(it->first) ? std::next(it) : samples_.erase(it);
+  }
+  for (const auto& [id, w] : scheduler.workers()) {
+    auto& list = samples_[id];
+    list.push_back({now, w->bytes_reduced, w->chunks_done, w->busy_seconds});
+    while (list.size() > 2 && now - list.front().at > kWindow) list.pop_front();
+  }
+}
+
+WorkerRates::Rate WorkerRates::rate(const WorkerRecord& w, Clock::time_point now) const {
+  Sample first{w.joined, 0, 0, 0};
+  auto it = samples_.find(w.id);
+  if (it != samples_.end() && it->second.size() >= 2) first = it->second.front();
+  const double dt = seconds_between(first.at, now);
+  Rate r;
+  if (dt <= 0) return r;
+  r.bytes_per_second = double(w.bytes_reduced - first.bytes_reduced) / dt;
+  r.chunks_per_second = double(w.chunks_done - first.chunks_done) / dt;
+  if (const double cap = capacity(w); cap > 0)
+    r.utilisation = std::clamp((w.busy_seconds - first.busy_seconds) / dt / cap, 0.0, 1.0);
+  return r;
+}
+
+json status_json(const Scheduler& s, const WorkerRates& rates, const std::string& dashboard_url) {
+  const auto now = Clock::now();
+  const SchedulerCounters& c = s.counters();
+  uint64_t queued = 0, running = 0;
+  json workers = json::array();
+  for (const auto& [id, w] : s.workers()) {
+    workers.push_back(worker_json(*w, rates, now));
+    running += w->in_flight.size();
+  }
+  json jobs = json::array();
+  for (const auto& [id, job] : s.jobs()) {
+    jobs.push_back(running_job_json(s, *job));
+    queued += job->queued();
+  }
+  json recent = json::array();
+  for (const JobSummary& r : s.recent_jobs()) recent.push_back(recent_job_json(r));
+  return {{"scheduler",
+           {{"version", PSCHED_VERSION},
+            {"protocol_version", wire::PROTOCOL_VERSION},
+            {"address", s.address()},
+            {"dashboard", dashboard_url},
+            {"uptime_seconds", seconds_between(s.started(), now)},
+            {"token_required", !s.config().token.empty()}}},
+          {"workers", std::move(workers)},
+          {"clients", s.clients().size()},
+          {"jobs", std::move(jobs)},
+          {"recent_jobs", std::move(recent)},
+          {"tasks", {{"queued", queued}, {"running", running}}},
+          {"counters",
+           {{"jobs_submitted", c.jobs_submitted},
+            {"jobs_completed", c.jobs_completed},
+            {"jobs_failed", c.jobs_failed},
+            {"jobs_cancelled", c.jobs_cancelled},
+            {"tasks_dispatched", c.tasks_dispatched},
+            {"tasks_done", c.tasks_done},
+            {"tasks_requeued", c.tasks_requeued},
+            {"tasks_failed", c.tasks_failed},
+            {"bytes_reduced", c.bytes_reduced},
+            {"connections_refused", c.connections_refused},
+            {"protocol_errors", c.protocol_errors}}}};
+}
+
+std::string dump_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace psched

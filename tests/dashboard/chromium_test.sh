@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Headless Chromium loads the status page while a long job runs: after its JavaScript ran, the DOM
+# must list both workers by name, the running job with a progress bar, and the finished job.
+# A screenshot is kept as ARTIFACT_DIR/dashboard.png for a human to look at.
+# Usage: chromium_test.sh BIN_DIR ARTIFACT_DIR
+BIN=$1
+ARTIFACTS=${2:-.}
+# shellcheck source=tests/dashboard/cluster.sh
+source "$(dirname "$0")/cluster.sh"
+skip_unless_installed chromium curl
+
+start_scheduler
+start_worker chrome-worker-a
+start_worker chrome-worker-b
+wait_for_workers 2
+
+# Job 1, short and exact, shows under "Recent jobs".
+"$BIN/pbench" --scheduler "$SCHEDULER" -x 1000 -y 1000 --chunk-x 100 --chunk-y 100 \
+  --generator arange --check -q >"$WORK_DIR/pbench-arange.log" 2>&1 || fail "the arange job failed"
+
+# Job 2: 100000 x 100000 normal in 2000 x 2000 chunks: 2500 chunks, minutes on two CPU threads;
+# it is stopped by pid once the page has been looked at.
+"$BIN/pbench" --scheduler "$SCHEDULER" -d -x 100000 -y 100000 --chunk-x 2000 --chunk-y 2000 \
+  -q >"$WORK_DIR/pbench.log" 2>&1 &
+PIDS+=("$!")
+job_has_progress() {
+  curl -fsS --max-time 5 "$DASHBOARD/api/status" |
+    grep -q '"chunks_done":[1-9][0-9]*,"chunks_queued"'
+}
+wait_until 30 job_has_progress || fail "the job never showed progress on /api/status"
+
+browser() {
+  local profile
+  profile=$(mktemp -d "$WORK_DIR/chromium.XXXXXX")
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$profile" --virtual-time-budget=5000 "$@" 2>>"$WORK_DIR/chromium.log"
+}
+
+browser --dump-dom "$DASHBOARD/" >"$WORK_DIR/dom.html" || fail "chromium --dump-dom failed"
+for want in '>chrome-worker-a<' '>chrome-worker-b<' 'class="progress"' 'role="progressbar"' \
+  '>#2<' 'class="state done"' '>live<'; do
+  grep -qF "$want" "$WORK_DIR/dom.html" || fail "the rendered page has no '$want'"
+done
+grep -qF 'id="jobs" style="display: none' "$WORK_DIR/dom.html" &&
+  fail "the running job is not listed"
+
+mkdir -p "$ARTIFACTS"
+rm -f "$ARTIFACTS/dashboard.png"
+browser --screenshot="$ARTIFACTS/dashboard.png" --window-size=1200,900 "$DASHBOARD/" >/dev/null ||
+  fail "chromium --screenshot failed"
+[[ -s "$ARTIFACTS/dashboard.png" ]] || fail "no screenshot at $ARTIFACTS/dashboard.png"
+cp "$WORK_DIR/dom.html" "$ARTIFACTS/dashboard-dom.html"
+echo "PASS: the page lists both workers and the running job; screenshot: $ARTIFACTS/dashboard.png"

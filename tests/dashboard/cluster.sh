@@ -1,0 +1,93 @@
+# shellcheck shell=bash
+# Sourced by the dashboard shell tests: start a real psched (dashboard on a free loopback port) and
+# CPU workers from the build's bin directory, wait on the scheduler file and on /api/status rather
+# than sleeping, and stop everything this test started by pid when it exits.
+#
+#   BIN=<build>/bin; source cluster.sh; start_scheduler; start_worker NAME; wait_for_workers 1
+
+set -euo pipefail
+
+WORK_DIR=$(mktemp -d /tmp/psched-dashboard-test.XXXXXX)
+PIDS=()
+
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [[ -z "${PSCHED_TEST_KEEP:-}" ]]; then rm -rf "$WORK_DIR"; fi
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  local log
+  for log in "$WORK_DIR"/*.log; do
+    [[ -f "$log" ]] || continue
+    echo "--- $(basename "$log") (last 20 lines)" >&2
+    tail -n 20 "$log" >&2
+  done
+  exit 1
+}
+
+skip_unless_installed() {
+  local tool
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "SKIP: $tool is not installed (deploy/install-deps.sh --test installs it)"
+      exit 0
+    fi
+  done
+}
+
+# Repeats "$@" every 0.1 s until it succeeds; fails after $1 seconds.
+wait_until() {
+  local seconds=$1
+  shift
+  local deadline=$((SECONDS + seconds))
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+# start_scheduler: sets SCHEDULER (tcp://...) and DASHBOARD (http://127.0.0.1:PORT).
+start_scheduler() {
+  local file="$WORK_DIR/scheduler.json"
+  "$BIN/psched" --host 127.0.0.1 --port 0 --dashboard-address 127.0.0.1:0 \
+    --scheduler-file "$file" >"$WORK_DIR/psched.log" 2>&1 &
+  PIDS+=("$!")
+  wait_until 20 test -s "$file" || fail "psched wrote no scheduler file"
+  SCHEDULER=$(sed -n 's/.*"address": *"\([^"]*\)".*/\1/p' "$file")
+  DASHBOARD=$(sed -n 's/.*"dashboard": *"\([^"]*\)".*/\1/p' "$file")
+  [[ "$DASHBOARD" == http://127.0.0.1:* ]] || fail "no dashboard URL in $file"
+  DASHBOARD_PORT=${DASHBOARD##*:}
+  export SCHEDULER DASHBOARD DASHBOARD_PORT
+}
+
+start_worker() {
+  "$BIN/pcuda-worker" "$SCHEDULER" --backend cpu --nthreads 1 --name "$1" \
+    >"$WORK_DIR/worker-$1.log" 2>&1 &
+  PIDS+=("$!")
+}
+
+worker_count_is() {
+  local body
+  body=$(curl -fsS --max-time 5 "$DASHBOARD/metrics") || return 1
+  grep -qx "psched_workers $1" <<<"$body"
+}
+
+wait_for_workers() {
+  wait_until 30 worker_count_is "$1" || fail "the dashboard never showed $1 workers"
+}
+
+# A port nobody listens on now (another process may still take it: callers retry).
+free_port() {
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return
+    fi
+  done
+}

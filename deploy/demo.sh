@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 build=${PSCHED_BUILD_DIR:-build}
 
 deploy/install-deps.sh
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPSCHED_TESTS=OFF >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$(nproc)" --target psched pcuda-worker pbench
 
 gpus=0

@@ -15,11 +15,14 @@
 
 namespace psched {
 
-std::string self_exe_dir() {
+std::string self_exe_path() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string path(buf, size_t(n));
+  return n <= 0 ? std::string("/proc/self/exe") : std::string(buf, size_t(n));
+}
+
+std::string self_exe_dir() {
+  const std::string path = self_exe_path();
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }

@@ -13,7 +13,9 @@
 
 namespace psched {
 
-// Directory holding the running executable (to find sibling binaries: psched next to pbench).
+// The running executable's path (resolved, so a child started from it keeps the binary's name for
+// killall and pkill -x), and its directory (to find siblings: psched next to pbench).
+std::string self_exe_path();
 std::string self_exe_dir();
 
 struct ChildSpec {

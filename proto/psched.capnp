@@ -70,6 +70,9 @@ struct WorkerInfo {
   slots @11 :UInt32;           # chunks the worker wants in flight (its task window)
   chunksDone @12 :UInt64;      # filled by the scheduler in ClusterInfo
   bytesReduced @13 :UInt64;    # array bytes created + reduced, filled by the scheduler
+  windowElements @14 :UInt64;  # elements the worker wants in flight when chunks are small: a
+                               # job's window is max(slots, windowElements / chunk elements),
+                               # at most 65536 chunks (0: slots only)
 }
 
 struct Hello {

@@ -1,7 +1,9 @@
 // Dispatch: keep every worker's window of chunks in flight full. Workers announce their window in
-// Hello; each time a worker returns results (or joins, or work arrives) it is topped up. Jobs take
-// turns chunk by chunk, so concurrent jobs progress together. The job spec goes to a worker once
-// (DefineJob); after that only chunk ranges travel, contiguous runs coalesced.
+// Hello (slots, widened for small chunks by windowElements: WorkerRecord::window_for); each time a
+// worker returns results (or joins, or work arrives) it is topped up. Jobs take turns, each taking
+// its share of the free window as runs of consecutive chunks, so concurrent jobs progress together
+// and a TaskBatch is a few ranges however many chunks it carries. The job spec goes to a worker
+// once (DefineJob); after that only chunk ranges travel.
 #include <capnp/message.h>
 
 #include <vector>
@@ -17,44 +19,55 @@ void Scheduler::dispatch() {
 }
 
 void Scheduler::dispatch_to(WorkerRecord& worker) {
-  if (shutting_down_ || !worker.conn->is_open()) return;
-  uint32_t free = worker.free_slots();
-  if (free == 0 || jobs_.empty()) return;
+  if (shutting_down_ || !worker.conn->is_open() || jobs_.empty()) return;
 
-  // Chunks picked per job, in the order taken.
-  std::vector<std::pair<Job*, std::vector<uint64_t>>> picked;
-  auto slot_for = [&](Job* job) -> std::vector<uint64_t>& {
-    for (auto& [j, chunks] : picked)
-      if (j == job) return chunks;
-    picked.emplace_back(job, std::vector<uint64_t>{});
-    return picked.back().second;
+  // Ranges picked per job, in the order taken (consecutive runs of one job merged).
+  struct Picked {
+    Job* job;
+    std::vector<std::pair<uint64_t, uint32_t>> ranges;
+  };
+  std::vector<Picked> picked;
+  auto ranges_of = [&](Job* job) -> std::vector<std::pair<uint64_t, uint32_t>>& {
+    for (Picked& p : picked)
+      if (p.job == job) return p.ranges;
+    picked.push_back(Picked{job, {}});
+    return picked.back().ranges;
   };
 
-  while (free > 0) {
-    // The next job after the last one served that still has queued chunks.
-    Job* next = nullptr;
+  // Passes over the jobs in turn, starting after the last one served, until no job can take more.
+  for (bool progress = true; progress;) {
+    progress = false;
     auto it = jobs_.upper_bound(round_robin_after_);
     for (size_t tried = 0; tried < jobs_.size(); ++tried, ++it) {
       if (it == jobs_.end()) it = jobs_.begin();
-      if (it->second->has_queued()) {
-        next = it->second.get();
-        break;
+      Job* job = it->second.get();
+      if (!job->has_queued()) continue;
+      const uint64_t window = worker.window_for(*job);
+      if (worker.in_flight.size() >= window) continue;
+      // This job's share of the free window (all of it when it is the only job).
+      uint64_t share = (window - worker.in_flight.size()) / jobs_.size();
+      if (share == 0) share = 1;
+      auto& ranges = ranges_of(job);
+      while (share > 0 && job->has_queued()) {
+        uint64_t first = 0;
+        const uint64_t n = job->take_run(worker.id, share < UINT32_MAX ? share : UINT32_MAX, first);
+        share -= n;
+        worker.in_flight.add(job->id(), n);
+        counters_.tasks_dispatched += n;
+        if (!ranges.empty() && ranges.back().first + ranges.back().second == first &&
+            uint64_t(ranges.back().second) + n <= UINT32_MAX) {
+          ranges.back().second += uint32_t(n);
+        } else {
+          ranges.emplace_back(first, uint32_t(n));
+        }
       }
-    }
-    if (next == nullptr) break;
-    round_robin_after_ = next->id();
-    // Take a run from this job (up to the free slots divided among the jobs that have work).
-    const uint32_t share = std::max<uint32_t>(1, free / uint32_t(jobs_.size()));
-    auto& chunks = slot_for(next);
-    for (uint32_t k = 0; k < share && free > 0 && next->has_queued(); ++k, --free) {
-      const uint64_t chunk = next->take(worker.id);
-      chunks.push_back(chunk);
-      worker.in_flight.insert({next->id(), chunk});
-      ++counters_.tasks_dispatched;
+      round_robin_after_ = job->id();
+      progress = true;
     }
   }
 
-  for (auto& [job, chunks] : picked) {
+  for (const Picked& pick : picked) {
+    Job* job = pick.job;  // not a structured binding: clang 14 (the fuzz build) cannot capture one
     if (worker.defined_jobs.insert(job->id()).second) {
       send_message(*worker.conn, [&](wire::Message::Builder m) {
         auto d = m.initDefineJob();
@@ -62,23 +75,13 @@ void Scheduler::dispatch_to(WorkerRecord& worker) {
         to_wire(*job->spec(), d.initSpec());
       });
     }
-    // Coalesce consecutive chunk numbers into ranges.
-    std::vector<std::pair<uint64_t, uint32_t>> ranges;
-    for (uint64_t c : chunks) {
-      if (!ranges.empty() && ranges.back().first + ranges.back().second == c &&
-          ranges.back().second < UINT32_MAX) {
-        ++ranges.back().second;
-      } else {
-        ranges.emplace_back(c, 1);
-      }
-    }
-    capnp::MallocMessageBuilder m(64 + ranges.size() * 4);
+    capnp::MallocMessageBuilder m(64 + pick.ranges.size() * 4);
     auto batch = m.initRoot<wire::Message>().initTaskBatch();
     batch.setJobId(job->id());
-    auto list = batch.initRanges(uint32_t(ranges.size()));
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      list[uint32_t(i)].setFirst(ranges[i].first);
-      list[uint32_t(i)].setCount(ranges[i].second);
+    auto list = batch.initRanges(uint32_t(pick.ranges.size()));
+    for (size_t i = 0; i < pick.ranges.size(); ++i) {
+      list[uint32_t(i)].setFirst(pick.ranges[i].first);
+      list[uint32_t(i)].setCount(pick.ranges[i].second);
     }
     worker.conn->send(m);
   }

@@ -58,6 +58,27 @@ uint64_t Job::take(WorkerId worker) {
   return chunk;
 }
 
+uint64_t Job::take_run(WorkerId worker, uint64_t max, uint64_t& first) {
+  assert(has_queued() && max > 0);
+  if (!requeued_.empty()) {
+    first = take(worker);
+    return 1;
+  }
+  first = next_fresh_;
+  const uint64_t left = states_.size() - next_fresh_;
+  const uint64_t n = left < max ? left : max;
+  next_fresh_ += n;
+  for (uint64_t c = first; c < first + n; ++c) transition(c, TaskState::kRunning, worker);
+  return n;
+}
+
+std::vector<uint64_t> Job::running_chunks_of(WorkerId worker) const {
+  std::vector<uint64_t> out;
+  for (uint64_t c = 0; c < states_.size(); ++c)
+    if (TaskState(states_[c]) == TaskState::kRunning && running_on_[c] == worker) out.push_back(c);
+  return out;
+}
+
 bool Job::finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
   if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
       running_on_[chunk] != worker)

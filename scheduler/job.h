@@ -47,6 +47,11 @@ class Job {
   // Takes the next chunk to run (requeued chunks first, then fresh ones in index order) and marks
   // it running on `worker`. Requires has_queued().
   uint64_t take(WorkerId worker);
+  // As up to `max` take()s that yield consecutive chunks: a requeued chunk alone, or a run of fresh
+  // ones. Returns the run's length (>= 1); its first chunk goes to `first`. Requires has_queued().
+  uint64_t take_run(WorkerId worker, uint64_t max, uint64_t& first);
+  // The chunks running on `worker` (a scan of the job: used when a worker leaves).
+  std::vector<uint64_t> running_chunks_of(WorkerId worker) const;
   // Running chunk finished with `partial`; returns false (and changes nothing) unless the chunk is
   // running on `worker`.
   bool finish(uint64_t chunk, WorkerId worker, const PartialSum& partial);

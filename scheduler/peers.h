@@ -14,6 +14,37 @@
 
 namespace psched {
 
+// The chunks a worker holds, counted per job. Which chunks they are is the jobs' own record
+// (Job::running_on), so nothing here grows with the window: no node per chunk in flight.
+class InFlight {
+ public:
+  uint64_t size() const { return total_; }
+  uint64_t of_job(JobId job) const {
+    auto it = by_job_.find(job);
+    return it == by_job_.end() ? 0 : it->second;
+  }
+  const std::map<JobId, uint64_t>& by_job() const { return by_job_; }
+  void add(JobId job, uint64_t n) {
+    by_job_[job] += n;
+    total_ += n;
+  }
+  void remove(JobId job, uint64_t n) {
+    auto it = by_job_.find(job);
+    if (it == by_job_.end()) return;
+    n = n < it->second ? n : it->second;
+    total_ -= n;
+    if ((it->second -= n) == 0) by_job_.erase(it);
+  }
+  void forget_job(JobId job) { remove(job, of_job(job)); }
+
+ private:
+  std::map<JobId, uint64_t> by_job_;
+  uint64_t total_ = 0;
+};
+
+// The most chunks a worker's window may hold, however small they are.
+constexpr uint64_t kMaxWindowChunks = uint64_t{1} << 16;
+
 struct WorkerRecord {
   WorkerId id = 0;
   std::string name, host, backend, device_name;
@@ -21,17 +52,24 @@ struct WorkerRecord {
   uint64_t memory_total_bytes = 0, memory_limit_bytes = 0, memory_used_bytes = 0;
   uint32_t compute_major = 0, compute_minor = 0, threads = 0;
   uint32_t slots = 1;  // chunks in flight the worker asked for
+  uint64_t window_elements = 0;  // ... and elements, when chunks are small (0: slots only)
 
   std::shared_ptr<FramedConnection> conn;
-  std::set<std::pair<JobId, uint64_t>> in_flight;  // (job, chunk)
+  InFlight in_flight;
   std::set<JobId> defined_jobs;                    // jobs whose spec it has been sent
   uint64_t chunks_done = 0;
   uint64_t bytes_reduced = 0;
   double busy_seconds = 0;
   std::chrono::steady_clock::time_point joined = std::chrono::steady_clock::now();
 
-  uint32_t free_slots() const {
-    return in_flight.size() >= slots ? 0 : uint32_t(slots - in_flight.size());
+  // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are
+  // small, at most kMaxWindowChunks.
+  uint64_t window_for(const Job& job) const {
+    const JobSpec& s = *job.spec();
+    const uint64_t chunk_elements = s.chunk_rows * s.chunk_cols;
+    uint64_t window = window_elements / (chunk_elements ? chunk_elements : 1);
+    window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
+    return window > slots ? window : slots;
   }
 };
 

@@ -4,8 +4,12 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
+#include "common/chunk_grid.h"
+#include "common/logging.h"
 #include "common/scheduler_file.h"
 #include "common/wire_convert.h"
 
@@ -21,6 +25,22 @@ struct Scheduler::Peer {
 };
 
 namespace {
+
+// Chunks of all running jobs together that the scheduler keeps state for (~40 bytes each): many
+// jobs of the largest size validate() allows must not add up to more memory than the host has.
+constexpr uint64_t kMaxTrackedChunks = uint64_t{1} << 26;
+
+// Largest frame before a peer's Hello is accepted (a Hello is well under 8 KiB): an unauthenticated
+// connection cannot make us buffer --max-frame bytes.
+constexpr uint32_t kMaxHelloFrameBytes = 64u << 10;
+
+// Worker names in first-seen order, each once (a restarted worker may fail a chunk twice).
+std::vector<std::string> distinct(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& n : names)
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
 
 bool same_token(const std::string& a, const std::string& b) {
   // Constant time in the length of the expected token.
@@ -89,7 +109,8 @@ void Scheduler::accept() {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (!ec) {
       auto peer = std::make_shared<Peer>();
-      peer->conn = std::make_shared<FramedConnection>(std::move(socket), config_.max_frame_bytes);
+      peer->conn = std::make_shared<FramedConnection>(
+          std::move(socket), std::min(config_.max_frame_bytes, kMaxHelloFrameBytes));
       if (connections_ >= config_.max_connections) {
         ++counters_.connections_refused;
         spdlog::warn("refusing connection from {}: {} connections already open",
@@ -104,7 +125,13 @@ void Scheduler::accept() {
         peer->conn->set_idle_timeout(std::chrono::milliseconds(config_.handshake_timeout_ms));
       }
     } else {
-      spdlog::warn("accept failed: {}", ec.message());
+      // Out of descriptors (EMFILE) and the like: retrying at once would spin; pause instead.
+      spdlog::warn("accept failed: {}; pausing accepts for 100 ms", ec.message());
+      auto pause = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
+      pause->async_wait([this, pause](const boost::system::error_code& ec2) {
+        if (!ec2 && acceptor_.is_open()) accept();
+      });
+      return;
     }
     accept();
   });
@@ -188,30 +215,32 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
       protocol_error(conn, "this scheduler requires a token (--token-file or PSCHED_TOKEN)");
       return;
     }
-    if (!same_token(std::string(hello.getToken().cStr()), config_.token)) {
+    const auto token = hello.getToken();  // all its bytes: a NUL must not end the comparison early
+    if (!same_token(std::string(token.begin(), token.size()), config_.token)) {
       protocol_error(conn, "invalid token");
       return;
     }
   }
   const uint32_t id = next_peer_id_++;
   const std::string name = hello.hasName() && hello.getName().size() > 0
-                               ? std::string(hello.getName().cStr()).substr(0, 128)
+                               ? printable(hello.getName().cStr(), 128)
                                : fmt::format("peer-{}", id);
   if (hello.getRole() == wire::Role::WORKER) {
     auto w = std::make_unique<WorkerRecord>();
     auto info = hello.getWorker();
     w->id = id;
     w->name = name;
-    w->host = std::string(info.getHost().cStr()).substr(0, 256);
+    w->host = printable(info.getHost().cStr(), 256);
     w->pid = info.getPid();
-    w->backend = std::string(info.getBackend().cStr()).substr(0, 32);
-    w->device_name = std::string(info.getDeviceName().cStr()).substr(0, 256);
+    w->backend = printable(info.getBackend().cStr(), 32);
+    w->device_name = printable(info.getDeviceName().cStr(), 256);
     w->memory_total_bytes = info.getMemoryTotalBytes();
     w->memory_limit_bytes = info.getMemoryLimitBytes();
     w->compute_major = info.getComputeMajor();
     w->compute_minor = info.getComputeMinor();
     w->threads = info.getThreads();
     w->slots = std::clamp<uint32_t>(info.getSlots(), 1, 4096);
+    w->window_elements = info.getWindowElements();
     w->conn = peer->conn;
     peer->kind = Peer::Kind::kWorker;
     peer->id = id;
@@ -239,6 +268,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     protocol_error(conn, "unknown role in Hello");
     return;
   }
+  conn.set_max_frame_bytes(config_.max_frame_bytes);
   send_message(conn, [&](wire::Message::Builder m) {
     auto welcome = m.initWelcome();
     welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
@@ -259,14 +289,15 @@ void Scheduler::on_worker_message(WorkerRecord& worker, wire::Message::Reader me
       return;
     case wire::Message::GOODBYE: {
       auto conn = worker.conn;
-      remove_worker(worker.id, fmt::format("leaving: {}", message.getGoodbye().getReason().cStr()),
+      remove_worker(worker.id,
+                    fmt::format("leaving: {}", printable(message.getGoodbye().getReason().cStr())),
                     /*graceful=*/true);
       conn->close_when_flushed();
       return;
     }
     case wire::Message::ERROR:
       spdlog::warn("worker {} '{}' reports: {}", worker.id, worker.name,
-                   message.getError().getMessage().cStr());
+                   printable(message.getError().getMessage().cStr(), 1000));
       return;
     default:
       protocol_error(*worker.conn, fmt::format("unexpected message kind {} from a worker",
@@ -309,12 +340,30 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     spdlog::info("client {} '{}': refused job: {}", client.id, client.name, st.message());
     return;
   }
+  const JobSpec job_spec = normalized(spec);
+  const uint64_t chunks = ChunkGrid{job_spec.rows, job_spec.cols, job_spec.chunk_rows,
+                                    job_spec.chunk_cols}.chunks();
+  uint64_t tracked = 0;
+  for (const auto& [jid, j] : jobs_) tracked += j->chunks();
+  if (tracked + chunks > kMaxTrackedChunks) {
+    send_message(*client.conn, [&](wire::Message::Builder m) {
+      auto f = m.initJobFailed();
+      f.setJobId(0);
+      f.setMessage(fmt::format("scheduler busy: {} running jobs hold {} chunks; this job's {} more "
+                               "would pass the limit of {} (submit it when some finish)",
+                               jobs_.size(), tracked, chunks, kMaxTrackedChunks));
+    });
+    spdlog::warn("client {} '{}': refused a job of {} chunks: {} chunks already tracked", client.id,
+                 client.name, chunks, tracked);
+    return;
+  }
   const JobId id = next_job_id_++;
-  auto job = std::make_unique<Job>(id, client.id, std::make_shared<const JobSpec>(normalized(spec)),
+  auto job = std::make_unique<Job>(id, client.id, std::make_shared<const JobSpec>(job_spec),
                                    submit.getWantPartials());
   ++counters_.jobs_submitted;
-  spdlog::info("job {} from client '{}': {} ({} chunks)", id, client.name, describe(spec),
-               job->chunks());
+  if (spdlog::should_log(spdlog::level::info))  // describe() is not free: tiny jobs notice
+    spdlog::info("job {} from client '{}': {} ({} chunks)", id, client.name, describe(spec),
+                 job->chunks());
   send_message(*client.conn, [&](wire::Message::Builder m) {
     auto a = m.initJobAccepted();
     a.setTag(submit.getTag());
@@ -334,44 +383,58 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
       protocol_error(*worker.conn, fmt::format("results for unknown job {}", job_id));
       return;
     }
-    // The job finished, failed or was cancelled meanwhile: its late results are dropped.
-    for (auto r : batch.getResults()) worker.in_flight.erase({job_id, r.getChunk()});
-    for (auto f : batch.getFailures()) worker.in_flight.erase({job_id, f.getChunk()});
+    // The job finished, failed or was cancelled meanwhile: its late results are dropped (its
+    // chunks left the worker's window when the job was forgotten).
     dispatch_to(worker);
     return;
   }
   Job& job = *it->second;
-  worker.busy_seconds += batch.getBusySeconds();
+  // A worker's own figure: NaN, infinite or negative would poison the counters for good.
+  const double busy = std::isfinite(batch.getBusySeconds()) && batch.getBusySeconds() >= 0
+                          ? batch.getBusySeconds()
+                          : 0.0;
+  worker.busy_seconds += busy;
+  if (const uint64_t n = batch.getResults().size() + batch.getFailures().size(); n > 0)
+    counters_.chunk_seconds.observe(busy / double(n), n);
   const uint64_t chunk_bytes = job.spec()->chunk_bytes();
+  // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
+  // good results first would keep a liar's partials, and could leave a job with every chunk done
+  // and no one to complete it.
   for (auto r : batch.getResults()) {
     const uint64_t chunk = r.getChunk();
-    if (worker.in_flight.erase({job_id, chunk}) == 0) {
-      if (chunk < job.chunks() && job.state(chunk) == TaskState::kDone) continue;  // duplicate
-      protocol_error(*worker.conn,
-                     fmt::format("result for chunk {} of job {} that was not assigned to this worker",
-                                 chunk, job_id));
-      return;
-    }
-    if (job.finish(chunk, worker.id, from_wire(r))) {
-      ++worker.chunks_done;
-      worker.bytes_reduced += chunk_bytes;
-      ++counters_.tasks_done;
-      counters_.bytes_reduced += chunk_bytes;
-    }
+    const bool held = chunk < job.chunks() && job.state(chunk) == TaskState::kRunning &&
+                      job.running_on(chunk) == worker.id;
+    const bool duplicate = chunk < job.chunks() && job.state(chunk) == TaskState::kDone;
+    if (held || duplicate) continue;
+    protocol_error(*worker.conn,
+                   fmt::format("result for chunk {} of job {} that was not assigned to this worker",
+                               chunk, job_id));
+    return;
   }
+  uint64_t finished = 0;
+  for (auto r : batch.getResults())
+    if (job.finish(r.getChunk(), worker.id, from_wire(r))) ++finished;
+  worker.in_flight.remove(job_id, finished);
+  worker.chunks_done += finished;
+  worker.bytes_reduced += finished * chunk_bytes;
+  counters_.tasks_done += finished;
+  counters_.bytes_reduced += finished * chunk_bytes;
   bool requeued = false;
   for (auto f : batch.getFailures()) {
     const uint64_t chunk = f.getChunk();
-    if (worker.in_flight.erase({job_id, chunk}) == 0) continue;
+    if (chunk >= job.chunks() || job.state(chunk) != TaskState::kRunning ||
+        job.running_on(chunk) != worker.id)
+      continue;
+    worker.in_flight.remove(job_id, 1);
     ++counters_.tasks_failed;
-    const std::string message = std::string(f.getMessage().cStr()).substr(0, 1000);
+    const std::string message = printable(f.getMessage().cStr(), 1000);
     spdlog::warn("job {} chunk {} failed on worker '{}': {}", job_id, chunk, worker.name, message);
     const uint32_t failures = job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
     ++counters_.tasks_requeued;
     requeued = true;
     if (failures >= config_.allowed_failures) {
-      fail_job(job, fmt::format("chunk {} failed on {} workers ({}); last error: {}", chunk,
-                                failures, fmt::join(job.failed_on(chunk), ", "), message));
+      fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, failures,
+                                fmt::join(distinct(job.failed_on(chunk)), ", "), message));
       dispatch();
       return;
     }
@@ -432,6 +495,7 @@ void Scheduler::complete_job(Job& job) {
       r.setRetries(job.retries());
     });
   }
+  remember_job(job, "done", "");
   forget_job(job);
 }
 
@@ -446,6 +510,7 @@ void Scheduler::fail_job(Job& job, const std::string& message) {
       f.setMessage(message);
     });
   }
+  remember_job(job, "failed", message);
   forget_job(job);
 }
 
@@ -455,6 +520,7 @@ void Scheduler::cancel_job(JobId id) {
   ++counters_.jobs_cancelled;
   spdlog::info("job {} cancelled ({} of {} chunks done)", id, it->second->done(),
                it->second->chunks());
+  remember_job(*it->second, "cancelled", "cancelled by its client, or its client left");
   forget_job(*it->second);
   dispatch();
 }
@@ -466,13 +532,36 @@ void Scheduler::forget_job(Job& job) {
   for (auto& [wid, w] : workers_) {
     if (w->defined_jobs.erase(id)) w->conn->send(m);
     // The worker forgets the job's queued chunks; the running ones report and are dropped.
-    auto lo = w->in_flight.lower_bound({id, 0});
-    auto hi = w->in_flight.lower_bound({id + 1, 0});
-    w->in_flight.erase(lo, hi);
+    w->in_flight.forget_job(id);
   }
   auto cit = clients_.find(job.client());
   if (cit != clients_.end()) cit->second->jobs.erase(id);
   jobs_.erase(id);  // destroys `job`
+}
+
+void Scheduler::remember_job(const Job& job, const char* state, const std::string& message) {
+  JobSummary s;
+  s.id = job.id();
+  auto cit = clients_.find(job.client());
+  s.client = cit != clients_.end() ? cit->second->name : fmt::format("client {}", job.client());
+  s.description = describe(*job.spec());
+  s.state = state;
+  s.message = message.substr(0, 1000);
+  s.chunks = job.chunks();
+  s.chunks_done = job.done();
+  s.bytes = job.spec()->bytes();
+  s.retries = job.retries();
+  s.workers = uint32_t(job.workers_used());
+  s.seconds = job.seconds();
+  if (job.complete()) {
+    const PartialSum total = job.result();
+    s.sum = total.sum;
+    s.count = total.count;
+  } else {
+    s.sum = job.running_sum();
+  }
+  recent_jobs_.push_front(std::move(s));
+  if (recent_jobs_.size() > kRecentJobs) recent_jobs_.pop_back();
 }
 
 void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful) {
@@ -483,16 +572,19 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
   spdlog::info("worker {} '{}' {}: {} ({} chunks in flight re-queued)", id, w->name,
                graceful ? "left" : "lost", why, w->in_flight.size());
   std::vector<std::pair<JobId, std::string>> to_fail;
-  for (const auto& [job_id, chunk] : w->in_flight) {
+  for (const auto& [job_id, held] : w->in_flight.by_job()) {
     auto jit = jobs_.find(job_id);
     if (jit == jobs_.end()) continue;
     Job& job = *jit->second;
-    const uint32_t failures = job.requeue(chunk, id, w->name, /*blame=*/!graceful);
-    ++counters_.tasks_requeued;
-    if (!graceful && failures >= config_.allowed_failures)
-      to_fail.emplace_back(job_id, fmt::format(
-                                     "chunk {} was running on {} workers that died ({})", chunk,
-                                     failures, fmt::join(job.failed_on(chunk), ", ")));
+    for (const uint64_t chunk : job.running_chunks_of(id)) {
+      const uint32_t failures = job.requeue(chunk, id, w->name, /*blame=*/!graceful);
+      ++counters_.tasks_requeued;
+      if (!graceful && failures >= config_.allowed_failures)
+        to_fail.emplace_back(job_id, fmt::format(
+                                       "chunk {} was lost {} times with workers that died ({})",
+                                       chunk, failures,
+                                       fmt::join(distinct(job.failed_on(chunk)), ", ")));
+    }
   }
   for (auto& [job_id, message] : to_fail) {
     auto jit = jobs_.find(job_id);
@@ -522,6 +614,7 @@ void Scheduler::send_cluster_info(ClientRecord& client, uint64_t tag) {
       o.setComputeMinor(w->compute_minor);
       o.setThreads(w->threads);
       o.setSlots(w->slots);
+      o.setWindowElements(w->window_elements);
       o.setChunksDone(w->chunks_done);
       o.setBytesReduced(w->bytes_reduced);
     }

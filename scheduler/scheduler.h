@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "common/connection.h"
 #include "common/status.h"
 #include "scheduler/job.h"
+#include "scheduler/metrics.h"
 #include "scheduler/peers.h"
 
 namespace psched {
@@ -42,6 +44,19 @@ struct SchedulerCounters {
   uint64_t tasks_dispatched = 0, tasks_done = 0, tasks_requeued = 0, tasks_failed = 0;
   uint64_t bytes_reduced = 0;
   uint64_t connections_refused = 0, protocol_errors = 0;
+  ChunkSecondsHistogram chunk_seconds;  // filled from ResultBatch busy seconds
+};
+
+// A finished job as the dashboard shows it: the job table forgets jobs once they end.
+struct JobSummary {
+  JobId id = 0;
+  std::string client, description;
+  std::string state;    // done, failed or cancelled
+  std::string message;  // why it failed or was cancelled
+  uint64_t chunks = 0, chunks_done = 0, bytes = 0, count = 0, retries = 0;
+  uint32_t workers = 0;
+  double seconds = 0, sum = 0;  // sum: the result when done, the running sum otherwise
+  std::chrono::system_clock::time_point finished = std::chrono::system_clock::now();
 };
 
 class Scheduler {
@@ -62,6 +77,8 @@ class Scheduler {
 
   const std::map<WorkerId, std::unique_ptr<WorkerRecord>>& workers() const { return workers_; }
   const std::map<JobId, std::unique_ptr<Job>>& jobs() const { return jobs_; }
+  const std::map<ClientId, std::unique_ptr<ClientRecord>>& clients() const { return clients_; }
+  const std::deque<JobSummary>& recent_jobs() const { return recent_jobs_; }  // newest first
   const SchedulerCounters& counters() const { return counters_; }
   const SchedulerConfig& config() const { return config_; }
   std::chrono::steady_clock::time_point started() const { return started_; }
@@ -89,6 +106,7 @@ class Scheduler {
   void fail_job(Job& job, const std::string& message);
   void cancel_job(JobId id);
   void forget_job(Job& job);  // drops it from workers and the job table
+  void remember_job(const Job& job, const char* state, const std::string& message);
   void remove_worker(WorkerId id, const std::string& why, bool graceful);
   void protocol_error(FramedConnection& conn, const std::string& message);
   void heartbeat();
@@ -110,6 +128,8 @@ class Scheduler {
   JobId round_robin_after_ = 0;  // dispatch serves jobs in turn, starting after this one
   uint32_t connections_ = 0;
   SchedulerCounters counters_;
+  std::deque<JobSummary> recent_jobs_;  // the last kRecentJobs finished jobs, newest first
+  static constexpr size_t kRecentJobs = 20;
 };
 
 }  // namespace psched

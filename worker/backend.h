@@ -45,15 +45,28 @@ class Backend {
   virtual DeviceInfo info() const = 0;
   // How many chunks the backend wants in flight to stay busy (the worker's task window).
   virtual int slots() const = 0;
+  // Elements the backend wants in flight when chunks are small: the scheduler widens the window
+  // past slots() to cover this many elements (0: slots() only), so cheap chunks travel in batches
+  // large enough to amortise a round trip.
+  virtual uint64_t window_elements() const { return 0; }
   // Called once before the first enqueue; on_done runs on a backend thread.
   virtual void start(OnDone on_done) = 0;
   // Thread-safe and non-blocking; every enqueued task yields exactly one outcome unless its job is
   // dropped or the backend stopped first.
   virtual void enqueue(ChunkTask task) = 0;
+  // Chunks first .. first + count - 1 of one job, as `count` enqueue()s (a backend may take the run
+  // under one lock).
+  virtual void enqueue_run(uint64_t job_id, uint64_t first, uint64_t count,
+                           const std::shared_ptr<const JobSpec>& spec) {
+    for (uint64_t k = 0; k < count; ++k) enqueue(ChunkTask{job_id, first + k, spec});
+  }
   // Forget the job's queued chunks (its running ones still report; the scheduler ignores them).
   virtual void drop_job(uint64_t job_id) = 0;
   // Joins the backend's threads; queued tasks are discarded. Idempotent.
   virtual void stop() = 0;
+  // Memory in use now, for heartbeats and the dashboard: device memory in use on the GPU (CUDA), the
+  // process's resident memory (CPU). Called from the worker's event loop thread.
+  virtual uint64_t memory_used_bytes() const = 0;
 };
 
 }  // namespace psched

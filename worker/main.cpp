@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
         for (int gpu : *selected) {
           psched::SupervisedChild c;
           c.label = "gpu " + std::to_string(gpu);
-          c.spec.path = "/proc/self/exe";
+          c.spec.path = psched::self_exe_path();
           c.spec.env["CUDA_VISIBLE_DEVICES"] =
               gpu < int(visible_ids.size()) ? visible_ids[size_t(gpu)] : std::to_string(gpu);
           c.spec.args = {"--backend", "cuda", "--name", config.name + "-gpu" + std::to_string(gpu),
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < nworkers; ++i) {
       psched::SupervisedChild c;
       c.label = "worker " + std::to_string(i);
-      c.spec.path = "/proc/self/exe";
+      c.spec.path = psched::self_exe_path();
       c.spec.args = {"--backend", backend.kind, "--name", config.name + "-" + std::to_string(i),
                      "--memory-limit", memory_limit, "--log-level", log_level};
       if (backend.threads > 0) {

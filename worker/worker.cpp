@@ -34,9 +34,17 @@ void Worker::start() {
   disconnected_since_ = std::chrono::steady_clock::now();
   std::weak_ptr<bool> alive = alive_;
   backend_->start([this, alive](ChunkOutcome outcome) {
-    // Backend thread: hand the outcome to the loop.
-    asio::post(io_, [this, alive, o = std::move(outcome)]() mutable {
-      if (alive.lock()) on_outcome(std::move(o));
+    // Backend thread: hand the outcome to the loop. Outcomes that arrive while the loop has not
+    // yet drained the inbox ride along with the one post already made (no post, no wake-up each).
+    bool post = false;
+    {
+      std::lock_guard<std::mutex> lock(inbox_mutex_);
+      inbox_.push_back(std::move(outcome));
+      post = !inbox_posted_;
+      inbox_posted_ = true;
+    }
+    if (post) asio::post(io_, [this, alive] {
+      if (alive.lock()) drain_inbox();
     });
   });
   connect();
@@ -136,6 +144,7 @@ void Worker::on_connected(tcp::socket socket) {
     info.setComputeMinor(uint32_t(device_.compute_minor));
     info.setThreads(uint32_t(device_.threads));
     info.setSlots(uint32_t(backend_->slots()));
+    info.setWindowElements(backend_->window_elements());
   });
 }
 
@@ -208,8 +217,17 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
                                      ((spec->cols + spec->chunk_cols - 1) / spec->chunk_cols)
                                : 0;
   for (auto range : batch.getRanges()) {
-    for (uint64_t k = 0; k < range.getCount(); ++k) {
-      const uint64_t chunk = range.getFirst() + k;
+    const uint64_t first = range.getFirst();
+    const uint64_t count = range.getCount();
+    // The common case, a valid run with no test fault in it: the backend takes it whole.
+    if (spec && first < chunks && count <= chunks - first &&
+        (config_.crash_on_chunk < 0 || uint64_t(config_.crash_on_chunk) < first ||
+         uint64_t(config_.crash_on_chunk) - first >= count)) {
+      backend_->enqueue_run(local_key, first, count, spec);
+      continue;
+    }
+    for (uint64_t k = 0; k < count; ++k) {
+      const uint64_t chunk = first + k;
       if (!spec || chunk >= chunks) {
         ChunkOutcome bad;
         bad.job_id = job_id;
@@ -228,6 +246,16 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
       backend_->enqueue(ChunkTask{local_key, chunk, spec});
     }
   }
+}
+
+void Worker::drain_inbox() {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    draining_.swap(inbox_);
+    inbox_posted_ = false;
+  }
+  for (ChunkOutcome& o : draining_) on_outcome(std::move(o));
+  draining_.clear();  // keeps its capacity for the next swap
 }
 
 void Worker::on_outcome(ChunkOutcome outcome) {
@@ -287,7 +315,8 @@ void Worker::heartbeat() {
   heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.heartbeat_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !conn_ || !conn_->is_open() || !welcomed_) return;
-    send_message(*conn_, [&](wire::Message::Builder m) { m.initHeartbeat(); });
+    const uint64_t used = backend_->memory_used_bytes();
+    send_message(*conn_, [&](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(used); });
     heartbeat();
   });
 }

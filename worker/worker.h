@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,7 @@ class Worker {
   void on_message(wire::Message::Reader message);
   void on_disconnected(const std::string& why);
   void on_task_batch(wire::TaskBatch::Reader batch);
+  void drain_inbox();                     // on the loop: the outcomes backend threads left
   void on_outcome(ChunkOutcome outcome);  // on the loop; outcome.job_id is a local job key
   void add_pending(ChunkOutcome outcome);  // outcome.job_id is the scheduler's job id
   void flush_results();
@@ -83,6 +85,10 @@ class Worker {
   uint64_t next_local_key_ = 1;
   std::map<uint64_t, std::vector<ChunkOutcome>> pending_;  // scheduler job id -> outcomes to send
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Outcomes from backend threads wait here for the loop; one post drains all that came meanwhile.
+  std::mutex inbox_mutex_;
+  std::vector<ChunkOutcome> inbox_, draining_;
+  bool inbox_posted_ = false;
 };
 
 }  // namespace psched

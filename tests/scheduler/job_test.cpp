@@ -60,3 +60,19 @@ TEST_CASE("the result combines partials in chunk order whatever the completion o
   };
   CHECK(run(false) == run(true));
 }
+
+TEST_CASE("take_run hands out a run of fresh chunks, a requeued chunk alone", "[job]") {
+  Job job(1, 1, spec_with_chunks(10), false);
+  uint64_t first = 99;
+  CHECK(job.take_run(3, 4, first) == 4);
+  CHECK(first == 0);
+  CHECK(job.running_on(3) == 3);
+  CHECK(job.requeue(2, 3, "w3", /*blame=*/false) == 0);
+  CHECK(job.take_run(4, 5, first) == 1);  // the requeued chunk first, on its own
+  CHECK(first == 2);
+  CHECK(job.take_run(4, 100, first) == 6);  // the rest of the fresh chunks
+  CHECK(first == 4);
+  CHECK_FALSE(job.has_queued());
+  CHECK(job.running_chunks_of(3) == std::vector<uint64_t>{0, 1, 3});
+  CHECK(job.running_chunks_of(4) == std::vector<uint64_t>{2, 4, 5, 6, 7, 8, 9});
+}

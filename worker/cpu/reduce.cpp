@@ -2,67 +2,72 @@
 
 #include "common/chunk_grid.h"
 #include "common/generators.h"
+#include "worker/cpu/kernels.h"
 
 namespace psched {
 namespace {
 
-GeneratorParams params_of(const JobSpec& s) {
-  return GeneratorParams{uint8_t(s.generator), s.param0, s.param1, s.seed};
-}
+// Fused path: selected elements are generated this many at a time into a stack buffer (a
+// multiple of 8, so every block starts at lane 0 exactly as a materialised row does).
+constexpr uint64_t kFusedBlock = 512;
 
-// Element as stored in the array's dtype, widened back to double for the expression.
-inline double stored(const JobSpec& s, double v) {
-  return s.dtype == DType::kFloat32 ? double(float(v)) : v;
-}
+// `buffer(n)` gives room for n doubles (called only when the chunk is materialised).
+template <typename Buffer>
+PartialSum reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
+  const ChunkGrid grid{s.rows, s.cols, s.chunk_rows, s.chunk_cols};
+  const ChunkBox box = grid.box(chunk);
+  const GeneratorParams gen{uint8_t(s.generator), s.param0, s.param1, s.seed};
+  const bool to_float = s.dtype == DType::kFloat32;  // elements as stored, widened back
+  const AxisRun rsel =
+      select_axis(box.row0, box.row0 + box.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
+  const AxisRun csel =
+      select_axis(box.col0, box.col0 + box.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
+  const CpuKernels& kernels = cpu_kernels();
+  ReduceLanes lanes;
+  lanes_init(lanes);
 
-inline void accumulate(PartialSum& p, double v) {
-  p.sum += v;
-  p.min = v < p.min ? v : p.min;
-  p.max = v > p.max ? v : p.max;
+  if (s.fused) {
+    double block[kFusedBlock];
+    for (uint64_t i = 0; i < rsel.count; ++i) {
+      const uint64_t row_index = (rsel.first + i * s.row_sel.step) * s.cols;
+      for (uint64_t j = 0; j < csel.count; j += kFusedBlock) {
+        const uint64_t n = csel.count - j < kFusedBlock ? csel.count - j : kFusedBlock;
+        kernels.generate(gen, to_float, row_index + csel.first + j * s.col_sel.step,
+                         s.col_sel.step, n, block);
+        kernels.reduce(block, 1, n, s.scale, s.offset, lanes);
+      }
+    }
+  } else {
+    // Create: every element of the chunk, row-major in the chunk, stored in the chunk buffer.
+    double* const data = buffer(box.rows * box.cols);
+    for (uint64_t r = 0; r < box.rows; ++r)
+      kernels.generate(gen, to_float, (box.row0 + r) * s.cols + box.col0, 1, box.cols,
+                       data + r * box.cols);
+    // Reduce the selection, read back from the buffer.
+    for (uint64_t i = 0; i < rsel.count; ++i) {
+      const double* row = data + (rsel.first + i * s.row_sel.step - box.row0) * box.cols;
+      kernels.reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count, s.scale, s.offset,
+                     lanes);
+    }
+  }
+
+  PartialSum p;
+  p.count = rsel.count * csel.count;
+  lanes_total(lanes, p.sum, p.min, p.max);
+  return p;
 }
 
 }  // namespace
 
 PartialSum reduce_chunk_cpu(const JobSpec& s, uint64_t chunk, std::vector<double>& scratch) {
-  const ChunkGrid grid{s.rows, s.cols, s.chunk_rows, s.chunk_cols};
-  const ChunkBox box = grid.box(chunk);
-  const GeneratorParams gen = params_of(s);
-  const AxisRun rsel =
-      select_axis(box.row0, box.row0 + box.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
-  const AxisRun csel =
-      select_axis(box.col0, box.col0 + box.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
+  return reduce_chunk(s, chunk, [&](uint64_t n) {
+    scratch.resize(n);
+    return scratch.data();
+  });
+}
 
-  PartialSum p;
-  p.count = rsel.count * csel.count;
-
-  if (s.fused) {
-    for (uint64_t i = 0; i < rsel.count; ++i) {
-      const uint64_t r = rsel.first + i * s.row_sel.step;
-      for (uint64_t j = 0; j < csel.count; ++j) {
-        const uint64_t c = csel.first + j * s.col_sel.step;
-        accumulate(p, mul_add_rounded(s.scale, stored(s, element_value(gen, r * s.cols + c)),
-                                      s.offset));
-      }
-    }
-    return p;
-  }
-
-  // Create: every element of the chunk, row-major in the chunk.
-  scratch.resize(box.rows * box.cols);
-  for (uint64_t r = 0; r < box.rows; ++r) {
-    const uint64_t base = (box.row0 + r) * s.cols + box.col0;
-    double* row = scratch.data() + r * box.cols;
-    for (uint64_t c = 0; c < box.cols; ++c) row[c] = stored(s, element_value(gen, base + c));
-  }
-  // Reduce the selection.
-  for (uint64_t i = 0; i < rsel.count; ++i) {
-    const double* row = scratch.data() + (rsel.first + i * s.row_sel.step - box.row0) * box.cols;
-    for (uint64_t j = 0; j < csel.count; ++j) {
-      const uint64_t c = csel.first + j * s.col_sel.step - box.col0;
-      accumulate(p, mul_add_rounded(s.scale, row[c], s.offset));
-    }
-  }
-  return p;
+PartialSum reduce_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkBuffer& buffer) {
+  return reduce_chunk(s, chunk, [&](uint64_t n) { return buffer.reserve(n); });
 }
 
 }  // namespace psched

@@ -1,6 +1,8 @@
-// The CPU reference of a chunk's work: create the chunk (every element, as the seed benchmark does),
-// then reduce the selected elements of scale * x + offset to sum, count, min and max. The CUDA
-// backend's tests compare against this.
+// The CPU reference of a chunk's work: create the chunk (every element, as the seed benchmark does,
+// into a chunk-sized buffer), then reduce the selected elements of scale * x + offset, read back
+// from the buffer, to sum, count, min and max. The CUDA backend's tests compare against this. The
+// loops run in the vectorised kernels of kernels.h; the sum's order is a fixed function of the
+// chunk (lane j % 8 of each selected row, lanes combined pairwise), whatever the thread count.
 #pragma once
 
 #include <cstdint>
@@ -8,11 +10,14 @@
 
 #include "common/job_spec.h"
 #include "common/partial.h"
+#include "worker/cpu/chunk_buffer.h"
 
 namespace psched {
 
 // spec must be validated and normalized. scratch is reused between calls (no allocation in steady
 // state); spec.fused skips it and generates only the selected elements.
 PartialSum reduce_chunk_cpu(const JobSpec& spec, uint64_t chunk, std::vector<double>& scratch);
+// The same into `buffer`, the CPU backend's way.
+PartialSum reduce_chunk_cpu(const JobSpec& spec, uint64_t chunk, ChunkBuffer& buffer);
 
 }  // namespace psched

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The CPU path's benchmarks, each next to the floor it is measured against, in one run:
+#   bench/cpu.sh BIN_DIR [OUT_DIR]
+# BIN_DIR holds psched, pcuda-worker, pbench and cpu-floor (cmake -DCMAKE_BUILD_TYPE=Release).
+# Environment: REPEAT (runs per figure, default 3), SIZE (seed array side, default 24000),
+# CHUNKS (tiny-task chunks, default 200000), MEM_CHUNKS (scheduler-memory job, default 1000000).
+#   1. floors (cpu-floor): the seed's chunks in process on all cores, memory bandwidth, the
+#      per-chunk cost in process, loopback round trip;
+#   2. seed: pbench -c 2, normal(10, 1), (x + 1)[::2, ::2], SIZE^2, 4000^2 chunks, in GB/s of array
+#      created and reduced, against the in-process floor and the memory-bandwidth floor;
+#   3. fused (reported separately, never the default), against its in-process floor;
+#   4. tiny tasks: pbench -c 2, one-element chunks, in chunks per second;
+#   5. tiny-job latency: a 1000-element, 10-chunk job on a running cluster (psched + 2 workers),
+#      --repeat 30, median against two loopback round trips;
+#   6. scheduler memory: psched's peak RSS for a MEM_CHUNKS-chunk job, in bytes per chunk.
+# Best of REPEAT and the median are printed; on a shared machine read the best.
+set -uo pipefail
+bin=$(cd "${1:?usage: bench/cpu.sh BIN_DIR [OUT_DIR]}" && pwd)
+out=${2:-$(mktemp -d)}
+mkdir -p "$out"
+repeat=${REPEAT:-3}
+size=${SIZE:-24000}
+tiny_chunks=${CHUNKS:-200000}
+mem_chunks=${MEM_CHUNKS:-1000000}
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+json_field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+kv() { grep -m1 "^$2=" "$1" | cut -d= -f2; }
+# best and median of the numbers on stdin (one per line); "high" when larger is better
+best_median() {
+  sort -g | awk -v dir="$1" '{ v[NR] = $1 } END {
+    if (NR == 0) { print "nan nan"; exit }
+    printf "%s %s\n", (dir == "high" ? v[NR] : v[1]), v[int((NR + 1) / 2)] }'
+}
+
+echo "== machine"
+echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo "== 1. floors: cpu-floor (no scheduler, no network)"
+"$bin/cpu-floor" --size "$size" --repeat "$repeat" | tee "$out/floor.log" || fail "cpu-floor"
+floor_gbps=$(kv "$out/floor.log" compute_gbps)
+floor_cpu_gbps=$(kv "$out/floor.log" compute_cpu_gbps)
+fused_floor_gbps=$(kv "$out/floor.log" fused_compute_gbps)
+memory_floor_gbps=$(kv "$out/floor.log" memory_floor_gbps)
+tiny_floor=$(kv "$out/floor.log" tiny_chunks_per_second)
+rtt_us=$(kv "$out/floor.log" loopback_rtt_us)
+
+seed_args=(-c 2 -x "$size" -y "$size" --chunk-x 4000 --chunk-y 4000 -q --json --check)
+echo "== 2. seed: pbench ${seed_args[*]}"
+: >"$out/seed.gbps"
+for _ in $(seq "$repeat"); do
+  r=$("$bin/pbench" "${seed_args[@]}") || fail "seed benchmark"
+  echo "$r" >>"$out/seed.json"
+  [[ "$(json_field "$r" check)" == "ok" ]] || fail "seed check: $(json_field "$r" check)"
+  awk -v b="$(json_field "$r" bytes)" -v s="$(json_field "$r" seconds)" 'BEGIN { printf "%.4f\n", b / s / 1e9 }' >>"$out/seed.gbps"
+done
+read -r seed_best seed_median < <(best_median high <"$out/seed.gbps")
+
+echo "== 3. fused: pbench ${seed_args[*]} --fused"
+: >"$out/fused.gbps"
+for _ in $(seq "$repeat"); do
+  r=$("$bin/pbench" "${seed_args[@]}" --fused) || fail "fused benchmark"
+  awk -v b="$(json_field "$r" bytes)" -v s="$(json_field "$r" seconds)" 'BEGIN { printf "%.4f\n", b / s / 1e9 }' >>"$out/fused.gbps"
+done
+read -r fused_best fused_median < <(best_median high <"$out/fused.gbps")
+
+tiny_args=(-c 2 -x 1 -y "$tiny_chunks" --chunk-x 1 --chunk-y 1 --row-step 1 --col-step 1 --generator constant -q --json --check)
+echo "== 4. tiny tasks: pbench ${tiny_args[*]}"
+: >"$out/tiny.rate"
+for _ in $(seq "$repeat"); do
+  r=$("$bin/pbench" "${tiny_args[@]}") || fail "tiny tasks"
+  [[ "$(json_field "$r" check)" == "ok" ]] || fail "tiny tasks check: $(json_field "$r" check)"
+  awk -v n="$(json_field "$r" chunks)" -v s="$(json_field "$r" seconds)" 'BEGIN { printf "%.0f\n", n / s }' >>"$out/tiny.rate"
+done
+read -r tiny_best tiny_median < <(best_median high <"$out/tiny.rate")
+
+echo "== 5 and 6. a running cluster: psched + 2 CPU workers (1 thread each)"
+dir=$(mktemp -d)
+"$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$dir/s.json" \
+  --log-level warning 2>"$dir/psched.log" &
+sched=$!
+for _ in $(seq 200); do [[ -s "$dir/s.json" ]] && break; sleep 0.05; done
+workers=()
+for i in 0 1; do
+  "$bin/pcuda-worker" --scheduler-file "$dir/s.json" --backend cpu --nthreads 1 --name "cpu-$i" \
+    --log-level warning 2>"$dir/w$i.log" &
+  workers+=($!)
+done
+dist=(-d --scheduler-file "$dir/s.json" -q --json)
+"$bin/pbench" "${dist[@]}" -x 1 -y 1000 --chunk-x 1 --chunk-y 100 --generator constant >/dev/null ||
+  fail "warm-up job"
+rss_before=$(awk '/VmRSS/ { print $2 }' "/proc/$sched/status")
+lat=$("$bin/pbench" "${dist[@]}" -x 1 -y 1000 --chunk-x 1 --chunk-y 100 --row-step 1 --col-step 1 \
+  --generator constant --repeat 30 --check) || fail "latency job"
+echo "$lat" >"$out/latency.json"
+grep -o '"runs":\[[^]]*\]' <<<"$lat" | tr -d '"runs:[]' | tr ',' '\n' |
+  awk '{ printf "%.1f\n", $1 * 1e6 }' >"$out/latency.us"
+read -r lat_best lat_median < <(best_median low <"$out/latency.us")
+mem=$("$bin/pbench" "${dist[@]}" -x 1 -y "$mem_chunks" --chunk-x 1 --chunk-y 1 --row-step 1 \
+  --col-step 1 --generator constant --check) || fail "scheduler memory job"
+[[ "$(json_field "$mem" check)" == "ok" ]] || fail "memory job check: $(json_field "$mem" check)"
+hwm_after=$(awk '/VmHWM/ { print $2 }' "/proc/$sched/status")
+kill -TERM "${workers[@]}"; wait "${workers[@]}"
+kill -TERM "$sched"; wait "$sched"
+cp "$dir"/*.log "$out/" 2>/dev/null; rm -rf "$dir"
+bytes_per_chunk=$(awk -v a="$hwm_after" -v b="$rss_before" -v n="$mem_chunks" 'BEGIN { printf "%.1f", (a - b) * 1024 / n }')
+
+echo
+echo "== cpu.sh: results (best of $repeat, median; floors measured above, same run)"
+awk -v sb="$seed_best" -v sm="$seed_median" -v f="$floor_gbps" -v fc="$floor_cpu_gbps" -v m="$memory_floor_gbps" \
+  -v fb="$fused_best" -v fm="$fused_median" -v ff="$fused_floor_gbps" \
+  -v tb="$tiny_best" -v tm="$tiny_median" -v tf="$tiny_floor" \
+  -v lb="$lat_best" -v lm="$lat_median" -v rtt="$rtt_us" -v bpc="$bytes_per_chunk" -v mc="$mem_chunks" 'BEGIN {
+  printf "seed (create + reduce): %.2f GB/s best, %.2f median | in-process floor %.2f GB/s (%.2f by CPU time): ratio %.2f | memory floor %.2f GB/s: ratio %.2f | target >= 2.5\n", sb, sm, f, fc, sb / f, m, sb / m
+  printf "fused (selected only):  %.2f GB/s best, %.2f median | in-process floor %.2f GB/s: ratio %.2f\n", fb, fm, ff, fb / ff
+  printf "tiny tasks:             %.0f chunks/s best, %.0f median | in-process floor %.0f chunks/s: ratio %.3f | target >= 100000 (aim 250000)\n", tb, tm, tf, tb / tf
+  printf "tiny-job latency:       %.0f us best, %.0f us median | 2 loopback round trips %.0f us: ratio %.1f | target median <= 300 (aim 100)\n", lb, lm, 2 * rtt, lm / (2 * rtt)
+  printf "scheduler memory:       %.1f bytes per chunk (peak RSS over a %d-chunk job) | target <= 100\n", bpc, mc
+}' | tee "$out/summary.txt"
+awk -v bpc="$bytes_per_chunk" 'BEGIN { exit !(bpc <= 100) }' || fail "scheduler memory above 100 bytes per chunk"
+echo "cpu.sh: outputs in $out"
+[[ $status -eq 0 ]] && echo "cpu.sh: all runs completed" || echo "cpu.sh: some runs FAILED"
+exit $status

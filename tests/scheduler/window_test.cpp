@@ -1,0 +1,45 @@
+#include <catch2/catch.hpp>
+
+#include "scheduler/peers.h"
+
+using namespace psched;
+
+namespace {
+
+Job job_with_chunks_of(uint64_t chunk_rows, uint64_t chunk_cols) {
+  JobSpec s;
+  s.rows = 2 * chunk_rows;  // four chunks: the window depends on their size, not their number
+  s.cols = 2 * chunk_cols;
+  s.chunk_rows = chunk_rows;
+  s.chunk_cols = chunk_cols;
+  return Job(1, 1, std::make_shared<const JobSpec>(normalized(s)), false);
+}
+
+}  // namespace
+
+TEST_CASE("a worker's window widens to its element budget for small chunks, within bounds",
+          "[window]") {
+  WorkerRecord w;
+  w.slots = 4;
+  w.window_elements = 1 << 20;
+  CHECK(w.window_for(job_with_chunks_of(4000, 4000)) == 4);      // large chunks: slots
+  CHECK(w.window_for(job_with_chunks_of(100, 100)) == 104);      // 2^20 / 10^4
+  CHECK(w.window_for(job_with_chunks_of(1, 1)) == kMaxWindowChunks);
+  w.window_elements = 0;  // a worker that asks for none (the CUDA backend today)
+  CHECK(w.window_for(job_with_chunks_of(1, 1)) == 4);
+}
+
+TEST_CASE("in-flight chunks are counted per job, and a forgotten job leaves the window", "[window]") {
+  InFlight f;
+  f.add(7, 100);
+  f.add(9, 5);
+  f.remove(7, 40);
+  CHECK(f.size() == 65);
+  CHECK(f.of_job(7) == 60);
+  f.forget_job(7);
+  CHECK(f.size() == 5);
+  CHECK(f.of_job(7) == 0);
+  f.remove(9, 10);  // more than it holds: never below zero
+  CHECK(f.size() == 0);
+  CHECK(f.by_job().empty());
+}

@@ -1,0 +1,50 @@
+// The CPU backend's two hot loops, vectorised: generate a run of array elements, and reduce a
+// strided run of stored elements into eight lane accumulators. One source (kernels_impl.h) is
+// compiled three times (baseline x86-64, AVX2, AVX-512) and the widest the CPU supports is picked
+// at run time, so the binary still runs on any x86-64. Every build performs the same IEEE
+// operations on every element and sums into the same eight lanes, so an element and a chunk's
+// partial have the same bits on every machine whichever build runs.
+//
+// Against element_value() (common/generators.h): constant, arange and uniform are bit-identical;
+// normal uses our own log, sin and cos (fdlibm's log, a Cody-Waite reduction and Taylor series; no
+// FMA) and agrees to a few ulp (max measured 4.7e-16 relative; tests/worker/kernels_test.cpp
+// bounds it at 1e-14).
+#pragma once
+
+#include <cstdint>
+
+#include "common/generators.h"
+
+namespace psched {
+
+// Eight partial sums, minima and maxima: element j of a reduced run goes to lane j % 8, and the
+// lanes are combined in a fixed pairwise order (lanes_total), so the summation order is a fixed
+// function of the run.
+struct ReduceLanes {
+  double sum[8];
+  double min[8];
+  double max[8];
+};
+
+void lanes_init(ReduceLanes& lanes);
+// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)); min and max over all lanes.
+void lanes_total(const ReduceLanes& lanes, double& sum, double& min, double& max);
+
+struct CpuKernels {
+  const char* isa;  // "baseline", "avx2" or "avx512"
+  // out[i] = element_value(g, first + i * stride) for i < n, rounded through float when
+  // to_float (a float32 array's stored value, widened back).
+  void (*generate)(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t stride,
+                   uint64_t n, double* out);
+  // For j < n: v = scale * x[j * step] + offset (multiply, then add, each rounded) goes to lane
+  // j % 8 of `lanes`.
+  void (*reduce)(const double* x, uint64_t step, uint64_t n, double scale, double offset,
+                 ReduceLanes& lanes);
+};
+
+// The widest build this CPU runs (PSCHED_CPU_KERNELS=baseline|avx2|avx512 narrows the choice).
+const CpuKernels& cpu_kernels();
+// A named build, or nullptr when this CPU cannot run it (tests compare the builds).
+const CpuKernels* cpu_kernels_for(const char* isa);
+
+}  // namespace psched

@@ -1,0 +1,9 @@
+// The CPU kernels built for AVX2 (CMake adds -mavx2); kernels.cpp picks one at run time.
+#include "worker/cpu/kernels_impl.h"
+
+namespace psched {
+
+extern const CpuKernels kCpuKernelsAvx2;
+const CpuKernels kCpuKernelsAvx2{"avx2", generate, reduce};
+
+}  // namespace psched

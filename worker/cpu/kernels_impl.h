@@ -1,0 +1,432 @@
+// The body of the CPU kernels (kernels.h), included once by each of kernels_baseline.cpp,
+// kernels_avx2.cpp and kernels_avx512.cpp, which are compiled with different -m flags. Everything
+// here has internal linkage (anonymous namespace, no std:: templates, no inline functions of other
+// headers): code compiled for AVX-512 must never be what the linker picks for a baseline caller.
+//
+// GCC vector types one register wide (8, 4 or 2 doubles); the few operations they lack
+// (32x32->64-bit multiply, sqrt, lane shuffles) come from intrinsics per instruction set. No FMA
+// anywhere (the project builds with -ffp-contract=off), so every build rounds identically.
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include <cstdint>
+
+#include "worker/cpu/kernels.h"
+
+namespace psched {
+namespace {
+
+// Lanes per register: 8 (AVX-512), 4 (AVX2) or 2 (SSE2). Only the width differs between builds;
+// every element goes through the same operations.
+#if defined(__AVX512F__)
+constexpr int kW = 8;
+#elif defined(__AVX2__)
+constexpr int kW = 4;
+#else
+constexpr int kW = 2;
+#endif
+typedef double vd __attribute__((vector_size(8 * kW)));
+typedef uint64_t vu __attribute__((vector_size(8 * kW)));
+typedef int64_t vi __attribute__((vector_size(8 * kW)));
+typedef float vf __attribute__((vector_size(4 * kW)));
+
+constexpr double from_bits(uint64_t b) { return __builtin_bit_cast(double, b); }
+constexpr uint64_t kLow32 = 0xffffffffu;
+
+// Per lane: (a mod 2^32) * m as a full 64-bit product.
+inline __attribute__((always_inline)) vu mul_lo32(vu a, uint32_t m) {
+#if defined(__AVX512F__)
+  // The maskz forms: GCC 12's plain ones trip -Wmaybe-uninitialized in avx512fintrin.h.
+  return (vu)_mm512_maskz_mul_epu32(0xff, (__m512i)a, (__m512i)(vu{} + m));
+#elif defined(__AVX2__)
+  return (vu)_mm256_mul_epu32((__m256i)a, (__m256i)(vu{} + m));
+#elif defined(__SSE2__)
+  return (vu)_mm_mul_epu32((__m128i)a, (__m128i)(vu{} + m));
+#else
+  return (a & kLow32) * uint64_t(m);  // other architectures: the compiler's own widening multiply
+#endif
+}
+
+// Per lane: the high half of a product in the low half (the upper half is left as garbage that
+// mul_lo32 ignores). On AVX-512 a shuffle (port 5) rather than a shift (port 0, where the
+// multiplies already queue); narrower builds have two ports for shifts.
+inline __attribute__((always_inline)) vu high_half(vu a) {
+#if defined(__AVX512F__)
+  return (vu)_mm512_maskz_shuffle_epi32(0xffff, (__m512i)a, _MM_PERM_CDAB);
+#else
+  return a >> 32;
+#endif
+}
+
+// IEEE square root per lane (correctly rounded, as sqrt()).
+inline __attribute__((always_inline)) vd sqrt_lanes(vd x) {
+#if defined(__AVX512F__)
+  return (vd)_mm512_maskz_sqrt_pd(0xff, (__m512d)x);
+#elif defined(__AVX2__)
+  return (vd)_mm256_sqrt_pd((__m256d)x);
+#elif defined(__SSE2__)
+  return (vd)_mm_sqrt_pd((__m128d)x);
+#else
+  for (int l = 0; l < kW; ++l) x[l] = __builtin_sqrt(x[l]);
+  return x;
+#endif
+}
+
+// Per lane: a where mask is all ones, b where it is zero.
+inline __attribute__((always_inline)) vd select_bits(vu mask, vd a, vd b) {
+  return (vd)(((vu)a & mask) | ((vu)b & ~mask));
+}
+
+// Philox4x32-10 round keys for one seed: key k0 + r * W0, k1 + r * W1 before round r.
+struct PhiloxKeys {
+  uint32_t k0[10], k1[10];
+};
+
+PhiloxKeys philox_keys(uint64_t seed) {
+  PhiloxKeys k;
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    k.k0[r] = k0;
+    k.k1[r] = k1;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return k;
+}
+
+// The two 53-bit integers of philox4x32_10(index, index >> 32, 0, 0, key) that uniform_pair()
+// scales by 2^-53: a from words 0 and 1, b from words 2 and 3. Lanes hold 32-bit words in 64-bit
+// slots; upper halves may carry garbage until the final masks (mul_lo32 ignores them).
+inline __attribute__((always_inline)) void philox_pair(vu index, const PhiloxKeys& k, vu& a,
+                                                       vu& b) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  // Round 0 with c2 = c3 = 0: the second product is zero.
+  const vu p00 = mul_lo32(index, kM0);
+  vu c0 = (index >> 32) ^ k.k0[0];
+  vu c1 = vu{} + 0;
+  vu c2 = high_half(p00) ^ k.k1[0];
+  vu c3 = p00;
+#pragma GCC unroll 9
+  for (int r = 1; r < 10; ++r) {
+    const vu p0 = mul_lo32(c0, kM0);
+    const vu p1 = mul_lo32(c2, kM1);
+    c0 = high_half(p1) ^ c1 ^ k.k0[r];
+    c1 = p1;
+    c2 = high_half(p0) ^ c3 ^ k.k1[r];
+    c3 = p0;
+  }
+  a = ((c0 << 32) | (c1 & kLow32)) >> 11;
+  b = ((c2 << 32) | (c3 & kLow32)) >> 11;
+}
+
+// Exact double of a per-lane integer below 2^64, correctly rounded (as double(uint64_t)): both
+// 32-bit halves convert exactly through the 2^52 exponent trick, and one rounded add joins them.
+inline __attribute__((always_inline)) vd to_double(vu x) {
+#if defined(__AVX512DQ__)
+  return __builtin_convertvector(x, vd);  // vcvtuqq2pd: the same correctly rounded result
+#endif
+  constexpr uint64_t kTwo52Bits = 0x4330000000000000u;
+  constexpr double kTwo52 = 4503599627370496.0;
+  const vd hi = (vd)((x >> 32) | kTwo52Bits) - kTwo52;
+  const vd lo = (vd)((x & kLow32) | kTwo52Bits) - kTwo52;
+  return hi * 4294967296.0 + lo;
+}
+
+// log(x) for x in [2^-1022, 1]: fdlibm's __ieee754_log (e_log.c), without its special cases
+// (zero, negative, subnormal, infinite inputs never reach it). Error < 1 ulp.
+inline __attribute__((always_inline)) vd log_lanes(vd x) {
+  constexpr double ln2_hi = from_bits(0x3fe62e42fee00000u);
+  constexpr double ln2_lo = from_bits(0x3dea39ef35793c76u);
+  constexpr double Lg1 = from_bits(0x3fe5555555555593u);
+  constexpr double Lg2 = from_bits(0x3fd999999997fa04u);
+  constexpr double Lg3 = from_bits(0x3fd2492494229359u);
+  constexpr double Lg4 = from_bits(0x3fcc71c51d8e78afu);
+  constexpr double Lg5 = from_bits(0x3fc7466496cb03deu);
+  constexpr double Lg6 = from_bits(0x3fc39a09d078c69fu);
+  constexpr double Lg7 = from_bits(0x3fc2f112df3e5244u);
+  // x is positive: its high word needs no sign handling, and logical shifts do (SSE2 and AVX2
+  // have no 64-bit arithmetic shift).
+  const vu bits = (vu)x;
+  const vu high = bits >> 32;
+  vi k = (vi)(high >> 20) - 1023;
+  const vi hx = (vi)(high & 0x000fffff);
+  const vi i = (hx + 0x95f64) & 0x100000;
+  // x or x/2 normalised into [sqrt(2)/2, sqrt(2)).
+  const vd m = (vd)((((vu)(hx | (i ^ 0x3ff00000))) << 32) | (bits & kLow32));
+  k += (vi)((vu)i >> 20);
+  const vd f = m - 1.0;
+  const vd s = f / (2.0 + f);
+  // k is small: its double is exact through the 1.5 * 2^52 exponent trick.
+  const vd dk = (vd)(k + 0x4338000000000000) - 6755399441055744.0;
+  const vd z = s * s;
+  const vd w = z * z;
+  const vd t1 = w * (Lg2 + w * (Lg4 + w * Lg6));
+  const vd t2 = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7)));
+  const vi near = (hx - 0x6147a) | (0x6b851 - hx);
+  const vd R = t2 + t1;
+  const vd hfsq = 0.5 * f * f;
+  const vd wide = dk * ln2_hi - ((hfsq - (s * (hfsq + R) + dk * ln2_lo)) - f);
+  const vd narrow = dk * ln2_hi - ((s * (f - R) - dk * ln2_lo) - f);
+  // fdlibm takes `wide` when near > 0; near is never 0, so its sign bit decides.
+  return select_bits(((vu)near >> 63) - 1, wide, narrow);
+}
+
+// sin(y) and cos(y) for y in [0, 2*pi]: y = k * pi/2 + x with |x| <= pi/4 by the first two steps
+// of fdlibm's Cody-Waite reduction (pi/2 to 118 bits, the first step exact; no double in [0, 2*pi]
+// lies within 2^-55 of a multiple of pi/2, so x keeps 60+ good bits), then both Taylor series on
+// [-pi/4, pi/4] (sin to x^17, cos to x^16: truncation < 1e-19) with the reduction's tail folded in
+// (as fdlibm's __sin and __cos), and the quadrant k mod 4 picks and signs them.
+inline __attribute__((always_inline)) void sincos_lanes(vd y, vd& sin_y, vd& cos_y) {
+  constexpr double pio2_1 = from_bits(0x3ff921fb54400000u);
+  constexpr double pio2_2 = from_bits(0x3dd0b4611a600000u);
+  constexpr double pio2_2t = from_bits(0x3ba3198a2e037073u);
+  constexpr double two_over_pi = from_bits(0x3fe45f306dc9c883u);
+  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+  const vd nr = y * two_over_pi + kRound;        // k = round(2y / pi) in 0..4
+  const vu quadrant = (vu)nr & 3;
+  const vd fn = nr - kRound;
+  vd r = y - fn * pio2_1;  // exact
+  const vd t = r;
+  vd w = fn * pio2_2;
+  r = t - w;
+  w = fn * pio2_2t - ((t - r) - w);
+  const vd x = r - w;
+  const vd tail = (r - x) - w;
+  const vd z = x * x;
+  // sin(x + tail) = x + x^3 * S(x^2) + tail * (1 - x^2 / 2)
+  vd ps = vd{} + 1.0 / 355687428096000.0;
+  ps = -1.0 / 1307674368000.0 + z * ps;
+  ps = 1.0 / 6227020800.0 + z * ps;
+  ps = -1.0 / 39916800.0 + z * ps;
+  ps = 1.0 / 362880.0 + z * ps;
+  ps = -1.0 / 5040.0 + z * ps;
+  ps = 1.0 / 120.0 + z * ps;
+  ps = -1.0 / 6.0 + z * ps;
+  const vd sn = x + (tail * (1.0 - 0.5 * z) + (x * z) * ps);
+  // cos(x + tail) = 1 - x^2 / 2 + x^4 * C(x^2) - tail * x, the 1 - x^2 / 2 kept exact-ish
+  vd pc = vd{} + 1.0 / 20922789888000.0;
+  pc = -1.0 / 87178291200.0 + z * pc;
+  pc = 1.0 / 479001600.0 + z * pc;
+  pc = -1.0 / 3628800.0 + z * pc;
+  pc = 1.0 / 40320.0 + z * pc;
+  pc = -1.0 / 720.0 + z * pc;
+  pc = 1.0 / 24.0 + z * pc;
+  const vd hz = 0.5 * z;
+  const vd one_minus = 1.0 - hz;
+  const vd cs = one_minus + (((1.0 - one_minus) - hz) + ((z * z) * pc - x * tail));
+  // Quadrant q: sin(y) = sin x, cos x, -sin x, -cos x; cos(y) = cos x, -sin x, -cos x, sin x.
+  const vu odd = vu{} - (quadrant & 1);
+  sin_y = (vd)((vu)select_bits(odd, cs, sn) ^ ((quadrant & 2) << 62));
+  cos_y = (vd)((vu)select_bits(odd, sn, cs) ^ (((quadrant + 1) & 2) << 62));
+}
+
+// kW elements (index, index + stride, ...) of generator g per call.
+struct Source {
+  PhiloxKeys keys;
+  double scale, offset;  // normal: std, mean; uniform: high - low, low; arange: step, start
+};
+
+inline __attribute__((always_inline)) vd uniform_lanes(const Source& src, vu index) {
+  constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
+  vu a, b;
+  philox_pair(index, src.keys, a, b);
+  return src.scale * (to_double(a) * kTwoPowMinus53) + src.offset;
+}
+
+inline __attribute__((always_inline)) vd arange_lanes(const Source& src, vu index) {
+  return src.scale * to_double(index) + src.offset;
+}
+
+inline __attribute__((always_inline)) vd constant_lanes(const Source& src, vu) {
+  return vd{} + src.offset;
+}
+
+inline __attribute__((always_inline)) vd as_stored(vd v, bool to_float) {
+  return to_float ? __builtin_convertvector(__builtin_convertvector(v, vf), vd) : v;
+}
+
+template <vd (*Element)(const Source&, vu)>
+void generate_with(const Source& src, bool to_float, uint64_t first, uint64_t stride, uint64_t n,
+                   double* out) {
+  vu index;
+  for (int l = 0; l < kW; ++l) index[l] = first + uint64_t(l) * stride;
+  const uint64_t step = kW * stride;
+  uint64_t i = 0;
+  for (; i + kW <= n; i += kW) {
+    const vd v = as_stored(Element(src, index), to_float);
+    __builtin_memcpy(out + i, &v, sizeof(v));
+    index += step;
+  }
+  if (i < n) {
+    const vd v = as_stored(Element(src, index), to_float);
+    for (uint64_t j = 0; i + j < n; ++j) out[i + j] = v[j];
+  }
+}
+
+// normal (common/generators.h): elements 2m and 2m + 1 share Philox block m and its radius, and
+// take r cos(2 pi u1) and r sin(2 pi u1). Computed in stages over kNormalVecs registers of blocks:
+// Philox, then log and sqrt, then sin and cos, then the scaling. Each stage's iterations are
+// independent and short, so the core overlaps many of them; one element's whole chain (~250
+// cycles of latency) run end to end lets it overlap two.
+constexpr int kNormalVecs = 16;
+constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// Lanes l < kW of a and b interleaved: a0 b0 a1 b1 ..., as two registers.
+inline __attribute__((always_inline)) void interleave(vd a, vd b, vd& lo, vd& hi) {
+#if defined(__AVX512F__)
+  lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
+  hi = __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
+#elif defined(__AVX2__)
+  lo = __builtin_shufflevector(a, b, 0, 4, 1, 5);
+  hi = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+#else
+  lo = __builtin_shufflevector(a, b, 0, 2);
+  hi = __builtin_shufflevector(a, b, 1, 3);
+#endif
+}
+
+// Elements first, first + 1, ...: each block computed once for its two elements. first is even.
+void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, double* out) {
+  vd radius[kNormalVecs], u1[kNormalVecs], sines[kNormalVecs];
+  vu block;
+  for (int l = 0; l < kW; ++l) block[l] = first / 2 + uint64_t(l);
+  constexpr uint64_t kPerStage = 2 * kNormalVecs * kW;  // elements
+  for (uint64_t i = 0; i < n; i += kPerStage) {
+    const uint64_t left = n - i < kPerStage ? n - i : kPerStage;
+    const int vecs = int((left + 2 * kW - 1) / (2 * kW));
+    for (int v = 0; v < vecs; ++v) {
+      vu a, b;
+      philox_pair(block, src.keys, a, b);
+      radius[v] = to_double(a) * kTwoPowMinus53;
+      u1[v] = to_double(b) * kTwoPowMinus53;
+      block += kW;
+    }
+    for (int v = 0; v < vecs; ++v) radius[v] = sqrt_lanes(-2.0 * log_lanes(1.0 - radius[v]));
+    for (int v = 0; v < vecs; ++v) sincos_lanes(kTwoPi * u1[v], sines[v], u1[v]);
+    for (int v = 0; v < vecs; ++v) {
+      const vd even = as_stored(src.scale * (radius[v] * u1[v]) + src.offset, to_float);
+      const vd odd = as_stored(src.scale * (radius[v] * sines[v]) + src.offset, to_float);
+      vd lo, hi;
+      interleave(even, odd, lo, hi);
+      const uint64_t at = i + uint64_t(v) * 2 * kW;
+      if (at + 2 * kW <= n) {
+        __builtin_memcpy(out + at, &lo, sizeof(lo));
+        __builtin_memcpy(out + at + kW, &hi, sizeof(hi));
+      } else {
+        for (uint64_t j = 0; at + j < n; ++j) out[at + j] = j < kW ? lo[j] : hi[j - kW];
+      }
+    }
+  }
+}
+
+// Any stride (the fused path's selected columns): each lane finds its own block and branch.
+void normal_strided(const Source& src, bool to_float, uint64_t first, uint64_t stride, uint64_t n,
+                    double* out) {
+  vd radius[kNormalVecs], u1[kNormalVecs], sines[kNormalVecs];
+  vu index;
+  for (int l = 0; l < kW; ++l) index[l] = first + uint64_t(l) * stride;
+  const uint64_t step = kW * stride;
+  for (uint64_t i = 0; i < n; i += kNormalVecs * kW) {
+    const uint64_t left = n - i;
+    const int vecs = left >= kNormalVecs * kW ? kNormalVecs : int((left + kW - 1) / kW);
+    vu odd[kNormalVecs];
+    for (int v = 0; v < vecs; ++v) {
+      vu a, b;
+      philox_pair(index >> 1, src.keys, a, b);
+      radius[v] = to_double(a) * kTwoPowMinus53;
+      u1[v] = to_double(b) * kTwoPowMinus53;
+      odd[v] = vu{} - (index & 1);
+      index += step;
+    }
+    for (int v = 0; v < vecs; ++v) radius[v] = sqrt_lanes(-2.0 * log_lanes(1.0 - radius[v]));
+    for (int v = 0; v < vecs; ++v) sincos_lanes(kTwoPi * u1[v], sines[v], u1[v]);
+    for (int v = 0; v < vecs; ++v) {
+      const vd z = radius[v] * select_bits(odd[v], sines[v], u1[v]);
+      const vd x = as_stored(src.scale * z + src.offset, to_float);
+      const uint64_t at = i + uint64_t(v) * kW;
+      if (at + kW <= n) {
+        __builtin_memcpy(out + at, &x, sizeof(x));
+      } else {
+        for (uint64_t j = 0; at + j < n; ++j) out[at + j] = x[j];
+      }
+    }
+  }
+}
+
+void generate_normal(const Source& src, bool to_float, uint64_t first, uint64_t stride,
+                     uint64_t n, double* out) {
+  if (stride != 1 || n < 2 * kW) {
+    normal_strided(src, to_float, first, stride, n, out);
+    return;
+  }
+  if (first & 1) {  // an odd first element shares its block with the one before the run
+    normal_strided(src, to_float, first, 1, 1, out);
+    ++first;
+    ++out;
+    --n;
+  }
+  normal_pairs(src, to_float, first, n, out);
+}
+
+void generate(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t stride, uint64_t n,
+              double* out) {
+  Source src{philox_keys(g.seed), g.param1, g.param0};
+  switch (g.kind) {
+    case 0:
+      generate_normal(src, to_float, first, stride, n, out);
+      return;
+    case 1:
+      src.scale = g.param1 - g.param0;
+      generate_with<uniform_lanes>(src, to_float, first, stride, n, out);
+      return;
+    case 2:
+      generate_with<arange_lanes>(src, to_float, first, stride, n, out);
+      return;
+    default:
+      generate_with<constant_lanes>(src, to_float, first, stride, n, out);
+      return;
+  }
+}
+
+// The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8.
+void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset,
+            ReduceLanes& lanes) {
+  constexpr int kRegs = 8 / kW;
+  vd sum[kRegs], mn[kRegs], mx[kRegs];
+  __builtin_memcpy(sum, lanes.sum, sizeof(sum));
+  __builtin_memcpy(mn, lanes.min, sizeof(mn));
+  __builtin_memcpy(mx, lanes.max, sizeof(mx));
+  uint64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+#pragma GCC unroll 4
+    for (int q = 0; q < kRegs; ++q) {
+      const double* p = x + (j + uint64_t(q) * kW) * step;
+      vd v;
+      if (step == 1) {
+        __builtin_memcpy(&v, p, sizeof(v));
+      } else {
+        for (int l = 0; l < kW; ++l) v[l] = p[uint64_t(l) * step];
+      }
+      v = v * scale + offset;
+      sum[q] += v;
+      mn[q] = v < mn[q] ? v : mn[q];
+      mx[q] = v > mx[q] ? v : mx[q];
+    }
+  }
+  __builtin_memcpy(lanes.sum, sum, sizeof(sum));
+  __builtin_memcpy(lanes.min, mn, sizeof(mn));
+  __builtin_memcpy(lanes.max, mx, sizeof(mx));
+  for (uint64_t l = 0; j < n; ++j, ++l) {
+    const double v = x[j * step] * scale + offset;
+    lanes.sum[l] += v;
+    lanes.min[l] = v < lanes.min[l] ? v : lanes.min[l];
+    lanes.max[l] = v > lanes.max[l] ? v : lanes.max[l];
+  }
+}
+
+}  // namespace
+}  // namespace psched

@@ -62,12 +62,16 @@ PSCHED_HD UniformPair uniform_pair(uint64_t seed, uint64_t index) {
   return UniformPair{double(a) * kTwoPowMinus53, double(b) * kTwoPowMinus53};
 }
 
-// Standard normal by Box-Muller (cosine branch) from the pair; 1 - u0 lies in (0, 1] so log is finite.
+// Standard normal by Box-Muller from the Philox block of the element's pair: elements 2m and 2m + 1
+// share block m (two 53-bit uniforms u0, u1) and take the cosine and the sine branch,
+//   z(2m) = r cos(2 pi u1), z(2m + 1) = r sin(2 pi u1), r = sqrt(-2 log(1 - u0)),
+// as cuRAND's normal2 does: one block and one log per two elements. 1 - u0 lies in (0, 1].
 PSCHED_HD double standard_normal(uint64_t seed, uint64_t index) {
-  const UniformPair u = uniform_pair(seed, index);
+  const UniformPair u = uniform_pair(seed, index >> 1);
   const double radius = sqrt(-2.0 * log(1.0 - u.u0));
   constexpr double kTwoPi = 6.283185307179586476925286766559;
-  return radius * cos(kTwoPi * u.u1);
+  const double angle = kTwoPi * u.u1;
+  return radius * ((index & 1) ? sin(angle) : cos(angle));
 }
 
 // Generator parameters in the form the per-element functions take (a POD; copied to kernels).

@@ -55,6 +55,7 @@ class CudaBackend final : public Backend {
   void enqueue(ChunkTask task) override;
   void drop_job(uint64_t job_id) override;
   void stop() override;
+  uint64_t memory_used_bytes() const override;
 
  private:
   void dispatch_loop();
@@ -124,6 +125,16 @@ void CudaBackend::enqueue(ChunkTask task) {
 void CudaBackend::drop_job(uint64_t job_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::erase_if(queue_, [&](const ChunkTask& t) { return t.job_id == job_id; });
+}
+
+// Device-wide memory in use (what nvidia-smi shows), so the dashboard sees other tenants too.
+uint64_t CudaBackend::memory_used_bytes() const {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaSetDevice(options_.device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return uint64_t(total_bytes - free_bytes);
 }
 
 void CudaBackend::stop() {

@@ -47,12 +47,25 @@ PSCHED_HD UniformPair uniform_pair_fast(uint64_t seed, uint64_t index) {
 }
 
 #if defined(__CUDACC__)
-// standard_normal(seed, index) to rounding: cos(2 pi u) as cospi(2 u), where 2 u is exact and no
-// argument reduction by an inexact pi is needed.
-__device__ __forceinline__ double standard_normal_fast(uint64_t seed, uint64_t index) {
-  const UniformPair u = uniform_pair_fast(seed, index);
+// The Box-Muller pair of block m (elements 2m and 2m + 1 of standard_normal), to rounding:
+// cos/sin(2 pi u) as sincospi(2 u), where 2 u is exact and no argument reduction by an inexact pi
+// is needed. The per-element form below uses the same instructions, so fused and materialized
+// chunks get the same bits.
+struct NormalPair {
+  double even, odd;
+};
+
+__device__ __forceinline__ NormalPair standard_normal_pair_fast(uint64_t seed, uint64_t pair) {
+  const UniformPair u = uniform_pair_fast(seed, pair);
   const double radius = sqrt(-2.0 * log(1.0 - u.u0));
-  return radius * cospi(2.0 * u.u1);
+  double s, c;
+  sincospi(2.0 * u.u1, &s, &c);
+  return NormalPair{radius * c, radius * s};
+}
+
+__device__ __forceinline__ double standard_normal_fast(uint64_t seed, uint64_t index) {
+  const NormalPair z = standard_normal_pair_fast(seed, index >> 1);
+  return (index & 1) ? z.odd : z.even;
 }
 
 // element_value(g, index) for a generator kind fixed at compile time: normal to rounding, the

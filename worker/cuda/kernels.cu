@@ -57,6 +57,27 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
   }
 }
 
+// normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), writing both of its elements
+// that fall in the chunk: half the Philox blocks and logs of one thread per element. Pair slot p of
+// a row is pair (base >> 1) + p, where base is the global index of the row's first chunk element.
+template <typename T>
+__global__ void __launch_bounds__(256) generate_normal_pairs_kernel(GenerateGeometry g,
+                                                                     T* __restrict__ out) {
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t row_stride = gridDim.y * blockDim.y;
+  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < g.box_rows; r += row_stride) {
+    const uint64_t base = (g.row0 + r) * g.array_cols + g.col0;
+    const uint64_t pair = (base >> 1) + p;
+    const int64_t c_even = int64_t(2 * pair - base);  // -1 when the row starts on an odd index
+    if (c_even >= int64_t(g.box_cols)) continue;
+    const NormalPair z = standard_normal_pair_fast(g.gen.seed, pair);
+    T* row = out + uint64_t(r) * g.box_cols;
+    if (c_even >= 0) row[c_even] = T(mul_add_rounded(g.gen.param1, z.even, g.gen.param0));
+    if (c_even + 1 < int64_t(g.box_cols))
+      row[c_even + 1] = T(mul_add_rounded(g.gen.param1, z.odd, g.gen.param0));
+  }
+}
+
 template <int Kind, ElementFormula Formula>
 void launch_generate_as(const ChunkWork& w, void* buffer, dim3 grid, dim3 block,
                         cudaStream_t stream) {
@@ -224,6 +245,28 @@ void launch_generate(const ChunkWork& w, void* buffer, int sm_count, cudaStream_
   const dim3 block{bx, by, 1};
 
   const bool reference = formula == ElementFormula::kReference;
+  if (w.gen.kind == kNormal && !reference) {
+    // Pair slots per row: at most cols / 2 + 1 (a row may start and end half way through a pair).
+    const uint64_t pairs = w.box.cols / 2 + 1;
+    uint32_t px = 1;
+    while (px < 256 && px < pairs) px *= 2;
+    const uint32_t py = 256 / px;
+    const uint64_t pgrid_x = (pairs + px - 1) / px;
+    const uint64_t prow_blocks = (w.box.rows + py - 1) / py;
+    uint64_t pgrid_y = std::max<uint64_t>(1, target_blocks / pgrid_x);
+    pgrid_y = std::min<uint64_t>({pgrid_y, prow_blocks, 65535});
+    const GenerateGeometry g{w.gen, w.array_cols, w.box.row0, w.box.col0, uint32_t(w.box.rows),
+                             uint32_t(w.box.cols)};
+    const dim3 pgrid{uint32_t(pgrid_x), uint32_t(pgrid_y), 1};
+    const dim3 pblock{px, py, 1};
+    if (w.dtype == DType::kFloat64) {
+      generate_normal_pairs_kernel<double><<<pgrid, pblock, 0, stream>>>(g, static_cast<double*>(buffer));
+    } else {
+      generate_normal_pairs_kernel<float><<<pgrid, pblock, 0, stream>>>(g, static_cast<float*>(buffer));
+    }
+    PSCHED_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   switch (w.gen.kind) {
     case kNormal:
       if (reference)

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# GPU tests and benchmarks of one change, in one run on a GPU machine (see ../shared/GPU.md):
+#   bench/gpu.sh BIN_DIR [OUT_DIR]
+# BIN_DIR holds psched, pcuda-worker, pbench, psched_cuda_tests and cuda-floor (a portable build:
+# cmake -DPSCHED_CUDA=ON -DCMAKE_BUILD_TYPE=Release). Prints the floor (kernels alone, no scheduler),
+# then the seed benchmark end to end through pbench -g 1 as a ratio to it, the fused variant against
+# its own floor, GPU-vs-CPU exactness through the whole stack, two GPU workers in one job, and the
+# memory-limit error path. Exits non-zero if any check fails.
+set -uo pipefail
+bin=$(cd "${1:?usage: bench/gpu.sh BIN_DIR [OUT_DIR]}" && pwd)
+out=${2:-$(mktemp -d)}
+mkdir -p "$out"
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+json_field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+
+echo "== device"
+nvidia-smi -L || true
+"$bin/pcuda-worker" --version
+
+echo "== GPU tests (GPU vs CPU backend)"
+"$bin/psched_cuda_tests" 2>&1 | tee "$out/gpu_tests.log" | tail -5 || fail "GPU tests"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || fail "GPU tests"
+
+echo "== floor: kernels alone on one 10000 x 10000 chunk, no scheduler"
+"$bin/cuda-floor" --chunks 200 | tee "$out/floor.log" || fail "cuda-floor"
+"$bin/cuda-floor" --chunks 200 --fused | tee "$out/floor_fused.log" || fail "cuda-floor --fused"
+floor_ms=$(grep -m1 '^floor_ms_per_chunk=' "$out/floor.log" | cut -d= -f2)
+fused_floor_ms=$(grep -m1 '^fused_ms_per_chunk=' "$out/floor.log" | cut -d= -f2)
+
+echo "== cluster"
+"$bin/pbench" -g 1 --cluster-info || fail "cluster info"
+
+echo "== seed benchmark end to end: pbench -g 1, 500000 x 500000 float64 (2 TB), 10000^2 chunks"
+seed=$("$bin/pbench" -g 1 --json --check --repeat 2) || fail "seed benchmark"
+echo "$seed" | tee "$out/seed.json"
+seconds=$(json_field "$seed" seconds)
+chunks=$(json_field "$seed" chunks)
+awk -v s="$seconds" -v f="$floor_ms" -v n="$chunks" 'BEGIN {
+  floor = f * n / 1000; printf "seed: %.3f s end to end; floor %.3f s (%.4f ms/chunk x %d); ratio %.3f (target <= 1.15)\n", s, floor, f, n, s / floor }'
+
+echo "== fused (generate only the selected elements), against its own floor"
+fused=$("$bin/pbench" -g 1 --fused --json --check --repeat 2) || fail "fused benchmark"
+echo "$fused" | tee "$out/fused.json"
+fseconds=$(json_field "$fused" seconds)
+awk -v s="$fseconds" -v f="$fused_floor_ms" -v n="$chunks" 'BEGIN {
+  floor = f * n / 1000; printf "fused: %.3f s end to end; floor %.3f s (%.4f ms/chunk); ratio %.3f (target <= 1.2)\n", s, floor, f, s / floor }'
+echo "fused vs materialized: sum $(json_field "$fused" sum) vs $(json_field "$seed" sum), count $(json_field "$fused" count) vs $(json_field "$seed" count)"
+
+echo "== GPU and CPU backends through the whole stack: exact on arange, same bits on both"
+args=(-x 20000 -y 30000 --chunk-x 3000 --chunk-y 7000 --generator arange --start 0 --step 1 --row-step 3 --col-step 5 --offset -2 --json --check)
+gpu=$("$bin/pbench" -g 1 "${args[@]}") || fail "GPU arange"
+cpu=$("$bin/pbench" -c 1 --nthreads 16 "${args[@]}") || fail "CPU arange"
+echo "gpu: $gpu" | tee "$out/arange.log"
+echo "cpu: $cpu" | tee -a "$out/arange.log"
+[[ "$(json_field "$gpu" sum)" == "$(json_field "$cpu" sum)" ]] || fail "arange sums differ between GPU and CPU"
+nargs=(-x 20000 -y 20000 --chunk-x 4000 --chunk-y 4000 --seed 5 --json --check)
+gpu=$("$bin/pbench" -g 1 "${nargs[@]}") || fail "GPU normal"
+cpu=$("$bin/pbench" -c 1 --nthreads 16 "${nargs[@]}") || fail "CPU normal"
+awk -v g="$(json_field "$gpu" sum)" -v c="$(json_field "$cpu" sum)" 'BEGIN {
+  d = (g - c) / c; if (d < 0) d = -d; printf "normal: gpu %.17g cpu %.17g relative difference %.3g\n", g, c, d; exit !(d < 1e-12) }' ||
+  fail "normal sums differ by more than 1e-12 between GPU and CPU"
+
+echo "== two GPU workers in one job (both on GPU 0), distributed mode"
+dir=$(mktemp -d)
+"$bin/psched" --port 0 --host 127.0.0.1 --dashboard-address none --scheduler-file "$dir/s.json" 2>"$dir/psched.log" &
+sched=$!
+for _ in $(seq 200); do [[ -s "$dir/s.json" ]] && break; sleep 0.05; done
+CUDA_VISIBLE_DEVICES=0 "$bin/pcuda-worker" --scheduler-file "$dir/s.json" --backend cuda --name gpu-a 2>"$dir/w1.log" &
+w1=$!
+CUDA_VISIBLE_DEVICES=0 "$bin/pcuda-worker" --scheduler-file "$dir/s.json" --backend cuda --name gpu-b 2>"$dir/w2.log" &
+w2=$!
+two=$("$bin/pbench" -d --scheduler-file "$dir/s.json" -x 50000 -y 50000 --chunk-x 5000 --chunk-y 5000 --generator arange --row-step 1 --col-step 1 --json --check) || fail "two GPU workers"
+echo "$two"
+[[ "$(json_field "$two" workers)" == "2" ]] || fail "expected 2 workers in the job"
+kill -TERM "$w1" "$w2"; wait "$w1" "$w2" || fail "GPU workers did not exit 0 on SIGTERM"
+kill -TERM "$sched"; wait "$sched" || fail "psched did not exit 0"
+cp "$dir"/*.log "$out/" 2>/dev/null; rm -rf "$dir"
+
+echo "== memory limit: a chunk larger than --memory-limit is a clear job error"
+if msg=$("$bin/pbench" -g 1 -x 20000 -y 20000 --memory-limit 100MB 2>&1); then
+  fail "a job whose chunks exceed --memory-limit succeeded"
+else
+  echo "$msg" | tail -1
+  grep -q "does not fit in memory limit" <<<"$msg" || fail "memory-limit error unclear"
+fi
+
+[[ $status -eq 0 ]] && echo "gpu.sh: all checks passed" || echo "gpu.sh: some checks FAILED"
+exit $status

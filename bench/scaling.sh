@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Multi-GPU scaling of the seed benchmark (issue "Multi-GPU scaling"), in one run on one host:
+#   bench/scaling.sh BIN_DIR "1 2 4" [OUT_DIR]
+# For each GPU count: pbench -g N on the 2 TB seed (500000^2) and the 8 TB weak-scaling variant
+# (1000000^2), then distributed mode (psched + one pcuda-worker --gpus all + pbench -d) with every
+# GPU. Timing starts once the cluster is ready (workers registered, devices initialised), as the
+# seed times it. Prints a table with speed-up and efficiency against one GPU, the floor per GPU
+# (cuda-floor, kernels alone) and checks: every mean 11 within 1e-4, sums identical across counts.
+set -uo pipefail
+bin=$(cd "${1:?usage: bench/scaling.sh BIN_DIR \"1 2 4\" [OUT_DIR]}" && pwd)
+counts=${2:-"1 2"}
+out=${3:-$(mktemp -d)}
+mkdir -p "$out"
+status=0
+json_field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+
+nvidia-smi -L
+floor_ms=$("$bin/cuda-floor" --chunks 0 2>/dev/null | grep -m1 '^floor_ms_per_chunk=' | cut -d= -f2)
+echo "floor per GPU (kernels alone): ${floor_ms} ms per 10000^2 chunk"
+
+declare -A secs sums
+run() {  # label size args...
+  local label=$1 size=$2; shift 2
+  local j
+  j=$("$@" -x "$size" -y "$size" --json --check -q) || { echo "FAIL: $label"; status=1; return; }
+  echo "$j" >>"$out/runs.jsonl"
+  secs[$label]=$(json_field "$j" seconds)
+  sums[$label]=$(json_field "$j" sum)
+  printf '%-14s %8.3f s  mean %s  sum %s\n' "$label" "${secs[$label]}" "$(json_field "$j" mean)" "${sums[$label]}"
+}
+
+for size in 500000 1000000; do
+  for n in $counts; do run "g$n-$size" "$size" "$bin/pbench" -g "$n"; done
+  # Distributed: the DeepOps workflow with every GPU.
+  dir=$(mktemp -d)
+  "$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$dir/s.json" 2>"$dir/psched.log" &
+  sched=$!
+  "$bin/pcuda-worker" --scheduler-file "$dir/s.json" --gpus all 2>"$dir/worker.log" &
+  worker=$!
+  max=${counts##* }
+  "$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info >/dev/null  # waits for the file
+  for _ in $(seq 600); do
+    [[ $("$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json | grep -o '"backend"' | wc -l) -ge $max ]] && break
+    sleep 0.1
+  done
+  run "d$max-$size" "$size" "$bin/pbench" -d --scheduler-file "$dir/s.json"
+  kill -TERM "$worker"; wait "$worker"
+  kill -TERM "$sched"; wait "$sched"
+  rm -rf "$dir"
+done
+
+echo
+echo "| array | GPUs | mode | seconds | speed-up | efficiency | floor x chunks / GPUs |"
+echo "|---|---|---|---|---|---|---|"
+for size in 500000 1000000; do
+  chunks=$(( (size / 10000) * (size / 10000) ))
+  base=${secs[g1-$size]:-}
+  for label in $(for n in $counts; do echo "g$n-$size"; done) "d${counts##* }-$size"; do
+    [[ -n "${secs[$label]:-}" ]] || continue
+    n=${label%%-*}; mode=local; [[ $n == d* ]] && mode=distributed; n=${n:1}
+    awk -v s="${secs[$label]}" -v b="${base:-0}" -v n="$n" -v f="$floor_ms" -v c="$chunks" -v size="$size" -v mode="$mode" 'BEGIN {
+      tb = size * size * 8 / 1e12; su = (b > 0) ? b / s : 0; fl = f * c / 1000 / n;
+      printf "| %gx%g (%.0f TB) | %d | %s | %.3f | %.2fx | %.0f%% | %.3f s |\n", size, size, tb, n, mode, s, su, 100 * su / n, fl }'
+  done
+  # Determinism: the same bits on every GPU count.
+  first=""
+  for label in "${!sums[@]}"; do
+    [[ $label == *-$size ]] || continue
+    if [[ -z $first ]]; then first=${sums[$label]}; elif [[ ${sums[$label]} != "$first" ]]; then
+      echo "FAIL: sums differ across GPU counts for $size: ${sums[$label]} vs $first"; status=1
+    fi
+  done
+done
+exit $status

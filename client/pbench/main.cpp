@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "client/job_spec_of.h"
 #include "common/closed_form.h"
 #include "common/job_spec.h"
 #include "local_cluster.h"
@@ -28,25 +29,6 @@ std::string human_bytes(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.2f %s", bytes, units[u]);
   return buf;
-}
-
-psched::JobSpec to_spec(const pclient::Job& j) {
-  psched::JobSpec s;
-  s.rows = j.rows;
-  s.cols = j.cols;
-  s.chunk_rows = j.chunk_rows;
-  s.chunk_cols = j.chunk_cols;
-  s.dtype = j.dtype == "float32" ? psched::DType::kFloat32 : psched::DType::kFloat64;
-  s.generator = *psched::parse_generator(j.generator);
-  s.param0 = j.param0;
-  s.param1 = j.param1;
-  s.seed = j.seed;
-  s.scale = j.scale;
-  s.offset = j.offset;
-  s.row_sel = {j.row_start, j.row_stop, j.row_step};
-  s.col_sel = {j.col_start, j.col_stop, j.col_step};
-  s.fused = j.fused;
-  return s;
 }
 
 void draw_progress(const pclient::Progress& p) {
@@ -267,7 +249,7 @@ int main(int argc, char** argv) {
     workers = client.workers();
     const double seconds = runs.back();
     const psched::PartialSum got{result.sum, result.count, result.min, result.max};
-    const std::string problem = check ? psched::check_result(to_spec(job), got) : "";
+    const std::string problem = check ? psched::check_result(pclient::job_spec_of(job), got) : "";
 
     if (json) {
       nlohmann::json out = {{"sum", result.sum},

@@ -1,6 +1,7 @@
 // Small job builders shared by the end-to-end tests.
 #pragma once
 
+#include "client/job_spec_of.h"
 #include "common/closed_form.h"
 #include "common/job_spec.h"
 #include "pclient/client.h"
@@ -23,28 +24,9 @@ inline pclient::Job arange_job(uint64_t rows, uint64_t cols, uint64_t chunk_rows
   return j;
 }
 
-inline JobSpec spec_of(const pclient::Job& j) {
-  JobSpec s;
-  s.rows = j.rows;
-  s.cols = j.cols;
-  s.chunk_rows = j.chunk_rows;
-  s.chunk_cols = j.chunk_cols;
-  s.dtype = j.dtype == "float32" ? DType::kFloat32 : DType::kFloat64;
-  s.generator = *parse_generator(j.generator);
-  s.param0 = j.param0;
-  s.param1 = j.param1;
-  s.seed = j.seed;
-  s.scale = j.scale;
-  s.offset = j.offset;
-  s.row_sel = {j.row_start, j.row_stop, j.row_step};
-  s.col_sel = {j.col_start, j.col_stop, j.col_step};
-  s.fused = j.fused;
-  return s;
-}
-
 // "" when the result is the closed form (exactly where the values allow).
 inline std::string check(const pclient::Job& j, const pclient::Result& r) {
-  return check_result(spec_of(j), PartialSum{r.sum, r.count, r.min, r.max});
+  return check_result(pclient::job_spec_of(j), PartialSum{r.sum, r.count, r.min, r.max});
 }
 
 }  // namespace psched::test

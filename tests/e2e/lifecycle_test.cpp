@@ -25,15 +25,6 @@ const std::map<std::string, std::string> kSlowChunks = {{"PSCHED_TEST_CHUNK_DELA
 
 pclient::Job slow_job() { return arange_job(2000, 2000, 100, 100, 1, 1); }  // 400 chunks
 
-template <typename F>
-bool eventually(F f, int timeout_ms = 20000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return f();
-}
 
 pclient::Result clean_run(const pclient::Job& job) {
   TestCluster cluster;

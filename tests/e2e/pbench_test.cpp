@@ -45,16 +45,6 @@ struct TempDir {
   }
 };
 
-// Polls for a condition that a real process brings about (bounded).
-template <typename F>
-bool eventually(F f, int timeout_ms = 20000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return f();
-}
 
 }  // namespace
 

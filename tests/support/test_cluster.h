@@ -5,7 +5,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,18 @@ class TestCluster {
   std::map<pid_t, std::string> logs_;
   int next_log_ = 0;
 };
+
+// Polls a condition that real processes bring about (a process gone, a log line written), up to
+// timeout_ms: for readiness the tests cannot be signalled about, never to wait out a fixed time.
+template <typename F>
+bool eventually(F condition, int timeout_ms = 20000) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
 
 // True while a process with this pid exists (and is not a zombie of ours).
 bool process_alive(pid_t pid);

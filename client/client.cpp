@@ -2,6 +2,8 @@
 // call is waiting for its answer (one thread, no background work between calls).
 #include "pclient/client.h"
 
+#include "client/job_spec_of.h"
+
 #include <boost/asio.hpp>
 #include <capnp/message.h>
 #include <fmt/format.h>
@@ -23,29 +25,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
-
-psched::JobSpec to_spec(const Job& j) {
-  psched::JobSpec s;
-  s.rows = j.rows;
-  s.cols = j.cols;
-  s.chunk_rows = j.chunk_rows;
-  s.chunk_cols = j.chunk_cols;
-  auto dtype = psched::parse_dtype(j.dtype);
-  if (!dtype) throw Error(dtype.message());
-  s.dtype = *dtype;
-  auto gen = psched::parse_generator(j.generator);
-  if (!gen) throw Error(gen.message());
-  s.generator = *gen;
-  s.param0 = j.param0;
-  s.param1 = j.param1;
-  s.seed = j.seed;
-  s.scale = j.scale;
-  s.offset = j.offset;
-  s.row_sel = {j.row_start, j.row_stop, j.row_step};
-  s.col_sel = {j.col_start, j.col_stop, j.col_step};
-  s.fused = j.fused;
-  return s;
-}
 
 WorkerInfo from_wire(psched::wire::WorkerInfo::Reader w) {
   WorkerInfo o;
@@ -78,7 +57,7 @@ uint64_t Job::chunks() const {
 }
 
 void validate(const Job& job) {
-  if (psched::Status st = psched::validate(to_spec(job)); !st) throw Error(st.message());
+  if (psched::Status st = psched::validate(job_spec_of(job)); !st) throw Error(st.message());
 }
 
 struct Client::Impl {
@@ -228,7 +207,9 @@ Client Client::connect(const ConnectOptions& options) {
   try {
     s.wait(options.connect_timeout_ms, "the scheduler's Welcome");
   } catch (const Error& e) {
-    throw Error(fmt::format("scheduler {} did not accept us: {}", address->to_string(), e.what()));
+    // Silence or bytes that are not our protocol: most likely something else listens there.
+    throw Error(fmt::format("scheduler {} did not accept us: {} (is a psched scheduler listening there?)",
+                            address->to_string(), e.what()));
   }
   if (!refused.empty()) throw Error(fmt::format("scheduler {} refused us: {}", address->to_string(), refused));
   return Client(std::move(impl));
@@ -264,7 +245,7 @@ std::vector<WorkerInfo> Client::wait_for_workers(size_t n, int timeout_ms) {
 }
 
 Result Client::run(const Job& job, const RunOptions& options) {
-  const psched::JobSpec spec = to_spec(job);
+  const psched::JobSpec spec = job_spec_of(job);
   if (psched::Status st = psched::validate(spec); !st) throw Error(st.message());
   Impl& s = *impl_;
   const uint64_t tag = s.next_tag++;

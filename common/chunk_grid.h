@@ -16,15 +16,22 @@ struct AxisRun {
 };
 
 // Selection start/stop/step (stop already clamped to the axis length) restricted to [lo, hi).
+// Any step > 0 is allowed (a step past the axis selects only `start`), so nothing here may round
+// up by adding step - 1: that wraps for steps near 2^64 and would pick indices outside [lo, hi).
 PSCHED_HD AxisRun select_axis(uint64_t lo, uint64_t hi, uint64_t start, uint64_t stop,
                               uint64_t step) {
   AxisRun run;
   const uint64_t end = hi < stop ? hi : stop;
   uint64_t first = start;
-  if (lo > start) first = start + (lo - start + step - 1) / step * step;
+  if (lo > start) {
+    const uint64_t gap = lo - start;
+    const uint64_t steps = gap / step + (gap % step != 0 ? 1 : 0);  // ceil(gap / step)
+    if (steps > (UINT64_MAX - start) / step) return run;  // next selected index is past 2^64
+    first = start + steps * step;
+  }
   if (first >= end) return run;
   run.first = first;
-  run.count = (end - first + step - 1) / step;
+  run.count = (end - first - 1) / step + 1;
   return run;
 }
 

@@ -5,6 +5,8 @@
 #include <kj/exception.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/framing.h"
 
 namespace psched {
@@ -40,7 +42,8 @@ void FramedConnection::arm_idle_timer() {
   idle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || self->closed_) return;
     if (std::chrono::steady_clock::now() - self->last_rx_ >= self->idle_) {
-      self->close(fmt::format("nothing received for {} ms", self->idle_.count()));
+      self->close(fmt::format("nothing received for {} ms{}", self->idle_.count(),
+                              self->read_paused_ ? " (and it does not read what we send)" : ""));
     } else {
       self->arm_idle_timer();
     }
@@ -72,8 +75,11 @@ void FramedConnection::read_header() {
 }
 
 void FramedConnection::read_body(uint32_t bytes) {
-  body_.resize(bytes / sizeof(capnp::word));
-  asio::async_read(socket_, asio::buffer(body_.data(), bytes),
+  if (bytes / sizeof(capnp::word) > body_words_) {
+    body_words_ = bytes / sizeof(capnp::word);
+    body_.reset(new capnp::word[body_words_]);  // default-initialised: no page touched yet
+  }
+  asio::async_read(socket_, asio::buffer(body_.get(), bytes),
                    [self = shared_from_this(), bytes](const boost::system::error_code& ec, size_t) {
                      if (self->closed_) return;
                      if (ec) {
@@ -83,15 +89,28 @@ void FramedConnection::read_body(uint32_t bytes) {
                      }
                      self->last_rx_ = std::chrono::steady_clock::now();
                      self->dispatch(bytes);
-                     if (!self->closed_) self->read_header();
+                     if (self->body_words_ * sizeof(capnp::word) > kKeepBodyBytes) {
+                       self->body_.reset();
+                       self->body_words_ = 0;
+                     }
+                     if (!self->closed_) self->read_next();
                    });
+}
+
+void FramedConnection::read_next() {
+  if (queued_bytes() > kPauseReadingBytes) {
+    read_paused_ = true;  // flush() resumes once the peer has taken what we owe it
+    return;
+  }
+  read_header();
 }
 
 void FramedConnection::dispatch(size_t bytes) {
   std::string failure;
   try {
-    capnp::FlatArrayMessageReader reader(kj::ArrayPtr<const capnp::word>(body_.data(), body_.size()),
-                                         reader_options_for(bytes));
+    capnp::FlatArrayMessageReader reader(
+        kj::ArrayPtr<const capnp::word>(body_.get(), bytes / sizeof(capnp::word)),
+        reader_options_for(bytes));
     handlers_.on_message(reader.getRoot<wire::Message>());
   } catch (const kj::Exception& e) {
     failure = fmt::format("malformed message: {}", e.getDescription().cStr());
@@ -103,6 +122,15 @@ void FramedConnection::dispatch(size_t bytes) {
 
 void FramedConnection::send(capnp::MessageBuilder& message) {
   if (closed_ || close_after_write_) return;
+  const size_t limit = std::max(kMaxUnsentBytes, size_t{2} * max_frame_bytes_);
+  if (queued_bytes() > limit) {
+    // Closed later, not here: send() runs inside loops over the owner's peers.
+    close_after_write_ = true;
+    asio::post(socket_.get_executor(), [self = shared_from_this(), n = queued_bytes()] {
+      self->close(fmt::format("peer is not reading ({} bytes unsent)", n));
+    });
+    return;
+  }
   append_frame(message, out_);
   if (!write_in_flight_) flush();
 }
@@ -119,6 +147,12 @@ void FramedConnection::flush() {
                       if (ec) {
                         self->close(ec.message());
                         return;
+                      }
+                      self->writing_.clear();
+                      if (self->read_paused_ && !self->close_after_write_ &&
+                          self->queued_bytes() <= kPauseReadingBytes) {
+                        self->read_paused_ = false;
+                        self->read_header();
                       }
                       if (!self->out_.empty()) {
                         self->flush();

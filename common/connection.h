@@ -2,7 +2,12 @@
 // into word-aligned buffers, hands each decoded Message to on_message, and coalesces outgoing frames
 // so that all frames queued while a write is in flight go out in one write. A bad frame, a
 // Cap'n Proto error or an exception from the handler closes this connection only (after an Error
-// where one can be sent). The connection keeps itself alive through its handlers (shared_from_this).
+// where one can be sent). A peer that does not read what we send stops being read from (past
+// kPauseReadingBytes unsent) and is closed past max(kMaxUnsentBytes, 2 frames): its requests
+// cannot make us queue without bound. A frame's buffer is allocated uninitialised (memory is
+// touched only as bytes arrive) and buffers past kKeepBodyBytes are freed after use, so a peer
+// that announces a large frame and dribbles it costs what it sends. The connection keeps itself
+// alive through its handlers (shared_from_this).
 #pragma once
 
 #include <boost/asio.hpp>
@@ -25,6 +30,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
     std::function<void(const std::string& why)> on_close;  // called once
   };
 
+  static constexpr size_t kPauseReadingBytes = size_t{1} << 20;
+  static constexpr size_t kMaxUnsentBytes = size_t{64} << 20;
+  static constexpr size_t kKeepBodyBytes = size_t{64} << 10;
+
   FramedConnection(boost::asio::ip::tcp::socket socket, uint32_t max_frame_bytes);
 
   void start(Handlers handlers);
@@ -38,6 +47,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void start_closing(std::function<void()> on_closed);
   // Closes the connection when nothing arrives for idle_ms (0: never). Any frame resets it.
   void set_idle_timeout(std::chrono::milliseconds idle);
+  // Frames longer than this are refused from now on (the scheduler allows small ones before Hello).
+  void set_max_frame_bytes(uint32_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
 
   bool is_open() const { return !closed_; }
   const std::string& remote() const { return remote_; }
@@ -45,6 +56,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
 
  private:
   void read_header();
+  void read_next();  // read_header, unless too much is unsent: then after the next write
   void read_body(uint32_t bytes);
   void dispatch(size_t bytes);
   void flush();
@@ -58,10 +70,12 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   Handlers handlers_;
   std::string remote_;
   uint8_t header_[4] = {};
-  std::vector<capnp::word> body_;
+  std::unique_ptr<capnp::word[]> body_;  // body_words_ words, uninitialised until read into
+  size_t body_words_ = 0;
   std::string out_;      // frames queued while a write is in flight
   std::string writing_;  // the frames of the write in flight
   bool write_in_flight_ = false;
+  bool read_paused_ = false;
   bool close_after_write_ = false;
   bool closed_ = false;
 };

@@ -68,8 +68,10 @@ Status validate(const JobSpec& s) {
   if (chunk_rows > kMaxChunkElements / chunk_cols)
     return Status::error(fmt::format("a chunk of {} x {} elements is too large (at most {})",
                                      chunk_rows, chunk_cols, kMaxChunkElements));
-  const uint64_t grid_rows = (s.rows + s.chunk_rows - 1) / s.chunk_rows;
-  const uint64_t grid_cols = (s.cols + s.chunk_cols - 1) / s.chunk_cols;
+  // From the clamped sizes: rows + chunk_rows - 1 wraps for chunk sizes near 2^64 (a zero grid
+  // would then divide by zero below).
+  const uint64_t grid_rows = (s.rows + chunk_rows - 1) / chunk_rows;
+  const uint64_t grid_cols = (s.cols + chunk_cols - 1) / chunk_cols;
   if (grid_rows > kMaxChunks / grid_cols)
     return Status::error(fmt::format("{} x {} chunks is too many (at most {})", grid_rows,
                                      grid_cols, kMaxChunks));

@@ -37,10 +37,12 @@ JobSpec from_wire(wire::JobSpec::Reader in) {
   s.cols = in.getCols();
   s.chunk_rows = in.getChunkRows();
   s.chunk_cols = in.getChunkCols();
-  // Unknown enumerants (a newer or hostile peer) map to codes validate() rejects.
-  s.dtype = static_cast<DType>(static_cast<uint16_t>(in.getDtype()) > 1 ? 255 : uint16_t(in.getDtype()));
+  // Unknown enumerants (a newer or hostile peer) keep their code (255 stands for any above) so that
+  // validate() rejects them naming it.
+  const auto d = static_cast<uint16_t>(in.getDtype());
+  s.dtype = static_cast<DType>(d > 255 ? 255 : d);
   const auto g = static_cast<uint16_t>(in.getGenerator());
-  s.generator = static_cast<Generator>(g > 3 ? 255 : g);
+  s.generator = static_cast<Generator>(g > 255 ? 255 : g);
   s.param0 = in.getParam0();
   s.param1 = in.getParam1();
   s.seed = in.getSeed();

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   std::string token_file;
   uint32_t worker_timeout_s = 30;
+  uint32_t handshake_timeout_s = 10;
 
   CLI::App app{"psched: the scheduler daemon of a psched cluster. Workers (pcuda-worker) register "
                "here; clients (pbench, libpclient) submit array-sum jobs."};
@@ -42,10 +44,14 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1024u, 1u << 30));
   app.add_option("--max-connections", config.max_connections, "Most connections open at once")
       ->capture_default_str()->check(CLI::Range(1u, 1000000u));
+  // Hidden (tests): seconds a new connection has to say Hello.
+  app.add_option("--handshake-timeout", handshake_timeout_s)
+      ->check(CLI::Range(1u, 3600u))->group("");
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   config.worker_timeout_ms = worker_timeout_s * 1000;
+  config.handshake_timeout_ms = handshake_timeout_s * 1000;
 
   if (psched::Status st = psched::setup_logging("psched", log_level); !st) {
     std::cerr << "psched: " << st.message() << "\n";
@@ -57,6 +63,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   config.token = *token;
+
+  // --max-connections needs a descriptor each: lift the soft limit (often 1024) to the hard one, so
+  // that the cap, not EMFILE, is what turns connections away.
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
 
   boost::asio::io_context io;
   psched::Scheduler scheduler(io, config);

@@ -1,0 +1,182 @@
+// Writes the seed inputs of the fuzz targets: make_corpus DIR writes DIR/fuzz_scheduler/* and
+// DIR/fuzz_job_spec/*. Their output is kept in tests/fuzz/corpus/ (regenerate after a protocol
+// change: build-fuzz/bin/make_corpus tests/fuzz/corpus). Each seed is one conversation a peer
+// could have with psched, so the fuzzer starts from messages the scheduler understands.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "common/job_spec.h"
+#include "common/partial.h"
+#include "common/wire_convert.h"
+#include "fuzz_input.h"
+
+using namespace psched::fuzz;
+namespace wire = psched::wire;
+
+namespace {
+
+psched::JobSpec small_job() {
+  psched::JobSpec s;
+  s.rows = s.cols = 8;
+  s.chunk_rows = s.chunk_cols = 4;  // 4 chunks: a worker with 4 slots gets all of them
+  s.generator = psched::Generator::kArange;
+  s.param0 = 0;
+  s.param1 = 1;
+  s.row_sel = s.col_sel = {0, psched::kToEnd, 1};
+  return s;
+}
+
+std::string submit(const psched::JobSpec& spec, bool partials = false) {
+  return flat_message([&](wire::Message::Builder m) {
+    auto sub = m.initSubmit();
+    sub.setTag(1);
+    psched::to_wire(spec, sub.initSpec());
+    sub.setWantPartials(partials);
+  });
+}
+
+std::string results(uint64_t job, uint64_t first, uint64_t n, uint64_t failed = UINT64_MAX) {
+  return flat_message([&](wire::Message::Builder m) {
+    auto b = m.initResultBatch();
+    b.setJobId(job);
+    b.setBusySeconds(0.001);
+    auto list = b.initResults(uint32_t(n));
+    for (uint64_t i = 0; i < n; ++i)
+      psched::to_wire(first + i, psched::PartialSum{1.0, 16, 0.0, 1.0}, list[uint32_t(i)]);
+    if (failed != UINT64_MAX) {
+      auto f = b.initFailures(1)[0];
+      f.setChunk(failed);
+      f.setMessage("device lost");
+    }
+  });
+}
+
+std::string simple(const std::function<void(wire::Message::Builder)>& fill) { return flat_message(fill); }
+
+void write(const std::string& dir, const std::string& name, const std::string& bytes) {
+  std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_corpus DIR\n");
+    return 2;
+  }
+  const std::string root = argv[1];
+  const std::string sched = root + "/fuzz_scheduler", spec = root + "/fuzz_job_spec";
+  mkdir(root.c_str(), 0755);
+  mkdir(sched.c_str(), 0755);
+  mkdir(spec.c_str(), 0755);
+
+  const std::string heartbeat = simple([](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(1); });
+  const std::string goodbye = simple([](wire::Message::Builder m) { m.initGoodbye().setReason("done"); });
+
+  // A client's whole session.
+  {
+    Input in;
+    in.role_a = Role::kClient;
+    in.records = {{false, submit(small_job(), true)},
+                  {false, simple([](wire::Message::Builder m) { m.initClusterInfoRequest().setTag(7); })},
+                  {false, heartbeat},
+                  {false, simple([](wire::Message::Builder m) { m.initCancel().setJobId(1); })},
+                  {false, goodbye}};
+    write(sched, "client_session", encode_input(in));
+  }
+  // A worker (A) computes the job a client (B) submits: results, a failure, a retry.
+  {
+    Input in;
+    in.role_a = Role::kWorker;
+    in.role_b = Role::kClient;
+    in.records = {{true, submit(small_job())},
+                  {false, results(1, 0, 2)},
+                  {false, heartbeat},
+                  {false, results(1, 2, 1, 3)},
+                  {false, results(1, 3, 1)},
+                  {false, goodbye}};
+    write(sched, "worker_and_client", encode_input(in));
+  }
+  // A worker's results for a chunk it was never given, and for a job that never was.
+  {
+    Input in;
+    in.role_a = Role::kWorker;
+    in.role_b = Role::kClient;
+    in.records = {{true, submit(small_job())}, {false, results(1, 9, 1)}, {false, results(5, 0, 1)}};
+    write(sched, "worker_bad_results", encode_input(in));
+  }
+  // Hellos of all kinds as the first message: wrong token, wrong version, unknown role, worker.
+  {
+    Input in;
+    in.records = {{false, simple([](wire::Message::Builder m) {
+                     auto h = m.initHello();
+                     h.setRole(wire::Role::WORKER);
+                     h.setProtocolVersion(wire::PROTOCOL_VERSION);
+                     h.setToken(kToken);
+                     h.setName("w");
+                     auto w = h.initWorker();
+                     w.setSlots(2);
+                     w.setBackend("cuda");
+                     w.setDeviceName("GPU");
+                   })},
+                  {false, heartbeat}};
+    write(sched, "hello_worker", encode_input(in));
+    in.records = {{false, simple([](wire::Message::Builder m) {
+                     auto h = m.initHello();
+                     h.setRole(wire::Role::CLIENT);
+                     h.setProtocolVersion(wire::PROTOCOL_VERSION);
+                     h.setToken("wrong");
+                   })}};
+    write(sched, "hello_wrong_token", encode_input(in));
+    in.records = {{false, simple([](wire::Message::Builder m) {
+                     auto h = m.initHello();
+                     h.setProtocolVersion(99);
+                     h.setToken(kToken);
+                   })}};
+    write(sched, "hello_wrong_version", encode_input(in));
+    in.records = {{false, submit(small_job())}};
+    write(sched, "submit_before_hello", encode_input(in));
+  }
+  // Jobs the scheduler must refuse.
+  {
+    Input in;
+    in.role_a = Role::kClient;
+    psched::JobSpec nan = small_job();
+    nan.param0 = std::numeric_limits<double>::quiet_NaN();
+    psched::JobSpec zero = small_job();
+    zero.row_sel.step = 0;
+    psched::JobSpec huge = small_job();
+    huge.chunk_rows = huge.chunk_cols = UINT64_MAX;
+    in.records = {{false, submit(nan)}, {false, submit(zero)}, {false, submit(huge)}};
+    write(sched, "client_bad_jobs", encode_input(in));
+  }
+  // Framing: a whole Hello then half of one; a length past the limit; a length not a multiple of 8.
+  {
+    Input in;
+    in.raw = true;
+    const std::string hello = hello_frame(Role::kClient);
+    in.raw_bytes = hello + hello.substr(0, 10);
+    write(sched, "raw_half_frame", encode_input(in));
+    in.raw_bytes = std::string("\xff\xff\xff\x7f", 4);
+    write(sched, "raw_huge_length", encode_input(in));
+    in.raw_bytes = std::string("\x0d\x00\x00\x00", 4) + std::string(13, 'x');
+    write(sched, "raw_odd_length", encode_input(in));
+  }
+
+  // fuzz_job_spec reads its fields with FuzzedDataProvider: any bytes are a spec. A few shapes.
+  write(spec, "zeros", std::string(96, '\0'));
+  write(spec, "ones", std::string(96, '\x01'));
+  write(spec, "ramp", [] {
+    std::string s;
+    for (int i = 0; i < 128; ++i) s.push_back(char(i * 37));
+    return s;
+  }());
+  write(spec, "high", std::string(96, '\xff'));
+  std::printf("seeds written under %s\n", root.c_str());
+  return 0;
+}

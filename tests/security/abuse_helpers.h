@@ -1,0 +1,75 @@
+// Shared by the abuse tests: a real cluster with a real job running in the background while a test
+// misbehaves on the scheduler's port, and the checks that the job came through exact regardless.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "common/address.h"
+#include "e2e/job_helpers.h"
+#include "support/test_cluster.h"
+
+namespace psched::test {
+
+inline uint16_t port_of(const TestCluster& cluster) { return parse_address(cluster.address())->port; }
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// eventually(): tests/support/test_cluster.h.
+
+// A job of 400 arange chunks on its own client connection and thread. Workers started with
+// kSlowChunks take ~10 ms a chunk, so it is still running while a test does its damage.
+const std::map<std::string, std::string> kSlowChunks = {{"PSCHED_TEST_CHUNK_DELAY_MS", "10"}};
+
+class BackgroundJob {
+ public:
+  explicit BackgroundJob(TestCluster& cluster)
+      : job_(arange_job(2000, 2000, 100, 100, 1, 1)), client_(cluster.client()) {
+    thread_ = std::thread([this] {
+      try {
+        pclient::RunOptions options;
+        options.on_progress = [this](const pclient::Progress& p) {
+          if (p.chunks_done > 0) started_ = true;
+        };
+        result_ = client_.run(job_, options);
+      } catch (const std::exception& e) {
+        error_ = e.what();
+      }
+      finished_ = true;
+    });
+  }
+  ~BackgroundJob() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Readiness: the job has at least one chunk done.
+  bool wait_started(int timeout_ms = 20000) {
+    return eventually([&] { return started_.load() || finished_.load(); }, timeout_ms);
+  }
+  bool finished() const { return finished_; }
+  // Waits for the end; "" when the result is exactly the closed form, else what went wrong.
+  std::string outcome() {
+    thread_.join();
+    if (!error_.empty()) return "job failed: " + error_;
+    return check(job_, result_);
+  }
+
+ private:
+  pclient::Job job_;
+  pclient::Client client_;
+  pclient::Result result_;
+  std::string error_;
+  std::atomic<bool> started_{false}, finished_{false};
+  std::thread thread_;
+};
+
+}  // namespace psched::test

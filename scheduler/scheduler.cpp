@@ -19,7 +19,10 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 struct Scheduler::Peer {
-  std::shared_ptr<FramedConnection> conn;
+  // Weak: the connection's handlers own the Peer, so a strong pointer back would be a cycle that
+  // outlives the loop (the connection lives through its pending operations and its record).
+  std::weak_ptr<FramedConnection> conn;
+  std::string remote;
   enum class Kind { kNew, kWorker, kClient } kind = Kind::kNew;
   uint32_t id = 0;
 };
@@ -109,20 +112,22 @@ void Scheduler::accept() {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (!ec) {
       auto peer = std::make_shared<Peer>();
-      peer->conn = std::make_shared<FramedConnection>(
+      auto conn = std::make_shared<FramedConnection>(
           std::move(socket), std::min(config_.max_frame_bytes, kMaxHelloFrameBytes));
+      peer->conn = conn;
+      peer->remote = conn->remote();
       if (connections_ >= config_.max_connections) {
         ++counters_.connections_refused;
-        spdlog::warn("refusing connection from {}: {} connections already open",
-                     peer->conn->remote(), connections_);
-        peer->conn->start({[](wire::Message::Reader) {}, nullptr});
-        peer->conn->send_error_and_close(fmt::format(
+        spdlog::warn("refusing connection from {}: {} connections already open", conn->remote(),
+                     connections_);
+        conn->start({[](wire::Message::Reader) {}, nullptr});
+        conn->send_error_and_close(fmt::format(
             "scheduler has too many connections ({})", config_.max_connections));
       } else {
         ++connections_;
-        peer->conn->start({[this, peer](wire::Message::Reader m) { on_message(peer, m); },
-                           [this, peer](const std::string& why) { on_close(peer, why); }});
-        peer->conn->set_idle_timeout(std::chrono::milliseconds(config_.handshake_timeout_ms));
+        conn->start({[this, peer](wire::Message::Reader m) { on_message(peer, m); },
+                     [this, peer](const std::string& why) { on_close(peer, why); }});
+        conn->set_idle_timeout(std::chrono::milliseconds(config_.handshake_timeout_ms));
       }
     } else {
       // Out of descriptors (EMFILE) and the like: retrying at once would spin; pause instead.
@@ -159,7 +164,8 @@ void Scheduler::on_message(const std::shared_ptr<Peer>& peer, wire::Message::Rea
   switch (peer->kind) {
     case Peer::Kind::kNew:
       if (message.which() != wire::Message::HELLO) {
-        protocol_error(*peer->conn, "expected Hello as the first message");
+        if (auto conn = peer->conn.lock())
+          protocol_error(*conn, "expected Hello as the first message");
         return;
       }
       on_hello(peer, message.getHello());
@@ -182,7 +188,7 @@ void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& w
   if (shutting_down_ && connections_ == 0 && on_drained_) asio::post(io_, std::move(on_drained_));
   switch (peer->kind) {
     case Peer::Kind::kNew:
-      spdlog::debug("{}: closed before Hello: {}", peer->conn->remote(), why);
+      spdlog::debug("{}: closed before Hello: {}", peer->remote, why);
       return;
     case Peer::Kind::kWorker:
       remove_worker(peer->id, why, /*graceful=*/false);
@@ -191,7 +197,7 @@ void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& w
       auto it = clients_.find(peer->id);
       if (it == clients_.end()) return;
       const std::set<JobId> jobs = it->second->jobs;
-      spdlog::info("client {} ({}) left: {}", it->second->name, peer->conn->remote(), why);
+      spdlog::info("client {} ({}) left: {}", it->second->name, peer->remote, why);
       clients_.erase(it);
       for (JobId job : jobs) cancel_job(job);
       return;
@@ -200,7 +206,9 @@ void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& w
 }
 
 void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader hello) {
-  FramedConnection& conn = *peer->conn;
+  const std::shared_ptr<FramedConnection> conn_owner = peer->conn.lock();
+  if (!conn_owner) return;
+  FramedConnection& conn = *conn_owner;
   if (shutting_down_) {
     conn.send_error_and_close("scheduler shutting down");
     return;
@@ -241,7 +249,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     w->threads = info.getThreads();
     w->slots = std::clamp<uint32_t>(info.getSlots(), 1, 4096);
     w->window_elements = info.getWindowElements();
-    w->conn = peer->conn;
+    w->conn = conn_owner;
     peer->kind = Peer::Kind::kWorker;
     peer->id = id;
     conn.set_idle_timeout(std::chrono::milliseconds(config_.worker_timeout_ms));
@@ -258,7 +266,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     auto c = std::make_unique<ClientRecord>();
     c->id = id;
     c->name = name;
-    c->conn = peer->conn;
+    c->conn = conn_owner;
     peer->kind = Peer::Kind::kClient;
     peer->id = id;
     conn.set_idle_timeout(std::chrono::milliseconds(config_.client_timeout_ms));

@@ -266,8 +266,11 @@ TEST_CASE("a connection that says nothing is closed after the handshake timeout"
         CHECK(silent.wait_closed(10000));
         CHECK(seconds_since(t0) > 0.5);
         CHECK(seconds_since(t0) < 5);
-        CHECK(cluster.log_of(cluster.scheduler_pid()).find("closed before Hello: nothing received for 1000 ms") !=
-              std::string::npos);
+        // psched closes the socket, then logs why: the line may land just after we see the close.
+        CHECK(eventually([&] {
+          return cluster.log_of(cluster.scheduler_pid())
+                     .find("closed before Hello: nothing received for 1000 ms") != std::string::npos;
+        }, 5000));
       },
       {"--handshake-timeout", "1"});
 }
@@ -371,14 +374,19 @@ TEST_CASE("a client that floods requests and never reads stops being read and th
   std::string requests;
   const std::string one = frame_of([](wire::Message::Builder m) { m.initClusterInfoRequest().setTag(1); });
   for (int i = 0; i < 400000; ++i) requests += one;
-  flood.send_bytes(requests, 3000);  // stops when the scheduler stops reading (socket buffers full)
+  // Stops when the scheduler stops reading and the socket buffers are full.
+  CHECK_FALSE(flood.send_bytes(requests, 3000));
   const long after = rss_kb();
   INFO("scheduler RSS before " << before << " kB, after " << after << " kB");
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's quarantine keeps freed memory resident
   CHECK(after - before < 16 * 1024);
-  // Everyone else is served meanwhile.
+#endif
+  // Everyone else is served meanwhile; the flooder is paused, not dropped (that would take
+  // 64 MB of unsent answers).
   const pclient::Job job = arange_job(300, 300, 100, 100);
   CHECK(check(job, cluster.client().run(job)) == "");
   CHECK(process_alive(cluster.scheduler_pid()));
+  CHECK(cluster.log_of(cluster.scheduler_pid()).find("not reading") == std::string::npos);
 }
 
 TEST_CASE("names and reasons a peer sends cannot forge log lines", "[security]") {

@@ -1,0 +1,298 @@
+// Jobs through their life in the scheduler: a Submit becomes a Job, ResultBatches fold into it,
+// Progress streams to its client, and it ends done, failed or cancelled (and is remembered for the
+// dashboard); a worker that leaves or dies hands its running chunks back. Connections and Hello
+// are in scheduler.cpp, keeping windows full in dispatch.cpp.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/chunk_grid.h"
+#include "common/logging.h"
+#include "common/wire_convert.h"
+#include "scheduler/scheduler.h"
+
+namespace psched {
+
+namespace {
+
+// Chunks of all running jobs together that the scheduler keeps state for (~40 bytes each): many
+// jobs of the largest size validate() allows must not add up to more memory than the host has.
+constexpr uint64_t kMaxTrackedChunks = uint64_t{1} << 26;
+
+// Worker names in first-seen order, each once (a restarted worker may fail a chunk twice).
+std::vector<std::string> distinct(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& n : names)
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
+}  // namespace
+
+void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
+  JobSpec spec = from_wire(submit.getSpec());
+  if (Status st = validate(spec); !st) {
+    send_message(*client.conn, [&](wire::Message::Builder m) {
+      auto f = m.initJobFailed();
+      f.setJobId(0);
+      f.setMessage(fmt::format("invalid job: {}", st.message()));
+    });
+    spdlog::info("client {} '{}': refused job: {}", client.id, client.name, st.message());
+    return;
+  }
+  const JobSpec job_spec = normalized(spec);
+  const uint64_t chunks = ChunkGrid{job_spec.rows, job_spec.cols, job_spec.chunk_rows,
+                                    job_spec.chunk_cols}.chunks();
+  uint64_t tracked = 0;
+  for (const auto& [jid, j] : jobs_) tracked += j->chunks();
+  if (tracked + chunks > kMaxTrackedChunks) {
+    send_message(*client.conn, [&](wire::Message::Builder m) {
+      auto f = m.initJobFailed();
+      f.setJobId(0);
+      f.setMessage(fmt::format("scheduler busy: {} running jobs hold {} chunks; this job's {} more "
+                               "would pass the limit of {} (submit it when some finish)",
+                               jobs_.size(), tracked, chunks, kMaxTrackedChunks));
+    });
+    spdlog::warn("client {} '{}': refused a job of {} chunks: {} chunks already tracked", client.id,
+                 client.name, chunks, tracked);
+    return;
+  }
+  const JobId id = next_job_id_++;
+  auto job = std::make_unique<Job>(id, client.id, std::make_shared<const JobSpec>(job_spec),
+                                   submit.getWantPartials());
+  ++counters_.jobs_submitted;
+  if (spdlog::should_log(spdlog::level::info))  // describe() is not free: tiny jobs notice
+    spdlog::info("job {} from client '{}': {} ({} chunks)", id, client.name, describe(spec),
+                 job->chunks());
+  send_message(*client.conn, [&](wire::Message::Builder m) {
+    auto a = m.initJobAccepted();
+    a.setTag(submit.getTag());
+    a.setJobId(id);
+    a.setChunks(job->chunks());
+  });
+  client.jobs.insert(id);
+  jobs_[id] = std::move(job);
+  dispatch();
+}
+
+void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch) {
+  const JobId job_id = batch.getJobId();
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    if (job_id == 0 || job_id >= next_job_id_) {
+      protocol_error(*worker.conn, fmt::format("results for unknown job {}", job_id));
+      return;
+    }
+    // The job finished, failed or was cancelled meanwhile: its late results are dropped (its
+    // chunks left the worker's window when the job was forgotten).
+    dispatch_to(worker);
+    return;
+  }
+  Job& job = *it->second;
+  // A worker's own figure: NaN, infinite or negative would poison the counters for good.
+  const double busy = std::isfinite(batch.getBusySeconds()) && batch.getBusySeconds() >= 0
+                          ? batch.getBusySeconds()
+                          : 0.0;
+  worker.busy_seconds += busy;
+  if (const uint64_t n = batch.getResults().size() + batch.getFailures().size(); n > 0)
+    counters_.chunk_seconds.observe(busy / double(n), n);
+  const uint64_t chunk_bytes = job.spec()->chunk_bytes();
+  // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
+  // good results first would keep a liar's partials, and could leave a job with every chunk done
+  // and no one to complete it.
+  for (auto r : batch.getResults()) {
+    const uint64_t chunk = r.getChunk();
+    const bool held = chunk < job.chunks() && job.state(chunk) == TaskState::kRunning &&
+                      job.running_on(chunk) == worker.id;
+    const bool duplicate = chunk < job.chunks() && job.state(chunk) == TaskState::kDone;
+    if (held || duplicate) continue;
+    protocol_error(*worker.conn,
+                   fmt::format("result for chunk {} of job {} that was not assigned to this worker",
+                               chunk, job_id));
+    return;
+  }
+  uint64_t finished = 0;
+  for (auto r : batch.getResults())
+    if (job.finish(r.getChunk(), worker.id, from_wire(r))) ++finished;
+  worker.in_flight.remove(job_id, finished);
+  worker.chunks_done += finished;
+  worker.bytes_reduced += finished * chunk_bytes;
+  counters_.tasks_done += finished;
+  counters_.bytes_reduced += finished * chunk_bytes;
+  bool requeued = false;
+  for (auto f : batch.getFailures()) {
+    const uint64_t chunk = f.getChunk();
+    if (chunk >= job.chunks() || job.state(chunk) != TaskState::kRunning ||
+        job.running_on(chunk) != worker.id)
+      continue;
+    worker.in_flight.remove(job_id, 1);
+    ++counters_.tasks_failed;
+    const std::string message = printable(f.getMessage().cStr(), 1000);
+    spdlog::warn("job {} chunk {} failed on worker '{}': {}", job_id, chunk, worker.name, message);
+    const uint32_t failures = job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
+    ++counters_.tasks_requeued;
+    requeued = true;
+    if (failures >= config_.allowed_failures) {
+      fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, failures,
+                                fmt::join(distinct(job.failed_on(chunk)), ", "), message));
+      dispatch();
+      return;
+    }
+  }
+  if (job.complete()) {
+    complete_job(job);
+  } else {
+    send_progress(job, /*force=*/false);
+  }
+  if (requeued) {
+    dispatch();
+  } else {
+    dispatch_to(worker);
+  }
+}
+
+void Scheduler::send_progress(Job& job, bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - job.last_progress < std::chrono::milliseconds(50)) return;
+  job.last_progress = now;
+  auto cit = clients_.find(job.client());
+  if (cit == clients_.end()) return;
+  capnp::MallocMessageBuilder m(256 + job.unsent_partials.size() * 8);
+  auto p = m.initRoot<wire::Message>().initProgress();
+  p.setJobId(job.id());
+  p.setChunksDone(job.done());
+  p.setChunksTotal(job.chunks());
+  p.setRunningSum(job.running_sum());
+  if (!job.unsent_partials.empty()) {
+    auto list = p.initPartials(uint32_t(job.unsent_partials.size()));
+    for (size_t i = 0; i < job.unsent_partials.size(); ++i) {
+      const uint64_t chunk = job.unsent_partials[i];
+      to_wire(chunk, job.partial(chunk), list[uint32_t(i)]);
+    }
+    job.unsent_partials.clear();
+  }
+  cit->second->conn->send(m);
+}
+
+void Scheduler::complete_job(Job& job) {
+  send_progress(job, /*force=*/true);
+  const PartialSum total = job.result();
+  ++counters_.jobs_completed;
+  spdlog::info("job {} done: {} chunks in {:.3f} s on {} workers, sum {:.17g}, count {}", job.id(),
+               job.chunks(), job.seconds(), job.workers_used(), total.sum, total.count);
+  auto cit = clients_.find(job.client());
+  if (cit != clients_.end()) {
+    send_message(*cit->second->conn, [&](wire::Message::Builder m) {
+      auto r = m.initJobResult();
+      r.setJobId(job.id());
+      r.setSum(total.sum);
+      r.setCount(total.count);
+      r.setMin(total.min);
+      r.setMax(total.max);
+      r.setChunks(job.chunks());
+      r.setWorkers(uint32_t(job.workers_used()));
+      r.setSeconds(job.seconds());
+      r.setRetries(job.retries());
+    });
+  }
+  remember_job(job, "done", "");
+  forget_job(job);
+}
+
+void Scheduler::fail_job(Job& job, const std::string& message) {
+  ++counters_.jobs_failed;
+  spdlog::warn("job {} failed: {}", job.id(), message);
+  auto cit = clients_.find(job.client());
+  if (cit != clients_.end()) {
+    send_message(*cit->second->conn, [&](wire::Message::Builder m) {
+      auto f = m.initJobFailed();
+      f.setJobId(job.id());
+      f.setMessage(message);
+    });
+  }
+  remember_job(job, "failed", message);
+  forget_job(job);
+}
+
+void Scheduler::cancel_job(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  ++counters_.jobs_cancelled;
+  spdlog::info("job {} cancelled ({} of {} chunks done)", id, it->second->done(),
+               it->second->chunks());
+  remember_job(*it->second, "cancelled", "cancelled by its client, or its client left");
+  forget_job(*it->second);
+  dispatch();
+}
+
+void Scheduler::forget_job(Job& job) {
+  const JobId id = job.id();
+  capnp::MallocMessageBuilder m(32);
+  m.initRoot<wire::Message>().initDropJob().setJobId(id);
+  for (auto& [wid, w] : workers_) {
+    if (w->defined_jobs.erase(id)) w->conn->send(m);
+    // The worker forgets the job's queued chunks; the running ones report and are dropped.
+    w->in_flight.forget_job(id);
+  }
+  auto cit = clients_.find(job.client());
+  if (cit != clients_.end()) cit->second->jobs.erase(id);
+  jobs_.erase(id);  // destroys `job`
+}
+
+void Scheduler::remember_job(const Job& job, const char* state, const std::string& message) {
+  JobSummary s;
+  s.id = job.id();
+  auto cit = clients_.find(job.client());
+  s.client = cit != clients_.end() ? cit->second->name : fmt::format("client {}", job.client());
+  s.description = describe(*job.spec());
+  s.state = state;
+  s.message = message.substr(0, 1000);
+  s.chunks = job.chunks();
+  s.chunks_done = job.done();
+  s.bytes = job.spec()->bytes();
+  s.retries = job.retries();
+  s.workers = uint32_t(job.workers_used());
+  s.seconds = job.seconds();
+  if (job.complete()) {
+    const PartialSum total = job.result();
+    s.sum = total.sum;
+    s.count = total.count;
+  } else {
+    s.sum = job.running_sum();
+  }
+  recent_jobs_.push_front(std::move(s));
+  if (recent_jobs_.size() > kRecentJobs) recent_jobs_.pop_back();
+}
+
+void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  std::unique_ptr<WorkerRecord> w = std::move(it->second);
+  workers_.erase(it);
+  spdlog::info("worker {} '{}' {}: {} ({} chunks in flight re-queued)", id, w->name,
+               graceful ? "left" : "lost", why, w->in_flight.size());
+  std::vector<std::pair<JobId, std::string>> to_fail;
+  for (const auto& [job_id, held] : w->in_flight.by_job()) {
+    auto jit = jobs_.find(job_id);
+    if (jit == jobs_.end()) continue;
+    Job& job = *jit->second;
+    for (const uint64_t chunk : job.running_chunks_of(id)) {
+      const uint32_t failures = job.requeue(chunk, id, w->name, /*blame=*/!graceful);
+      ++counters_.tasks_requeued;
+      if (!graceful && failures >= config_.allowed_failures)
+        to_fail.emplace_back(job_id, fmt::format(
+                                       "chunk {} was lost {} times with workers that died ({})",
+                                       chunk, failures,
+                                       fmt::join(distinct(job.failed_on(chunk)), ", ")));
+    }
+  }
+  for (auto& [job_id, message] : to_fail) {
+    auto jit = jobs_.find(job_id);
+    if (jit != jobs_.end()) fail_job(*jit->second, message);
+  }
+  if (!shutting_down_) dispatch();
+}
+
+}  // namespace psched

@@ -161,7 +161,7 @@ TEST_CASE("psched restarted on the same port: workers without --death-timeout re
   CHECK(check(job, cluster.client().run(job)) == "");
 }
 
-TEST_CASE("a chunk that crashes every worker fails its job after --allowed-failures; the cluster keeps serving",
+TEST_CASE("a chunk that crashes every worker fails its job after --allowed-failures, and the cluster keeps serving",
           "[lifecycle]") {
   TestCluster cluster;
   // One supervisor running 3 worker processes, each crashing on chunk 7; crashed ones are restarted.
@@ -179,7 +179,7 @@ TEST_CASE("a chunk that crashes every worker fails its job after --allowed-failu
   CHECK(check(fine, client.run(fine)) == "");
 }
 
-TEST_CASE("a client that disconnects mid-job has its job cancelled; others are served", "[lifecycle]") {
+TEST_CASE("a client that disconnects mid-job has its job cancelled, and others are served", "[lifecycle]") {
   TestCluster cluster;
   cluster.add_worker({.threads = 1, .env = kSlowChunks});
   cluster.wait_for_workers(1);
@@ -231,7 +231,7 @@ TEST_CASE("a worker started before the scheduler file exists waits for it and jo
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("supervisor: a worker process killed with -9 is restarted; killing the supervisor takes them all",
+TEST_CASE("supervisor: a worker process killed with -9 is restarted, and killing the supervisor takes them all",
           "[lifecycle]") {
   TestCluster cluster;
   const pid_t supervisor = cluster.add_worker({.threads = 1, .extra_args = {"--nworkers", "2"}});

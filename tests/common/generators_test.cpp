@@ -47,7 +47,7 @@ TEST_CASE("normal(10, 1) has mean 10 and std 1 over a million elements", "[gener
   CHECK(std::fabs(var - 1.0) < 0.01);
 }
 
-TEST_CASE("uniform(low, high) stays in [low, high) and seeds give different streams", "[generators]") {
+TEST_CASE("uniform(low, high) stays at or above low and below high, and seeds give different streams", "[generators]") {
   const GeneratorParams a{1, -2.0, 3.0, 1};
   const GeneratorParams b{1, -2.0, 3.0, 2};
   int same = 0;

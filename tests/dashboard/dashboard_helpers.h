@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/job_helpers.h"
 #include "../support/test_cluster.h"
 #include "http_probe.h"
 
@@ -29,17 +30,8 @@ inline std::unique_ptr<TestCluster> dashboard_cluster(const std::vector<std::str
 // arange(0, 1) over rows x cols, every element: the sum is n(n-1)/2 with n = rows * cols, exact.
 inline pclient::Job arange_sum_job(uint64_t rows, uint64_t cols, uint64_t chunk_rows,
                                    uint64_t chunk_cols) {
-  pclient::Job job;
-  job.rows = rows;
-  job.cols = cols;
-  job.chunk_rows = chunk_rows;
-  job.chunk_cols = chunk_cols;
-  job.generator = "arange";
-  job.param0 = 0;
-  job.param1 = 1;
+  pclient::Job job = arange_job(rows, cols, chunk_rows, chunk_cols);
   job.offset = 0;
-  job.row_step = 1;
-  job.col_step = 1;
   return job;
 }
 

@@ -2,7 +2,7 @@
 // build gives the same bits, and cheap chunks travel in wide windows without losing any.
 #include <catch2/catch.hpp>
 
-#include "job_helpers.h"
+#include "support/job_helpers.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;

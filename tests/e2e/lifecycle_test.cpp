@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "common/process.h"
-#include "job_helpers.h"
+#include "support/job_helpers.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;

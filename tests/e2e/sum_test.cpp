@@ -4,7 +4,7 @@
 #include <cmath>
 #include <thread>
 
-#include "job_helpers.h"
+#include "support/job_helpers.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "common/address.h"
-#include "e2e/job_helpers.h"
+#include "support/job_helpers.h"
 #include "support/test_cluster.h"
 
 namespace psched::test {

@@ -14,6 +14,7 @@
 
 #include "common/address.h"
 #include "common/connection.h"
+#include "common/event_loop.h"
 #include "common/framing.h"
 #include "common/job_spec.h"
 #include "common/scheduler_file.h"
@@ -70,6 +71,7 @@ struct Client::Impl {
   std::function<void(psched::wire::Message::Reader)> waiter;
   bool done = false;
   uint64_t next_tag = 1;
+  std::chrono::microseconds spin{0};
 
   void on_message(psched::wire::Message::Reader m) {
     if (m.which() == psched::wire::Message::HEARTBEAT) return;
@@ -102,7 +104,7 @@ struct Client::Impl {
     }
     heartbeat();
     io.restart();
-    while (!done && closed_why.empty() && !timed_out) io.run_one();
+    while (!done && closed_why.empty() && !timed_out) psched::run_one_spinning(io, spin);
     heartbeat_timer.cancel();
     if (deadline) deadline->cancel();
     io.restart();
@@ -139,6 +141,7 @@ Client Client::connect(const ConnectOptions& options) {
 
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
+  s.spin = std::chrono::microseconds(std::max(0, options.spin_us));
   // Resolve and connect under one deadline.
   tcp::socket socket(s.io);
   boost::system::error_code result = asio::error::timed_out;

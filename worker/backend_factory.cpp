@@ -55,6 +55,7 @@ Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
   options.threads = choice.threads;
   options.memory_limit_bytes = choice.memory_limit_bytes;
   options.test_delay_ms = choice.test_delay_ms;
+  options.spin = choice.spin;
   return make_cpu_backend(options);
 }
 

@@ -2,6 +2,7 @@
 // (auto says so in one warning line; an explicit cuda without a device is an error).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@ struct BackendChoice {
   int threads = 0;            // cpu threads; 0 = one per core
   uint64_t memory_limit_bytes = 0;
   int test_delay_ms = 0;  // test-only, CPU backend
+  std::chrono::microseconds spin{0};  // CPU backend threads poll this long before sleeping
 };
 
 // "cpu cuda" or "cpu": what this binary was built with.

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/event_loop.h"
 #include "common/logging.h"
 #include "common/process.h"
 #include "common/token.h"
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   std::string token_file;
   std::string log_level = "info";
   int nworkers = 1;
+  int64_t spin_us = psched::kDefaultSpin.count();
   bool version = false;
 
   CLI::App app{"pcuda-worker: a psched worker daemon. Connects to the scheduler and computes chunks "
@@ -79,6 +81,10 @@ int main(int argc, char** argv) {
   app.add_option("--death-timeout", config.death_timeout_s,
                  "Exit when no scheduler is reachable for this many seconds (default: never)");
   app.add_option("--token-file", token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
+  app.add_option("--spin-us", spin_us,
+                 "Microseconds to keep polling after each event before sleeping (lower latency on "
+                 "VMs, where waking an idle CPU is slow); 0 = sleep at once")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1000000}));
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error")->capture_default_str();
   app.add_flag("--version", version, "Print the version and the compiled backends");
   CLI11_PARSE(app, argc, argv);
@@ -102,6 +108,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   backend.memory_limit_bytes = *limit;
+  backend.spin = std::chrono::microseconds(spin_us);
   auto token = psched::load_token(token_file);
   if (!token) {
     std::cerr << "pcuda-worker: " << token.message() << "\n";
@@ -143,7 +150,8 @@ int main(int argc, char** argv) {
           c.spec.env["CUDA_VISIBLE_DEVICES"] =
               gpu < int(visible_ids.size()) ? visible_ids[size_t(gpu)] : std::to_string(gpu);
           c.spec.args = {"--backend", "cuda", "--name", config.name + "-gpu" + std::to_string(gpu),
-                         "--memory-limit", memory_limit, "--log-level", log_level};
+                         "--memory-limit", memory_limit, "--log-level", log_level,
+                         "--spin-us", std::to_string(spin_us)};
           children.push_back(std::move(c));
         }
       }
@@ -155,7 +163,8 @@ int main(int argc, char** argv) {
       c.label = "worker " + std::to_string(i);
       c.spec.path = psched::self_exe_path();
       c.spec.args = {"--backend", backend.kind, "--name", config.name + "-" + std::to_string(i),
-                     "--memory-limit", memory_limit, "--log-level", log_level};
+                     "--memory-limit", memory_limit, "--log-level", log_level,
+                         "--spin-us", std::to_string(spin_us)};
       if (backend.threads > 0) {
         c.spec.args.push_back("--nthreads");
         c.spec.args.push_back(std::to_string(backend.threads));
@@ -197,6 +206,6 @@ int main(int argc, char** argv) {
     });
   });
   worker.start();
-  io.run();
+  psched::run_spinning(io, backend.spin);
   return worker.exit_code();
 }

@@ -73,6 +73,7 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   sched.path = psched_bin;
   sched.args = {"--host", "127.0.0.1", "--port", "0", "--dashboard-address", "none",
                 "--scheduler-file", scheduler_file_, "--log-level", o.log_level};
+  if (o.spin_us >= 0) sched.args.insert(sched.args.end(), {"--spin-us", std::to_string(o.spin_us)});
   auto pid = psched::spawn_child(sched);
   if (!pid) return pid.status();
   pids_.push_back(*pid);
@@ -106,6 +107,7 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
       w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});
     }
     if (!o.memory_limit.empty()) w.args.insert(w.args.end(), {"--memory-limit", o.memory_limit});
+    if (o.spin_us >= 0) w.args.insert(w.args.end(), {"--spin-us", std::to_string(o.spin_us)});
     auto wpid = psched::spawn_child(w);
     if (!wpid) return wpid.status();
     pids_.push_back(*wpid);

@@ -18,6 +18,7 @@ struct LocalClusterOptions {
   int threads_per_worker = 0;  // cpu: 0 = cores / N
   std::string memory_limit;    // passed to the workers
   std::string log_level = "warning";
+  int spin_us = -1;      // the daemons' --spin-us (-1: their default)
   std::string bin_dir;   // where psched and pcuda-worker live (default: next to pbench)
 };
 

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
   int64_t row_stop = -1, col_stop = -1;
   int connect_timeout_ms = 5000;
+  int spin_us = -1;
 
   CLI::App app{"pbench: sum of (scale*x + offset)[r0:r1:rs, c0:c1:cs] over a generated 2-D array on a "
                "psched cluster, timed as DeepOps' sum.py (\"create data + computation\")."};
@@ -149,6 +150,10 @@ int main(int argc, char** argv) {
   app.add_option("--memory-limit", memory_limit, "Local mode: --memory-limit for each worker");
   app.add_option("--connect-timeout", connect_timeout_ms, "Milliseconds to wait for the scheduler")
       ->capture_default_str()->check(CLI::Range(1, 3600000));
+  app.add_option("--spin-us", spin_us,
+                 "Microseconds the client (and, in local mode, the daemons) keep polling after each "
+                 "message before sleeping; 0 = sleep at once (default: 100)")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--repeat", repeat, "Run the job N times in one session")->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   app.add_flag("--json", json, "Print one JSON object instead of text");
@@ -193,6 +198,7 @@ int main(int argc, char** argv) {
   connect.name = "pbench";
   connect.token = token;
   connect.connect_timeout_ms = connect_timeout_ms;
+  if (spin_us >= 0) connect.spin_us = spin_us;
   try {
     if (local_mode) {
       pbench::install_cleanup_handlers();
@@ -202,6 +208,7 @@ int main(int argc, char** argv) {
       lo.threads_per_worker = nthreads;
       lo.memory_limit = memory_limit;
       lo.log_level = log_level;
+      lo.spin_us = spin_us;
       if (psched::Status st = local.start(lo); !st) return fail(st.message());
       connect.scheduler_file = local.scheduler_file();
     } else {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/event_loop.h"
 #include "worker/cpu/reduce.h"
 
 namespace psched {
@@ -70,6 +72,7 @@ class CpuBackend final : public Backend {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back(Run{job_id, first, first + count, spec});
+      has_work_.store(true, std::memory_order_release);
     }
     if (count == 1) {
       wake_.notify_one();
@@ -81,6 +84,7 @@ class CpuBackend final : public Backend {
   void drop_job(uint64_t job_id) override {
     std::lock_guard<std::mutex> lock(mutex_);
     std::erase_if(queue_, [&](const Run& r) { return r.job_id == job_id; });
+    has_work_.store(!queue_.empty(), std::memory_order_release);
   }
 
   uint64_t memory_used_bytes() const override {
@@ -95,6 +99,7 @@ class CpuBackend final : public Backend {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
       queue_.clear();
+      has_work_.store(true, std::memory_order_release);  // spinning threads look, and stop
     }
     wake_.notify_all();
     for (auto& t : threads_)
@@ -107,6 +112,9 @@ class CpuBackend final : public Backend {
     ChunkBuffer scratch;
     ChunkTask task;  // its spec is kept from chunk to chunk: copied only when the job changes
     for (;;) {
+      // Poll a moment before sleeping: the next run usually arrives within a round trip, and
+      // waking a sleeping thread (on a VM especially) costs more than that.
+      spin_until([&] { return has_work_.load(std::memory_order_acquire); }, options_.spin);
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -115,7 +123,10 @@ class CpuBackend final : public Backend {
         task.job_id = front.job_id;
         task.chunk = front.next++;
         if (task.spec != front.spec) task.spec = front.spec;
-        if (front.next == front.end) queue_.pop_front();
+        if (front.next == front.end) {
+          queue_.pop_front();
+          has_work_.store(!queue_.empty(), std::memory_order_release);
+        }
       }
       ChunkOutcome out;
       out.job_id = task.job_id;
@@ -154,6 +165,7 @@ class CpuBackend final : public Backend {
     std::shared_ptr<const JobSpec> spec;
   };
   std::deque<Run> queue_;
+  std::atomic<bool> has_work_{false};  // !queue_.empty() || stopping_, for polling without the lock
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

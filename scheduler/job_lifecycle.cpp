@@ -159,21 +159,26 @@ void Scheduler::send_progress(Job& job, bool force) {
   job.last_progress = now;
   auto cit = clients_.find(job.client());
   if (cit == clients_.end()) return;
-  capnp::MallocMessageBuilder m(256 + job.unsent_partials.size() * 8);
-  auto p = m.initRoot<wire::Message>().initProgress();
-  p.setJobId(job.id());
-  p.setChunksDone(job.done());
-  p.setChunksTotal(job.chunks());
-  p.setRunningSum(job.running_sum());
-  if (!job.unsent_partials.empty()) {
-    auto list = p.initPartials(uint32_t(job.unsent_partials.size()));
-    for (size_t i = 0; i < job.unsent_partials.size(); ++i) {
-      const uint64_t chunk = job.unsent_partials[i];
-      to_wire(chunk, job.partial(chunk), list[uint32_t(i)]);
+  size_t sent = 0;
+  do {
+    const size_t n = std::min(job.unsent_partials.size() - sent, kMaxPartialsPerProgress);
+    capnp::MallocMessageBuilder m(256 + n * 6);
+    auto p = m.initRoot<wire::Message>().initProgress();
+    p.setJobId(job.id());
+    p.setChunksDone(job.done());
+    p.setChunksTotal(job.chunks());
+    p.setRunningSum(job.running_sum());
+    if (n > 0) {
+      auto list = p.initPartials(uint32_t(n));
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t chunk = job.unsent_partials[sent + i];
+        to_wire(chunk, job.partial(chunk), list[uint32_t(i)]);
+      }
     }
-    job.unsent_partials.clear();
-  }
-  cit->second->conn->send(m);
+    sent += n;
+    cit->second->conn->send(m);
+  } while (sent < job.unsent_partials.size());
+  job.unsent_partials.clear();
 }
 
 void Scheduler::complete_job(Job& job) {

@@ -23,6 +23,10 @@
 
 namespace psched {
 
+// Most chunk partials one Progress carries (40 bytes each on the wire, so ~2.6 MB): more go out in
+// further Progress messages, so no rate of completions can outgrow a frame (16 MiB).
+inline constexpr size_t kMaxPartialsPerProgress = 65536;
+
 struct SchedulerConfig {
   std::string host;                 // listen address; empty: all interfaces
   uint16_t port = 8786;             // 0: pick a free port

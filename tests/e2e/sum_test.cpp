@@ -1,6 +1,6 @@
 // End-to-end: real psched + pcuda-worker processes on loopback, jobs through libpclient.
 #include <catch2/catch.hpp>
-
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -127,6 +127,31 @@ TEST_CASE("progress is streamed and partials add up to the result", "[e2e]") {
   }
   CHECK(count == r.count);
   CHECK(sum == r.sum);  // integers below 2^53: exact in any order
+}
+
+TEST_CASE("partials of many fast chunks come split over several Progress messages", "[e2e]") {
+  TestCluster cluster;
+  cluster.add_worker({.threads = 1});
+  cluster.add_worker({.threads = 1});
+  cluster.wait_for_workers(2);
+  const pclient::Job job = arange_job(1, 400000, 1, 1);  // 400,000 one-element chunks
+  uint64_t received = 0, messages = 0;
+  size_t largest = 0;
+  double sum = 0;
+  pclient::RunOptions options;
+  options.want_partials = true;
+  options.on_progress = [&](const pclient::Progress& p) {
+    ++messages;
+    largest = std::max(largest, p.partials.size());
+    received += p.partials.size();
+    for (const auto& c : p.partials) sum += c.sum;
+  };
+  const pclient::Result r = cluster.client().run(job, options);
+  CHECK(check(job, r) == "");
+  CHECK(received == job.chunks());
+  CHECK(sum == r.sum);  // integers below 2^53: exact in any order
+  CHECK(largest <= 65536);  // kMaxPartialsPerProgress (scheduler/scheduler.h)
+  CHECK(messages >= job.chunks() / 65536);
 }
 
 TEST_CASE("an invalid job is refused by the scheduler with a clear error and the cluster keeps serving",

@@ -43,6 +43,7 @@ WorkerInfo from_wire(psched::wire::WorkerInfo::Reader w) {
   o.slots = w.getSlots();
   o.chunks_done = w.getChunksDone();
   o.bytes_reduced = w.getBytesReduced();
+  o.busy_seconds = w.getBusySeconds();
   return o;
 }
 

@@ -73,6 +73,8 @@ struct WorkerInfo {
   windowElements @14 :UInt64;  # elements the worker wants in flight when chunks are small: a
                                # job's window is max(slots, windowElements / chunk elements),
                                # at most 65536 chunks (0: slots only)
+  busySeconds @15 :Float64;    # backend compute seconds the worker reported so far, filled by
+                               # the scheduler in ClusterInfo (GPU: event-timed, overlap removed)
 }
 
 struct Hello {

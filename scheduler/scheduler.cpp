@@ -349,6 +349,7 @@ void Scheduler::send_cluster_info(ClientRecord& client, uint64_t tag) {
       o.setWindowElements(w->window_elements);
       o.setChunksDone(w->chunks_done);
       o.setBytesReduced(w->bytes_reduced);
+      o.setBusySeconds(w->busy_seconds);
     }
   });
 }

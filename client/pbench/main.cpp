@@ -41,13 +41,29 @@ void draw_progress(const pclient::Progress& p) {
   std::fflush(stderr);
 }
 
-nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers) {
+// With `before` (the workers just before the last run) and that run's wall seconds, each device
+// also gets what it did in that run: chunks, busy seconds by its own timings, and busy / wall per
+// unit of compute (a CPU worker's busy time is summed over its threads).
+nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
+                            const std::vector<pclient::WorkerInfo>* before = nullptr, double seconds = 0) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& w : workers) {
     nlohmann::json d = {{"name", w.name}, {"host", w.host}, {"backend", w.backend}, {"device", w.device_name},
                         {"memory_total_bytes", w.memory_total_bytes}, {"threads", w.threads},
-                        {"chunks_done", w.chunks_done}};
+                        {"chunks_done", w.chunks_done}, {"busy_seconds", w.busy_seconds}};
     if (w.backend == "cuda") d["compute_capability"] = std::to_string(w.compute_major) + "." + std::to_string(w.compute_minor);
+    if (before && seconds > 0) {
+      uint64_t chunks0 = 0;
+      double busy0 = 0;
+      for (const auto& b : *before)
+        if (b.id == w.id) {
+          chunks0 = b.chunks_done;
+          busy0 = b.busy_seconds;
+        }
+      d["run_chunks"] = w.chunks_done - chunks0;
+      d["run_busy_seconds"] = w.busy_seconds - busy0;
+      d["run_busy_fraction"] = (w.busy_seconds - busy0) / seconds / std::max<uint32_t>(1, w.threads);
+    }
     list.push_back(d);
   }
   return list;
@@ -248,7 +264,9 @@ int main(int argc, char** argv) {
     pclient::Result result;
     pclient::RunOptions run_options;
     if (tty) run_options.on_progress = draw_progress;
+    std::vector<pclient::WorkerInfo> before;
     for (int i = 0; i < repeat; ++i) {
+      if (i == repeat - 1) before = client.workers();  // the last run's own share, below
       result = client.run(job, run_options);
       runs.push_back(result.wall_seconds);
       if (tty) std::fprintf(stderr, "\r%80s\r", "");
@@ -277,7 +295,7 @@ int main(int argc, char** argv) {
                             {"chunk_rows", job.chunk_rows},
                             {"chunk_cols", job.chunk_cols},
                             {"fused", job.fused},
-                            {"devices", devices_json(workers)}};
+                            {"devices", devices_json(workers, &before, seconds)}};
       if (repeat > 1) out["runs"] = runs;
       if (check) out["check"] = problem.empty() ? "ok" : problem;
       std::cout << out.dump() << std::endl;
@@ -296,6 +314,17 @@ int main(int argc, char** argv) {
                     sorted.front(), sorted.back());
       }
       std::printf("Cluster: %s\n", summarize(workers).c_str());
+      double busy = 0;
+      int active = 0;
+      for (const auto& w : workers)
+        for (const auto& b : before)
+          if (b.id == w.id && w.chunks_done > b.chunks_done) {
+            busy += (w.busy_seconds - b.busy_seconds) / std::max<uint32_t>(1, w.threads);
+            ++active;
+          }
+      if (active > 0 && seconds > 0)
+        std::printf("Busy: the %d workers computed for %.0f%% of the wall time (mean; their own timings)\n",
+                    active, 100.0 * busy / active / seconds);
       if (check) std::printf("Check: %s\n", problem.empty() ? "ok" : problem.c_str());
       std::fflush(stdout);
     }

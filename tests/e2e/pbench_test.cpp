@@ -84,6 +84,15 @@ TEST_CASE("pbench --json --repeat prints one object with the runs", "[pbench]") 
   CHECK(j["count"] == 250000);
   CHECK(j["runs"].size() == 3);
   CHECK(j["check"] == "ok");
+  // Each device reports its own share of the last run: chunks and busy time by its own timings.
+  REQUIRE(j["devices"].size() == 1);
+  const auto& d = j["devices"][0];
+  CHECK(d["chunks_done"] == 48);  // three runs
+  CHECK(d["run_chunks"] == 16);   // the last one
+  CHECK(d["run_busy_seconds"].get<double>() > 0);
+  CHECK(d["run_busy_seconds"].get<double>() <= d["busy_seconds"].get<double>());
+  CHECK(d["run_busy_fraction"].get<double>() > 0);
+  CHECK(d["run_busy_fraction"].get<double>() <= 1.01);  // per thread, within the run's wall time
 }
 
 TEST_CASE("pbench -d uses a running cluster by address and by scheduler file", "[pbench]") {

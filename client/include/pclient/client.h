@@ -80,6 +80,7 @@ struct WorkerInfo {
   uint64_t memory_total_bytes = 0, memory_limit_bytes = 0;
   uint32_t compute_major = 0, compute_minor = 0, threads = 0, slots = 0;
   uint64_t chunks_done = 0, bytes_reduced = 0;
+  double busy_seconds = 0;  // compute time the worker reported so far (its own timings)
 };
 
 struct ConnectOptions {

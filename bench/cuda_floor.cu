@@ -36,7 +36,7 @@ struct Args {
   uint64_t chunk_rows = 10000, chunk_cols = 10000;
   uint64_t chunks = 0;  // > 0: also run this many chunks through CudaBackend
   bool fused = false;   // the backend run uses fused chunks
-  int streams = 3;
+  int streams = CudaBackendOptions{}.streams;  // the worker's default
 };
 
 [[noreturn]] void usage(const char* why) {

@@ -85,5 +85,37 @@ else
   grep -q "does not fit in memory limit" <<<"$msg" || fail "memory-limit error unclear"
 fi
 
+echo "== a GPU fault (sticky CUDA error) on a worker: it reports, leaves, exits 3; the job completes exactly"
+dir=$(mktemp -d)
+"$bin/psched" --port 0 --host 127.0.0.1 --dashboard-address none --scheduler-file "$dir/s.json" 2>"$dir/psched.log" &
+sched=$!
+workers_up() {  # at least $1 workers registered
+  "$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json 2>/dev/null | grep -o '"backend"' | wc -l
+}
+# The faulty worker is alone when the job starts, so it holds chunk 3; the healthy one joins after
+# it left and finishes the job.
+CUDA_VISIBLE_DEVICES=0 PSCHED_TEST_DEVICE_FAULT_ON_CHUNK=3 "$bin/pcuda-worker" --scheduler-file "$dir/s.json" \
+  --backend cuda --name faulty 2>"$dir/faulty.log" &
+faulty=$!
+for _ in $(seq 300); do [[ $(workers_up) -ge 1 ]] && break; sleep 0.1; done
+timeout 300 "$bin/pbench" -d --scheduler-file "$dir/s.json" -x 50000 -y 50000 --chunk-x 5000 --chunk-y 5000 \
+  --generator arange --row-step 1 --col-step 1 --json --check >"$dir/job.json" &
+job=$!
+for _ in $(seq 600); do kill -0 "$faulty" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$faulty" 2>/dev/null; then fail "the faulty worker still runs a minute later"; kill -9 "$faulty"; fi
+wait "$faulty"
+faulty_rc=$?
+CUDA_VISIBLE_DEVICES=0 "$bin/pcuda-worker" --scheduler-file "$dir/s.json" --backend cuda --name healthy \
+  2>"$dir/healthy.log" &
+healthy=$!
+wait "$job" || fail "the job did not complete after a worker's GPU fault"
+cat "$dir/job.json"
+grep -q '"check":"ok"' "$dir/job.json" || fail "the job's result is not exact after a GPU fault"
+[[ $faulty_rc -eq 3 ]] || fail "the faulty worker exited $faulty_rc, expected 3"
+grep -m1 "device lost" "$dir/faulty.log" || fail "the faulty worker did not say 'device lost'"
+kill -TERM "$healthy"; wait "$healthy" || fail "healthy worker did not exit 0 on SIGTERM"
+kill -TERM "$sched"; wait "$sched" || fail "psched did not exit 0"
+for f in "$dir"/*.log; do cp "$f" "$out/fault-$(basename "$f")"; done; rm -rf "$dir"
+
 [[ $status -eq 0 ]] && echo "gpu.sh: all checks passed" || echo "gpu.sh: some checks FAILED"
 exit $status

@@ -26,6 +26,9 @@ struct ChunkOutcome {
   PartialSum partial;
   std::string error;       // when !ok: one line saying what went wrong
   double busy_seconds = 0;  // compute time the backend spent on this chunk
+  // The device is unusable from now on (a sticky CUDA error): the worker reports this outcome,
+  // then leaves and exits non-zero so that it is restarted with a fresh device context.
+  bool device_lost = false;
 };
 
 struct DeviceInfo {

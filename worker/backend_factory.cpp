@@ -42,6 +42,8 @@ Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
       CudaBackendOptions options;
       options.device = 0;
       options.memory_limit_bytes = choice.memory_limit_bytes;
+      options.test_trap_on_chunk = choice.test_fault_on_chunk;
+      if (choice.streams > 0) options.streams = choice.streams;
       auto backend = make_cuda_backend(options);
       if (backend || choice.kind == "cuda") return backend;
       why = backend.message();
@@ -56,6 +58,7 @@ Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
   options.memory_limit_bytes = choice.memory_limit_bytes;
   options.test_delay_ms = choice.test_delay_ms;
   options.spin = choice.spin;
+  options.test_fault_on_chunk = choice.test_fault_on_chunk;
   return make_cpu_backend(options);
 }
 

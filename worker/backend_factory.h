@@ -14,9 +14,11 @@ namespace psched {
 struct BackendChoice {
   std::string kind = "auto";  // auto, cpu, cuda
   int threads = 0;            // cpu threads; 0 = one per core
+  int streams = 0;            // cuda stream slots; 0 = the backend's default
   uint64_t memory_limit_bytes = 0;
   int test_delay_ms = 0;  // test-only, CPU backend
   std::chrono::microseconds spin{0};  // CPU backend threads poll this long before sleeping
+  int64_t test_fault_on_chunk = -1;    // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK)
 };
 
 // "cpu cuda" or "cpu": what this binary was built with.

@@ -72,6 +72,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nthreads", backend.threads, "CPU backend threads per worker (default: cores)")
       ->check(CLI::Range(1, 4096));
+  app.add_option("--streams", backend.streams,
+                 "CUDA backend: chunks in flight on each GPU, one stream and chunk buffer each "
+                 "(default 6; fewer when memory is short)")
+      ->check(CLI::Range(1, 32));
   app.add_option("--nworkers", nworkers, "CPU backend: number of worker processes to supervise")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--name", config.name, "Worker name shown by the scheduler (default HOST-PID)");
@@ -118,6 +122,7 @@ int main(int argc, char** argv) {
   // Test-only fault switches: environment only, never reachable from the network.
   if (const char* crash = std::getenv("PSCHED_TEST_CRASH_ON_CHUNK")) config.crash_on_chunk = std::atoll(crash);
   if (const char* delay = std::getenv("PSCHED_TEST_CHUNK_DELAY_MS")) backend.test_delay_ms = std::atoi(delay);
+  if (const char* fault = std::getenv("PSCHED_TEST_DEVICE_FAULT_ON_CHUNK")) backend.test_fault_on_chunk = std::atoll(fault);
   if (config.name.empty()) config.name = default_name();
 
   // Several devices (or --nworkers): supervise one worker process each.
@@ -152,6 +157,10 @@ int main(int argc, char** argv) {
           c.spec.args = {"--backend", "cuda", "--name", config.name + "-gpu" + std::to_string(gpu),
                          "--memory-limit", memory_limit, "--log-level", log_level,
                          "--spin-us", std::to_string(spin_us)};
+          if (backend.streams > 0) {
+            c.spec.args.push_back("--streams");
+            c.spec.args.push_back(std::to_string(backend.streams));
+          }
           children.push_back(std::move(c));
         }
       }

@@ -43,6 +43,8 @@ class Worker {
   void leave(const std::string& reason, std::function<void()> on_left);
   // Exit status the process should return once the loop ends.
   int exit_code() const { return exit_code_; }
+  // The exit code after a sticky device error (supervisors restart the worker).
+  static constexpr int kExitDeviceLost = 3;
 
  private:
   void connect();

@@ -179,6 +179,37 @@ TEST_CASE("a chunk that crashes every worker fails its job after --allowed-failu
   CHECK(check(fine, client.run(fine)) == "");
 }
 
+TEST_CASE("a worker whose device is lost reports the chunk and exits 3 while its job completes elsewhere",
+          "[lifecycle]") {
+  TestCluster cluster;
+  // A sticky device error on chunk 3 (simulated on the CPU backend; bench/gpu.sh makes a real GPU
+  // trap). The faulty worker is alone when the job starts, so chunk 3 is its.
+  const pid_t faulty = cluster.add_worker({.threads = 1, .env = {{"PSCHED_TEST_DEVICE_FAULT_ON_CHUNK", "3"}}});
+  cluster.wait_for_workers(1);
+  const pclient::Job job = arange_job(100, 100, 10, 10);
+  pclient::Result result;
+  std::string error;
+  std::thread run([&] {
+    try {
+      result = cluster.client().run(job);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  int status = 0;
+  const bool exited = eventually([&] { return waitpid(faulty, &status, WNOHANG) == faulty; });
+  if (exited) cluster.forget(faulty);
+  CHECK(exited);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(cluster.log_of(faulty).find("device lost: simulated device fault") != std::string::npos);
+  cluster.add_worker({.threads = 1});  // the job waited for a worker; this one finishes it
+  run.join();
+  CHECK(error == "");
+  CHECK(check(job, result) == "");
+  CHECK(result.retries >= 1);
+}
+
 TEST_CASE("a client that disconnects mid-job has its job cancelled, and others are served", "[lifecycle]") {
   TestCluster cluster;
   cluster.add_worker({.threads = 1, .env = kSlowChunks});

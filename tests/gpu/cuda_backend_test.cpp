@@ -455,6 +455,37 @@ TEST_CASE("many chunks of several jobs enqueued at once all come back exactly on
   CHECK(outcomes.size() == total);
 }
 
+TEST_CASE("busy seconds of overlapping streams add up to no more than the wall time", "[gpu]") {
+  for (const int streams : {1, 3, 8}) {
+    INFO("streams " << streams);
+    Outcomes outcomes;
+    auto backend = backend_with({.streams = streams});
+    backend->start(outcomes.callback());
+    JobSpec seed = arange_job(8000, 8000, 2000, 2000);  // 16 chunks of 32 MB, normal(10, 1)
+    seed.generator = Generator::kNormal;
+    seed.param0 = 10;
+    seed.param1 = 1;
+    seed.row_sel.step = seed.col_sel.step = 2;
+    auto spec = prepared(seed);
+    backend->enqueue(ChunkTask{1, 0, spec});  // warm-up: buffers allocated before the clock starts
+    REQUIRE(outcomes.wait_for(1));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int pass = 0; pass < 10; ++pass)
+      for (uint64_t c = 0; c < 16; ++c) backend->enqueue(ChunkTask{1, c, spec});
+    REQUIRE(outcomes.wait_for(161));
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double busy = 0;
+    for (const ChunkOutcome& o : outcomes.of_job(1)) {
+      REQUIRE(o.ok);
+      CHECK(o.busy_seconds >= 0);
+      busy += o.busy_seconds;
+    }
+    busy -= outcomes.of_job(1).front().busy_seconds;  // the warm-up chunk came first
+    CHECK(busy > 0);
+    CHECK(busy <= wall * 1.001 + 1e-4);
+  }
+}
+
 TEST_CASE("chunks enqueued from on_done keep a window in flight until the job is done", "[gpu]") {
   // Everything on_done touches is declared before the backend, so it outlives its threads.
   Outcomes outcomes;

@@ -139,6 +139,11 @@ class CpuBackend final : public Backend {
         out.error = fmt::format("chunk of {} MiB x {} threads does not fit in memory limit {} MiB",
                                 buffer_bytes >> 20, options_.threads,
                                 options_.memory_limit_bytes >> 20);
+      } else if (options_.test_fault_on_chunk >= 0 &&
+                 task.chunk == uint64_t(options_.test_fault_on_chunk)) {
+        out.ok = false;
+        out.error = "simulated device fault (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK)";
+        out.device_lost = true;
       } else {
         try {
           out.partial = reduce_chunk_cpu(*task.spec, task.chunk, scratch);

@@ -27,6 +27,29 @@ inline std::string describe_cuda_error(cudaError_t code, const char* call, const
          cudaGetErrorString(code) + " (" + cudaGetErrorName(code) + ")";
 }
 
+// Errors after which the CUDA context is unusable until the process exits: every later call in it
+// fails the same way (a kernel fault, a hardware error). A worker that sees one must exit, so that
+// its supervisor (or systemd, Kubernetes) starts it again with a fresh context.
+inline bool cuda_error_is_sticky(cudaError_t code) {
+  switch (code) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorNvlinkUncorrectable:
+    case cudaErrorContextIsDestroyed:
+      return true;
+    default:
+      return false;
+  }
+}
+
 [[noreturn]] inline void throw_cuda_error(cudaError_t code, const char* call, const char* file,
                                           int line) {
   // Reset the thread's last-error state so a later cudaGetLastError() (the kernel-launch check)

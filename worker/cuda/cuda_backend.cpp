@@ -64,7 +64,7 @@ class CudaBackend final : public Backend {
 
   void complete_loop();
   void finish(InFlight& entry);
-  double busy_ms(const StreamSlot& slot, cudaEvent_t stop);
+  double take_busy_ms(const StreamSlot& slot, cudaEvent_t stop);
 
   const CudaBackendOptions options_;
   DeviceInfo info_;
@@ -75,7 +75,7 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<bool, int, int, uint64_t>, uint64_t> temp_bytes_cache_;
 
   // Completion thread only.
-  cudaEvent_t previous_stop_ = nullptr;
+  cudaEvent_t latest_stop_ = nullptr;  // the latest chunk stop seen (take_busy_ms)
 
   OnDone on_done_;
   std::thread dispatcher_, completer_;
@@ -229,12 +229,17 @@ InFlight CudaBackend::dispatch(const ChunkTask& task) {
     entry.stop_event = s.next_stop;
     s.next_stop ^= 1;
     PSCHED_CUDA_CHECK(cudaEventRecord(s.start, s.stream));
+    if (options_.test_trap_on_chunk >= 0 && task.chunk == uint64_t(options_.test_trap_on_chunk))
+      gpu::launch_trap(s.stream);
     if (!work.fused) gpu::launch_generate(work, s.buffer, sm_count_, s.stream);
     gpu::launch_reduce(work, s.buffer, s.temp, s.temp_bytes, s.device_stats, s.stream);
     PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.host_stats, s.device_stats, sizeof(gpu::SelectionStats),
                                       cudaMemcpyDeviceToHost, s.stream));
     PSCHED_CUDA_CHECK(cudaEventRecord(s.stop[entry.stop_event], s.stream));
     entry.launched = true;
+  } catch (const CudaError& e) {
+    fail(e.what());
+    entry.outcome.device_lost = cuda_error_is_sticky(e.code());
   } catch (const std::exception& e) {
     fail(e.what());
   }
@@ -295,40 +300,47 @@ void CudaBackend::finish(InFlight& entry) {
       entry.outcome.partial.sum = s.host_stats->sum;
       entry.outcome.partial.min = s.host_stats->min;
       entry.outcome.partial.max = s.host_stats->max;
-      entry.outcome.busy_seconds = busy_ms(s, stop) / 1e3;
-      previous_stop_ = stop;
+      entry.outcome.busy_seconds = take_busy_ms(s, stop) / 1e3;
     } else {
       (void)cudaGetLastError();
       entry.outcome.ok = false;
       entry.outcome.error =
           describe_cuda_error(status, "cudaEventSynchronize(chunk done)", __FILE__, __LINE__);
-      previous_stop_ = nullptr;
+      entry.outcome.device_lost = cuda_error_is_sticky(status);
+      latest_stop_ = nullptr;
     }
   } else {
     // The launch failed part way: let whatever reached the stream finish before reuse.
     if (cudaStreamSynchronize(s.stream) != cudaSuccess) (void)cudaGetLastError();
-    previous_stop_ = nullptr;  // this slot's stop events may have been recorded out of turn
+    latest_stop_ = nullptr;  // this slot's stop events may have been recorded out of turn
   }
   pool_.release(entry.slot);
 }
 
-// GPU time of this chunk not shared with the chunk finished before it. The streams overlap and a
-// chunk's start event fires as soon as it is queued, so start..stop alone would also count the
-// time the GPU spent on earlier chunks. previous_stop_ is intact: its slot has been handed out at
-// most once since (at or after this entry), and that used its other stop event.
-double CudaBackend::busy_ms(const StreamSlot& slot, cudaEvent_t stop) {
+// GPU time of this chunk not already counted for earlier chunks: from the later of its start and
+// the latest stop seen so far, to its stop (0 when it ended before that latest stop: the streams
+// overlap, and a chunk may finish before the one dispatched ahead of it). Each chunk adds at most
+// what the latest stop advanced, so a worker's busy seconds never exceed the GPU's wall time.
+// Moves latest_stop_ on. latest_stop_ is intact when read: its slot's next chunk (same stream) ends
+// after it, and is finished (moving latest_stop_ on) before that slot can record this event again.
+double CudaBackend::take_busy_ms(const StreamSlot& slot, cudaEvent_t stop) {
   float total = 0;
   if (cudaEventElapsedTime(&total, slot.start, stop) != cudaSuccess) {
     (void)cudaGetLastError();
+    latest_stop_ = nullptr;
     return 0;
   }
-  if (previous_stop_ != nullptr && previous_stop_ != stop) {
-    float since_previous = 0;
-    if (cudaEventElapsedTime(&since_previous, previous_stop_, stop) != cudaSuccess)
+  if (latest_stop_ != nullptr && latest_stop_ != stop) {
+    float since_latest = 0;
+    if (cudaEventElapsedTime(&since_latest, latest_stop_, stop) != cudaSuccess) {
       (void)cudaGetLastError();
-    else if (since_previous >= 0 && since_previous < total)
-      total = since_previous;
+    } else if (since_latest < 0) {
+      return 0;  // all of it lies before the latest stop: counted already
+    } else if (since_latest < total) {
+      total = since_latest;
+    }
   }
+  latest_stop_ = stop;
   return std::max(0.0, double(total));
 }
 

@@ -290,6 +290,15 @@ void launch_generate(const ChunkWork& w, void* buffer, int sm_count, cudaStream_
   PSCHED_CUDA_CHECK(cudaGetLastError());
 }
 
+namespace {
+__global__ void trap_kernel() { __trap(); }
+}  // namespace
+
+void launch_trap(cudaStream_t stream) {
+  trap_kernel<<<1, 1, 0, stream>>>();
+  PSCHED_CUDA_CHECK(cudaGetLastError());
+}
+
 size_t reduce_temp_bytes(const ChunkWork& w) {
   const uint32_t n = selected_items(w);
   size_t bytes = 0;

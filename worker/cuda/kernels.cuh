@@ -62,4 +62,8 @@ size_t reduce_temp_bytes(const ChunkWork& work);
 void launch_reduce(const ChunkWork& work, const void* buffer, void* temp, size_t temp_bytes,
                    SelectionStats* d_stats, cudaStream_t stream);
 
+// Test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): a kernel that executes a trap instruction, leaving the
+// context with a sticky error, as a hardware fault or a bad kernel would.
+void launch_trap(cudaStream_t stream);
+
 }  // namespace psched::gpu

@@ -14,6 +14,8 @@
 #include "client/job_spec_of.h"
 #include "common/closed_form.h"
 #include "common/job_spec.h"
+#include "common/logging.h"
+#include "common/token.h"
 #include "local_cluster.h"
 #include "pclient/client.h"
 
@@ -197,15 +199,13 @@ int main(int argc, char** argv) {
     return fail(e.what(), 2);
   }
 
+  // Warnings (a token file others can read) go to stderr, never into --json output.
+  if (psched::Status st = psched::setup_logging("pbench", "warning"); !st) return fail(st.message(), 2);
   std::string token;
   if (!token_file.empty()) {
-    FILE* f = std::fopen(token_file.c_str(), "r");
-    if (!f) return fail("cannot read token file '" + token_file + "'", 2);
-    char buf[4097] = {};
-    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-    std::fclose(f);
-    token.assign(buf, n);
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+    auto loaded = psched::load_token(token_file);
+    if (!loaded) return fail(loaded.message(), 2);
+    token = *loaded;
   }
 
   pbench::LocalCluster local;

@@ -150,6 +150,21 @@ TEST_CASE("a token file others can read is warned about (without the token), and
   CHECK(log.find("token file '" + open_file + "' is readable by other users; chmod 600 it") != std::string::npos);
   CHECK(log.find(t.token) == std::string::npos);
   CHECK_NOTHROW(cluster.client(t.token));
+  // pbench says so too, on stderr in the daemons' log format, and still runs.
+  cluster.add_worker({.threads = 1, .extra_args = {"--token-file", t.good}});
+  cluster.client(t.token).wait_for_workers(1, 20000);
+  std::vector<std::string> argv = {"/usr/bin/env", "-u", "PSCHED_TOKEN"};
+  const auto job = pbench_job(cluster);
+  argv.insert(argv.end(), job.begin(), job.end());
+  argv.insert(argv.end(), {"--token-file", open_file});
+  std::string out;
+  const int status = run_command(argv, &out, 30000);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(out.find("pbench warning token file '" + open_file + "' is readable by other users; chmod 600 it") !=
+        std::string::npos);
+  CHECK(out.find("Check: ok") != std::string::npos);
+  CHECK(out.find(t.token) == std::string::npos);
 }
 
 TEST_CASE("an empty or unreadable token file stops psched at start with a clear message", "[security][token]") {

@@ -57,6 +57,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   config.worker_timeout_ms = worker_timeout_s * 1000;
+  // A dashboard given only a port listens where the scheduler does: `--host 127.0.0.1` keeps both
+  // off the network, and the published URL names the same host.
+  if (!config.host.empty() && !config.dashboard_address.empty() && config.dashboard_address[0] == ':')
+    config.dashboard_address =
+        (config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host) +
+        config.dashboard_address;
   config.handshake_timeout_ms = handshake_timeout_s * 1000;
 
   if (psched::Status st = psched::setup_logging("psched", log_level); !st) {

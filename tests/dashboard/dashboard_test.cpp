@@ -3,7 +3,11 @@
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "dashboard_helpers.h"
 
@@ -125,6 +129,25 @@ TEST_CASE("unknown paths get 404, other methods 405, and query strings are ignor
 TEST_CASE("a psched started with --dashboard-address none publishes no dashboard") {
   TestCluster cluster;  // SchedulerOptions' default dashboard is "none"
   CHECK(cluster.dashboard().empty());
+}
+
+TEST_CASE("a dashboard given only a port listens on the scheduler's --host") {
+  TestCluster cluster({.dashboard = ":0"});  // psched --host 127.0.0.1 --dashboard-address :0
+  REQUIRE(cluster.dashboard().rfind("http://127.0.0.1:", 0) == 0);
+  const uint16_t port = port_of(cluster.dashboard());
+  CHECK(http_request(port, "GET", "/health").status == 200);
+  // The listening socket is bound to 127.0.0.1 (0100007F in /proc/net/tcp), not to every interface.
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line, bound;
+  const std::string port_hex = fmt::format(":{:04X} ", port);
+  while (std::getline(tcp, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    if (state == "0A" && local.size() > 5 && (local + " ").find(port_hex) != std::string::npos)
+      bound = local.substr(0, local.find(':'));
+  }
+  CHECK(bound == "0100007F");
 }
 
 TEST_CASE("a dashboard port already in use stops psched with a clear error") {

@@ -5,7 +5,7 @@
 # Environment: REPEAT (runs per figure, default 3), SIZE (seed array side, default 24000),
 # CHUNKS (tiny-task chunks, default 200000), MEM_CHUNKS (scheduler-memory job, default 1000000).
 #   1. floors (cpu-floor): the seed's chunks in process on all cores, memory bandwidth, the
-#      per-chunk cost in process, loopback round trip;
+#      per-chunk cost in process, loopback round trip (both ends polling, as our daemons do);
 #   2. seed: pbench -c 2, normal(10, 1), (x + 1)[::2, ::2], SIZE^2, 4000^2 chunks, in GB/s of array
 #      created and reduced, against the in-process floor and the memory-bandwidth floor;
 #   3. fused (reported separately, never the default), against its in-process floor;

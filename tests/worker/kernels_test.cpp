@@ -22,7 +22,7 @@ std::vector<const CpuKernels*> runnable_builds() {
 std::vector<double> generated(const CpuKernels& k, const GeneratorParams& g, uint64_t first,
                               uint64_t stride, uint64_t n, bool to_float = false) {
   std::vector<double> out(n);
-  k.generate(g, to_float, first, stride, n, out.data());
+  k.generate(g, to_float, first, stride, n, out.data(), /*streaming=*/false);
   return out;
 }
 
@@ -139,6 +139,29 @@ TEST_CASE("CPU kernels reduce lane j % 8 of a strided run, the same on every bui
           CHECK(same_bits(lanes.sum[l], want.sum[l]));
           CHECK(lanes.min[l] == want.min[l]);
           CHECK(lanes.max[l] == want.max[l]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("streaming stores give the same bits at any alignment and length", "[kernels]") {
+  const GeneratorParams gens[] = {{0, 10.0, 1.0, 42}, {1, -2.0, 3.0, 7}, {2, 5.0, 3.0, 0}, {3, 2.5, 0.0, 0}};
+  for (const CpuKernels* k : runnable_builds()) {
+    for (const GeneratorParams& g : gens) {
+      for (const uint64_t n : {uint64_t{1}, uint64_t{15}, uint64_t{64}, uint64_t{1001}}) {
+        for (const size_t misalign : {size_t{0}, size_t{1}, size_t{3}}) {  // in doubles: 0, 8, 24 bytes
+          INFO(k->isa << " generator " << int(g.kind) << " n " << n << " offset " << misalign);
+          const std::vector<double> plain = generated(*k, g, 6, 1, n);
+          // 64-byte aligned storage, written from `misalign` doubles in.
+          std::vector<double> storage(n + 16, -1.0);
+          double* base = storage.data();
+          while (reinterpret_cast<uintptr_t>(base) % 64 != 0) ++base;
+          double* out = base + misalign;
+          k->generate(g, false, 6, 1, n, out, /*streaming=*/true);
+          streaming_fence();
+          for (uint64_t i = 0; i < n; ++i) REQUIRE(same_bits(out[i], plain[i]));
+          CHECK(out[n] == -1.0);  // nothing written past the end
         }
       }
     }

@@ -1,5 +1,9 @@
 #include "worker/cpu/kernels.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -30,6 +34,12 @@ void lanes_total(const ReduceLanes& lanes, double& sum, double& min, double& max
     min = lanes.min[l] < min ? lanes.min[l] : min;
     max = lanes.max[l] > max ? lanes.max[l] : max;
   }
+}
+
+void streaming_fence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
 }
 
 const CpuKernels* cpu_kernels_for(const char* isa) {

@@ -33,14 +33,21 @@ void lanes_total(const ReduceLanes& lanes, double& sum, double& min, double& max
 struct CpuKernels {
   const char* isa;  // "baseline", "avx2" or "avx512"
   // out[i] = element_value(g, first + i * stride) for i < n, rounded through float when
-  // to_float (a float32 array's stored value, widened back).
+  // to_float (a float32 array's stored value, widened back). streaming: store around the caches
+  // (non-temporal stores where out is aligned) for buffers far larger than them, which are read
+  // back from memory anyway; it saves reading every line in before writing it. Same values. Call
+  // streaming_fence() once the buffer is written (not after every call: a fence waits for the
+  // stores to drain).
   void (*generate)(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t stride,
-                   uint64_t n, double* out);
+                   uint64_t n, double* out, bool streaming);
   // For j < n: v = scale * x[j * step] + offset (multiply, then add, each rounded) goes to lane
   // j % 8 of `lanes`.
   void (*reduce)(const double* x, uint64_t step, uint64_t n, double scale, double offset,
                  ReduceLanes& lanes);
 };
+
+// Orders this thread's non-temporal stores before what follows (sfence); a no-op elsewhere.
+void streaming_fence();
 
 // The widest build this CPU runs (PSCHED_CPU_KERNELS=baseline|avx2|avx512 narrows the choice).
 const CpuKernels& cpu_kernels();

@@ -75,6 +75,19 @@ inline __attribute__((always_inline)) vd sqrt_lanes(vd x) {
 #endif
 }
 
+// Stores one register at p: non-temporal when streaming and p is aligned to the register width.
+inline __attribute__((always_inline)) void store_lanes(double* p, vd v, bool streaming) {
+#if defined(__AVX512F__)
+  if (streaming && (reinterpret_cast<uintptr_t>(p) & 63) == 0) return _mm512_stream_pd(p, (__m512d)v);
+#elif defined(__AVX__)
+  if (streaming && (reinterpret_cast<uintptr_t>(p) & 31) == 0) return _mm256_stream_pd(p, (__m256d)v);
+#elif defined(__SSE2__)
+  if (streaming && (reinterpret_cast<uintptr_t>(p) & 15) == 0) return _mm_stream_pd(p, (__m128d)v);
+#endif
+  (void)streaming;
+  __builtin_memcpy(p, &v, sizeof(v));
+}
+
 // Per lane: a where mask is all ones, b where it is zero.
 inline __attribute__((always_inline)) vd select_bits(vu mask, vd a, vd b) {
   return (vd)(((vu)a & mask) | ((vu)b & ~mask));
@@ -250,14 +263,13 @@ inline __attribute__((always_inline)) vd as_stored(vd v, bool to_float) {
 
 template <vd (*Element)(const Source&, vu)>
 void generate_with(const Source& src, bool to_float, uint64_t first, uint64_t stride, uint64_t n,
-                   double* out) {
+                   double* out, bool streaming) {
   vu index;
   for (int l = 0; l < kW; ++l) index[l] = first + uint64_t(l) * stride;
   const uint64_t step = kW * stride;
   uint64_t i = 0;
   for (; i + kW <= n; i += kW) {
-    const vd v = as_stored(Element(src, index), to_float);
-    __builtin_memcpy(out + i, &v, sizeof(v));
+    store_lanes(out + i, as_stored(Element(src, index), to_float), streaming);
     index += step;
   }
   if (i < n) {
@@ -290,7 +302,8 @@ inline __attribute__((always_inline)) void interleave(vd a, vd b, vd& lo, vd& hi
 }
 
 // Elements first, first + 1, ...: each block computed once for its two elements. first is even.
-void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, double* out) {
+void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, double* out,
+                  bool streaming) {
   vd radius[kNormalVecs], u1[kNormalVecs], sines[kNormalVecs];
   vu block;
   for (int l = 0; l < kW; ++l) block[l] = first / 2 + uint64_t(l);
@@ -314,8 +327,8 @@ void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, 
       interleave(even, odd, lo, hi);
       const uint64_t at = i + uint64_t(v) * 2 * kW;
       if (at + 2 * kW <= n) {
-        __builtin_memcpy(out + at, &lo, sizeof(lo));
-        __builtin_memcpy(out + at + kW, &hi, sizeof(hi));
+        store_lanes(out + at, lo, streaming);
+        store_lanes(out + at + kW, hi, streaming);
       } else {
         for (uint64_t j = 0; at + j < n; ++j) out[at + j] = j < kW ? lo[j] : hi[j - kW];
       }
@@ -358,7 +371,7 @@ void normal_strided(const Source& src, bool to_float, uint64_t first, uint64_t s
 }
 
 void generate_normal(const Source& src, bool to_float, uint64_t first, uint64_t stride,
-                     uint64_t n, double* out) {
+                     uint64_t n, double* out, bool streaming) {
   if (stride != 1 || n < 2 * kW) {
     normal_strided(src, to_float, first, stride, n, out);
     return;
@@ -369,26 +382,26 @@ void generate_normal(const Source& src, bool to_float, uint64_t first, uint64_t 
     ++out;
     --n;
   }
-  normal_pairs(src, to_float, first, n, out);
+  normal_pairs(src, to_float, first, n, out, streaming);
 }
 
 void generate(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t stride, uint64_t n,
-              double* out) {
+              double* out, bool streaming) {
   Source src{philox_keys(g.seed), g.param1, g.param0};
   switch (g.kind) {
     case 0:
-      generate_normal(src, to_float, first, stride, n, out);
-      return;
+      generate_normal(src, to_float, first, stride, n, out, streaming);
+      break;
     case 1:
       src.scale = g.param1 - g.param0;
-      generate_with<uniform_lanes>(src, to_float, first, stride, n, out);
-      return;
+      generate_with<uniform_lanes>(src, to_float, first, stride, n, out, streaming);
+      break;
     case 2:
-      generate_with<arange_lanes>(src, to_float, first, stride, n, out);
-      return;
+      generate_with<arange_lanes>(src, to_float, first, stride, n, out, streaming);
+      break;
     default:
-      generate_with<constant_lanes>(src, to_float, first, stride, n, out);
-      return;
+      generate_with<constant_lanes>(src, to_float, first, stride, n, out, streaming);
+      break;
   }
 }
 

@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
       c.spec.path = psched::self_exe_path();
       c.spec.args = {"--backend", backend.kind, "--name", config.name + "-" + std::to_string(i),
                      "--memory-limit", memory_limit, "--log-level", log_level,
-                         "--spin-us", std::to_string(spin_us)};
+                     "--spin-us", std::to_string(spin_us)};
       if (backend.threads > 0) {
         c.spec.args.push_back("--nthreads");
         c.spec.args.push_back(std::to_string(backend.threads));

@@ -260,21 +260,29 @@ void Worker::drain_inbox() {
 
 void Worker::on_outcome(ChunkOutcome outcome) {
   if (leaving_) return;
-  const bool device_lost = outcome.device_lost;
-  const std::string error = outcome.error;
+  if (outcome.device_lost) {
+    lose_device(std::move(outcome));
+    return;
+  }
   auto it = job_of_key_.find(outcome.job_id);
-  if (it != job_of_key_.end()) {  // else: a dropped job, or one of an earlier connection
+  if (it == job_of_key_.end()) return;  // dropped job, or one of an earlier connection
+  outcome.job_id = it->second;
+  add_pending(std::move(outcome));
+}
+
+// The device's context is gone for good: report the chunk that failed, then leave (the scheduler
+// re-queues what we held) and exit non-zero, so that our supervisor starts a worker with a fresh
+// context.
+void Worker::lose_device(ChunkOutcome outcome) {
+  const std::string error = outcome.error;
+  if (auto it = job_of_key_.find(outcome.job_id); it != job_of_key_.end()) {
     outcome.job_id = it->second;
     add_pending(std::move(outcome));
-  }
-  if (device_lost) {
-    // The context is gone for good: report what failed, then leave (the scheduler re-queues what
-    // we held) and exit non-zero, so that our supervisor starts a worker with a fresh context.
     flush_results();
-    exit_code_ = kExitDeviceLost;
-    spdlog::error("device lost: {}; leaving so that a fresh worker can take over", error);
-    leave("device lost: " + error, [this] { io_.stop(); });
   }
+  exit_code_ = kExitDeviceLost;
+  spdlog::error("device lost: {}; leaving so that a fresh worker can take over", error);
+  leave("device lost: " + error, [this] { io_.stop(); });
 }
 
 void Worker::add_pending(ChunkOutcome outcome) {

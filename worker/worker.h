@@ -57,6 +57,7 @@ class Worker {
   void on_outcome(ChunkOutcome outcome);  // on the loop; outcome.job_id is a local job key
   void add_pending(ChunkOutcome outcome);  // outcome.job_id is the scheduler's job id
   void flush_results();
+  void lose_device(ChunkOutcome outcome);
   void heartbeat();
   void give_up(const std::string& why, int code);
 

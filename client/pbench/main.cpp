@@ -43,9 +43,25 @@ void draw_progress(const pclient::Progress& p) {
   std::fflush(stderr);
 }
 
-// With `before` (the workers just before the last run) and that run's wall seconds, each device
-// also gets what it did in that run: chunks, busy seconds by its own timings, and busy / wall per
-// unit of compute (a CPU worker's busy time is summed over its threads).
+// What worker w did in the last run: `before` holds the workers just before it (one that joined
+// since counts from zero). busy_fraction is busy / wall per unit of compute (a CPU worker's busy
+// time is summed over its threads).
+struct RunShare {
+  uint64_t chunks = 0;
+  double busy_seconds = 0, busy_fraction = 0;
+};
+RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::WorkerInfo>& before, double seconds) {
+  RunShare r{w.chunks_done, w.busy_seconds, 0};
+  for (const auto& b : before)
+    if (b.id == w.id) {
+      r.chunks -= b.chunks_done;
+      r.busy_seconds -= b.busy_seconds;
+    }
+  if (seconds > 0) r.busy_fraction = r.busy_seconds / seconds / std::max<uint32_t>(1, w.threads);
+  return r;
+}
+
+// With `before` and the last run's wall seconds, each device also gets its share of that run.
 nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
                             const std::vector<pclient::WorkerInfo>* before = nullptr, double seconds = 0) {
   nlohmann::json list = nlohmann::json::array();
@@ -55,16 +71,10 @@ nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
                         {"chunks_done", w.chunks_done}, {"busy_seconds", w.busy_seconds}};
     if (w.backend == "cuda") d["compute_capability"] = std::to_string(w.compute_major) + "." + std::to_string(w.compute_minor);
     if (before && seconds > 0) {
-      uint64_t chunks0 = 0;
-      double busy0 = 0;
-      for (const auto& b : *before)
-        if (b.id == w.id) {
-          chunks0 = b.chunks_done;
-          busy0 = b.busy_seconds;
-        }
-      d["run_chunks"] = w.chunks_done - chunks0;
-      d["run_busy_seconds"] = w.busy_seconds - busy0;
-      d["run_busy_fraction"] = (w.busy_seconds - busy0) / seconds / std::max<uint32_t>(1, w.threads);
+      const RunShare r = run_share(w, *before, seconds);
+      d["run_chunks"] = r.chunks;
+      d["run_busy_seconds"] = r.busy_seconds;
+      d["run_busy_fraction"] = r.busy_fraction;
     }
     list.push_back(d);
   }
@@ -317,14 +327,13 @@ int main(int argc, char** argv) {
       double busy = 0;
       int active = 0;
       for (const auto& w : workers)
-        for (const auto& b : before)
-          if (b.id == w.id && w.chunks_done > b.chunks_done) {
-            busy += (w.busy_seconds - b.busy_seconds) / std::max<uint32_t>(1, w.threads);
-            ++active;
-          }
+        if (const RunShare r = run_share(w, before, seconds); r.chunks > 0) {
+          busy += r.busy_fraction;
+          ++active;
+        }
       if (active > 0 && seconds > 0)
         std::printf("Busy: the %d workers computed for %.0f%% of the wall time (mean; their own timings)\n",
-                    active, 100.0 * busy / active / seconds);
+                    active, 100.0 * busy / active);
       if (check) std::printf("Check: %s\n", problem.empty() ? "ok" : problem.c_str());
       std::fflush(stdout);
     }

@@ -187,6 +187,15 @@ inline __attribute__((always_inline)) vd log_lanes(vd x) {
   return select_bits(((vu)near >> 63) - 1, wide, narrow);
 }
 
+// c[0] z^(N-1) + ... + c[N-1] by Horner's rule: p = c[i] + z * p, highest power first.
+template <int N>
+inline __attribute__((always_inline)) vd horner(vd z, const double (&c)[N]) {
+  vd p = vd{} + c[0];
+#pragma GCC unroll 16
+  for (int i = 1; i < N; ++i) p = c[i] + z * p;
+  return p;
+}
+
 // sin(y) and cos(y) for y in [0, 2*pi]: y = k * pi/2 + x with |x| <= pi/4 by the first two steps
 // of fdlibm's Cody-Waite reduction (pi/2 to 118 bits, the first step exact; no double in [0, 2*pi]
 // lies within 2^-55 of a multiple of pi/2, so x keeps 60+ good bits), then both Taylor series on
@@ -210,23 +219,16 @@ inline __attribute__((always_inline)) void sincos_lanes(vd y, vd& sin_y, vd& cos
   const vd tail = (r - x) - w;
   const vd z = x * x;
   // sin(x + tail) = x + x^3 * S(x^2) + tail * (1 - x^2 / 2)
-  vd ps = vd{} + 1.0 / 355687428096000.0;
-  ps = -1.0 / 1307674368000.0 + z * ps;
-  ps = 1.0 / 6227020800.0 + z * ps;
-  ps = -1.0 / 39916800.0 + z * ps;
-  ps = 1.0 / 362880.0 + z * ps;
-  ps = -1.0 / 5040.0 + z * ps;
-  ps = 1.0 / 120.0 + z * ps;
-  ps = -1.0 / 6.0 + z * ps;
+  constexpr double kSin[] = {1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0,
+                             -1.0 / 39916800.0,       1.0 / 362880.0,        -1.0 / 5040.0,
+                             1.0 / 120.0,             -1.0 / 6.0};
+  const vd ps = horner(z, kSin);
   const vd sn = x + (tail * (1.0 - 0.5 * z) + (x * z) * ps);
   // cos(x + tail) = 1 - x^2 / 2 + x^4 * C(x^2) - tail * x, the 1 - x^2 / 2 kept exact-ish
-  vd pc = vd{} + 1.0 / 20922789888000.0;
-  pc = -1.0 / 87178291200.0 + z * pc;
-  pc = 1.0 / 479001600.0 + z * pc;
-  pc = -1.0 / 3628800.0 + z * pc;
-  pc = 1.0 / 40320.0 + z * pc;
-  pc = -1.0 / 720.0 + z * pc;
-  pc = 1.0 / 24.0 + z * pc;
+  constexpr double kCos[] = {1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0,
+                             -1.0 / 3628800.0,        1.0 / 40320.0,        -1.0 / 720.0,
+                             1.0 / 24.0};
+  const vd pc = horner(z, kCos);
   const vd hz = 0.5 * z;
   const vd one_minus = 1.0 - hz;
   const vd cs = one_minus + (((1.0 - one_minus) - hz) + ((z * z) * pc - x * tail));

@@ -83,6 +83,35 @@ common_option() {
   esac
 }
 
+# launch_option "$@": common_option, plus the options both launch scripts take: --scheduler-file
+# PATH (SCHEDULER_FILE) and --wait S (WAIT_S, checked by check_wait). Sets SHIFT_N like
+# common_option.
+SCHEDULER_FILE=""
+WAIT_S=30
+launch_option() {
+  common_option "$@"
+  ((SHIFT_N)) && return 0
+  local key=$1 value
+  case "$1" in
+    --scheduler-file | --wait)
+      [[ $# -ge 2 ]] || die "$1 needs a value"
+      value=$2
+      SHIFT_N=2
+      ;;
+    --scheduler-file=* | --wait=*)
+      key=${1%%=*}
+      value=${1#*=}
+      SHIFT_N=1
+      ;;
+    *) return 0 ;;
+  esac
+  case "$key" in
+    --scheduler-file) SCHEDULER_FILE=$value ;;
+    --wait) WAIT_S=$value ;;
+  esac
+}
+check_wait() { [[ "$WAIT_S" =~ ^[0-9]+$ ]] || die "--wait needs a number of seconds"; }
+
 # ssh_command: fills SSH_CMD with the ssh command line (the host and command go after it). The
 # user's options come first: for ssh, the first value given for an option wins.
 ssh_command() {

@@ -25,27 +25,21 @@ Example:
 USAGE
 }
 
-scheduler_file=""
-wait_s=30
 host=""
 daemon_args=()
 while (($#)); do
-  common_option "$@"
+  launch_option "$@"
   if ((SHIFT_N)); then shift "$SHIFT_N"; continue; fi
   case "$1" in
     -h | --help) usage; exit 0 ;;
-    --scheduler-file) [[ $# -ge 2 ]] || die "$1 needs a value"; scheduler_file=$2; shift 2 ;;
-    --scheduler-file=*) scheduler_file=${1#*=}; shift ;;
-    --wait) [[ $# -ge 2 ]] || die "$1 needs a value"; wait_s=$2; shift 2 ;;
-    --wait=*) wait_s=${1#*=}; shift ;;
     --) shift; daemon_args=("$@"); break ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) [[ -z "$host" ]] || die "one HOST only (see --help)"; host=$1; shift ;;
   esac
 done
 [[ -n "$host" ]] || { usage >&2; exit 2; }
-[[ "$wait_s" =~ ^[0-9]+$ ]] || die "--wait needs a number of seconds"
+check_wait
 [[ -z "$TOKEN_FILE" ]] || daemon_args=(--token-file "$TOKEN_FILE" "${daemon_args[@]}")
 
-run_remote "$host" start-daemon.sh psched "$PREFIX" "$LOG_DIR" "$scheduler_file" "$wait_s" \
+run_remote "$host" start-daemon.sh psched "$PREFIX" "$LOG_DIR" "$SCHEDULER_FILE" "$WAIT_S" \
   "${daemon_args[@]}"

@@ -28,27 +28,21 @@ Example:
 USAGE
 }
 
-scheduler_file=""
-wait_s=30
 positional=()
 daemon_args=()
 while (($#)); do
-  common_option "$@"
+  launch_option "$@"
   if ((SHIFT_N)); then shift "$SHIFT_N"; continue; fi
   case "$1" in
     -h | --help) usage; exit 0 ;;
-    --scheduler-file) [[ $# -ge 2 ]] || die "$1 needs a value"; scheduler_file=$2; shift 2 ;;
-    --scheduler-file=*) scheduler_file=${1#*=}; shift ;;
-    --wait) [[ $# -ge 2 ]] || die "$1 needs a value"; wait_s=$2; shift 2 ;;
-    --wait=*) wait_s=${1#*=}; shift ;;
     --) shift; daemon_args=("$@"); break ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) positional+=("$1"); shift ;;
   esac
 done
-[[ "$wait_s" =~ ^[0-9]+$ ]] || die "--wait needs a number of seconds"
-if [[ -n "$scheduler_file" ]]; then
-  daemon_args=(--scheduler-file "$scheduler_file" "${daemon_args[@]}")
+check_wait
+if [[ -n "$SCHEDULER_FILE" ]]; then
+  daemon_args=(--scheduler-file "$SCHEDULER_FILE" "${daemon_args[@]}")
   hosts=("${positional[@]}")
 else
   ((${#positional[@]} >= 1)) || { usage >&2; exit 2; }
@@ -60,7 +54,7 @@ fi
 
 start_worker() {
   local host=$1 out
-  if out=$(run_remote "$host" start-daemon.sh pcuda-worker "$PREFIX" "$LOG_DIR" "" "$wait_s" \
+  if out=$(run_remote "$host" start-daemon.sh pcuda-worker "$PREFIX" "$LOG_DIR" "" "$WAIT_S" \
     "${daemon_args[@]}"); then
     echo "$host: pcuda-worker pid ${out%% *}, log ${out#* }"
   else

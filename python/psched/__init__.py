@@ -15,4 +15,6 @@ from .cluster import LocalCluster
 from .future import Future
 from .result import Result
 
+Error.__module__ = Cancelled.__module__ = __name__  # psched.Error in tracebacks, not psched._native.Error
+
 __all__ = ["Client", "LocalCluster", "Future", "Result", "Error", "Cancelled", "array", "default_client"]

@@ -208,6 +208,7 @@ PYBIND11_MODULE(_native, m) {
     spec.args = args;
     spec.env = env;
     spec.stderr_path = stderr_path;
+    spec.own_process_group = true;  // Ctrl-C in a terminal interrupts the job, not the cluster
     auto pid = psched::spawn_child(spec);
     if (!pid) throw pclient::Error(pid.message());
     return int(*pid);

@@ -40,6 +40,7 @@ def test_closing_a_cluster_stops_every_process_it_started():
     with psched.LocalCluster(cpus=2, threads_per_worker=1, dashboard=False) as c:
         pids = list(c.pids)
         assert len(pids) == 3 and all(alive(p) for p in pids)
+        assert all(os.getpgid(p) == p for p in pids)  # groups of their own: see the Ctrl-C test
     assert gone(pids)
     assert not os.path.exists(c.scheduler_file)
 
@@ -106,3 +107,23 @@ def test_two_threads_with_two_clients_compute_at_once(cluster):
     v = np.arange(60000.0).reshape(200, 300)[::2, ::3]
     assert results[0] == [v.sum()] * 5
     assert results[1] == [2 * v.sum()] * 5
+
+
+INTERRUPTED = """
+import os, signal, psched, psched.array as pa
+c = psched.LocalCluster(cpus=1, dashboard=False)
+client = psched.Client(c)
+try:
+    os.killpg(0, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+except KeyboardInterrupt:
+    pass
+print((pa.ones((8, 8), chunks=4) * 2).sum().compute())
+c.close()
+"""
+
+
+def test_a_terminal_ctrl_c_reaches_python_but_not_its_local_cluster():
+    out = subprocess.run([sys.executable, "-c", INTERRUPTED], env=os.environ, capture_output=True, text=True,
+                         timeout=60, start_new_session=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "128.0"

@@ -104,3 +104,12 @@ def test_python_and_pbench_give_the_same_bits_for_the_same_job(client, cluster, 
     assert got.min == want["min"] and got.max == want["max"]
     if generator == "normal":
         assert math.isclose(got.mean, 2 * 10 - 1, rel_tol=1e-2)
+
+
+def test_a_progress_bar_is_drawn_when_asked_and_never_with_progress_false(client, capsys):
+    pytest.importorskip("tqdm")
+    x = pa.ones((400, 400), chunks=(50, 50))
+    assert x.sum().compute(progress=True) == 160000
+    assert "psched" in capsys.readouterr().err  # tqdm.auto: stderr in a terminal, a widget in a notebook
+    assert x.sum().compute(progress=False) == 160000
+    assert capsys.readouterr().err == ""

@@ -103,12 +103,18 @@ class NativeClient {
     pclient::RunOptions options;
     PyObject *err_type = nullptr, *err_value = nullptr, *err_tb = nullptr;  // a pending Ctrl-C
     if (!on_progress.is_none()) {
-      options.on_progress = [&on_progress](const pclient::Progress& p) {
+      options.on_progress = [&](const pclient::Progress& p) {
         py::gil_scoped_acquire gil;
         try {
           on_progress(p.chunks_done, p.chunks_total);
         } catch (py::error_already_set& e) {
-          e.discard_as_unraisable("psched progress callback");  // a display problem, not the job's
+          // Ctrl-C lands in whatever Python code runs on the main thread: often this callback.
+          if (interruptible && !err_type && e.matches(PyExc_KeyboardInterrupt)) {
+            e.restore();
+            PyErr_Fetch(&err_type, &err_value, &err_tb);
+          } else {
+            e.discard_as_unraisable("psched progress callback");  // a display problem, not the job's
+          }
         }
       };
     }
@@ -117,6 +123,7 @@ class NativeClient {
         if (cancel && cancel->is_set()) return true;
         if (!interruptible) return false;
         py::gil_scoped_acquire gil;
+        if (err_type) return true;  // caught in the progress callback
         if (PyErr_CheckSignals() == 0) return false;
         PyErr_Fetch(&err_type, &err_value, &err_tb);
         return true;

@@ -55,11 +55,12 @@ def interrupt_when_running(cluster):
     threading.Thread(target=fire, daemon=True).start()
 
 
-def test_ctrl_c_in_a_blocking_compute_cancels_the_job_and_raises_keyboard_interrupt(client, cluster):
+@pytest.mark.parametrize("progress", [False, True])  # True: Ctrl-C may land in the bar's Python code
+def test_ctrl_c_in_a_blocking_compute_cancels_the_job_and_raises_keyboard_interrupt(client, cluster, progress):
     interrupt_when_running(cluster)
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        long_job().compute(progress=False)
+        long_job().compute(progress=progress)
     assert time.monotonic() - t0 < 5
     assert wait_no_running_jobs(cluster.dashboard_link) == []
 
@@ -92,3 +93,12 @@ def test_other_threads_run_while_a_compute_waits(client, cluster):
     future.cancel()
     stop.set()
     ticker.join()
+
+
+def test_a_ctrl_c_that_lands_in_the_progress_callback_still_cancels_the_job(client, cluster):
+    def progress(done, total):
+        raise KeyboardInterrupt  # where a real Ctrl-C is raised when the bar's code is running
+
+    with pytest.raises(KeyboardInterrupt):
+        client._native.run(long_job().job(), progress, None, True)
+    assert wait_no_running_jobs(cluster.dashboard_link) == []

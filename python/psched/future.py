@@ -40,7 +40,9 @@ class Future(concurrent.futures.Future):
         self._thread.join()
         if self.done():
             return False  # finished before the cancel reached it
-        return super().cancel()
+        super().cancel()
+        self.set_running_or_notify_cancel()  # CANCELLED_AND_NOTIFIED: wakes concurrent.futures.wait()
+        return True
 
     def _cancel_on_interrupt(self, wait, timeout):
         try:

@@ -1,6 +1,6 @@
 # Cancelling: Future.cancel(), Ctrl-C in a blocking compute() and in Future.result() all leave no job
 # running on the scheduler (its dashboard's /api/status); waiting releases the GIL.
-import _thread
+import concurrent.futures
 import os
 import signal
 import threading
@@ -39,6 +39,8 @@ def test_cancelling_a_future_cancels_its_job_on_the_scheduler(client, cluster):
     assert type(e.value).__name__ == "CancelledError"
     assert wait_no_running_jobs(cluster.dashboard_link) == []
     assert api_status(cluster.dashboard_link)["counters"]["jobs_cancelled"] == before + 1
+    done, _ = concurrent.futures.wait([future], timeout=5)  # cancelled futures count as done there
+    assert done == {future}
 
 
 def test_the_client_runs_the_next_job_after_a_cancel(client, cluster):

@@ -113,3 +113,13 @@ def test_a_progress_bar_is_drawn_when_asked_and_never_with_progress_false(client
     assert "psched" in capsys.readouterr().err  # tqdm.auto: stderr in a terminal, a widget in a notebook
     assert x.sum().compute(progress=False) == 160000
     assert capsys.readouterr().err == ""
+
+
+def test_compute_returns_a_concurrent_futures_future_of_the_result(client):
+    import concurrent.futures
+    futures = [client.compute((base() + i)[::2].sum()) for i in range(3)]  # queued on one connection
+    assert all(isinstance(f, concurrent.futures.Future) for f in futures)
+    done, _ = concurrent.futures.wait(futures, timeout=60)
+    assert len(done) == 3
+    assert [f.result() for f in futures] == [(VALUES + i)[::2].sum() for i in range(3)]
+    assert futures[0].done() and not futures[0].cancelled() and futures[0].cancel() is False

@@ -119,6 +119,7 @@ class Array:
         self._scale, self._offset = 1.0, 0.0
         self._row_axis = _Axis(0, 1, self._rows)
         self._col_axis = _Axis(0, 1, self._cols)
+        self._check_job()
 
     def _normalize_chunks(self, chunks):
         sides = (self._rows, self._cols) if self._ndim == 2 else (self._cols,)
@@ -341,7 +342,17 @@ class Array:
         chunk_cols = min(cols, self._chunk_cols)
         chunk_rows = max(1, min(rows, self._chunk_cols // cols)) if cols <= self._chunk_cols else 1
         return self._derive(ndim=2, rows=rows, cols=cols, chunk_rows=chunk_rows, chunk_cols=chunk_cols,
-                            row_axis=_Axis(0, 1, rows), col_axis=_Axis(0, 1, cols))
+                            row_axis=_Axis(0, 1, rows), col_axis=_Axis(0, 1, cols))._check_job()
+
+    def _check_job(self):
+        """The checks the scheduler makes (libpclient's validate(), the scheduler's own): a grid it
+        would refuse (a chunk too large, too many chunks) fails here, where it is written."""
+        from . import _native
+        try:
+            self._job().validate()
+        except _native.Error as e:
+            raise ValueError(f"psched cannot run this array: {e}") from None
+        return self
 
     def rechunk(self, chunks):
         """New chunk sides (the array's values stay; a sum's last bits follow the chunking)."""
@@ -349,7 +360,7 @@ class Array:
             raise _unsupported("rechunking a sliced array (rechunk before slicing)")
         out = self._derive()
         out._chunk_rows, out._chunk_cols = out._normalize_chunks(chunks)
-        return out
+        return out._check_job()
 
     # --- reductions --------------------------------------------------------------------------------
     def _reduction(self, kind, axis, dtype, keepdims, kwargs):

@@ -53,12 +53,20 @@ def test_the_right_token_from_a_file_is_accepted(guarded, tmp_path):
         assert pa.ones((4, 4), chunks=2).sum().compute(client=c) == 16
 
 
-def test_a_job_the_scheduler_would_refuse_raises_naming_the_field(client):
-    x = pa.ones((100000, 100000), chunks=(60000, 60000))  # 3.6e9 elements in one chunk
-    with pytest.raises(psched.Error, match="chunk of 60000 x 60000 elements is too large"):
-        x.sum().compute()
-    with pytest.raises(psched.Error, match="too many"):
-        pa.ones((1 << 20, 1 << 20), chunks=(128, 128)).sum().compute()
+def test_a_grid_the_scheduler_would_refuse_raises_where_it_is_written_naming_the_field():
+    with pytest.raises(ValueError, match="chunk of 60000 x 60000 elements is too large"):
+        pa.ones((100000, 100000), chunks=(60000, 60000))  # 3.6e9 elements in one chunk
+    with pytest.raises(ValueError, match="too many"):
+        pa.ones((1 << 20, 1 << 20), chunks=(128, 128))
+    with pytest.raises(ValueError, match="too many"):
+        pa.ones((1 << 20, 1 << 20), chunks=(1 << 16, 1 << 14)).rechunk(128)
+
+
+def test_a_job_the_scheduler_refuses_raises_its_message(client):
+    job = pa.ones((100, 100), chunks=10).sum().job()
+    job.chunk_rows = 0  # past the Python checks, as a hand-made job could be
+    with pytest.raises(psched.Error, match="chunk-x must be > 0"):
+        client._native.run(job)
 
 
 def test_a_job_aborted_by_its_scheduler_raises_the_schedulers_message():

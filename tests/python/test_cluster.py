@@ -127,3 +127,14 @@ def test_a_terminal_ctrl_c_reaches_python_but_not_its_local_cluster():
                          timeout=60, start_new_session=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "128.0"
+
+
+def test_gpu_workers_without_a_gpu_fail_with_the_workers_own_message_and_leave_nothing(monkeypatch):
+    if subprocess.run(["sh", "-c", "nvidia-smi -L"], capture_output=True).returncode == 0:
+        pytest.skip("this machine has a GPU")
+    import psched.cluster
+    pids, spawn = [], psched.cluster._native.spawn_child
+    monkeypatch.setattr(psched.cluster._native, "spawn_child", lambda *a: pids.append(spawn(*a)) or pids[-1])
+    with pytest.raises(psched.Error, match="local pcuda-worker exited .*no usable GPU"):
+        psched.LocalCluster(gpus=1)
+    assert len(pids) == 2 and gone(pids)

@@ -117,7 +117,7 @@ class Client:
         from .array import Reduction
         if not isinstance(reduction, Reduction):
             raise TypeError(f"psched computes reductions (x.sum(), x.mean(), ...), not {type(reduction).__name__}")
-        job = reduction.job()
+        job = reduction._job_to_run()
         before = self._native.workers() if devices else None
         bar = _ProgressBar(progress) if progress is not False else None
         try:

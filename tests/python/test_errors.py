@@ -51,6 +51,8 @@ def test_the_right_token_from_a_file_is_accepted(guarded, tmp_path):
     os.chmod(path, 0o600)
     with psched.Client(scheduler_file=guarded.scheduler_file, token_file=path) as c:
         assert pa.ones((4, 4), chunks=2).sum().compute(client=c) == 16
+    with psched.Client(guarded) as c:  # a LocalCluster hands its token to its clients
+        assert pa.ones((4, 4), chunks=2).sum().compute(client=c) == 16
 
 
 def test_a_grid_the_scheduler_would_refuse_raises_where_it_is_written_naming_the_field():

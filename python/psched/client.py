@@ -91,8 +91,8 @@ class Client:
         if self._scheduler_file:
             link = self._read_scheduler_file().get("dashboard", "")
             return link + "/" if link and not link.endswith("/") else link
-        host = self.address.split("://")[-1].rsplit(":", 1)[0] if ":" in self.address.split("://")[-1] \
-            else self.address.split("://")[-1]
+        host_port = self.address.split("://")[-1]
+        host = host_port.rsplit(":", 1)[0] if ":" in host_port else host_port
         return f"http://{host}:8787/"
 
     def workers(self):

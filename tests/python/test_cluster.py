@@ -1,6 +1,7 @@
 # LocalCluster: its dashboard and workers, no process left behind (close, exceptions, kill -9 of
 # the Python that started it), and two clients in two threads at once.
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -70,20 +71,22 @@ def test_a_cluster_made_in_a_thread_outlives_that_thread():
 
 
 CHILD = """
-import sys, time, psched
+import os, sys, time, psched
 c = psched.LocalCluster(cpus=2, threads_per_worker=1, dashboard=False)
-print(" ".join(map(str, c.pids)), flush=True)
+print(os.path.dirname(c.scheduler_file), " ".join(map(str, c.pids)), flush=True)
 time.sleep(600)
 """
 
 
 def test_killing_the_python_process_with_sigkill_leaves_no_daemon_behind():
     proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, env=os.environ)
-    pids = [int(p) for p in proc.stdout.readline().split()]
+    line = proc.stdout.readline().split()
+    pids = [int(p) for p in line[1:]]
     assert len(pids) == 3 and all(alive(p) for p in pids)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert gone(pids), f"still running after kill -9 of their Python: {[p for p in pids if alive(p)]}"
+    shutil.rmtree(line[0])  # its logs: a Python killed with -9 cannot remove them itself
 
 
 def test_two_threads_with_two_clients_compute_at_once(cluster):

@@ -367,7 +367,7 @@ class Array:
         if axis is not None:
             axes = axis if isinstance(axis, (tuple, list)) else (axis,)
             if sorted(a % self._ndim for a in axes) != list(range(self._ndim)):
-                raise _unsupported(f"x.{kind}(axis={axis!r}) (reductions over the whole array are)")
+                raise _unsupported(f"x.{kind}(axis={axis!r})")
         if dtype is not None and _dtype_name(dtype) != self._dtype:
             raise _unsupported(f"x.{kind}(dtype={dtype!r})")
         if keepdims:

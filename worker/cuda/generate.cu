@@ -96,6 +96,19 @@ void launch_generate_as(const GenerateGeometry& g, DType dtype, void* buffer,
   }
 }
 
+// arange and constant have nothing to tune: element_value() itself is their fast form.
+template <Generator Kind>
+void launch_generate_kind(const GenerateGeometry& g, DType dtype, void* buffer, const LaunchShape& s,
+                          cudaStream_t stream, bool reference) {
+  if constexpr (Kind == Generator::kArange || Kind == Generator::kConstant) {
+    launch_generate_as<Kind, ElementFormula::kReference>(g, dtype, buffer, s, stream);
+  } else if (reference) {
+    launch_generate_as<Kind, ElementFormula::kReference>(g, dtype, buffer, s, stream);
+  } else {
+    launch_generate_as<Kind, ElementFormula::kFast>(g, dtype, buffer, s, stream);
+  }
+}
+
 // Generates `count` chunks starting at w.chunk; rows x cols bound every box.
 void generate(const ChunkWork& w, uint32_t count, uint64_t stride, uint64_t rows, uint64_t cols,
               void* buffer, int sm_count, cudaStream_t stream, ElementFormula formula) {
@@ -123,22 +136,16 @@ void generate(const ChunkWork& w, uint32_t count, uint64_t stride, uint64_t rows
   const LaunchShape s = shape_for(rows, cols, count, sm_count);
   switch (w.gen.kind) {
     case Generator::kNormal:
-      if (reference)
-        launch_generate_as<Generator::kNormal, ElementFormula::kReference>(g, w.dtype, buffer, s, stream);
-      else
-        launch_generate_as<Generator::kNormal, ElementFormula::kFast>(g, w.dtype, buffer, s, stream);
+      launch_generate_kind<Generator::kNormal>(g, w.dtype, buffer, s, stream, reference);
       break;
     case Generator::kUniform:
-      if (reference)
-        launch_generate_as<Generator::kUniform, ElementFormula::kReference>(g, w.dtype, buffer, s, stream);
-      else
-        launch_generate_as<Generator::kUniform, ElementFormula::kFast>(g, w.dtype, buffer, s, stream);
+      launch_generate_kind<Generator::kUniform>(g, w.dtype, buffer, s, stream, reference);
       break;
-    case Generator::kArange:  // element_value() itself: nothing to tune
-      launch_generate_as<Generator::kArange, ElementFormula::kReference>(g, w.dtype, buffer, s, stream);
+    case Generator::kArange:
+      launch_generate_kind<Generator::kArange>(g, w.dtype, buffer, s, stream, reference);
       break;
     case Generator::kConstant:
-      launch_generate_as<Generator::kConstant, ElementFormula::kReference>(g, w.dtype, buffer, s, stream);
+      launch_generate_kind<Generator::kConstant>(g, w.dtype, buffer, s, stream, reference);
       break;
   }
   PSCHED_CUDA_CHECK(cudaGetLastError());

@@ -299,15 +299,12 @@ void reduce_batch_with(const BatchWork& b, Source source, void* scratch, Selecti
 template <typename T>
 void reduce_generated_batch(const BatchWork& b, void* scratch, SelectionStats* d_stats,
                             cudaStream_t stream) {
+  auto run = [&](auto source) { reduce_batch_with(b, source, scratch, d_stats, stream); };
   switch (b.first.gen.kind) {
-    case Generator::kNormal:
-      return reduce_batch_with(b, GeneratedBatch<Generator::kNormal, T>{}, scratch, d_stats, stream);
-    case Generator::kUniform:
-      return reduce_batch_with(b, GeneratedBatch<Generator::kUniform, T>{}, scratch, d_stats, stream);
-    case Generator::kArange:
-      return reduce_batch_with(b, GeneratedBatch<Generator::kArange, T>{}, scratch, d_stats, stream);
-    case Generator::kConstant:
-      return reduce_batch_with(b, GeneratedBatch<Generator::kConstant, T>{}, scratch, d_stats, stream);
+    case Generator::kNormal: return run(GeneratedBatch<Generator::kNormal, T>{});
+    case Generator::kUniform: return run(GeneratedBatch<Generator::kUniform, T>{});
+    case Generator::kArange: return run(GeneratedBatch<Generator::kArange, T>{});
+    case Generator::kConstant: return run(GeneratedBatch<Generator::kConstant, T>{});
   }
 }
 

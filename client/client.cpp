@@ -27,23 +27,25 @@ using asio::ip::tcp;
 
 namespace {
 
-WorkerInfo from_wire(psched::wire::WorkerInfo::Reader w) {
+// The one mapping from psched's WorkerInfo to the public one (same fields, same names).
+WorkerInfo public_info(const psched::WorkerInfo& w) {
   WorkerInfo o;
-  o.id = w.getId();
-  o.name = w.getName().cStr();
-  o.host = w.getHost().cStr();
-  o.backend = w.getBackend().cStr();
-  o.device_name = w.getDeviceName().cStr();
-  o.pid = w.getPid();
-  o.memory_total_bytes = w.getMemoryTotalBytes();
-  o.memory_limit_bytes = w.getMemoryLimitBytes();
-  o.compute_major = w.getComputeMajor();
-  o.compute_minor = w.getComputeMinor();
-  o.threads = w.getThreads();
-  o.slots = w.getSlots();
-  o.chunks_done = w.getChunksDone();
-  o.bytes_reduced = w.getBytesReduced();
-  o.busy_seconds = w.getBusySeconds();
+  o.id = w.id;
+  o.name = w.name;
+  o.host = w.host;
+  o.backend = w.backend;
+  o.device_name = w.device_name;
+  o.pid = w.pid;
+  o.memory_total_bytes = w.memory_total_bytes;
+  o.memory_limit_bytes = w.memory_limit_bytes;
+  o.compute_major = w.compute_major;
+  o.compute_minor = w.compute_minor;
+  o.threads = w.threads;
+  o.slots = w.slots;
+  o.window_elements = w.window_elements;
+  o.chunks_done = w.chunks_done;
+  o.bytes_reduced = w.bytes_reduced;
+  o.busy_seconds = w.busy_seconds;
   return o;
 }
 
@@ -228,7 +230,7 @@ std::vector<WorkerInfo> Client::workers() {
     if (m.which() != psched::wire::Message::CLUSTER_INFO) return;
     auto info = m.getClusterInfo();
     if (info.getTag() != tag) return;
-    for (auto w : info.getWorkers()) out.push_back(from_wire(w));
+    for (auto w : info.getWorkers()) out.push_back(public_info(psched::from_wire(w)));
     s.done = true;
   };
   s.wait(30000, "cluster information");

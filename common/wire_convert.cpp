@@ -71,4 +71,44 @@ PartialSum from_wire(wire::ChunkPartial::Reader in) {
   return p;
 }
 
+void to_wire(const WorkerInfo& w, wire::WorkerInfo::Builder out) {
+  out.setId(w.id);
+  out.setName(w.name);
+  out.setHost(w.host);
+  out.setPid(w.pid);
+  out.setBackend(w.backend);
+  out.setDeviceName(w.device_name);
+  out.setMemoryTotalBytes(w.memory_total_bytes);
+  out.setMemoryLimitBytes(w.memory_limit_bytes);
+  out.setComputeMajor(w.compute_major);
+  out.setComputeMinor(w.compute_minor);
+  out.setThreads(w.threads);
+  out.setSlots(w.slots);
+  out.setWindowElements(w.window_elements);
+  out.setChunksDone(w.chunks_done);
+  out.setBytesReduced(w.bytes_reduced);
+  out.setBusySeconds(w.busy_seconds);
+}
+
+WorkerInfo from_wire(wire::WorkerInfo::Reader in) {
+  WorkerInfo w;
+  w.id = in.getId();
+  w.name = in.getName().cStr();
+  w.host = in.getHost().cStr();
+  w.pid = in.getPid();
+  w.backend = in.getBackend().cStr();
+  w.device_name = in.getDeviceName().cStr();
+  w.memory_total_bytes = in.getMemoryTotalBytes();
+  w.memory_limit_bytes = in.getMemoryLimitBytes();
+  w.compute_major = in.getComputeMajor();
+  w.compute_minor = in.getComputeMinor();
+  w.threads = in.getThreads();
+  w.slots = in.getSlots();
+  w.window_elements = in.getWindowElements();
+  w.chunks_done = in.getChunksDone();
+  w.bytes_reduced = in.getBytesReduced();
+  w.busy_seconds = in.getBusySeconds();
+  return w;
+}
+
 }  // namespace psched

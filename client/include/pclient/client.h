@@ -78,7 +78,9 @@ struct WorkerInfo {
   std::string name, host, backend, device_name;
   uint32_t pid = 0;
   uint64_t memory_total_bytes = 0, memory_limit_bytes = 0;
-  uint32_t compute_major = 0, compute_minor = 0, threads = 0, slots = 0;
+  uint32_t compute_major = 0, compute_minor = 0, threads = 0;
+  uint32_t slots = 0;            // chunks the worker wants in flight
+  uint64_t window_elements = 0;  // ... and elements, when chunks are small (0: slots only)
   uint64_t chunks_done = 0, bytes_reduced = 0;
   double busy_seconds = 0;  // compute time the worker reported so far (its own timings)
 };

@@ -52,12 +52,13 @@ WorkerInfo public_info(const psched::WorkerInfo& w) {
 }  // namespace
 
 uint64_t Job::bytes() const {
-  return rows * cols * (dtype == "float32" ? 4 : 8);
+  const psched::Result<psched::DType> d = psched::parse_dtype(dtype);
+  return rows * cols * psched::element_bytes(d ? *d : psched::DType::kFloat64);
 }
 
 uint64_t Job::chunks() const {
   if (chunk_rows == 0 || chunk_cols == 0) return 0;
-  return (rows + chunk_rows - 1) / chunk_rows * ((cols + chunk_cols - 1) / chunk_cols);
+  return psched::ChunkGrid{rows, cols, chunk_rows, chunk_cols}.chunks();
 }
 
 void validate(const Job& job) {
@@ -144,7 +145,7 @@ Client Client::connect(const ConnectOptions& options) {
 
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
-  s.spin = std::chrono::microseconds(std::max(0, options.spin_us));
+  s.spin = options.spin_us < 0 ? psched::kDefaultSpin : std::chrono::microseconds(options.spin_us);
   // Resolve and connect under one deadline.
   tcp::socket socket(s.io);
   boost::system::error_code result = asio::error::timed_out;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/chunk_grid.h"
 #include "common/status.h"
 
 namespace psched {
@@ -18,6 +19,7 @@ const char* generator_name(Generator g);
 Result<Generator> parse_generator(const std::string& name);
 const char* dtype_name(DType d);
 Result<DType> parse_dtype(const std::string& name);
+constexpr uint64_t element_bytes(DType d) { return d == DType::kFloat64 ? 8 : 4; }
 
 // Stop value meaning "to the end of the axis", as Python's empty slice stop.
 constexpr uint64_t kToEnd = UINT64_MAX;
@@ -53,9 +55,11 @@ struct JobSpec {
   bool fused = false;
 
   uint64_t elements() const { return rows * cols; }
-  uint64_t element_bytes() const { return dtype == DType::kFloat64 ? 8 : 4; }
+  uint64_t element_bytes() const { return psched::element_bytes(dtype); }
   uint64_t bytes() const { return elements() * element_bytes(); }
   uint64_t chunk_bytes() const { return chunk_rows * chunk_cols * element_bytes(); }
+  ChunkGrid grid() const { return ChunkGrid{rows, cols, chunk_rows, chunk_cols}; }
+  uint64_t chunks() const { return grid().chunks(); }  // chunk sizes > 0: after validate()
 };
 
 // Limits a job must stay inside. Chunks are bounded so a chunk's element index fits 32-bit grid

@@ -10,8 +10,7 @@ Job::Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool wa
       spec_(std::move(spec)),
       want_partials_(want_partials),
       started_(std::chrono::steady_clock::now()) {
-  const uint64_t n = (spec_->rows + spec_->chunk_rows - 1) / spec_->chunk_rows *
-                     ((spec_->cols + spec_->chunk_cols - 1) / spec_->chunk_cols);
+  const uint64_t n = spec_->chunks();
   states_.assign(n, uint8_t(TaskState::kQueued));
   running_on_.assign(n, 0);
   partials_.resize(n);

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/chunk_grid.h"
 #include "common/logging.h"
 #include "common/scheduler_file.h"
 #include "common/wire_convert.h"

@@ -93,8 +93,9 @@ struct ConnectOptions {
   int connect_timeout_ms = 5000;
   int scheduler_file_timeout_ms = 30000;
   // While waiting for the scheduler, keep polling this long after each message before sleeping:
-  // on a VM, waking an idle CPU costs tens of microseconds per message. 0 = sleep at once.
-  int spin_us = 100;
+  // on a VM, waking an idle CPU costs tens of microseconds per message. 0 = sleep at once;
+  // negative: the default of psched's daemons (their --spin-us).
+  int spin_us = -1;
 };
 
 struct RunOptions {

@@ -18,8 +18,8 @@
 #include "common/connection.h"
 #include "common/framing.h"
 #include "common/status.h"
+#include "scheduler/chunk_seconds_histogram.h"
 #include "scheduler/job.h"
-#include "scheduler/metrics.h"
 #include "scheduler/peers.h"
 
 namespace psched {

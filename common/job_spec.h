@@ -1,4 +1,4 @@
-// JobSpec: one array-sum job as DESIGN.md defines it (array, generator, expression, selection,
+// JobSpec: one array-sum job as docs/design.md defines it (array, generator, expression, selection,
 // reduction), in plain C++ so the client, the scheduler, both backends and the tests share it.
 // validate() is the single place that decides what a job may ask for; the client library and the
 // scheduler both call it, so a client of another make cannot hand a worker a job it would choke on.

@@ -51,7 +51,7 @@ struct JobSpec {
   Slice col_sel{0, kToEnd, 2};
 
   // Generate only the selected elements and reduce in one pass, storing nothing (a benchmark
-  // variant; the default keeps the seed's "create the array, then reduce").
+  // variant; the default keeps the DeepOps benchmark's "create the array, then reduce").
   bool fused = false;
 
   uint64_t elements() const { return rows * cols; }

@@ -3,7 +3,7 @@
 // the protocol can change without breaking code built against this header.
 //
 //   pclient::Client client = pclient::Client::connect({.address = "tcp://head:8786"});
-//   pclient::Job job;                       // the seed benchmark by default
+//   pclient::Job job;                       // the DeepOps benchmark by default
 //   pclient::Result r = client.run(job);    // throws pclient::Error on failure
 #pragma once
 
@@ -25,7 +25,7 @@ class Error : public std::runtime_error {
 constexpr uint64_t kToEnd = UINT64_MAX;
 
 // An array-sum job: sum (and count, min, max) of scale * x + offset over x[rows][cols] selected
-// by [row_start:row_stop:row_step, col_start:col_stop:col_step]. Defaults: the seed benchmark.
+// by [row_start:row_stop:row_step, col_start:col_stop:col_step]. Defaults: the DeepOps benchmark.
 struct Job {
   uint64_t rows = 500000, cols = 500000;
   uint64_t chunk_rows = 10000, chunk_cols = 10000;
@@ -39,7 +39,7 @@ struct Job {
   uint64_t col_start = 0, col_stop = kToEnd, col_step = 2;
   bool fused = false;                 // generate only the selected elements (benchmark variant)
 
-  uint64_t bytes() const;             // rows * cols * element size: the seed's x.nbytes
+  uint64_t bytes() const;             // rows * cols * element size: the DeepOps benchmark's x.nbytes
   uint64_t chunks() const;
 };
 

@@ -49,6 +49,48 @@ WorkerInfo public_info(const psched::WorkerInfo& w) {
   return o;
 }
 
+// A socket connected to `address`, resolving and connecting under one deadline; runs `io` until
+// then. Throws Error saying why not.
+tcp::socket connect_socket(asio::io_context& io, const psched::Address& address, int timeout_ms) {
+  tcp::socket socket(io);
+  boost::system::error_code result = asio::error::timed_out;
+  bool finished = false;
+  tcp::resolver resolver(io);
+  asio::steady_timer deadline(io, std::chrono::milliseconds(timeout_ms));
+  deadline.async_wait([&](const boost::system::error_code& ec) {
+    if (ec) return;
+    finished = true;
+    resolver.cancel();
+    boost::system::error_code ignored;
+    socket.close(ignored);
+  });
+  resolver.async_resolve(address.host, std::to_string(address.port),
+                         [&](const boost::system::error_code& ec, tcp::resolver::results_type results) {
+                           if (finished) return;
+                           if (ec) {
+                             result = ec;
+                             finished = true;
+                             deadline.cancel();
+                             return;
+                           }
+                           asio::async_connect(socket, results,
+                                               [&](const boost::system::error_code& ec2, const tcp::endpoint&) {
+                                                 if (finished) return;
+                                                 result = ec2;
+                                                 finished = true;
+                                                 deadline.cancel();
+                                               });
+                         });
+  io.run();
+  io.restart();
+  if (result)
+    throw Error(fmt::format("cannot connect to scheduler {}: {}", address.to_string(),
+                            result == asio::error::timed_out || result == asio::error::operation_aborted
+                                ? fmt::format("no answer within {} ms", timeout_ms)
+                                : result.message()));
+  return socket;
+}
+
 }  // namespace
 
 uint64_t Job::bytes() const {
@@ -146,43 +188,7 @@ Client Client::connect(const ConnectOptions& options) {
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
   s.spin = options.spin_us < 0 ? psched::kDefaultSpin : std::chrono::microseconds(options.spin_us);
-  // Resolve and connect under one deadline.
-  tcp::socket socket(s.io);
-  boost::system::error_code result = asio::error::timed_out;
-  bool finished = false;
-  tcp::resolver resolver(s.io);
-  asio::steady_timer deadline(s.io, std::chrono::milliseconds(options.connect_timeout_ms));
-  deadline.async_wait([&](const boost::system::error_code& ec) {
-    if (ec) return;
-    finished = true;
-    resolver.cancel();
-    boost::system::error_code ignored;
-    socket.close(ignored);
-  });
-  resolver.async_resolve(address->host, std::to_string(address->port),
-                         [&](const boost::system::error_code& ec, tcp::resolver::results_type results) {
-                           if (finished) return;
-                           if (ec) {
-                             result = ec;
-                             finished = true;
-                             deadline.cancel();
-                             return;
-                           }
-                           asio::async_connect(socket, results,
-                                               [&](const boost::system::error_code& ec2, const tcp::endpoint&) {
-                                                 if (finished) return;
-                                                 result = ec2;
-                                                 finished = true;
-                                                 deadline.cancel();
-                                               });
-                         });
-  s.io.run();
-  s.io.restart();
-  if (result)
-    throw Error(fmt::format("cannot connect to scheduler {}: {}", address->to_string(),
-                            result == asio::error::timed_out || result == asio::error::operation_aborted
-                                ? fmt::format("no answer within {} ms", options.connect_timeout_ms)
-                                : result.message()));
+  tcp::socket socket = connect_socket(s.io, *address, options.connect_timeout_ms);
 
   s.conn = std::make_shared<psched::FramedConnection>(std::move(socket), psched::kDefaultMaxFrameBytes);
   s.conn->start({[&s](psched::wire::Message::Reader m) { s.on_message(m); },

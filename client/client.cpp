@@ -27,28 +27,6 @@ using asio::ip::tcp;
 
 namespace {
 
-// The one mapping from psched's WorkerInfo to the public one (same fields, same names).
-WorkerInfo public_info(const psched::WorkerInfo& w) {
-  WorkerInfo o;
-  o.id = w.id;
-  o.name = w.name;
-  o.host = w.host;
-  o.backend = w.backend;
-  o.device_name = w.device_name;
-  o.pid = w.pid;
-  o.memory_total_bytes = w.memory_total_bytes;
-  o.memory_limit_bytes = w.memory_limit_bytes;
-  o.compute_major = w.compute_major;
-  o.compute_minor = w.compute_minor;
-  o.threads = w.threads;
-  o.slots = w.slots;
-  o.window_elements = w.window_elements;
-  o.chunks_done = w.chunks_done;
-  o.bytes_reduced = w.bytes_reduced;
-  o.busy_seconds = w.busy_seconds;
-  return o;
-}
-
 // A socket connected to `address`, resolving and connecting under one deadline; runs `io` until
 // then. Throws Error saying why not.
 tcp::socket connect_socket(asio::io_context& io, const psched::Address& address, int timeout_ms) {
@@ -237,7 +215,7 @@ std::vector<WorkerInfo> Client::workers() {
     if (m.which() != psched::wire::Message::CLUSTER_INFO) return;
     auto info = m.getClusterInfo();
     if (info.getTag() != tag) return;
-    for (auto w : info.getWorkers()) out.push_back(public_info(psched::from_wire(w)));
+    for (auto w : info.getWorkers()) psched::read_worker_info(w, out.emplace_back());
     s.done = true;
   };
   s.wait(30000, "cluster information");

@@ -92,22 +92,7 @@ void to_wire(const WorkerInfo& w, wire::WorkerInfo::Builder out) {
 
 WorkerInfo from_wire(wire::WorkerInfo::Reader in) {
   WorkerInfo w;
-  w.id = in.getId();
-  w.name = in.getName().cStr();
-  w.host = in.getHost().cStr();
-  w.pid = in.getPid();
-  w.backend = in.getBackend().cStr();
-  w.device_name = in.getDeviceName().cStr();
-  w.memory_total_bytes = in.getMemoryTotalBytes();
-  w.memory_limit_bytes = in.getMemoryLimitBytes();
-  w.compute_major = in.getComputeMajor();
-  w.compute_minor = in.getComputeMinor();
-  w.threads = in.getThreads();
-  w.slots = in.getSlots();
-  w.window_elements = in.getWindowElements();
-  w.chunks_done = in.getChunksDone();
-  w.bytes_reduced = in.getBytesReduced();
-  w.busy_seconds = in.getBusySeconds();
+  read_worker_info(in, w);
   return w;
 }
 

@@ -25,7 +25,7 @@
 namespace psched {
 
 // Most chunk partials one Progress carries (40 bytes each on the wire, so ~2.6 MB): more go out in
-// further Progress messages, so no rate of completions can outgrow a frame (16 MiB).
+// further Progress messages, so no rate of completions can outgrow a frame (kDefaultMaxFrameBytes).
 inline constexpr size_t kMaxPartialsPerProgress = 65536;
 
 struct SchedulerConfig {

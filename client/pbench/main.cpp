@@ -13,6 +13,7 @@
 
 #include "client/job_spec_of.h"
 #include "common/closed_form.h"
+#include "common/event_loop.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
 #include "common/token.h"
@@ -153,7 +154,8 @@ void add_cluster_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()->check(CLI::Range(1, 3600000));
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds the client (and, in local mode, the daemons) keep polling after each "
-                 "message before sleeping; 0 = sleep at once (default: 100)")
+                 "message before sleeping; 0 = sleep at once (default: " +
+                     std::to_string(psched::kDefaultSpin.count()) + ")")
       ->check(CLI::Range(0, 1000000));
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Multi-GPU scaling of the seed benchmark (issue "Multi-GPU scaling"), in one run on one host:
+# Multi-GPU scaling of the DeepOps benchmark (issue "Multi-GPU scaling"), in one run on one host:
 #   bench/scaling.sh BIN_DIR "1 2 4" [OUT_DIR]
-# For each GPU count: pbench -g N on the 2 TB seed (500000^2) and the 8 TB weak-scaling variant
+# For each GPU count: pbench -g N on the 2 TB DeepOps benchmark (500000^2) and the 8 TB weak-scaling variant
 # (1000000^2), then distributed mode (psched + one pcuda-worker --gpus all + pbench -d) with every
 # GPU. Timing starts once the cluster is ready (workers registered, devices initialised), as the
 # seed times it. Each job runs twice in one session: the first run (the headline: it also pays for

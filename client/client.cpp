@@ -27,35 +27,58 @@ using asio::ip::tcp;
 
 namespace {
 
-WorkerInfo from_wire(psched::wire::WorkerInfo::Reader w) {
-  WorkerInfo o;
-  o.id = w.getId();
-  o.name = w.getName().cStr();
-  o.host = w.getHost().cStr();
-  o.backend = w.getBackend().cStr();
-  o.device_name = w.getDeviceName().cStr();
-  o.pid = w.getPid();
-  o.memory_total_bytes = w.getMemoryTotalBytes();
-  o.memory_limit_bytes = w.getMemoryLimitBytes();
-  o.compute_major = w.getComputeMajor();
-  o.compute_minor = w.getComputeMinor();
-  o.threads = w.getThreads();
-  o.slots = w.getSlots();
-  o.chunks_done = w.getChunksDone();
-  o.bytes_reduced = w.getBytesReduced();
-  o.busy_seconds = w.getBusySeconds();
-  return o;
+// A socket connected to `address`, resolving and connecting under one deadline; runs `io` until
+// then. Throws Error saying why not.
+tcp::socket connect_socket(asio::io_context& io, const psched::Address& address, int timeout_ms) {
+  tcp::socket socket(io);
+  boost::system::error_code result = asio::error::timed_out;
+  bool finished = false;
+  tcp::resolver resolver(io);
+  asio::steady_timer deadline(io, std::chrono::milliseconds(timeout_ms));
+  deadline.async_wait([&](const boost::system::error_code& ec) {
+    if (ec) return;
+    finished = true;
+    resolver.cancel();
+    boost::system::error_code ignored;
+    socket.close(ignored);
+  });
+  resolver.async_resolve(address.host, std::to_string(address.port),
+                         [&](const boost::system::error_code& ec, tcp::resolver::results_type results) {
+                           if (finished) return;
+                           if (ec) {
+                             result = ec;
+                             finished = true;
+                             deadline.cancel();
+                             return;
+                           }
+                           asio::async_connect(socket, results,
+                                               [&](const boost::system::error_code& ec2, const tcp::endpoint&) {
+                                                 if (finished) return;
+                                                 result = ec2;
+                                                 finished = true;
+                                                 deadline.cancel();
+                                               });
+                         });
+  io.run();
+  io.restart();
+  if (result)
+    throw Error(fmt::format("cannot connect to scheduler {}: {}", address.to_string(),
+                            result == asio::error::timed_out || result == asio::error::operation_aborted
+                                ? fmt::format("no answer within {} ms", timeout_ms)
+                                : result.message()));
+  return socket;
 }
 
 }  // namespace
 
 uint64_t Job::bytes() const {
-  return rows * cols * (dtype == "float32" ? 4 : 8);
+  const psched::Result<psched::DType> d = psched::parse_dtype(dtype);
+  return rows * cols * psched::element_bytes(d ? *d : psched::DType::kFloat64);
 }
 
 uint64_t Job::chunks() const {
   if (chunk_rows == 0 || chunk_cols == 0) return 0;
-  return (rows + chunk_rows - 1) / chunk_rows * ((cols + chunk_cols - 1) / chunk_cols);
+  return psched::ChunkGrid{rows, cols, chunk_rows, chunk_cols}.chunks();
 }
 
 void validate(const Job& job) {
@@ -142,44 +165,8 @@ Client Client::connect(const ConnectOptions& options) {
 
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
-  s.spin = std::chrono::microseconds(std::max(0, options.spin_us));
-  // Resolve and connect under one deadline.
-  tcp::socket socket(s.io);
-  boost::system::error_code result = asio::error::timed_out;
-  bool finished = false;
-  tcp::resolver resolver(s.io);
-  asio::steady_timer deadline(s.io, std::chrono::milliseconds(options.connect_timeout_ms));
-  deadline.async_wait([&](const boost::system::error_code& ec) {
-    if (ec) return;
-    finished = true;
-    resolver.cancel();
-    boost::system::error_code ignored;
-    socket.close(ignored);
-  });
-  resolver.async_resolve(address->host, std::to_string(address->port),
-                         [&](const boost::system::error_code& ec, tcp::resolver::results_type results) {
-                           if (finished) return;
-                           if (ec) {
-                             result = ec;
-                             finished = true;
-                             deadline.cancel();
-                             return;
-                           }
-                           asio::async_connect(socket, results,
-                                               [&](const boost::system::error_code& ec2, const tcp::endpoint&) {
-                                                 if (finished) return;
-                                                 result = ec2;
-                                                 finished = true;
-                                                 deadline.cancel();
-                                               });
-                         });
-  s.io.run();
-  s.io.restart();
-  if (result)
-    throw Error(fmt::format("cannot connect to scheduler {}: {}", address->to_string(),
-                            result == asio::error::timed_out || result == asio::error::operation_aborted
-                                ? fmt::format("no answer within {} ms", options.connect_timeout_ms)
-                                : result.message()));
+  s.spin = options.spin_us < 0 ? psched::kDefaultSpin : std::chrono::microseconds(options.spin_us);
+  tcp::socket socket = connect_socket(s.io, *address, options.connect_timeout_ms);
 
   s.conn = std::make_shared<psched::FramedConnection>(std::move(socket), psched::kDefaultMaxFrameBytes);
   s.conn->start({[&s](psched::wire::Message::Reader m) { s.on_message(m); },
@@ -228,7 +215,7 @@ std::vector<WorkerInfo> Client::workers() {
     if (m.which() != psched::wire::Message::CLUSTER_INFO) return;
     auto info = m.getClusterInfo();
     if (info.getTag() != tag) return;
-    for (auto w : info.getWorkers()) out.push_back(from_wire(w));
+    for (auto w : info.getWorkers()) psched::read_worker_info(w, out.emplace_back());
     s.done = true;
   };
   s.wait(30000, "cluster information");

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "common/check.h"
 #include "common/framing.h"
 
 namespace psched {
@@ -37,10 +38,10 @@ void FramedConnection::set_idle_timeout(std::chrono::milliseconds idle) {
 }
 
 void FramedConnection::arm_idle_timer() {
-  if (closed_ || idle_.count() <= 0) return;
+  if (!is_open() || idle_.count() <= 0) return;
   idle_timer_.expires_at(last_rx_ + idle_);
   idle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || self->closed_) return;
+    if (ec || !self->is_open()) return;
     if (std::chrono::steady_clock::now() - self->last_rx_ >= self->idle_) {
       self->close(fmt::format("nothing received for {} ms{}", self->idle_.count(),
                               self->read_paused_ ? " (and it does not read what we send)" : ""));
@@ -53,7 +54,7 @@ void FramedConnection::arm_idle_timer() {
 void FramedConnection::read_header() {
   asio::async_read(socket_, asio::buffer(header_, sizeof(header_)),
                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                     if (self->closed_) return;
+                     if (!self->is_open()) return;
                      if (ec) {
                        self->close(ec == asio::error::eof ? "peer closed the connection"
                                                           : ec.message());
@@ -81,7 +82,7 @@ void FramedConnection::read_body(uint32_t bytes) {
   }
   asio::async_read(socket_, asio::buffer(body_.get(), bytes),
                    [self = shared_from_this(), bytes](const boost::system::error_code& ec, size_t) {
-                     if (self->closed_) return;
+                     if (!self->is_open()) return;
                      if (ec) {
                        self->close(ec == asio::error::eof ? "peer closed the connection mid-frame"
                                                           : ec.message());
@@ -93,7 +94,7 @@ void FramedConnection::read_body(uint32_t bytes) {
                        self->body_.reset();
                        self->body_words_ = 0;
                      }
-                     if (!self->closed_) self->read_next();
+                     if (self->is_open()) self->read_next();
                    });
 }
 
@@ -117,15 +118,15 @@ void FramedConnection::dispatch(size_t bytes) {
   } catch (const std::exception& e) {
     failure = fmt::format("cannot handle message: {}", e.what());
   }
-  if (!failure.empty() && !closed_) send_error_and_close(failure);
+  if (!failure.empty() && is_open()) send_error_and_close(failure);
 }
 
 void FramedConnection::send(capnp::MessageBuilder& message) {
-  if (closed_ || close_after_write_) return;
+  if (state_ != State::kOpen) return;
   const size_t limit = std::max(kMaxUnsentBytes, size_t{2} * max_frame_bytes_);
   if (queued_bytes() > limit) {
     // Closed later, not here: send() runs inside loops over the owner's peers.
-    close_after_write_ = true;
+    transition(State::kDraining);
     asio::post(socket_.get_executor(), [self = shared_from_this(), n = queued_bytes()] {
       self->close(fmt::format("peer is not reading ({} bytes unsent)", n));
     });
@@ -136,41 +137,41 @@ void FramedConnection::send(capnp::MessageBuilder& message) {
 }
 
 void FramedConnection::flush() {
-  if (closed_ || out_.empty()) return;
+  if (!is_open() || out_.empty()) return;
   writing_.clear();
   writing_.swap(out_);
   write_in_flight_ = true;
   asio::async_write(socket_, asio::buffer(writing_),
                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                       self->write_in_flight_ = false;
-                      if (self->closed_) return;
+                      if (!self->is_open()) return;
                       if (ec) {
                         self->close(ec.message());
                         return;
                       }
                       self->writing_.clear();
-                      if (self->read_paused_ && !self->close_after_write_ &&
+                      if (self->read_paused_ && self->state_ == State::kOpen &&
                           self->queued_bytes() <= kPauseReadingBytes) {
                         self->read_paused_ = false;
                         self->read_header();
                       }
                       if (!self->out_.empty()) {
                         self->flush();
-                      } else if (self->close_after_write_) {
+                      } else if (self->state_ == State::kDraining) {
                         self->close("closed by us");
                       }
                     });
 }
 
 void FramedConnection::send_error_and_close(const std::string& message, uint64_t job_id) {
-  if (closed_ || close_after_write_) return;
+  if (state_ != State::kOpen) return;
   spdlog::debug("{}: sending error and closing: {}", remote_, message);
   capnp::MallocMessageBuilder m(128);
   auto err = m.initRoot<wire::Message>().initError();
   err.setMessage(message);
   err.setJobId(job_id);
   append_frame(m, out_);
-  close_after_write_ = true;
+  transition(State::kDraining);
   if (handlers_.on_close) {
     auto on_close = std::move(handlers_.on_close);
     handlers_.on_close = nullptr;
@@ -184,8 +185,8 @@ void FramedConnection::send_error_and_close(const std::string& message, uint64_t
 }
 
 void FramedConnection::close_when_flushed() {
-  if (closed_) return;
-  close_after_write_ = true;
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kOpen) transition(State::kDraining);
   if (!write_in_flight_ && out_.empty()) {
     close("closed by us");
     return;
@@ -195,7 +196,7 @@ void FramedConnection::close_when_flushed() {
 
 void FramedConnection::start_closing(std::function<void()> on_closed) {
   handlers_.on_close = [on_closed = std::move(on_closed)](const std::string&) { on_closed(); };
-  if (closed_) {
+  if (state_ == State::kClosed) {
     auto f = std::move(handlers_.on_close);
     f("");
     return;
@@ -203,9 +204,16 @@ void FramedConnection::start_closing(std::function<void()> on_closed) {
   close_when_flushed();
 }
 
+// The one place the connection's life changes. It only moves forward: open -> draining -> closed,
+// or open -> closed.
+void FramedConnection::transition(State to) {
+  PSCHED_ASSERT(to > state_, int(state_), int(to));
+  state_ = to;
+}
+
 void FramedConnection::close(const std::string& why) {
-  if (closed_) return;
-  closed_ = true;
+  if (state_ == State::kClosed) return;
+  transition(State::kClosed);
   boost::system::error_code ec;
   idle_timer_.cancel();
   socket_.shutdown(tcp::socket::shutdown_both, ec);

@@ -7,7 +7,9 @@
 // cannot make us queue without bound. A frame's buffer is allocated uninitialised (memory is
 // touched only as bytes arrive) and buffers past kKeepBodyBytes are freed after use, so a peer
 // that announces a large frame and dribbles it costs what it sends. The connection keeps itself
-// alive through its handlers (shared_from_this).
+// alive through its handlers (shared_from_this). Its life is a State that only moves forward,
+// changed in transition() alone: open, then draining (nothing more is queued; it closes once what
+// is queued is written), then closed.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -50,7 +52,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // Frames longer than this are refused from now on (the scheduler allows small ones before Hello).
   void set_max_frame_bytes(uint32_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
 
-  bool is_open() const { return !closed_; }
+  enum class State : uint8_t { kOpen, kDraining, kClosed };
+
+  State state() const { return state_; }
+  bool is_open() const { return state_ != State::kClosed; }
   const std::string& remote() const { return remote_; }
   size_t queued_bytes() const { return out_.size() + writing_.size(); }
 
@@ -61,6 +66,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void dispatch(size_t bytes);
   void flush();
   void arm_idle_timer();
+  void transition(State to);
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer idle_timer_;
@@ -74,10 +80,11 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   size_t body_words_ = 0;
   std::string out_;      // frames queued while a write is in flight
   std::string writing_;  // the frames of the write in flight
+  State state_ = State::kOpen;
+  // Flow control inside the open and draining states: a write is on the socket; reading waits
+  // until the peer has taken what we owe it (resumed only while open).
   bool write_in_flight_ = false;
   bool read_paused_ = false;
-  bool close_after_write_ = false;
-  bool closed_ = false;
 };
 
 // Builds a one-off message: `fill` gets the root Message builder.

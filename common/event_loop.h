@@ -1,7 +1,7 @@
 // Event loops that stay awake a moment after each event. A request/response across our processes
 // (client -> psched -> worker -> psched -> client) wakes a sleeping thread at every hop; on a
 // virtual machine an idle vCPU takes tens of microseconds to wake (halt, VM exit, host wake-up),
-// so a 10-chunk job measured ~200 us on an idle 2-core VM and ~60 us on the same VM kept busy.
+// several times the rest of a small job's round trip (bench/README.md has the measurements).
 // Polling for a short spin window after each burst of handlers, yielding the CPU between polls,
 // keeps the next hop's wake-up off that path; once the window passes the thread blocks as before,
 // so an idle daemon costs nothing. spin = 0 is plain io_context::run().

@@ -20,8 +20,10 @@ void append_frame(capnp::MessageBuilder& message, std::string& out);
 
 uint32_t decode_frame_length(const uint8_t header[kFrameHeaderBytes]);
 
-// Reader options for a frame of `frame_bytes`: traversal limited to the frame's own size in words
-// (a message cannot amplify itself), nesting limited to 16.
+// Reader options for a frame of `frame_bytes`: traversal limited to four times the frame's words,
+// plus 64, nesting to 16. Cap'n Proto counts words each time a struct or list is read, so a handler
+// may read parts of a message more than once (a few times, never in a loop over the message), while
+// a message built to amplify itself (many pointers to one large list) costs at most 4x its frame.
 capnp::ReaderOptions reader_options_for(size_t frame_bytes);
 
 }  // namespace psched

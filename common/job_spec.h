@@ -1,4 +1,4 @@
-// JobSpec: one array-sum job as DESIGN.md defines it (array, generator, expression, selection,
+// JobSpec: one array-sum job as docs/design.md defines it (array, generator, expression, selection,
 // reduction), in plain C++ so the client, the scheduler, both backends and the tests share it.
 // validate() is the single place that decides what a job may ask for; the client library and the
 // scheduler both call it, so a client of another make cannot hand a worker a job it would choke on.
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/chunk_grid.h"
 #include "common/generators.h"
 #include "common/status.h"
 
@@ -18,6 +19,7 @@ const char* generator_name(Generator g);
 Result<Generator> parse_generator(const std::string& name);
 const char* dtype_name(DType d);
 Result<DType> parse_dtype(const std::string& name);
+constexpr uint64_t element_bytes(DType d) { return d == DType::kFloat64 ? 8 : 4; }
 
 // Stop value meaning "to the end of the axis", as Python's empty slice stop.
 constexpr uint64_t kToEnd = UINT64_MAX;
@@ -49,13 +51,15 @@ struct JobSpec {
   Slice col_sel{0, kToEnd, 2};
 
   // Generate only the selected elements and reduce in one pass, storing nothing (a benchmark
-  // variant; the default keeps the seed's "create the array, then reduce").
+  // variant; the default keeps the DeepOps benchmark's "create the array, then reduce").
   bool fused = false;
 
   uint64_t elements() const { return rows * cols; }
-  uint64_t element_bytes() const { return dtype == DType::kFloat64 ? 8 : 4; }
+  uint64_t element_bytes() const { return psched::element_bytes(dtype); }
   uint64_t bytes() const { return elements() * element_bytes(); }
   uint64_t chunk_bytes() const { return chunk_rows * chunk_cols * element_bytes(); }
+  ChunkGrid grid() const { return ChunkGrid{rows, cols, chunk_rows, chunk_cols}; }
+  uint64_t chunks() const { return grid().chunks(); }  // chunk sizes > 0: after validate()
 };
 
 // Limits a job must stay inside. Chunks are bounded so a chunk's element index fits 32-bit grid

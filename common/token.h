@@ -1,4 +1,4 @@
-// The shared token (DESIGN.md "Discovery and security"): read from --token-file or PSCHED_TOKEN.
+// The shared token (docs/design.md, "Discovery and security"): read from --token-file or PSCHED_TOKEN.
 // A token file that others can read is accepted with a warning; the token itself is never logged.
 #pragma once
 

@@ -71,4 +71,29 @@ PartialSum from_wire(wire::ChunkPartial::Reader in) {
   return p;
 }
 
+void to_wire(const WorkerInfo& w, wire::WorkerInfo::Builder out) {
+  out.setId(w.id);
+  out.setName(w.name);
+  out.setHost(w.host);
+  out.setPid(w.pid);
+  out.setBackend(w.backend);
+  out.setDeviceName(w.device_name);
+  out.setMemoryTotalBytes(w.memory_total_bytes);
+  out.setMemoryLimitBytes(w.memory_limit_bytes);
+  out.setComputeMajor(w.compute_major);
+  out.setComputeMinor(w.compute_minor);
+  out.setThreads(w.threads);
+  out.setSlots(w.slots);
+  out.setWindowElements(w.window_elements);
+  out.setChunksDone(w.chunks_done);
+  out.setBytesReduced(w.bytes_reduced);
+  out.setBusySeconds(w.busy_seconds);
+}
+
+WorkerInfo from_wire(wire::WorkerInfo::Reader in) {
+  WorkerInfo w;
+  read_worker_info(in, w);
+  return w;
+}
+
 }  // namespace psched

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command from a fresh checkout to a benchmark result: installs what is missing, builds, and runs
-# the seed benchmark (DeepOps sum.py: sum of (x + 1)[::2, ::2] over normal(10, 1) float64) on a
+# the DeepOps benchmark (sum.py: sum of (x + 1)[::2, ::2] over normal(10, 1) float64) on a
 # local cluster that pbench starts and stops itself.
 #   - with GPUs: all of them, the full 500000 x 500000 (2 TB) array in 10000 x 10000 chunks;
 #   - without:   CPU workers on a 10000 x 10000 (800 MB) array, so it finishes in seconds.
@@ -18,7 +18,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 fi
 if [[ "$gpus" -gt 0 ]] && "$build/bin/pcuda-worker" --version | grep -q cuda; then
-  echo "demo: $gpus GPU(s) found: the seed benchmark, 500000 x 500000 float64 (2 TB), on all of them"
+  echo "demo: $gpus GPU(s) found: the DeepOps benchmark, 500000 x 500000 float64 (2 TB), on all of them"
   exec "$build/bin/pbench" -g "$gpus" --check "$@"
 fi
 cores=$(nproc)

@@ -36,7 +36,7 @@ struct Slice {
   step @2 :UInt64;
 }
 
-# One array-sum job (DESIGN.md "The job"); mirrors psched::JobSpec in common/job_spec.h.
+# One array-sum job (docs/design.md, "The job"); mirrors psched::JobSpec in common/job_spec.h.
 struct JobSpec {
   rows @0 :UInt64;
   cols @1 :UInt64;

@@ -1,6 +1,6 @@
 #include "scheduler/job.h"
 
-#include <cassert>
+#include "common/check.h"
 
 namespace psched {
 
@@ -10,8 +10,7 @@ Job::Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool wa
       spec_(std::move(spec)),
       want_partials_(want_partials),
       started_(std::chrono::steady_clock::now()) {
-  const uint64_t n = (spec_->rows + spec_->chunk_rows - 1) / spec_->chunk_rows *
-                     ((spec_->cols + spec_->chunk_cols - 1) / spec_->chunk_cols);
+  const uint64_t n = spec_->chunks();
   states_.assign(n, uint8_t(TaskState::kQueued));
   running_on_.assign(n, 0);
   partials_.resize(n);
@@ -27,26 +26,25 @@ void Job::transition(uint64_t chunk, TaskState to, WorkerId worker) {
   const TaskState from = TaskState(states_[chunk]);
   switch (to) {
     case TaskState::kRunning:
-      assert(from == TaskState::kQueued);
+      PSCHED_ASSERT(from == TaskState::kQueued, chunk, int(from), worker);
       running_on_[chunk] = worker;
       break;
     case TaskState::kDone:
-      assert(from == TaskState::kRunning);
+      PSCHED_ASSERT(from == TaskState::kRunning, chunk, int(from), worker);
       ++done_;
       workers_used_[worker] = true;
       break;
     case TaskState::kQueued:
-      assert(from == TaskState::kRunning);
+      PSCHED_ASSERT(from == TaskState::kRunning, chunk, int(from), worker);
       requeued_.push_back(chunk);
       ++retries_;
       break;
   }
-  (void)from;
   states_[chunk] = uint8_t(to);
 }
 
 uint64_t Job::take(WorkerId worker) {
-  assert(has_queued());
+  PSCHED_REQUIRE(has_queued(), id_);
   uint64_t chunk;
   if (!requeued_.empty()) {
     chunk = requeued_.front();
@@ -59,7 +57,7 @@ uint64_t Job::take(WorkerId worker) {
 }
 
 uint64_t Job::take_run(WorkerId worker, uint64_t max, uint64_t& first) {
-  assert(has_queued() && max > 0);
+  PSCHED_REQUIRE(has_queued() && max > 0, id_, max);
   if (!requeued_.empty()) {
     first = take(worker);
     return 1;

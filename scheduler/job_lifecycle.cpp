@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/chunk_grid.h"
 #include "common/logging.h"
 #include "common/wire_convert.h"
 #include "scheduler/scheduler.h"
@@ -43,8 +42,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     return;
   }
   const JobSpec job_spec = normalized(spec);
-  const uint64_t chunks = ChunkGrid{job_spec.rows, job_spec.cols, job_spec.chunk_rows,
-                                    job_spec.chunk_cols}.chunks();
+  const uint64_t chunks = job_spec.chunks();
   uint64_t tracked = 0;
   for (const auto& [jid, j] : jobs_) tracked += j->chunks();
   if (tracked + chunks > kMaxTrackedChunks) {

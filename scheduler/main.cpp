@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "common/address.h"
 #include "common/event_loop.h"
@@ -14,68 +15,80 @@
 #include "scheduler/dashboard.h"
 #include "scheduler/scheduler.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// Everything the command line sets.
+struct Flags {
   psched::SchedulerConfig config;
   std::string log_level = "info";
   std::string token_file;
   uint32_t worker_timeout_s = 30;
   uint32_t handshake_timeout_s = 10;
   int64_t spin_us = psched::kDefaultSpin.count();
+};
 
-  CLI::App app{"psched: the scheduler daemon of a psched cluster. Workers (pcuda-worker) register "
-               "here; clients (pbench, libpclient) submit array-sum jobs."};
+void add_flags(CLI::App& app, Flags& f) {
   app.set_version_flag("--version", std::string("psched ") + PSCHED_VERSION);
-  app.add_option("--host", config.host, "Address to listen on (default: all interfaces)");
-  app.add_option("--port", config.port, "TCP port for workers and clients; 0 picks a free port")
+  app.add_option("--host", f.config.host, "Address to listen on (default: all interfaces)");
+  app.add_option("--port", f.config.port, "TCP port for workers and clients; 0 picks a free port")
       ->capture_default_str();
-  app.add_option("--dashboard-address", config.dashboard_address,
+  app.add_option("--dashboard-address", f.config.dashboard_address,
                  "HTTP dashboard HOST:PORT (or :PORT); 'none' disables it")
       ->capture_default_str();
-  app.add_option("--scheduler-file", config.scheduler_file,
+  app.add_option("--scheduler-file", f.config.scheduler_file,
                  "Write the scheduler's address to this JSON file (atomically) once listening");
-  app.add_option("--token-file", token_file,
+  app.add_option("--token-file", f.token_file,
                  "File holding a shared token that every worker and client must present "
                  "(or set PSCHED_TOKEN)");
-  app.add_option("--worker-timeout", worker_timeout_s,
+  app.add_option("--worker-timeout", f.worker_timeout_s,
                  "Seconds of silence after which a worker is declared dead")
       ->capture_default_str()->check(CLI::Range(1u, 86400u));
-  app.add_option("--allowed-failures", config.allowed_failures,
+  app.add_option("--allowed-failures", f.config.allowed_failures,
                  "A chunk that fails on this many workers fails its job")
       ->capture_default_str()->check(CLI::Range(1u, 1000u));
-  app.add_option("--max-frame", config.max_frame_bytes, "Largest frame accepted, in bytes")
+  app.add_option("--max-frame", f.config.max_frame_bytes, "Largest frame accepted, in bytes")
       ->capture_default_str()->check(CLI::Range(1024u, 1u << 30));
-  app.add_option("--max-connections", config.max_connections, "Most connections open at once")
+  app.add_option("--max-connections", f.config.max_connections, "Most connections open at once")
       ->capture_default_str()->check(CLI::Range(1u, 1000000u));
-  app.add_option("--spin-us", spin_us,
+  app.add_option("--spin-us", f.spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1000000}));
   // Hidden (tests): seconds a new connection has to say Hello.
-  app.add_option("--handshake-timeout", handshake_timeout_s)
+  app.add_option("--handshake-timeout", f.handshake_timeout_s)
       ->check(CLI::Range(1u, 3600u))->group("");
-  app.add_option("--log-level", log_level, "trace, debug, info, warning, error")
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warning, error")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  config.worker_timeout_ms = worker_timeout_s * 1000;
+}
+
+// The config from the flags, with the token loaded and logging set up; an error is the exit code.
+std::optional<int> complete(Flags& f) {
+  psched::SchedulerConfig& config = f.config;
+  config.worker_timeout_ms = f.worker_timeout_s * 1000;
   // A dashboard given only a port listens where the scheduler does: `--host 127.0.0.1` keeps both
   // off the network, and the published URL names the same host.
   if (!config.host.empty() && !config.dashboard_address.empty() && config.dashboard_address[0] == ':')
     config.dashboard_address =
         (config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host) +
         config.dashboard_address;
-  config.handshake_timeout_ms = handshake_timeout_s * 1000;
+  config.handshake_timeout_ms = f.handshake_timeout_s * 1000;
 
-  if (psched::Status st = psched::setup_logging("psched", log_level); !st) {
+  if (psched::Status st = psched::setup_logging("psched", f.log_level); !st) {
     std::cerr << "psched: " << st.message() << "\n";
     return 2;
   }
-  auto token = psched::load_token(token_file);
+  auto token = psched::load_token(f.token_file);
   if (!token) {
     std::cerr << "psched: " << token.message() << "\n";
     return 2;
   }
   config.token = *token;
+  return std::nullopt;
+}
 
+// The scheduler and its dashboard on one event loop until SIGTERM/SIGINT drains them.
+int run(const Flags& f) {
+  const psched::SchedulerConfig& config = f.config;
   // --max-connections needs a descriptor each: lift the soft limit (often 1024) to the hard one, so
   // that the cap, not EMFILE, is what turns connections away.
   if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
@@ -115,7 +128,19 @@ int main(int argc, char** argv) {
       if (!ec2) io.stop();
     });
   });
-  psched::run_spinning(io, std::chrono::microseconds(spin_us));
+  psched::run_spinning(io, std::chrono::microseconds(f.spin_us));
   spdlog::info("psched exited");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"psched: the scheduler daemon of a psched cluster. Workers (pcuda-worker) register "
+               "here; clients (pbench, libpclient) submit array-sum jobs."};
+  add_flags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  if (auto failed = complete(flags)) return *failed;
+  return run(flags);
 }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/connection.h"
+#include "common/worker_info.h"
 #include "scheduler/job.h"
 
 namespace psched {
@@ -45,21 +46,14 @@ class InFlight {
 // The most chunks a worker's window may hold, however small they are.
 constexpr uint64_t kMaxWindowChunks = uint64_t{1} << 16;
 
-struct WorkerRecord {
-  WorkerId id = 0;
-  std::string name, host, backend, device_name;
-  uint32_t pid = 0;
-  uint64_t memory_total_bytes = 0, memory_limit_bytes = 0, memory_used_bytes = 0;
-  uint32_t compute_major = 0, compute_minor = 0, threads = 0;
-  uint32_t slots = 1;  // chunks in flight the worker asked for
-  uint64_t window_elements = 0;  // ... and elements, when chunks are small (0: slots only)
+// A worker as it announced itself (WorkerInfo: id and totals kept here), plus what only the
+// scheduler tracks.
+struct WorkerRecord : WorkerInfo {
+  uint64_t memory_used_bytes = 0;  // from its heartbeats
 
   std::shared_ptr<FramedConnection> conn;
   InFlight in_flight;
   std::set<JobId> defined_jobs;                    // jobs whose spec it has been sent
-  uint64_t chunks_done = 0;
-  uint64_t bytes_reduced = 0;
-  double busy_seconds = 0;
   std::chrono::steady_clock::time_point joined = std::chrono::steady_clock::now();
 
   // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/chunk_grid.h"
 #include "common/logging.h"
 #include "common/scheduler_file.h"
 #include "common/wire_convert.h"
@@ -223,20 +222,17 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
                                : fmt::format("peer-{}", id);
   if (hello.getRole() == wire::Role::WORKER) {
     auto w = std::make_unique<WorkerRecord>();
-    auto info = hello.getWorker();
+    static_cast<WorkerInfo&>(*w) = from_wire(hello.getWorker());
     w->id = id;
     w->name = name;
-    w->host = printable(info.getHost().cStr(), 256);
-    w->pid = info.getPid();
-    w->backend = printable(info.getBackend().cStr(), 32);
-    w->device_name = printable(info.getDeviceName().cStr(), 256);
-    w->memory_total_bytes = info.getMemoryTotalBytes();
-    w->memory_limit_bytes = info.getMemoryLimitBytes();
-    w->compute_major = info.getComputeMajor();
-    w->compute_minor = info.getComputeMinor();
-    w->threads = info.getThreads();
-    w->slots = std::clamp<uint32_t>(info.getSlots(), 1, 4096);
-    w->window_elements = info.getWindowElements();
+    w->host = printable(w->host, 256);
+    w->backend = printable(w->backend, 32);
+    w->device_name = printable(w->device_name, 256);
+    w->slots = std::clamp<uint32_t>(w->slots, 1, 4096);
+    // Totals are ours to count, whatever the Hello said.
+    w->chunks_done = 0;
+    w->bytes_reduced = 0;
+    w->busy_seconds = 0;
     w->conn = conn_owner;
     peer->kind = Peer::Kind::kWorker;
     peer->id = id;
@@ -332,25 +328,7 @@ void Scheduler::send_cluster_info(ClientRecord& client, uint64_t tag) {
     info.setSchedulerVersion(PSCHED_VERSION);
     auto list = info.initWorkers(uint32_t(workers_.size()));
     uint32_t i = 0;
-    for (auto& [id, w] : workers_) {
-      auto o = list[i++];
-      o.setId(id);
-      o.setName(w->name);
-      o.setHost(w->host);
-      o.setPid(w->pid);
-      o.setBackend(w->backend);
-      o.setDeviceName(w->device_name);
-      o.setMemoryTotalBytes(w->memory_total_bytes);
-      o.setMemoryLimitBytes(w->memory_limit_bytes);
-      o.setComputeMajor(w->compute_major);
-      o.setComputeMinor(w->compute_minor);
-      o.setThreads(w->threads);
-      o.setSlots(w->slots);
-      o.setWindowElements(w->window_elements);
-      o.setChunksDone(w->chunks_done);
-      o.setBytesReduced(w->bytes_reduced);
-      o.setBusySeconds(w->busy_seconds);
-    }
+    for (auto& [id, w] : workers_) to_wire(*w, list[i++]);
   });
 }
 

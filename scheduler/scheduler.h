@@ -16,15 +16,16 @@
 #include <vector>
 
 #include "common/connection.h"
+#include "common/framing.h"
 #include "common/status.h"
+#include "scheduler/chunk_seconds_histogram.h"
 #include "scheduler/job.h"
-#include "scheduler/metrics.h"
 #include "scheduler/peers.h"
 
 namespace psched {
 
 // Most chunk partials one Progress carries (40 bytes each on the wire, so ~2.6 MB): more go out in
-// further Progress messages, so no rate of completions can outgrow a frame (16 MiB).
+// further Progress messages, so no rate of completions can outgrow a frame (kDefaultMaxFrameBytes).
 inline constexpr size_t kMaxPartialsPerProgress = 65536;
 
 struct SchedulerConfig {
@@ -33,7 +34,7 @@ struct SchedulerConfig {
   std::string dashboard_address = ":8787";  // "none" disables the dashboard
   std::string scheduler_file;       // written once listening
   std::string token;                // required from every peer when not empty
-  uint32_t max_frame_bytes = 16u << 20;
+  uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   uint32_t heartbeat_ms = 1000;
   uint32_t worker_timeout_ms = 30000;     // a worker silent this long is dead
   uint32_t client_timeout_ms = 60000;     // a client silent this long is gone

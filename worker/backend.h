@@ -10,6 +10,7 @@
 
 #include "common/job_spec.h"
 #include "common/partial.h"
+#include "common/worker_info.h"
 
 namespace psched {
 
@@ -29,15 +30,6 @@ struct ChunkOutcome {
   // The device is unusable from now on (a sticky CUDA error): the worker reports this outcome,
   // then leaves and exits non-zero so that it is restarted with a fresh device context.
   bool device_lost = false;
-};
-
-struct DeviceInfo {
-  std::string backend;       // "cpu" or "cuda"
-  std::string device_name;   // CPU model or GPU name
-  uint64_t memory_total_bytes = 0;
-  uint64_t memory_limit_bytes = 0;  // what the worker allows itself (0: no limit)
-  int compute_major = 0, compute_minor = 0;  // GPUs only
-  int threads = 0;
 };
 
 class Backend {

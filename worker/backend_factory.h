@@ -28,7 +28,4 @@ int usable_cuda_devices(std::string* why);
 
 Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice);
 
-// Parses "8GB", "512MiB", "1e9", "0" (no limit) into bytes.
-Result<uint64_t> parse_bytes(const std::string& text);
-
 }  // namespace psched

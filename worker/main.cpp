@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common/event_loop.h"
@@ -47,165 +48,161 @@ psched::Result<std::vector<int>> parse_gpus(const std::string& text, int availab
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Everything the command line sets.
+struct Flags {
   psched::WorkerConfig config;
   psched::BackendChoice backend;
   std::string gpus = "all";
-  std::string memory_limit = "0";
   std::string token_file;
   std::string log_level = "info";
   int nworkers = 1;
   int64_t spin_us = psched::kDefaultSpin.count();
   bool version = false;
+};
 
-  CLI::App app{"pcuda-worker: a psched worker daemon. Connects to the scheduler and computes chunks "
-               "on its GPUs (one worker process per GPU) or, where there is none, on the CPU."};
-  app.add_option("scheduler", config.scheduler_address,
+void add_flags(CLI::App& app, Flags& f) {
+  app.add_option("scheduler", f.config.scheduler_address,
                  "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST (port 8786)");
-  app.add_option("--scheduler-file", config.scheduler_file,
+  app.add_option("--scheduler-file", f.config.scheduler_file,
                  "Read the scheduler's address from this file (waiting for it to appear)");
-  app.add_option("--backend", backend.kind, "auto (GPU if usable, else CPU), cpu or cuda")
+  app.add_option("--backend", f.backend.kind, "auto (GPU if usable, else CPU), cpu or cuda")
       ->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_option("--gpus", gpus, "GPUs to use: all or a list like 0,2 (one worker process each)")
+  app.add_option("--gpus", f.gpus, "GPUs to use: all or a list like 0,2 (one worker process each)")
       ->capture_default_str();
-  app.add_option("--nthreads", backend.threads, "CPU backend threads per worker (default: cores)")
+  app.add_option("--nthreads", f.backend.threads, "CPU backend threads per worker (default: cores)")
       ->check(CLI::Range(1, 4096));
-  app.add_option("--streams", backend.streams,
+  app.add_option("--streams", f.backend.streams,
                  "CUDA backend: chunks in flight on each GPU, one stream and chunk buffer each "
                  "(default 6; fewer when memory is short)")
       ->check(CLI::Range(1, 32));
-  app.add_option("--nworkers", nworkers, "CPU backend: number of worker processes to supervise")
+  app.add_option("--nworkers", f.nworkers, "CPU backend: number of worker processes to supervise")
       ->capture_default_str()->check(CLI::Range(1, 1024));
-  app.add_option("--name", config.name, "Worker name shown by the scheduler (default HOST-PID)");
-  app.add_option("--memory-limit", memory_limit,
+  app.add_option("--name", f.config.name, "Worker name shown by the scheduler (default HOST-PID)");
+  // kB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024.
+  app.add_option("--memory-limit", f.backend.memory_limit_bytes,
                  "Device (or host) memory the worker may take for chunk buffers, e.g. 16GB; 0 = "
-                 "no limit")->capture_default_str();
-  app.add_option("--death-timeout", config.death_timeout_s,
+                 "no limit")
+      ->capture_default_str()->transform(CLI::AsSizeValue(true));
+  app.add_option("--death-timeout", f.config.death_timeout_s,
                  "Exit when no scheduler is reachable for this many seconds (default: never)");
-  app.add_option("--token-file", token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
-  app.add_option("--spin-us", spin_us,
+  app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
+  app.add_option("--spin-us", f.spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1000000}));
-  app.add_option("--log-level", log_level, "trace, debug, info, warning, error")->capture_default_str();
-  app.add_flag("--version", version, "Print the version and the compiled backends");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warning, error")->capture_default_str();
+  app.add_flag("--version", f.version, "Print the version and the compiled backends");
+}
 
-  if (version) {
-    std::cout << "pcuda-worker " << PSCHED_VERSION << "\nbackends: " << psched::compiled_backends()
-              << "\n";
-    return 0;
-  }
-  if (psched::Status st = psched::setup_logging("pcuda-worker", log_level); !st) {
+// What the flags do not say: logging, the token, test-only fault switches from the environment.
+// Returns the exit code on a failure.
+std::optional<int> complete(Flags& f) {
+  if (psched::Status st = psched::setup_logging("pcuda-worker", f.log_level); !st) {
     std::cerr << "pcuda-worker: " << st.message() << "\n";
     return 2;
   }
-  if (config.scheduler_address.empty() && config.scheduler_file.empty()) {
+  if (f.config.scheduler_address.empty() && f.config.scheduler_file.empty()) {
     std::cerr << "pcuda-worker: give the scheduler address (e.g. tcp://HOST:8786) or --scheduler-file\n";
     return 2;
   }
-  auto limit = psched::parse_bytes(memory_limit);
-  if (!limit) {
-    std::cerr << "pcuda-worker: --memory-limit: " << limit.message() << "\n";
-    return 2;
-  }
-  backend.memory_limit_bytes = *limit;
-  backend.spin = std::chrono::microseconds(spin_us);
-  auto token = psched::load_token(token_file);
+  f.backend.spin = std::chrono::microseconds(f.spin_us);
+  auto token = psched::load_token(f.token_file);
   if (!token) {
     std::cerr << "pcuda-worker: " << token.message() << "\n";
     return 2;
   }
-  config.token = *token;
+  f.config.token = *token;
   // Test-only fault switches: environment only, never reachable from the network.
-  if (const char* crash = std::getenv("PSCHED_TEST_CRASH_ON_CHUNK")) config.crash_on_chunk = std::atoll(crash);
-  if (const char* delay = std::getenv("PSCHED_TEST_CHUNK_DELAY_MS")) backend.test_delay_ms = std::atoi(delay);
-  if (const char* fault = std::getenv("PSCHED_TEST_DEVICE_FAULT_ON_CHUNK")) backend.test_fault_on_chunk = std::atoll(fault);
-  if (config.name.empty()) config.name = default_name();
+  if (const char* crash = std::getenv("PSCHED_TEST_CRASH_ON_CHUNK")) f.config.crash_on_chunk = std::atoll(crash);
+  if (const char* delay = std::getenv("PSCHED_TEST_CHUNK_DELAY_MS")) f.backend.test_delay_ms = std::atoi(delay);
+  if (const char* fault = std::getenv("PSCHED_TEST_DEVICE_FAULT_ON_CHUNK")) f.backend.test_fault_on_chunk = std::atoll(fault);
+  if (f.config.name.empty()) f.config.name = default_name();
+  return std::nullopt;
+}
 
-  // Several devices (or --nworkers): supervise one worker process each.
+// One supervised worker process: this binary again, with the flags every child shares, `backend`
+// and `name`; the caller adds what is particular to the child.
+psched::SupervisedChild child_worker(const Flags& f, std::string label, const std::string& backend,
+                                     const std::string& name) {
+  psched::SupervisedChild c;
+  c.label = std::move(label);
+  c.spec.path = psched::self_exe_path();
+  c.spec.env["PSCHED_SUPERVISED"] = "1";
+  if (!f.config.token.empty()) c.spec.env["PSCHED_TOKEN"] = f.config.token;
+  c.spec.args = {"--backend", backend, "--name", name,
+                 "--memory-limit", std::to_string(f.backend.memory_limit_bytes),
+                 "--log-level", f.log_level, "--spin-us", std::to_string(f.spin_us)};
+  if (!f.config.scheduler_address.empty()) c.spec.args.push_back(f.config.scheduler_address);
+  if (!f.config.scheduler_file.empty())
+    c.spec.args.insert(c.spec.args.end(), {"--scheduler-file", f.config.scheduler_file});
+  if (f.config.death_timeout_s > 0)
+    c.spec.args.insert(c.spec.args.end(), {"--death-timeout", std::to_string(f.config.death_timeout_s)});
+  return c;
+}
+
+// CUDA_VISIBLE_DEVICES as a list, so that GPU i of the selection names the device the parent saw.
+std::vector<std::string> visible_device_ids() {
+  std::vector<std::string> ids;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (!visible || !*visible) return ids;
+  std::stringstream in(visible);
+  std::string id;
+  while (std::getline(in, id, ',')) ids.push_back(id);
+  return ids;
+}
+
+// The worker processes to supervise: one per selected GPU when there are several (or --gpus picks
+// some), else --nworkers of them; none when this process is the worker. An error is the exit code.
+psched::Result<std::vector<psched::SupervisedChild>> children_to_supervise(const Flags& f, int* exit_code) {
   std::vector<psched::SupervisedChild> children;
-  if (backend.kind != "cpu" && !std::getenv("PSCHED_SUPERVISED")) {
+  if (f.backend.kind != "cpu" && !std::getenv("PSCHED_SUPERVISED")) {
     std::string why;
     const int devices = psched::usable_cuda_devices(&why);
-    if (devices == 0 && backend.kind == "cuda") {
-      std::cerr << "pcuda-worker: --backend cuda: no usable GPU (" << why << ")\n";
-      return 1;
+    if (devices == 0 && f.backend.kind == "cuda") {
+      *exit_code = 1;
+      return psched::Status::error("--backend cuda: no usable GPU (" + why + ")");
     }
     if (devices > 0) {
-      auto selected = parse_gpus(gpus, devices);
+      auto selected = parse_gpus(f.gpus, devices);
       if (!selected) {
-        std::cerr << "pcuda-worker: " << selected.message() << "\n";
-        return 2;
+        *exit_code = 2;
+        return psched::Status::error(selected.message());
       }
-      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-      std::vector<std::string> visible_ids;
-      if (visible && *visible) {
-        std::stringstream in(visible);
-        std::string id;
-        while (std::getline(in, id, ',')) visible_ids.push_back(id);
-      }
-      if (selected->size() > 1 || gpus != "all") {
+      const std::vector<std::string> visible_ids = visible_device_ids();
+      if (selected->size() > 1 || f.gpus != "all") {
         for (int gpu : *selected) {
-          psched::SupervisedChild c;
-          c.label = "gpu " + std::to_string(gpu);
-          c.spec.path = psched::self_exe_path();
+          auto c = child_worker(f, "gpu " + std::to_string(gpu), "cuda",
+                                f.config.name + "-gpu" + std::to_string(gpu));
           c.spec.env["CUDA_VISIBLE_DEVICES"] =
               gpu < int(visible_ids.size()) ? visible_ids[size_t(gpu)] : std::to_string(gpu);
-          c.spec.args = {"--backend", "cuda", "--name", config.name + "-gpu" + std::to_string(gpu),
-                         "--memory-limit", memory_limit, "--log-level", log_level,
-                         "--spin-us", std::to_string(spin_us)};
-          if (backend.streams > 0) {
-            c.spec.args.push_back("--streams");
-            c.spec.args.push_back(std::to_string(backend.streams));
-          }
+          if (f.backend.streams > 0)
+            c.spec.args.insert(c.spec.args.end(), {"--streams", std::to_string(f.backend.streams)});
           children.push_back(std::move(c));
         }
       }
     }
   }
-  if (children.empty() && nworkers > 1) {
-    for (int i = 0; i < nworkers; ++i) {
-      psched::SupervisedChild c;
-      c.label = "worker " + std::to_string(i);
-      c.spec.path = psched::self_exe_path();
-      c.spec.args = {"--backend", backend.kind, "--name", config.name + "-" + std::to_string(i),
-                     "--memory-limit", memory_limit, "--log-level", log_level,
-                     "--spin-us", std::to_string(spin_us)};
-      if (backend.threads > 0) {
-        c.spec.args.push_back("--nthreads");
-        c.spec.args.push_back(std::to_string(backend.threads));
-      }
+  if (children.empty() && f.nworkers > 1) {
+    for (int i = 0; i < f.nworkers; ++i) {
+      auto c = child_worker(f, "worker " + std::to_string(i), f.backend.kind,
+                            f.config.name + "-" + std::to_string(i));
+      if (f.backend.threads > 0)
+        c.spec.args.insert(c.spec.args.end(), {"--nthreads", std::to_string(f.backend.threads)});
       children.push_back(std::move(c));
     }
   }
-  if (!children.empty()) {
-    for (auto& c : children) {
-      c.spec.env["PSCHED_SUPERVISED"] = "1";
-      if (!config.token.empty()) c.spec.env["PSCHED_TOKEN"] = config.token;
-      if (!config.scheduler_address.empty()) c.spec.args.push_back(config.scheduler_address);
-      if (!config.scheduler_file.empty()) {
-        c.spec.args.push_back("--scheduler-file");
-        c.spec.args.push_back(config.scheduler_file);
-      }
-      if (config.death_timeout_s > 0) {
-        c.spec.args.push_back("--death-timeout");
-        c.spec.args.push_back(std::to_string(config.death_timeout_s));
-      }
-    }
-    spdlog::info("supervising {} worker processes", children.size());
-    return psched::run_supervisor(std::move(children), psched::SupervisorOptions{});
-  }
+  return children;
+}
 
-  auto made = psched::make_backend(backend);
+// This process is the worker: backend + Worker on one event loop until it leaves.
+int run_worker(const Flags& f) {
+  auto made = psched::make_backend(f.backend);
   if (!made) {
     std::cerr << "pcuda-worker: " << made.message() << "\n";
     return 1;
   }
   boost::asio::io_context io;
-  psched::Worker worker(io, config, std::move(*made));
+  psched::Worker worker(io, f.config, std::move(*made));
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
@@ -215,6 +212,34 @@ int main(int argc, char** argv) {
     });
   });
   worker.start();
-  psched::run_spinning(io, backend.spin);
+  psched::run_spinning(io, f.backend.spin);
   return worker.exit_code();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"pcuda-worker: a psched worker daemon. Connects to the scheduler and computes chunks "
+               "on its GPUs (one worker process per GPU) or, where there is none, on the CPU."};
+  add_flags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  if (flags.version) {
+    std::cout << "pcuda-worker " << PSCHED_VERSION << "\nbackends: " << psched::compiled_backends()
+              << "\n";
+    return 0;
+  }
+  if (auto failed = complete(flags)) return *failed;
+
+  int exit_code = 0;
+  auto children = children_to_supervise(flags, &exit_code);
+  if (!children) {
+    std::cerr << "pcuda-worker: " << children.message() << "\n";
+    return exit_code;
+  }
+  if (!children->empty()) {
+    spdlog::info("supervising {} worker processes", children->size());
+    return psched::run_supervisor(std::move(*children), psched::SupervisorOptions{});
+  }
+  return run_worker(flags);
 }

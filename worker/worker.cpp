@@ -134,19 +134,14 @@ void Worker::on_connected(tcp::socket socket) {
     hello.setProtocolVersion(wire::PROTOCOL_VERSION);
     hello.setName(config_.name);
     hello.setToken(config_.token);
-    auto info = hello.initWorker();
-    info.setName(config_.name);
-    info.setHost(host);
-    info.setPid(uint32_t(getpid()));
-    info.setBackend(device_.backend);
-    info.setDeviceName(device_.device_name);
-    info.setMemoryTotalBytes(device_.memory_total_bytes);
-    info.setMemoryLimitBytes(device_.memory_limit_bytes);
-    info.setComputeMajor(uint32_t(device_.compute_major));
-    info.setComputeMinor(uint32_t(device_.compute_minor));
-    info.setThreads(uint32_t(device_.threads));
-    info.setSlots(uint32_t(backend_->slots()));
-    info.setWindowElements(backend_->window_elements());
+    WorkerInfo self;
+    static_cast<DeviceInfo&>(self) = device_;
+    self.name = config_.name;
+    self.host = host;
+    self.pid = uint32_t(getpid());
+    self.slots = uint32_t(backend_->slots());
+    self.window_elements = backend_->window_elements();
+    to_wire(self, hello.initWorker());
   });
 }
 

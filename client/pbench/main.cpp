@@ -1,4 +1,4 @@
-// pbench: the seed benchmark (DeepOps sum.py) and friends on a psched cluster. Local mode (-c N,
+// pbench: the DeepOps benchmark (sum.py) and friends on a psched cluster. Local mode (-c N,
 // -g N) starts its own cluster; -d uses a running one (--scheduler or --scheduler-file).
 #include <CLI/CLI.hpp>
 #include <unistd.h>
@@ -13,6 +13,7 @@
 
 #include "client/job_spec_of.h"
 #include "common/closed_form.h"
+#include "common/event_loop.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
 #include "common/token.h"
@@ -103,11 +104,6 @@ std::string summarize(const std::vector<pclient::WorkerInfo>& workers) {
   return out;
 }
 
-int local_stop(pbench::LocalCluster& local) {
-  local.stop();
-  return 0;
-}
-
 void print_workers(const std::vector<pclient::WorkerInfo>& workers, bool json) {
   if (json) {
     std::cout << nlohmann::json{{"workers", devices_json(workers)}}.dump() << std::endl;
@@ -123,9 +119,8 @@ void print_workers(const std::vector<pclient::WorkerInfo>& workers, bool json) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Everything the command line sets.
+struct Flags {
   pclient::Job job;
   int gpus = 0, cpus = 0, repeat = 1, nthreads = 0;
   bool distributed = false, json = false, check = false, quiet = false, cluster_info = false;
@@ -135,76 +130,266 @@ int main(int argc, char** argv) {
   int connect_timeout_ms = 5000;
   int spin_us = -1;
 
-  CLI::App app{"pbench: sum of (scale*x + offset)[r0:r1:rs, c0:c1:cs] over a generated 2-D array on a "
-               "psched cluster, timed as DeepOps' sum.py (\"create data + computation\")."};
-  app.set_version_flag("--version", std::string("pbench ") + PSCHED_VERSION);
-  auto* g_opt = app.add_option("-g,--gpus", gpus, "Local mode: start a cluster with N GPU workers (GPUs 0..N-1)")
+  bool local_mode() const { return gpus > 0 || cpus > 0; }
+};
+
+void add_mode_flags(CLI::App& app, Flags& f) {
+  auto* g_opt = app.add_option("-g,--gpus", f.gpus, "Local mode: start a cluster with N GPU workers (GPUs 0..N-1)")
                     ->check(CLI::Range(1, 1024));
-  auto* c_opt = app.add_option("-c,--cpus", cpus, "Local mode: start a cluster with N CPU workers")
+  auto* c_opt = app.add_option("-c,--cpus", f.cpus, "Local mode: start a cluster with N CPU workers")
                     ->check(CLI::Range(1, 1024));
-  auto* d_opt = app.add_flag("-d,--distributed", distributed,
+  auto* d_opt = app.add_flag("-d,--distributed", f.distributed,
                              "Use a running cluster (--scheduler or --scheduler-file; default localhost:8786)");
   g_opt->excludes(c_opt);
   d_opt->excludes(g_opt)->excludes(c_opt);
+}
+
+void add_cluster_flags(CLI::App& app, Flags& f) {
+  app.add_option("--scheduler", f.scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST");
+  app.add_option("--scheduler-file", f.scheduler_file, "Read the scheduler address from this file");
+  app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
+  app.add_option("--nthreads", f.nthreads, "Local CPU mode: threads per worker (default: cores / N)");
+  app.add_option("--memory-limit", f.memory_limit, "Local mode: --memory-limit for each worker");
+  app.add_option("--connect-timeout", f.connect_timeout_ms, "Milliseconds to wait for the scheduler")
+      ->capture_default_str()->check(CLI::Range(1, 3600000));
+  app.add_option("--spin-us", f.spin_us,
+                 "Microseconds the client (and, in local mode, the daemons) keep polling after each "
+                 "message before sleeping; 0 = sleep at once (default: " +
+                     std::to_string(psched::kDefaultSpin.count()) + ")")
+      ->check(CLI::Range(0, 1000000));
+}
+
+void add_job_flags(CLI::App& app, Flags& f) {
+  pclient::Job& job = f.job;
   app.add_option("-x,--rows", job.rows, "Rows of the array")->capture_default_str();
   app.add_option("-y,--cols", job.cols, "Columns of the array")->capture_default_str();
   app.add_option("--chunk-x", job.chunk_rows, "Rows per chunk")->capture_default_str();
   app.add_option("--chunk-y", job.chunk_cols, "Columns per chunk")->capture_default_str();
   app.add_option("--dtype", job.dtype, "float64 or float32")->capture_default_str();
   app.add_option("--generator", job.generator, "normal, uniform, arange or constant")->capture_default_str();
-  app.add_option("--mean", mean, "normal: mean")->capture_default_str();
-  app.add_option("--std", std_dev, "normal: standard deviation")->capture_default_str();
-  app.add_option("--low", low, "uniform: low")->capture_default_str();
-  app.add_option("--high", high, "uniform: high")->capture_default_str();
-  app.add_option("--start", start, "arange: first value")->capture_default_str();
-  app.add_option("--step", step, "arange: step")->capture_default_str();
-  app.add_option("--value", value, "constant: the value")->capture_default_str();
+  app.add_option("--mean", f.mean, "normal: mean")->capture_default_str();
+  app.add_option("--std", f.std_dev, "normal: standard deviation")->capture_default_str();
+  app.add_option("--low", f.low, "uniform: low")->capture_default_str();
+  app.add_option("--high", f.high, "uniform: high")->capture_default_str();
+  app.add_option("--start", f.start, "arange: first value")->capture_default_str();
+  app.add_option("--step", f.step, "arange: step")->capture_default_str();
+  app.add_option("--value", f.value, "constant: the value")->capture_default_str();
   app.add_option("--seed", job.seed, "Generator seed (normal, uniform)")->capture_default_str();
   app.add_option("--scale", job.scale, "Expression: scale * x + offset")->capture_default_str();
   app.add_option("--offset", job.offset, "Expression: scale * x + offset")->capture_default_str();
   app.add_option("--row-start", job.row_start, "Selection: first row")->capture_default_str();
-  app.add_option("--row-stop", row_stop, "Selection: row stop (default: end)");
+  app.add_option("--row-stop", f.row_stop, "Selection: row stop (default: end)");
   app.add_option("--row-step", job.row_step, "Selection: row step")->capture_default_str();
   app.add_option("--col-start", job.col_start, "Selection: first column")->capture_default_str();
-  app.add_option("--col-stop", col_stop, "Selection: column stop (default: end)");
+  app.add_option("--col-stop", f.col_stop, "Selection: column stop (default: end)");
   app.add_option("--col-step", job.col_step, "Selection: column step")->capture_default_str();
   app.add_flag("--fused", job.fused,
-               "Generate only the selected elements, storing nothing (reported separately; not the seed's "
-               "create-then-reduce)");
-  app.add_option("--scheduler", scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST");
-  app.add_option("--scheduler-file", scheduler_file, "Read the scheduler address from this file");
-  app.add_option("--token-file", token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
-  app.add_option("--nthreads", nthreads, "Local CPU mode: threads per worker (default: cores / N)");
-  app.add_option("--memory-limit", memory_limit, "Local mode: --memory-limit for each worker");
-  app.add_option("--connect-timeout", connect_timeout_ms, "Milliseconds to wait for the scheduler")
-      ->capture_default_str()->check(CLI::Range(1, 3600000));
-  app.add_option("--spin-us", spin_us,
-                 "Microseconds the client (and, in local mode, the daemons) keep polling after each "
-                 "message before sleeping; 0 = sleep at once (default: 100)")
-      ->check(CLI::Range(0, 1000000));
-  app.add_option("--repeat", repeat, "Run the job N times in one session")->capture_default_str()
+               "Generate only the selected elements, storing nothing (reported separately; not the "
+               "DeepOps benchmark's create-then-reduce)");
+}
+
+void add_output_flags(CLI::App& app, Flags& f) {
+  app.add_option("--repeat", f.repeat, "Run the job N times in one session")->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  app.add_flag("--json", json, "Print one JSON object instead of text");
-  app.add_flag("--check", check, "Verify the result: exact closed form for arange/constant, mean bound for "
-                                 "normal/uniform; exit 1 on any difference");
-  app.add_flag("-q,--quiet", quiet, "No progress bar");
-  app.add_flag("--cluster-info", cluster_info, "Print the cluster's workers (backend, device, memory) and exit");
-  app.add_option("--log-level", log_level, "Local mode: log level of the daemons")->capture_default_str();
+  app.add_flag("--json", f.json, "Print one JSON object instead of text");
+  app.add_flag("--check", f.check, "Verify the result: exact closed form for arange/constant, mean bound for "
+                                   "normal/uniform; exit 1 on any difference");
+  app.add_flag("-q,--quiet", f.quiet, "No progress bar");
+  app.add_flag("--cluster-info", f.cluster_info, "Print the cluster's workers (backend, device, memory) and exit");
+  app.add_option("--log-level", f.log_level, "Local mode: log level of the daemons")->capture_default_str();
+}
+
+int fail(const std::string& message, int code = 1) {
+  std::cerr << "pbench: " << message << "\n";
+  return code;
+}
+
+// The generator's parameters and the selection stops from their flags; throws pclient::Error for
+// a job the scheduler would refuse.
+void complete_job(Flags& f) {
+  pclient::Job& job = f.job;
+  if (job.generator == "normal") { job.param0 = f.mean; job.param1 = f.std_dev; }
+  else if (job.generator == "uniform") { job.param0 = f.low; job.param1 = f.high; }
+  else if (job.generator == "arange") { job.param0 = f.start; job.param1 = f.step; }
+  else if (job.generator == "constant") { job.param0 = f.value; job.param1 = 0; }
+  if (f.row_stop >= 0) job.row_stop = uint64_t(f.row_stop);
+  if (f.col_stop >= 0) job.col_stop = uint64_t(f.col_stop);
+  pclient::validate(job);
+}
+
+// Local mode: starts psched and the workers, and points `connect` at them.
+psched::Status start_local(const Flags& f, pbench::LocalCluster& local, pclient::ConnectOptions& connect) {
+  pbench::install_cleanup_handlers();
+  pbench::LocalClusterOptions lo;
+  lo.cpu_workers = f.cpus;
+  lo.gpu_workers = f.gpus;
+  lo.threads_per_worker = f.nthreads;
+  lo.memory_limit = f.memory_limit;
+  lo.log_level = f.log_level;
+  lo.spin_us = f.spin_us;
+  if (psched::Status st = local.start(lo); !st) return st;
+  connect.scheduler_file = local.scheduler_file();
+  return psched::Status::ok();
+}
+
+// Ready when every local worker has registered; a worker that exits instead is an error.
+psched::Result<std::vector<pclient::WorkerInfo>> wait_for_local_workers(pclient::Client& client,
+                                                                        pbench::LocalCluster& local) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  for (;;) {
+    std::vector<pclient::WorkerInfo> workers = client.workers();
+    if (workers.size() >= size_t(local.workers())) return workers;
+    if (psched::Status st = local.check_children(); !st) return st;
+    if (std::chrono::steady_clock::now() > deadline)
+      return psched::Status::error("local workers did not register within 120 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// The job run --repeat times, and what the report needs.
+struct Runs {
+  std::vector<double> seconds;  // wall time of each run
+  pclient::Result last;
+  std::vector<pclient::WorkerInfo> before, after;  // the workers around the last run
+  std::string problem;                             // --check: what is wrong (empty: ok)
+};
+
+Runs run_jobs(pclient::Client& client, const Flags& f) {
+  const bool tty = isatty(1) && isatty(2) && !f.json && !f.quiet;
+  if (!f.json) {
+    std::cout << "Array size: " << human_bytes(double(f.job.bytes())) << ".  Computing parallel sum . . ."
+              << std::endl;
+  }
+  Runs runs;
+  pclient::RunOptions run_options;
+  if (tty) run_options.on_progress = draw_progress;
+  for (int i = 0; i < f.repeat; ++i) {
+    if (i == f.repeat - 1) runs.before = client.workers();  // the last run's own share
+    runs.last = client.run(f.job, run_options);
+    runs.seconds.push_back(runs.last.wall_seconds);
+    if (tty) std::fprintf(stderr, "\r%80s\r", "");
+  }
+  runs.after = client.workers();
+  const pclient::Result& r = runs.last;
+  const psched::PartialSum got{r.sum, r.count, r.min, r.max};
+  if (f.check) runs.problem = psched::check_result(pclient::job_spec_of(f.job), got);
+  return runs;
+}
+
+void report_json(const Flags& f, const Runs& runs) {
+  const pclient::Job& job = f.job;
+  const pclient::Result& result = runs.last;
+  const double seconds = runs.seconds.back();
+  nlohmann::json out = {{"sum", result.sum},
+                        {"count", result.count},
+                        {"mean", result.mean()},
+                        {"min", result.min},
+                        {"max", result.max},
+                        {"seconds", seconds},
+                        {"chunks", result.chunks},
+                        {"bytes", job.bytes()},
+                        {"bytes_per_second", double(job.bytes()) / seconds},
+                        {"workers", result.workers},
+                        {"cluster_workers", runs.after.size()},
+                        {"retries", result.retries},
+                        {"generator", job.generator},
+                        {"rows", job.rows},
+                        {"cols", job.cols},
+                        {"chunk_rows", job.chunk_rows},
+                        {"chunk_cols", job.chunk_cols},
+                        {"fused", job.fused},
+                        {"devices", devices_json(runs.after, &runs.before, seconds)}};
+  if (f.repeat > 1) out["runs"] = runs.seconds;
+  if (f.check) out["check"] = runs.problem.empty() ? "ok" : runs.problem;
+  std::cout << out.dump() << std::endl;
+}
+
+// The text report, worded as DeepOps' sum.py prints it, then what it does not say.
+void report_text(const Flags& f, const Runs& runs) {
+  const pclient::Result& result = runs.last;
+  const double seconds = runs.seconds.back();
+  std::cout << "Processing complete." << std::endl;
+  std::printf("Wall time create data + computation time: %.6f seconds\n", seconds);
+  std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
+              result.mean(), (unsigned long long)result.count, result.min, result.max);
+  std::printf("Throughput: %s/s over %llu chunks on %u workers%s\n",
+              human_bytes(double(f.job.bytes()) / seconds).c_str(), (unsigned long long)result.chunks,
+              result.workers, f.job.fused ? " (fused: selected elements only)" : "");
+  if (f.repeat > 1) {
+    std::vector<double> sorted = runs.seconds;
+    std::sort(sorted.begin(), sorted.end());
+    std::printf("Runs: %d, median %.6f s, min %.6f s, max %.6f s\n", f.repeat, sorted[sorted.size() / 2],
+                sorted.front(), sorted.back());
+  }
+  std::printf("Cluster: %s\n", summarize(runs.after).c_str());
+  double busy = 0;
+  int active = 0;
+  for (const auto& w : runs.after)
+    if (const RunShare r = run_share(w, runs.before, seconds); r.chunks > 0) {
+      busy += r.busy_fraction;
+      ++active;
+    }
+  if (active > 0 && seconds > 0)
+    std::printf("Busy: the %d workers computed for %.0f%% of the wall time (mean; their own timings)\n",
+                active, 100.0 * busy / active);
+  if (f.check) std::printf("Check: %s\n", runs.problem.empty() ? "ok" : runs.problem.c_str());
+  std::fflush(stdout);
+}
+
+// Connects (starting the local cluster first in local mode), waits for the workers, runs and
+// reports. Returns the exit code.
+int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
+  pclient::ConnectOptions connect;
+  connect.name = "pbench";
+  connect.token = token;
+  connect.connect_timeout_ms = f.connect_timeout_ms;
+  connect.spin_us = f.spin_us;
+  if (f.local_mode()) {
+    if (psched::Status st = start_local(f, local, connect); !st) return fail(st.message());
+  } else {
+    connect.address = f.scheduler;
+    connect.scheduler_file = f.scheduler_file;
+    if (f.scheduler.empty() && f.scheduler_file.empty()) connect.address = "tcp://127.0.0.1:8786";
+  }
+  pclient::Client client = pclient::Client::connect(connect);
+  std::vector<pclient::WorkerInfo> workers;
+  if (f.local_mode()) {
+    auto ready = wait_for_local_workers(client, local);
+    if (!ready) return fail(ready.message());
+    workers = std::move(*ready);
+  } else {
+    workers = client.wait_for_workers(1, 60000);
+  }
+  if (f.cluster_info) {
+    print_workers(workers, f.json);
+    client.close();
+    return 0;
+  }
+  const Runs runs = run_jobs(client, f);
+  if (f.json) {
+    report_json(f, runs);
+  } else {
+    report_text(f, runs);
+  }
+  client.close();
+  if (!runs.problem.empty()) return fail("check failed: " + runs.problem);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"pbench: sum of (scale*x + offset)[r0:r1:rs, c0:c1:cs] over a generated 2-D array on a "
+               "psched cluster, timed as DeepOps' sum.py (\"create data + computation\")."};
+  app.set_version_flag("--version", std::string("pbench ") + PSCHED_VERSION);
+  add_mode_flags(app, flags);
+  add_job_flags(app, flags);
+  add_cluster_flags(app, flags);
+  add_output_flags(app, flags);
   CLI11_PARSE(app, argc, argv);
-
-  auto fail = [](const std::string& message, int code = 1) {
-    std::cerr << "pbench: " << message << "\n";
-    return code;
-  };
-
-  if (job.generator == "normal") { job.param0 = mean; job.param1 = std_dev; }
-  else if (job.generator == "uniform") { job.param0 = low; job.param1 = high; }
-  else if (job.generator == "arange") { job.param0 = start; job.param1 = step; }
-  else if (job.generator == "constant") { job.param0 = value; job.param1 = 0; }
-  if (row_stop >= 0) job.row_stop = uint64_t(row_stop);
-  if (col_stop >= 0) job.col_stop = uint64_t(col_stop);
   try {
-    pclient::validate(job);
+    complete_job(flags);
   } catch (const pclient::Error& e) {
     return fail(e.what(), 2);
   }
@@ -212,137 +397,19 @@ int main(int argc, char** argv) {
   // Warnings (a token file others can read) go to stderr, never into --json output.
   if (psched::Status st = psched::setup_logging("pbench", "warning"); !st) return fail(st.message(), 2);
   std::string token;
-  if (!token_file.empty()) {
-    auto loaded = psched::load_token(token_file);
+  if (!flags.token_file.empty()) {
+    auto loaded = psched::load_token(flags.token_file);
     if (!loaded) return fail(loaded.message(), 2);
     token = *loaded;
   }
 
   pbench::LocalCluster local;
-  const bool local_mode = gpus > 0 || cpus > 0;
-  pclient::ConnectOptions connect;
-  connect.name = "pbench";
-  connect.token = token;
-  connect.connect_timeout_ms = connect_timeout_ms;
-  if (spin_us >= 0) connect.spin_us = spin_us;
+  int code = 0;
   try {
-    if (local_mode) {
-      pbench::install_cleanup_handlers();
-      pbench::LocalClusterOptions lo;
-      lo.cpu_workers = cpus;
-      lo.gpu_workers = gpus;
-      lo.threads_per_worker = nthreads;
-      lo.memory_limit = memory_limit;
-      lo.log_level = log_level;
-      lo.spin_us = spin_us;
-      if (psched::Status st = local.start(lo); !st) return fail(st.message());
-      connect.scheduler_file = local.scheduler_file();
-    } else {
-      connect.address = scheduler;
-      connect.scheduler_file = scheduler_file;
-      if (scheduler.empty() && scheduler_file.empty()) connect.address = "tcp://127.0.0.1:8786";
-    }
-    pclient::Client client = pclient::Client::connect(connect);
-    std::vector<pclient::WorkerInfo> workers;
-    if (local_mode) {
-      // Ready when every local worker has registered; a worker that exits instead is an error.
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-      for (;;) {
-        workers = client.workers();
-        if (workers.size() >= size_t(local.workers())) break;
-        if (psched::Status st = local.check_children(); !st) return fail(st.message()) + local_stop(local);
-        if (std::chrono::steady_clock::now() > deadline)
-          return fail("local workers did not register within 120 s") + local_stop(local);
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    } else {
-      workers = client.wait_for_workers(1, 60000);
-    }
-
-    if (cluster_info) {
-      print_workers(workers, json);
-      client.close();
-      local.stop();
-      return 0;
-    }
-    const bool tty = isatty(1) && isatty(2) && !json && !quiet;
-    if (!json) {
-      std::cout << "Array size: " << human_bytes(double(job.bytes())) << ".  Computing parallel sum . . ."
-                << std::endl;
-    }
-    std::vector<double> runs;
-    pclient::Result result;
-    pclient::RunOptions run_options;
-    if (tty) run_options.on_progress = draw_progress;
-    std::vector<pclient::WorkerInfo> before;
-    for (int i = 0; i < repeat; ++i) {
-      if (i == repeat - 1) before = client.workers();  // the last run's own share, below
-      result = client.run(job, run_options);
-      runs.push_back(result.wall_seconds);
-      if (tty) std::fprintf(stderr, "\r%80s\r", "");
-    }
-    workers = client.workers();
-    const double seconds = runs.back();
-    const psched::PartialSum got{result.sum, result.count, result.min, result.max};
-    const std::string problem = check ? psched::check_result(pclient::job_spec_of(job), got) : "";
-
-    if (json) {
-      nlohmann::json out = {{"sum", result.sum},
-                            {"count", result.count},
-                            {"mean", result.mean()},
-                            {"min", result.min},
-                            {"max", result.max},
-                            {"seconds", seconds},
-                            {"chunks", result.chunks},
-                            {"bytes", job.bytes()},
-                            {"bytes_per_second", double(job.bytes()) / seconds},
-                            {"workers", result.workers},
-                            {"cluster_workers", workers.size()},
-                            {"retries", result.retries},
-                            {"generator", job.generator},
-                            {"rows", job.rows},
-                            {"cols", job.cols},
-                            {"chunk_rows", job.chunk_rows},
-                            {"chunk_cols", job.chunk_cols},
-                            {"fused", job.fused},
-                            {"devices", devices_json(workers, &before, seconds)}};
-      if (repeat > 1) out["runs"] = runs;
-      if (check) out["check"] = problem.empty() ? "ok" : problem;
-      std::cout << out.dump() << std::endl;
-    } else {
-      std::cout << "Processing complete." << std::endl;
-      std::printf("Wall time create data + computation time: %.6f seconds\n", seconds);
-      std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
-                  result.mean(), (unsigned long long)result.count, result.min, result.max);
-      std::printf("Throughput: %s/s over %llu chunks on %u workers%s\n",
-                  human_bytes(double(job.bytes()) / seconds).c_str(), (unsigned long long)result.chunks,
-                  result.workers, job.fused ? " (fused: selected elements only)" : "");
-      if (repeat > 1) {
-        std::vector<double> sorted = runs;
-        std::sort(sorted.begin(), sorted.end());
-        std::printf("Runs: %d, median %.6f s, min %.6f s, max %.6f s\n", repeat, sorted[sorted.size() / 2],
-                    sorted.front(), sorted.back());
-      }
-      std::printf("Cluster: %s\n", summarize(workers).c_str());
-      double busy = 0;
-      int active = 0;
-      for (const auto& w : workers)
-        if (const RunShare r = run_share(w, before, seconds); r.chunks > 0) {
-          busy += r.busy_fraction;
-          ++active;
-        }
-      if (active > 0 && seconds > 0)
-        std::printf("Busy: the %d workers computed for %.0f%% of the wall time (mean; their own timings)\n",
-                    active, 100.0 * busy / active);
-      if (check) std::printf("Check: %s\n", problem.empty() ? "ok" : problem.c_str());
-      std::fflush(stdout);
-    }
-    client.close();
-    local.stop();
-    if (!problem.empty()) return fail("check failed: " + problem);
-    return 0;
+    code = run(flags, token, local);
   } catch (const pclient::Error& e) {
-    local.stop();
-    return fail(e.what());
+    code = fail(e.what());
   }
+  local.stop();
+  return code;
 }

@@ -6,7 +6,7 @@
 
 using namespace psched;
 
-TEST_CASE("the default job is the seed benchmark and is valid", "[job_spec]") {
+TEST_CASE("the default job is the DeepOps benchmark and is valid", "[job_spec]") {
   JobSpec s;
   CHECK(validate(s));
   CHECK(s.bytes() == 2000000000000ull);

@@ -8,7 +8,7 @@
 using namespace psched::test;
 
 TEST_CASE("a normal job gives the same bits on baseline and widest CPU kernels", "[e2e][cpu]") {
-  pclient::Job job;  // the seed's shape, small: normal(10, 1), (x + 1)[::2, ::2]
+  pclient::Job job;  // the DeepOps benchmark's shape, small: normal(10, 1), (x + 1)[::2, ::2]
   job.rows = 700;
   job.cols = 900;
   job.chunk_rows = 128;

@@ -48,7 +48,7 @@ struct TempDir {
 
 }  // namespace
 
-TEST_CASE("pbench -c 2 runs the job on its own cluster, prints the seed's lines and leaves nothing behind",
+TEST_CASE("pbench -c 2 runs the job on its own cluster, prints the DeepOps benchmark's lines and leaves nothing behind",
           "[pbench]") {
   TempDir tmp;
   std::string out;

@@ -39,16 +39,16 @@ TEST_CASE("arange sums are exact for several shapes, chunkings and steps on 1 to
   }
 }
 
-TEST_CASE("the seed computation at a small size has mean 11 within 1e-3", "[e2e]") {
+TEST_CASE("the DeepOps benchmark at a small size has mean 11 within 1e-3", "[e2e]") {
   TestCluster cluster;
   cluster.add_worker({.threads = 1});
   cluster.add_worker({.threads = 1});
   cluster.wait_for_workers(2);
-  pclient::Job seed;  // normal(10, 1), (x + 1)[::2, ::2]
+  pclient::Job deepops;  // normal(10, 1), (x + 1)[::2, ::2]
   // 16e6 selected elements: the standard error of the mean is 2.5e-4, so 1e-3 is a 4-sigma bound.
-  seed.rows = seed.cols = 8000;
-  seed.chunk_rows = seed.chunk_cols = 1000;
-  const pclient::Result r = cluster.client().run(seed);
+  deepops.rows = deepops.cols = 8000;
+  deepops.chunk_rows = deepops.chunk_cols = 1000;
+  const pclient::Result r = cluster.client().run(deepops);
   CHECK(r.count == 4000u * 4000u);
   CHECK(std::fabs(r.mean() - 11.0) < 1e-3);
   CHECK(r.workers == 2);

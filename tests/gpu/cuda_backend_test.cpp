@@ -21,7 +21,7 @@ namespace {
 // summation order gives the same bits: GPU and CPU must agree exactly.
 std::vector<std::pair<std::string, JobSpec>> exact_jobs() {
   std::vector<std::pair<std::string, JobSpec>> jobs;
-  jobs.emplace_back("seed-like (x+1)[::2, ::2], ragged edge chunks",
+  jobs.emplace_back("DeepOps-like (x+1)[::2, ::2], ragged edge chunks",
                     arange_job(1000, 1000, 300, 170));
   {
     JobSpec s = arange_job(1000, 1000, 128, 96);

@@ -107,12 +107,12 @@ TEST_CASE("busy seconds of overlapping streams add up to no more than the wall t
     Outcomes outcomes;
     auto backend = backend_with({.streams = streams});
     backend->start(outcomes.callback());
-    JobSpec seed = arange_job(8000, 8000, 2000, 2000);  // 16 chunks of 32 MB, normal(10, 1)
-    seed.generator = Generator::kNormal;
-    seed.param0 = 10;
-    seed.param1 = 1;
-    seed.row_sel.step = seed.col_sel.step = 2;
-    auto spec = prepared(seed);
+    JobSpec deepops = arange_job(8000, 8000, 2000, 2000);  // 16 chunks of 32 MB, normal(10, 1)
+    deepops.generator = Generator::kNormal;
+    deepops.param0 = 10;
+    deepops.param1 = 1;
+    deepops.row_sel.step = deepops.col_sel.step = 2;
+    auto spec = prepared(deepops);
     backend->enqueue(ChunkTask{1, 0, spec});  // warm-up: buffers allocated before the clock starts
     REQUIRE(outcomes.wait_for(1));
     const auto t0 = std::chrono::steady_clock::now();

@@ -76,7 +76,7 @@ inline std::shared_ptr<const JobSpec> prepared(const JobSpec& spec) {
 }
 
 inline uint64_t chunk_count(const JobSpec& s) {
-  return ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.chunks();
+  return s.chunks();
 }
 
 // Runs the given chunks of the job through the backend; their outcomes, each exactly once and ok.

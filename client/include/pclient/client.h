@@ -3,7 +3,7 @@
 // the protocol can change without breaking code built against this header.
 //
 //   pclient::Client client = pclient::Client::connect({.address = "tcp://head:8786"});
-//   pclient::Job job;                       // the seed benchmark by default
+//   pclient::Job job;                       // the DeepOps benchmark by default
 //   pclient::Result r = client.run(job);    // throws pclient::Error on failure
 #pragma once
 
@@ -31,7 +31,7 @@ class Cancelled : public Error {
 constexpr uint64_t kToEnd = UINT64_MAX;
 
 // An array-sum job: sum (and count, min, max) of scale * x + offset over x[rows][cols] selected
-// by [row_start:row_stop:row_step, col_start:col_stop:col_step]. Defaults: the seed benchmark.
+// by [row_start:row_stop:row_step, col_start:col_stop:col_step]. Defaults: the DeepOps benchmark.
 struct Job {
   uint64_t rows = 500000, cols = 500000;
   uint64_t chunk_rows = 10000, chunk_cols = 10000;
@@ -45,7 +45,7 @@ struct Job {
   uint64_t col_start = 0, col_stop = kToEnd, col_step = 2;
   bool fused = false;                 // generate only the selected elements (benchmark variant)
 
-  uint64_t bytes() const;             // rows * cols * element size: the seed's x.nbytes
+  uint64_t bytes() const;             // rows * cols * element size: the DeepOps benchmark's x.nbytes
   uint64_t chunks() const;
 };
 
@@ -84,7 +84,9 @@ struct WorkerInfo {
   std::string name, host, backend, device_name;
   uint32_t pid = 0;
   uint64_t memory_total_bytes = 0, memory_limit_bytes = 0;
-  uint32_t compute_major = 0, compute_minor = 0, threads = 0, slots = 0;
+  uint32_t compute_major = 0, compute_minor = 0, threads = 0;
+  uint32_t slots = 0;            // chunks the worker wants in flight
+  uint64_t window_elements = 0;  // ... and elements, when chunks are small (0: slots only)
   uint64_t chunks_done = 0, bytes_reduced = 0;
   double busy_seconds = 0;  // compute time the worker reported so far (its own timings)
 };
@@ -97,8 +99,9 @@ struct ConnectOptions {
   int connect_timeout_ms = 5000;
   int scheduler_file_timeout_ms = 30000;
   // While waiting for the scheduler, keep polling this long after each message before sleeping:
-  // on a VM, waking an idle CPU costs tens of microseconds per message. 0 = sleep at once.
-  int spin_us = 100;
+  // on a VM, waking an idle CPU costs tens of microseconds per message. 0 = sleep at once;
+  // negative: the default of psched's daemons (their --spin-us).
+  int spin_us = -1;
 };
 
 struct RunOptions {

@@ -1,0 +1,33 @@
+// What a worker is: its device (which the backend reports), how many chunks it wants in flight,
+// and the totals the scheduler keeps for it. The one definition behind the Hello a worker sends,
+// the scheduler's WorkerRecord and the ClusterInfo a client reads; wire_convert.h converts it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace psched {
+
+// The device a backend computes on, as Backend::info() reports it.
+struct DeviceInfo {
+  std::string backend;       // "cpu" or "cuda"
+  std::string device_name;   // CPU model or GPU name
+  uint64_t memory_total_bytes = 0;
+  uint64_t memory_limit_bytes = 0;  // what the worker allows itself (0: no limit)
+  uint32_t compute_major = 0, compute_minor = 0;  // GPUs only
+  uint32_t threads = 0;
+};
+
+struct WorkerInfo : DeviceInfo {
+  uint32_t id = 0;  // assigned by the scheduler (0 in the worker's Hello)
+  std::string name, host;
+  uint32_t pid = 0;
+  uint32_t slots = 1;            // chunks in flight the worker asks for
+  uint64_t window_elements = 0;  // ... and elements, when chunks are small (0: slots only)
+  // Filled by the scheduler from the worker's results.
+  uint64_t chunks_done = 0;
+  uint64_t bytes_reduced = 0;  // array bytes created + reduced
+  double busy_seconds = 0;     // backend compute seconds, by the worker's own timings
+};
+
+}  // namespace psched

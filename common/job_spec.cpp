@@ -35,13 +35,25 @@ Result<DType> parse_dtype(const std::string& name) {
 
 namespace {
 
+// A value above INT64_MAX in a selection is most likely a negative index wrapped to unsigned by the
+// caller (pclient::Job's fields are unsigned): say so rather than only "too large".
+std::string wrapped_hint(uint64_t v) {
+  return v > uint64_t(INT64_MAX) && v != kToEnd
+             ? fmt::format(" = {} wrapped to unsigned? negative indices are not counted from the end "
+                           "here: give start and stop from 0",
+                           int64_t(v))
+             : std::string();
+}
+
 Status check_slice(const char* axis, const Slice& s, uint64_t length) {
-  if (s.step == 0) return Status::error(fmt::format("{}-step must be > 0 (got 0)", axis));
+  if (s.step == 0)
+    return Status::error(fmt::format("{}-step must be > 0 (got 0)", axis));
   if (s.start > length)
-    return Status::error(
-        fmt::format("{}-start must be <= {} (got {})", axis, length, s.start));
+    return Status::error(fmt::format("{}-start must be from 0 to {} (got {}{})", axis, length,
+                                     s.start, wrapped_hint(s.start)));
   if (s.stop != kToEnd && s.stop > length)
-    return Status::error(fmt::format("{}-stop must be <= {} (got {})", axis, length, s.stop));
+    return Status::error(fmt::format("{}-stop must be from 0 to {} or 'to the end' (got {}{})",
+                                     axis, length, s.stop, wrapped_hint(s.stop)));
   if (s.stop != kToEnd && s.stop < s.start)
     return Status::error(
         fmt::format("{}-stop must be >= {}-start {} (got {})", axis, axis, s.start, s.stop));
@@ -77,29 +89,29 @@ Status validate(const JobSpec& s) {
                                      grid_cols, kMaxChunks));
   switch (s.generator) {
     case Generator::kNormal:
-      if (!finite(s.param0)) return Status::error("normal mean must be finite");
+      if (!finite(s.param0)) return Status::error(fmt::format("normal mean must be finite (got {})", s.param0));
       if (!finite(s.param1) || s.param1 < 0)
         return Status::error(fmt::format("normal std must be finite and >= 0 (got {})", s.param1));
       break;
     case Generator::kUniform:
       if (!finite(s.param0) || !finite(s.param1))
-        return Status::error("uniform low and high must be finite");
+        return Status::error(fmt::format("uniform low and high must be finite (got {} and {})", s.param0, s.param1));
       if (s.param1 < s.param0)
         return Status::error(
             fmt::format("uniform high must be >= low {} (got {})", s.param0, s.param1));
       break;
     case Generator::kArange:
       if (!finite(s.param0) || !finite(s.param1))
-        return Status::error("arange start and step must be finite");
+        return Status::error(fmt::format("arange start and step must be finite (got {} and {})", s.param0, s.param1));
       break;
     case Generator::kConstant:
-      if (!finite(s.param0)) return Status::error("constant value must be finite");
+      if (!finite(s.param0)) return Status::error(fmt::format("constant value must be finite (got {})", s.param0));
       break;
     default:
       return Status::error(fmt::format("generator code {} is unknown", int(s.generator)));
   }
-  if (!finite(s.scale)) return Status::error("scale must be finite");
-  if (!finite(s.offset)) return Status::error("offset must be finite");
+  if (!finite(s.scale)) return Status::error(fmt::format("scale must be finite (got {})", s.scale));
+  if (!finite(s.offset)) return Status::error(fmt::format("offset must be finite (got {})", s.offset));
   if (Status st = check_slice("row", s.row_sel, s.rows); !st) return st;
   if (Status st = check_slice("col", s.col_sel, s.cols); !st) return st;
   return Status::ok();

@@ -8,7 +8,9 @@
 #include <iostream>
 
 #include "common/address.h"
+#include "common/cli_checks.h"
 #include "common/event_loop.h"
+#include "common/framing.h"
 #include "common/logging.h"
 #include "common/token.h"
 #include "scheduler/dashboard.h"
@@ -25,34 +27,36 @@ int main(int argc, char** argv) {
   CLI::App app{"psched: the scheduler daemon of a psched cluster. Workers (pcuda-worker) register "
                "here; clients (pbench, libpclient) submit array-sum jobs."};
   app.set_version_flag("--version", std::string("psched ") + PSCHED_VERSION);
+  app.failure_message(psched::cli::one_line_failure("psched"));
   app.add_option("--host", config.host, "Address to listen on (default: all interfaces)");
   app.add_option("--port", config.port, "TCP port for workers and clients; 0 picks a free port")
-      ->capture_default_str();
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 65535));
   app.add_option("--dashboard-address", config.dashboard_address,
                  "HTTP dashboard HOST:PORT (or :PORT); 'none' disables it")
-      ->capture_default_str();
+      ->capture_default_str()->check(psched::cli::non_empty());
   app.add_option("--scheduler-file", config.scheduler_file,
-                 "Write the scheduler's address to this JSON file (atomically) once listening");
+                 "Write the scheduler's address to this JSON file (atomically) once listening")
+      ->check(psched::cli::non_empty());
   app.add_option("--token-file", token_file,
                  "File holding a shared token that every worker and client must present "
                  "(or set PSCHED_TOKEN)");
   app.add_option("--worker-timeout", worker_timeout_s,
                  "Seconds of silence after which a worker is declared dead")
-      ->capture_default_str()->check(CLI::Range(1u, 86400u));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 86400));
   app.add_option("--allowed-failures", config.allowed_failures,
                  "A chunk that fails on this many workers fails its job")
-      ->capture_default_str()->check(CLI::Range(1u, 1000u));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000));
   app.add_option("--max-frame", config.max_frame_bytes, "Largest frame accepted, in bytes")
-      ->capture_default_str()->check(CLI::Range(1024u, 1u << 30));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(psched::kMinMaxFrameBytes, 1u << 30));
   app.add_option("--max-connections", config.max_connections, "Most connections open at once")
-      ->capture_default_str()->check(CLI::Range(1u, 1000000u));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000000));
   app.add_option("--spin-us", spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")
-      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 1000000));
   // Hidden (tests): seconds a new connection has to say Hello.
   app.add_option("--handshake-timeout", handshake_timeout_s)
-      ->check(CLI::Range(1u, 3600u))->group("");
+      ->transform(psched::cli::unsigned_in(1, 3600, "--handshake-timeout"))->group("");
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/cli_checks.h"
 #include "common/event_loop.h"
 #include "common/logging.h"
 #include "common/process.h"
@@ -62,33 +63,37 @@ int main(int argc, char** argv) {
 
   CLI::App app{"pcuda-worker: a psched worker daemon. Connects to the scheduler and computes chunks "
                "on its GPUs (one worker process per GPU) or, where there is none, on the CPU."};
+  app.failure_message(psched::cli::one_line_failure("pcuda-worker"));
   app.add_option("scheduler", config.scheduler_address,
-                 "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST (port 8786)");
+                 "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST (port 8786)")
+      ->check(psched::cli::non_empty());
   app.add_option("--scheduler-file", config.scheduler_file,
-                 "Read the scheduler's address from this file (waiting for it to appear)");
+                 "Read the scheduler's address from this file (waiting for it to appear)")
+      ->check(psched::cli::non_empty());
   app.add_option("--backend", backend.kind, "auto (GPU if usable, else CPU), cpu or cuda")
       ->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--gpus", gpus, "GPUs to use: all or a list like 0,2 (one worker process each)")
       ->capture_default_str();
   app.add_option("--nthreads", backend.threads, "CPU backend threads per worker (default: cores)")
-      ->check(CLI::Range(1, 4096));
+      ->transform(psched::cli::unsigned_in(1, 4096));
   app.add_option("--streams", backend.streams,
                  "CUDA backend: chunks in flight on each GPU, one stream and chunk buffer each "
                  "(default 6; fewer when memory is short)")
-      ->check(CLI::Range(1, 32));
+      ->transform(psched::cli::unsigned_in(1, 32));
   app.add_option("--nworkers", nworkers, "CPU backend: number of worker processes to supervise")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1024));
   app.add_option("--name", config.name, "Worker name shown by the scheduler (default HOST-PID)");
   app.add_option("--memory-limit", memory_limit,
                  "Device (or host) memory the worker may take for chunk buffers, e.g. 16GB; 0 = "
                  "no limit")->capture_default_str();
   app.add_option("--death-timeout", config.death_timeout_s,
-                 "Exit when no scheduler is reachable for this many seconds (default: never)");
+                 "Exit when no scheduler is reachable for this many seconds (default: never)")
+      ->transform(psched::cli::unsigned_in(0, 31536000));
   app.add_option("--token-file", token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
   app.add_option("--spin-us", spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")
-      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 1000000));
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error")->capture_default_str();
   app.add_flag("--version", version, "Print the version and the compiled backends");
   CLI11_PARSE(app, argc, argv);

@@ -9,9 +9,12 @@
 #include <iostream>
 #include <thread>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "client/job_spec_of.h"
+#include "common/cli_checks.h"
 #include "common/closed_form.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
@@ -131,25 +134,30 @@ int main(int argc, char** argv) {
   bool distributed = false, json = false, check = false, quiet = false, cluster_info = false;
   std::string scheduler, scheduler_file, token_file, memory_limit, log_level = "warning";
   double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
-  int64_t row_stop = -1, col_stop = -1;
+  std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
   int connect_timeout_ms = 5000;
   int spin_us = -1;
+
+  // Sizes, chunks and steps: at least 1. Starts and stops: any 64-bit integer (negative: from the end).
+  const CLI::Validator kCount = psched::cli::unsigned_in(1, UINT64_MAX);
+  const CLI::Validator kIndex = psched::cli::signed_in(INT64_MIN, INT64_MAX);
 
   CLI::App app{"pbench: sum of (scale*x + offset)[r0:r1:rs, c0:c1:cs] over a generated 2-D array on a "
                "psched cluster, timed as DeepOps' sum.py (\"create data + computation\")."};
   app.set_version_flag("--version", std::string("pbench ") + PSCHED_VERSION);
+  app.failure_message(psched::cli::one_line_failure("pbench"));
   auto* g_opt = app.add_option("-g,--gpus", gpus, "Local mode: start a cluster with N GPU workers (GPUs 0..N-1)")
-                    ->check(CLI::Range(1, 1024));
+                    ->transform(psched::cli::unsigned_in(1, 1024));
   auto* c_opt = app.add_option("-c,--cpus", cpus, "Local mode: start a cluster with N CPU workers")
-                    ->check(CLI::Range(1, 1024));
+                    ->transform(psched::cli::unsigned_in(1, 1024));
   auto* d_opt = app.add_flag("-d,--distributed", distributed,
                              "Use a running cluster (--scheduler or --scheduler-file; default localhost:8786)");
   g_opt->excludes(c_opt);
   d_opt->excludes(g_opt)->excludes(c_opt);
-  app.add_option("-x,--rows", job.rows, "Rows of the array")->capture_default_str();
-  app.add_option("-y,--cols", job.cols, "Columns of the array")->capture_default_str();
-  app.add_option("--chunk-x", job.chunk_rows, "Rows per chunk")->capture_default_str();
-  app.add_option("--chunk-y", job.chunk_cols, "Columns per chunk")->capture_default_str();
+  app.add_option("-x,--rows", job.rows, "Rows of the array")->capture_default_str()->transform(kCount);
+  app.add_option("-y,--cols", job.cols, "Columns of the array")->capture_default_str()->transform(kCount);
+  app.add_option("--chunk-x", job.chunk_rows, "Rows per chunk")->capture_default_str()->transform(kCount);
+  app.add_option("--chunk-y", job.chunk_cols, "Columns per chunk")->capture_default_str()->transform(kCount);
   app.add_option("--dtype", job.dtype, "float64 or float32")->capture_default_str();
   app.add_option("--generator", job.generator, "normal, uniform, arange or constant")->capture_default_str();
   app.add_option("--mean", mean, "normal: mean")->capture_default_str();
@@ -159,31 +167,40 @@ int main(int argc, char** argv) {
   app.add_option("--start", start, "arange: first value")->capture_default_str();
   app.add_option("--step", step, "arange: step")->capture_default_str();
   app.add_option("--value", value, "constant: the value")->capture_default_str();
-  app.add_option("--seed", job.seed, "Generator seed (normal, uniform)")->capture_default_str();
+  app.add_option("--seed", job.seed, "Generator seed (normal, uniform)")->capture_default_str()
+      ->transform(psched::cli::unsigned_in(0, UINT64_MAX));
   app.add_option("--scale", job.scale, "Expression: scale * x + offset")->capture_default_str();
   app.add_option("--offset", job.offset, "Expression: scale * x + offset")->capture_default_str();
-  app.add_option("--row-start", job.row_start, "Selection: first row")->capture_default_str();
-  app.add_option("--row-stop", row_stop, "Selection: row stop (default: end)");
-  app.add_option("--row-step", job.row_step, "Selection: row step")->capture_default_str();
-  app.add_option("--col-start", job.col_start, "Selection: first column")->capture_default_str();
-  app.add_option("--col-stop", col_stop, "Selection: column stop (default: end)");
-  app.add_option("--col-step", job.col_step, "Selection: column step")->capture_default_str();
+  app.add_option("--row-start", row_start, "Selection: first row (negative: counted from the end)")
+      ->transform(kIndex);
+  app.add_option("--row-stop", row_stop, "Selection: row stop (default: end; negative: from the end)")
+      ->transform(kIndex);
+  app.add_option("--row-step", job.row_step, "Selection: row step")->capture_default_str()->transform(kCount);
+  app.add_option("--col-start", col_start, "Selection: first column (negative: counted from the end)")
+      ->transform(kIndex);
+  app.add_option("--col-stop", col_stop, "Selection: column stop (default: end; negative: from the end)")
+      ->transform(kIndex);
+  app.add_option("--col-step", job.col_step, "Selection: column step")->capture_default_str()->transform(kCount);
   app.add_flag("--fused", job.fused,
                "Generate only the selected elements, storing nothing (reported separately; not the seed's "
                "create-then-reduce)");
-  app.add_option("--scheduler", scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST");
-  app.add_option("--scheduler-file", scheduler_file, "Read the scheduler address from this file");
-  app.add_option("--token-file", token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
-  app.add_option("--nthreads", nthreads, "Local CPU mode: threads per worker (default: cores / N)");
+  app.add_option("--scheduler", scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST")
+      ->check(psched::cli::non_empty());
+  app.add_option("--scheduler-file", scheduler_file, "Read the scheduler address from this file")
+      ->check(psched::cli::non_empty());
+  app.add_option("--token-file", token_file, "File holding the cluster token (or set PSCHED_TOKEN)")
+      ->check(psched::cli::non_empty());
+  app.add_option("--nthreads", nthreads, "Local CPU mode: threads per worker (default: cores / N)")
+      ->transform(psched::cli::unsigned_in(1, 4096));
   app.add_option("--memory-limit", memory_limit, "Local mode: --memory-limit for each worker");
   app.add_option("--connect-timeout", connect_timeout_ms, "Milliseconds to wait for the scheduler")
-      ->capture_default_str()->check(CLI::Range(1, 3600000));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 3600000));
   app.add_option("--spin-us", spin_us,
                  "Microseconds the client (and, in local mode, the daemons) keep polling after each "
                  "message before sleeping; 0 = sleep at once (default: 100)")
-      ->check(CLI::Range(0, 1000000));
+      ->transform(psched::cli::unsigned_in(0, 1000000));
   app.add_option("--repeat", repeat, "Run the job N times in one session")->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+      ->transform(psched::cli::unsigned_in(1, 1000000));
   app.add_flag("--json", json, "Print one JSON object instead of text");
   app.add_flag("--check", check, "Verify the result: exact closed form for arange/constant, mean bound for "
                                  "normal/uniform; exit 1 on any difference");
@@ -201,8 +218,17 @@ int main(int argc, char** argv) {
   else if (job.generator == "uniform") { job.param0 = low; job.param1 = high; }
   else if (job.generator == "arange") { job.param0 = start; job.param1 = step; }
   else if (job.generator == "constant") { job.param0 = value; job.param1 = 0; }
-  if (row_stop >= 0) job.row_stop = uint64_t(row_stop);
-  if (col_stop >= 0) job.col_stop = uint64_t(col_stop);
+  // Python's meaning: a negative start or stop counts from the end of its axis.
+  for (auto [given, length, field, name] :
+       {std::tuple{&row_start, job.rows, &job.row_start, "--row-start"},
+        std::tuple{&row_stop, job.rows, &job.row_stop, "--row-stop"},
+        std::tuple{&col_start, job.cols, &job.col_start, "--col-start"},
+        std::tuple{&col_stop, job.cols, &job.col_stop, "--col-stop"}}) {
+    if (!*given) continue;
+    auto index = psched::cli::from_end(**given, length);
+    if (!index) return fail(std::string(name) + ": " + index.message(), 2);
+    *field = *index;
+  }
   try {
     pclient::validate(job);
   } catch (const pclient::Error& e) {

@@ -288,9 +288,10 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
       ++counters_.tasks_requeued;
       if (!graceful && failures >= config_.allowed_failures)
         to_fail.emplace_back(job_id, fmt::format(
-                                       "chunk {} was lost {} times with workers that died ({})",
+                                       "chunk {} was lost {} times with workers that died or "
+                                       "were cut off ({}); the last one: {}",
                                        chunk, failures,
-                                       fmt::join(distinct(job.failed_on(chunk)), ", ")));
+                                       fmt::join(distinct(job.failed_on(chunk)), ", "), why));
     }
   }
   for (auto& [job_id, message] : to_fail) {

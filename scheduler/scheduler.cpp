@@ -43,7 +43,9 @@ bool same_token(const std::string& a, const std::string& b) {
 }  // namespace
 
 Scheduler::Scheduler(asio::io_context& io, SchedulerConfig config)
-    : io_(io), config_(std::move(config)), acceptor_(io), heartbeat_timer_(io) {}
+    : io_(io), config_(std::move(config)), acceptor_(io), heartbeat_timer_(io) {
+  config_.heartbeat_ms = heartbeat_ms_for(config_.worker_timeout_ms, config_.heartbeat_ms);
+}
 
 Scheduler::~Scheduler() = default;
 
@@ -271,6 +273,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     welcome.setPeerId(id);
     welcome.setHeartbeatMs(config_.heartbeat_ms);
     welcome.setSchedulerVersion(PSCHED_VERSION);
+    welcome.setMaxFrameBytes(config_.max_frame_bytes);
   });
   if (peer->kind == Peer::Kind::kWorker) dispatch_to(*workers_[id]);
 }

@@ -17,10 +17,6 @@ namespace psched {
 
 namespace {
 
-// Chunks of all running jobs together that the scheduler keeps state for (~40 bytes each): many
-// jobs of the largest size validate() allows must not add up to more memory than the host has.
-constexpr uint64_t kMaxTrackedChunks = uint64_t{1} << 26;
-
 // Worker names in first-seen order, each once (a restarted worker may fail a chunk twice).
 std::vector<std::string> distinct(const std::vector<std::string>& names) {
   std::vector<std::string> out;
@@ -45,18 +41,23 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   const JobSpec job_spec = normalized(spec);
   const uint64_t chunks = ChunkGrid{job_spec.rows, job_spec.cols, job_spec.chunk_rows,
                                     job_spec.chunk_cols}.chunks();
-  uint64_t tracked = 0;
-  for (const auto& [jid, j] : jobs_) tracked += j->chunks();
-  if (tracked + chunks > kMaxTrackedChunks) {
+  ChunkHoldings held;
+  for (const auto& [jid, j] : jobs_) {
+    held.all_chunks += j->chunks();
+    ++held.all_jobs;
+    if (j->client() == client.id) {
+      held.client_chunks += j->chunks();
+      ++held.client_jobs;
+    }
+  }
+  if (Status st = admit_job(chunks, held, config_.admission); !st) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
       f.setJobId(0);
-      f.setMessage(fmt::format("scheduler busy: {} running jobs hold {} chunks; this job's {} more "
-                               "would pass the limit of {} (submit it when some finish)",
-                               jobs_.size(), tracked, chunks, kMaxTrackedChunks));
+      f.setMessage(st.message());
     });
-    spdlog::warn("client {} '{}': refused a job of {} chunks: {} chunks already tracked", client.id,
-                 client.name, chunks, tracked);
+    job_refusals_.warn(fmt::format("client {} '{}': refused a job of {} chunks: {}", client.id,
+                                   client.name, chunks, st.message()));
     return;
   }
   const JobId id = next_job_id_++;

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   std::string token_file;
   uint32_t worker_timeout_s = 30;
-  uint32_t handshake_timeout_s = 10;
+  uint32_t handshake_timeout_s = 5;
   int64_t spin_us = psched::kDefaultSpin.count();
 
   CLI::App app{"psched: the scheduler daemon of a psched cluster. Workers (pcuda-worker) register "
@@ -48,8 +48,18 @@ int main(int argc, char** argv) {
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000));
   app.add_option("--max-frame", config.max_frame_bytes, "Largest frame accepted, in bytes")
       ->capture_default_str()->transform(psched::cli::unsigned_in(psched::kMinMaxFrameBytes, 1u << 30));
-  app.add_option("--max-connections", config.max_connections, "Most connections open at once")
+  app.add_option("--max-connections", config.max_connections,
+                 "Most workers and clients connected at once")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000000));
+  app.add_option("--max-pending-connections", config.admission.max_pending_connections,
+                 "Most connections that have not said Hello yet; past it the oldest is closed")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000000));
+  app.add_option("--max-chunks", config.admission.max_chunks,
+                 "Most chunks of all running jobs together (~40 bytes of scheduler memory each)")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 30));
+  app.add_option("--max-client-chunks", config.admission.max_client_chunks,
+                 "Most chunks one client's running jobs may hold (its share of --max-chunks)")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 30));
   app.add_option("--spin-us", spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")

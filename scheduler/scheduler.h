@@ -17,6 +17,7 @@
 
 #include "common/connection.h"
 #include "common/status.h"
+#include "scheduler/admission.h"
 #include "scheduler/job.h"
 #include "scheduler/metrics.h"
 #include "scheduler/peers.h"
@@ -46,9 +47,10 @@ struct SchedulerConfig {
   uint32_t heartbeat_ms = 1000;         // at most: the Scheduler lowers it (heartbeat_ms_for)
   uint32_t worker_timeout_ms = 30000;     // a worker silent this long is dead
   uint32_t client_timeout_ms = 60000;     // a client silent this long is gone
-  uint32_t handshake_timeout_ms = 10000;  // Hello must arrive within this
+  uint32_t handshake_timeout_ms = 5000;   // Hello must arrive within this
   uint32_t allowed_failures = 3;
-  uint32_t max_connections = 1024;
+  uint32_t max_connections = 1024;        // workers and clients (after Hello)
+  AdmissionLimits admission;              // chunk budget, one client's share, connections before Hello
 };
 
 // Counters the dashboard and metrics read.
@@ -141,6 +143,8 @@ class Scheduler {
   JobId round_robin_after_ = 0;  // dispatch serves jobs in turn, starting after this one
   uint32_t connections_ = 0;
   SchedulerCounters counters_;
+  PendingConnections pending_;       // connections before Hello (admission.h)
+  RateLimitedLog connection_refusals_, job_refusals_;
   std::deque<JobSummary> recent_jobs_;  // the last kRecentJobs finished jobs, newest first
   static constexpr size_t kRecentJobs = 20;
 };

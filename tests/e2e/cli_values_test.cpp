@@ -43,7 +43,8 @@ TEST_CASE("every unsigned option of psched, pcuda-worker and pbench refuses -1 a
           "[cli]") {
   const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
       {"psched", {"--port", "--worker-timeout", "--allowed-failures", "--max-frame",
-                  "--max-connections", "--spin-us", "--handshake-timeout"}},
+                  "--max-connections", "--max-pending-connections", "--spin-us",
+                  "--handshake-timeout", "--max-chunks", "--max-client-chunks"}},
       {"pcuda-worker", {"--nthreads", "--streams", "--nworkers", "--death-timeout", "--spin-us"}},
       {"pbench", {"--gpus", "--cpus", "--rows", "--cols", "--chunk-x", "--chunk-y", "--seed",
                   "--row-step", "--col-step", "--nthreads", "--connect-timeout", "--spin-us",

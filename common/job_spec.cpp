@@ -1,8 +1,11 @@
 #include "common/job_spec.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
+
+#include "common/chunk_grid.h"
 
 namespace psched {
 
@@ -62,6 +65,46 @@ Status check_slice(const char* axis, const Slice& s, uint64_t length) {
 
 bool finite(double v) { return std::isfinite(v); }
 
+// Elements and the sum must stay finite: a job whose values can pass float64's (or float32's)
+// largest value would come back as inf or NaN (JSON null), so it is refused up front. Bounds are
+// over the selected elements, in long double: |x| (normal: Box-Muller from 53-bit uniforms stays
+// within 8.6 std of the mean), then |scale| |x| + |offset|, then count times that.
+Status check_magnitudes(const JobSpec& s) {
+  const uint64_t row_stop = s.row_sel.stop == kToEnd ? s.rows : s.row_sel.stop;
+  const uint64_t col_stop = s.col_sel.stop == kToEnd ? s.cols : s.col_sel.stop;
+  const AxisRun rows = select_axis(0, s.rows, s.row_sel.start, row_stop, s.row_sel.step);
+  const AxisRun cols = select_axis(0, s.cols, s.col_sel.start, col_stop, s.col_sel.step);
+  if (rows.count == 0 || cols.count == 0) return Status::ok();
+  using ld = long double;
+  const ld p0 = std::fabs(ld(s.param0)), p1 = std::fabs(ld(s.param1));
+  ld x = 0;
+  switch (s.generator) {
+    case Generator::kNormal: x = p0 + 8.6L * p1; break;
+    case Generator::kUniform: x = p0 + std::fabs(ld(s.param1) - ld(s.param0)); break;
+    case Generator::kArange: {
+      const ld last = (ld(rows.first) + ld(rows.count - 1) * ld(s.row_sel.step)) * ld(s.cols) +
+                      ld(cols.first) + ld(cols.count - 1) * ld(s.col_sel.step);
+      x = p0 + p1 * last;
+      break;
+    }
+    case Generator::kConstant: x = p0; break;
+  }
+  const char* why = "scale, offset or the generator's parameters are too large";
+  if (s.dtype == DType::kFloat32 && x > ld(std::numeric_limits<float>::max()))
+    return Status::error(fmt::format("generated values can reach {:.3g}, past float32's largest "
+                                     "value {:.3g} ({})",
+                                     x, double(std::numeric_limits<float>::max()), why));
+  const ld element = std::fabs(ld(s.scale)) * x + std::fabs(ld(s.offset));
+  const ld sum = element * ld(rows.count) * ld(cols.count);
+  const ld largest = ld(std::numeric_limits<double>::max());
+  if (x > largest || element > largest || sum > largest)
+    return Status::error(fmt::format(
+        "elements can reach {:.3g} and the sum of the {} selected ones {:.3g}, past float64's "
+        "largest value {:.3g} ({})",
+        element, rows.count * cols.count, sum, double(largest), why));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status validate(const JobSpec& s) {
@@ -114,6 +157,7 @@ Status validate(const JobSpec& s) {
   if (!finite(s.offset)) return Status::error(fmt::format("offset must be finite (got {})", s.offset));
   if (Status st = check_slice("row", s.row_sel, s.rows); !st) return st;
   if (Status st = check_slice("col", s.col_sel, s.cols); !st) return st;
+  if (Status st = check_magnitudes(s); !st) return st;
   return Status::ok();
 }
 

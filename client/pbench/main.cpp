@@ -333,13 +333,20 @@ int main(int argc, char** argv) {
                             {"fused", job.fused},
                             {"devices", devices_json(workers, &before, seconds)}};
       if (repeat > 1) out["runs"] = runs;
+      if (result.count == 0) {  // no mean, min or max of nothing: say so rather than print 0
+        out["mean"] = nullptr;
+        out["empty_selection"] = true;
+      }
       if (check) out["check"] = problem.empty() ? "ok" : problem;
       std::cout << out.dump() << std::endl;
     } else {
       std::cout << "Processing complete." << std::endl;
       std::printf("Wall time create data + computation time: %.6f seconds\n", seconds);
-      std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
-                  result.mean(), (unsigned long long)result.count, result.min, result.max);
+      if (result.count == 0)
+        std::printf("Sum: 0  Count: 0 (the selection is empty: no mean, min or max)\n");
+      else
+        std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
+                    result.mean(), (unsigned long long)result.count, result.min, result.max);
       std::printf("Throughput: %s/s over %llu chunks on %u workers%s\n",
                   human_bytes(double(job.bytes()) / seconds).c_str(), (unsigned long long)result.chunks,
                   result.workers, job.fused ? " (fused: selected elements only)" : "");

@@ -58,7 +58,7 @@ void Worker::connect() {
     auto info = read_scheduler_file(config_.scheduler_file);
     if (!info) {
       if (!warned_unreachable_) {
-        spdlog::info("waiting for scheduler file {}", config_.scheduler_file);
+        spdlog::info("waiting for the scheduler file ({})", info.message());
         warned_unreachable_ = true;
       }
       schedule_reconnect();

@@ -18,6 +18,7 @@
 #include "common/closed_form.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
+#include "common/scheduler_file.h"
 #include "common/token.h"
 #include "local_cluster.h"
 #include "pclient/client.h"
@@ -266,6 +267,12 @@ int main(int argc, char** argv) {
     } else {
       connect.address = scheduler;
       connect.scheduler_file = scheduler_file;
+      // One timeout for the whole way to the scheduler, said once when there is something to wait for.
+      connect.scheduler_file_timeout_ms = connect_timeout_ms;
+      if (!scheduler_file.empty() && scheduler.empty())
+        if (auto now = psched::read_scheduler_file(scheduler_file); !now)
+          std::cerr << "pbench: waiting up to " << connect_timeout_ms << " ms for the scheduler file ("
+                    << now.message() << ")" << std::endl;
       if (scheduler.empty() && scheduler_file.empty()) connect.address = "tcp://127.0.0.1:8786";
     }
     pclient::Client client = pclient::Client::connect(connect);
@@ -282,7 +289,11 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     } else {
-      workers = client.wait_for_workers(1, 60000);
+      workers = client.workers();
+      if (workers.empty()) {
+        std::cerr << "pbench: waiting up to 60 s for a worker to register with the scheduler" << std::endl;
+        workers = client.wait_for_workers(1, 60000);
+      }
     }
 
     if (cluster_info) {

@@ -35,7 +35,8 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
       f.setJobId(0);
       f.setMessage(fmt::format("invalid job: {}", st.message()));
     });
-    spdlog::info("client {} '{}': refused job: {}", client.id, client.name, st.message());
+    job_refusals_.warn(fmt::format("client {} '{}': refused job: {}", client.id, client.name,
+                                   st.message()));
     return;
   }
   const JobSpec job_spec = normalized(spec);

@@ -115,7 +115,8 @@ Status validate(const JobSpec& s) {
   if (s.rows > UINT64_MAX / s.cols)
     return Status::error(fmt::format("rows x cols overflows 64 bits ({} x {})", s.rows, s.cols));
   if (s.rows * s.cols > (UINT64_MAX >> 4))
-    return Status::error(fmt::format("array of {} x {} elements is too large", s.rows, s.cols));
+    return Status::error(fmt::format("array of {} x {} elements is too large (at most {} elements)",
+                                     s.rows, s.cols, UINT64_MAX >> 4));
   if (s.dtype != DType::kFloat64 && s.dtype != DType::kFloat32)
     return Status::error(fmt::format("dtype code {} is unknown", int(s.dtype)));
   const uint64_t chunk_rows = s.chunk_rows < s.rows ? s.chunk_rows : s.rows;

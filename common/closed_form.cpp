@@ -12,8 +12,29 @@ namespace {
 bool is_integer(double v) { return std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 9e15; }
 
 constexpr double kTwo53 = 9007199254740992.0;
+constexpr double kUnitRoundoff = 1.0 / kTwo53;            // float64: 2^-53
+constexpr double kFloat32Roundoff = 1.0 / 16777216.0;     // float32: 2^-24
+
+// Selected elements in one chunk, at most: the selected rows a chunk's rows can hold, times the
+// columns.
+uint64_t max_selected_per_chunk(const JobSpec& s, uint64_t selected_rows, uint64_t selected_cols) {
+  const uint64_t r = std::min(selected_rows, s.chunk_rows / s.row_sel.step + 1);
+  const uint64_t c = std::min(selected_cols, s.chunk_cols / s.col_sel.step + 1);
+  return r * c;
+}
 
 }  // namespace
+
+double sum_error_bound(long double sum_abs, double element_epsilon, uint64_t chunk_elements,
+                       uint64_t chunks) {
+  uint64_t depth = chunk_elements + 1;
+  for (uint64_t c = 1; c < chunks; c *= 2) ++depth;  // the pairwise tree over chunk partials
+  // Elements as computed (each within element_epsilon of exact) summed with depth roundings; 1%
+  // covers the second-order terms.
+  const long double elements = sum_abs * element_epsilon;
+  const long double summation = (long double)depth * kUnitRoundoff * (sum_abs + elements);
+  return double((elements + summation) * 1.01L);
+}
 
 Expectation expected_result(const JobSpec& raw) {
   const JobSpec s = normalized(raw);
@@ -45,6 +66,20 @@ Expectation expected_result(const JobSpec& raw) {
       e.has_min_max = true;
       e.min = std::min(v_first, v_last);
       e.max = std::max(v_first, v_last);
+      // |elements| summed, bounded term by term: |scale| (|start| + |step| index) + |offset|. Four
+      // roundings per element (step * index, + start, * scale, + offset), float32 storage one more.
+      const long double sum_abs =
+          std::fabs((long double)s.scale) * (std::fabs((long double)s.param0) * n +
+                                              std::fabs((long double)s.param1) * (long double)sum_index) +
+          std::fabs((long double)s.offset) * n;
+      const double element_epsilon =
+          4 * kUnitRoundoff + (s.dtype == DType::kFloat32 ? kFloat32Roundoff : 0.0);
+      e.sum_tolerance = sum_error_bound(sum_abs, element_epsilon,
+                                        max_selected_per_chunk(s, rows.count, cols.count),
+                                        ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.chunks());
+      const double largest_abs = std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
+                                 std::fabs(s.offset);
+      e.min_max_tolerance = 2 * element_epsilon * largest_abs;
       const long double largest = std::max(std::fabs((long double)v_first), std::fabs((long double)v_last));
       const double float32_limit = 16777216.0;
       const bool values_exact = is_integer(s.scale) && is_integer(s.offset) && is_integer(s.param0) &&
@@ -63,6 +98,10 @@ Expectation expected_result(const JobSpec& raw) {
       e.min = e.max = v;
       e.sum_exact = is_integer(v) && std::fabs(v) * double(e.count) < kTwo53 && is_integer(s.scale) &&
                     is_integer(x) && is_integer(s.offset);
+      // Every element is v exactly (the same two roundings as here): only the summation errs.
+      e.sum_tolerance = sum_error_bound((long double)std::fabs(v) * (long double)e.count, 0.0,
+                                        max_selected_per_chunk(s, rows.count, cols.count),
+                                        ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.chunks());
       break;
     }
     case Generator::kNormal:
@@ -85,16 +124,20 @@ std::string check_result(const JobSpec& spec, const PartialSum& got) {
   const Expectation e = expected_result(spec);
   if (got.count != e.count) return fmt::format("count is {}, expected {}", got.count, e.count);
   if (e.count == 0) return "";
+  if (!std::isfinite(got.sum))
+    return fmt::format("sum is {} (it overflowed float64), expected {:.17g}", got.sum, e.sum);
   if (spec.generator == Generator::kArange || spec.generator == Generator::kConstant) {
     if (e.sum_exact) {
       if (got.sum != e.sum) return fmt::format("sum is {:.17g}, expected exactly {:.17g}", got.sum, e.sum);
     } else {
-      const double tol = 1e-9 * std::max(1.0, std::fabs(e.sum));
-      if (std::fabs(got.sum - e.sum) > tol)
-        return fmt::format("sum is {:.17g}, expected {:.17g} (within {:.3g})", got.sum, e.sum, tol);
+      // Rounding of the expected value itself (computed in long double, rounded once) on top.
+      const double tol = e.sum_tolerance + kUnitRoundoff * std::fabs(e.sum);
+      if (!(std::fabs(got.sum - e.sum) <= tol))
+        return fmt::format("sum is {:.17g}, expected {:.17g} (within {:.3g}, the rounding bound)",
+                           got.sum, e.sum, tol);
     }
     if (e.has_min_max && spec.dtype == DType::kFloat64) {
-      const double tol_mm = e.sum_exact ? 0.0 : 1e-9 * std::max(std::fabs(e.min), std::fabs(e.max));
+      const double tol_mm = e.sum_exact ? 0.0 : e.min_max_tolerance;
       if (std::fabs(got.min - e.min) > tol_mm || std::fabs(got.max - e.max) > tol_mm)
         return fmt::format("min/max are {:.17g}/{:.17g}, expected {:.17g}/{:.17g}", got.min, got.max,
                            e.min, e.max);

@@ -18,7 +18,20 @@ struct Expectation {
   double mean_tolerance = 0;  // normal/uniform: allowed |mean - expected|
   bool has_min_max = false;
   double min = 0, max = 0;
+  // arange/constant when not exact: the most a correct result can differ from `sum` (element
+  // rounding plus summation error, from the sum of |elements|; see sum_error_bound) and from
+  // min/max (one element's rounding).
+  double sum_tolerance = 0, min_max_tolerance = 0;
 };
+
+// Worst-case rounding error of a float64 sum of elements whose absolute values add up to at most
+// `sum_abs`, each computed with `element_roundings` roundings of relative size `element_epsilon`
+// (float64: 2^-53; float32 storage adds 2^-24), summed in any order within a chunk of at most
+// `chunk_elements` selected elements and then by a pairwise tree over `chunks` partials. Any
+// summation order of m terms errs by at most (m - 1) u sum|x| (Higham, "Accuracy and Stability of
+// Numerical Algorithms", 4.2), so this holds for every backend whatever its order.
+double sum_error_bound(long double sum_abs, double element_epsilon, uint64_t chunk_elements,
+                       uint64_t chunks);
 
 // spec must be validated.
 Expectation expected_result(const JobSpec& spec);

@@ -13,6 +13,11 @@
 namespace psched {
 
 constexpr uint32_t kDefaultMaxFrameBytes = 16u << 20;
+// The smallest frame limit a scheduler may set (--max-frame): every message that cannot be split
+// must fit, the largest being a Hello (a 4 KiB token, names, device facts: under 8 KiB). Messages
+// that grow with work (ResultBatch, TaskBatch) are split by their senders to fit the limit that
+// Welcome announces.
+constexpr uint32_t kMinMaxFrameBytes = 64u << 10;
 constexpr uint32_t kFrameHeaderBytes = 4;
 
 // Appends the frame for `message` to `out` (many frames may share one buffer and one write).

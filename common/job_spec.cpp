@@ -1,8 +1,11 @@
 #include "common/job_spec.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
+
+#include "common/chunk_grid.h"
 
 namespace psched {
 
@@ -35,13 +38,25 @@ Result<DType> parse_dtype(const std::string& name) {
 
 namespace {
 
+// A value above INT64_MAX in a selection is most likely a negative index wrapped to unsigned by the
+// caller (pclient::Job's fields are unsigned): say so rather than only "too large".
+std::string wrapped_hint(uint64_t v) {
+  return v > uint64_t(INT64_MAX) && v != kToEnd
+             ? fmt::format(" = {} wrapped to unsigned? negative indices are not counted from the end "
+                           "here: give start and stop from 0",
+                           int64_t(v))
+             : std::string();
+}
+
 Status check_slice(const char* axis, const Slice& s, uint64_t length) {
-  if (s.step == 0) return Status::error(fmt::format("{}-step must be > 0 (got 0)", axis));
+  if (s.step == 0)
+    return Status::error(fmt::format("{}-step must be > 0 (got 0)", axis));
   if (s.start > length)
-    return Status::error(
-        fmt::format("{}-start must be <= {} (got {})", axis, length, s.start));
+    return Status::error(fmt::format("{}-start must be from 0 to {} (got {}{})", axis, length,
+                                     s.start, wrapped_hint(s.start)));
   if (s.stop != kToEnd && s.stop > length)
-    return Status::error(fmt::format("{}-stop must be <= {} (got {})", axis, length, s.stop));
+    return Status::error(fmt::format("{}-stop must be from 0 to {} or 'to the end' (got {}{})",
+                                     axis, length, s.stop, wrapped_hint(s.stop)));
   if (s.stop != kToEnd && s.stop < s.start)
     return Status::error(
         fmt::format("{}-stop must be >= {}-start {} (got {})", axis, axis, s.start, s.stop));
@@ -49,6 +64,46 @@ Status check_slice(const char* axis, const Slice& s, uint64_t length) {
 }
 
 bool finite(double v) { return std::isfinite(v); }
+
+// Elements and the sum must stay finite: a job whose values can pass float64's (or float32's)
+// largest value would come back as inf or NaN (JSON null), so it is refused up front. Bounds are
+// over the selected elements, in long double: |x| (normal: Box-Muller from 53-bit uniforms stays
+// within 8.6 std of the mean), then |scale| |x| + |offset|, then count times that.
+Status check_magnitudes(const JobSpec& s) {
+  const uint64_t row_stop = s.row_sel.stop == kToEnd ? s.rows : s.row_sel.stop;
+  const uint64_t col_stop = s.col_sel.stop == kToEnd ? s.cols : s.col_sel.stop;
+  const AxisRun rows = select_axis(0, s.rows, s.row_sel.start, row_stop, s.row_sel.step);
+  const AxisRun cols = select_axis(0, s.cols, s.col_sel.start, col_stop, s.col_sel.step);
+  if (rows.count == 0 || cols.count == 0) return Status::ok();
+  using ld = long double;
+  const ld p0 = std::fabs(ld(s.param0)), p1 = std::fabs(ld(s.param1));
+  ld x = 0;
+  switch (s.generator) {
+    case Generator::kNormal: x = p0 + 8.6L * p1; break;
+    case Generator::kUniform: x = p0 + std::fabs(ld(s.param1) - ld(s.param0)); break;
+    case Generator::kArange: {
+      const ld last = (ld(rows.first) + ld(rows.count - 1) * ld(s.row_sel.step)) * ld(s.cols) +
+                      ld(cols.first) + ld(cols.count - 1) * ld(s.col_sel.step);
+      x = p0 + p1 * last;
+      break;
+    }
+    case Generator::kConstant: x = p0; break;
+  }
+  const char* why = "scale, offset or the generator's parameters are too large";
+  if (s.dtype == DType::kFloat32 && x > ld(std::numeric_limits<float>::max()))
+    return Status::error(fmt::format("generated values can reach {:.3g}, past float32's largest "
+                                     "value {:.3g} ({})",
+                                     x, double(std::numeric_limits<float>::max()), why));
+  const ld element = std::fabs(ld(s.scale)) * x + std::fabs(ld(s.offset));
+  const ld sum = element * ld(rows.count) * ld(cols.count);
+  const ld largest = ld(std::numeric_limits<double>::max());
+  if (x > largest || element > largest || sum > largest)
+    return Status::error(fmt::format(
+        "elements can reach {:.3g} and the sum of the {} selected ones {:.3g}, past float64's "
+        "largest value {:.3g} ({})",
+        element, rows.count * cols.count, sum, double(largest), why));
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -60,7 +115,8 @@ Status validate(const JobSpec& s) {
   if (s.rows > UINT64_MAX / s.cols)
     return Status::error(fmt::format("rows x cols overflows 64 bits ({} x {})", s.rows, s.cols));
   if (s.rows * s.cols > (UINT64_MAX >> 4))
-    return Status::error(fmt::format("array of {} x {} elements is too large", s.rows, s.cols));
+    return Status::error(fmt::format("array of {} x {} elements is too large (at most {} elements)",
+                                     s.rows, s.cols, UINT64_MAX >> 4));
   if (s.dtype != DType::kFloat64 && s.dtype != DType::kFloat32)
     return Status::error(fmt::format("dtype code {} is unknown", int(s.dtype)));
   const uint64_t chunk_rows = s.chunk_rows < s.rows ? s.chunk_rows : s.rows;
@@ -77,31 +133,32 @@ Status validate(const JobSpec& s) {
                                      grid_cols, kMaxChunks));
   switch (s.generator) {
     case Generator::kNormal:
-      if (!finite(s.param0)) return Status::error("normal mean must be finite");
+      if (!finite(s.param0)) return Status::error(fmt::format("normal mean must be finite (got {})", s.param0));
       if (!finite(s.param1) || s.param1 < 0)
         return Status::error(fmt::format("normal std must be finite and >= 0 (got {})", s.param1));
       break;
     case Generator::kUniform:
       if (!finite(s.param0) || !finite(s.param1))
-        return Status::error("uniform low and high must be finite");
+        return Status::error(fmt::format("uniform low and high must be finite (got {} and {})", s.param0, s.param1));
       if (s.param1 < s.param0)
         return Status::error(
             fmt::format("uniform high must be >= low {} (got {})", s.param0, s.param1));
       break;
     case Generator::kArange:
       if (!finite(s.param0) || !finite(s.param1))
-        return Status::error("arange start and step must be finite");
+        return Status::error(fmt::format("arange start and step must be finite (got {} and {})", s.param0, s.param1));
       break;
     case Generator::kConstant:
-      if (!finite(s.param0)) return Status::error("constant value must be finite");
+      if (!finite(s.param0)) return Status::error(fmt::format("constant value must be finite (got {})", s.param0));
       break;
     default:
       return Status::error(fmt::format("generator code {} is unknown", int(s.generator)));
   }
-  if (!finite(s.scale)) return Status::error("scale must be finite");
-  if (!finite(s.offset)) return Status::error("offset must be finite");
+  if (!finite(s.scale)) return Status::error(fmt::format("scale must be finite (got {})", s.scale));
+  if (!finite(s.offset)) return Status::error(fmt::format("offset must be finite (got {})", s.offset));
   if (Status st = check_slice("row", s.row_sel, s.rows); !st) return st;
   if (Status st = check_slice("col", s.col_sel, s.cols); !st) return st;
+  if (Status st = check_magnitudes(s); !st) return st;
   return Status::ok();
 }
 

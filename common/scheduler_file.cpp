@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -33,12 +36,29 @@ Status write_scheduler_file(const std::string& path, const SchedulerFileInfo& in
 
 Result<SchedulerFileInfo> read_scheduler_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return Status::error(fmt::format("cannot read scheduler file '{}'", path));
+  if (!in) {
+    const int err = errno;
+    std::string why = std::strerror(err);
+    if (err == ENOENT) {
+      // Say which part is missing: a directory that does not exist is likely a wrong path.
+      const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+      std::error_code ec;
+      if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+        why = fmt::format("no such file; its directory {} does not exist", dir.string());
+      else
+        why = "no such file yet";
+    }
+    return Status::error(fmt::format("cannot read scheduler file '{}': {}", path, why));
+  }
   std::stringstream text;
   text << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("address") || !j["address"].is_string())
-    return Status::error(fmt::format("scheduler file '{}' is not valid (no address)", path));
+  if (j.is_discarded())
+    return Status::error(fmt::format("scheduler file '{}' is not valid: not JSON ({} bytes)", path,
+                                     text.str().size()));
+  if (!j.is_object() || !j.contains("address") || !j["address"].is_string())
+    return Status::error(
+        fmt::format("scheduler file '{}' is not valid: no \"address\" string in it", path));
   SchedulerFileInfo info;
   info.address = j["address"].get<std::string>();
   if (j.contains("dashboard") && j["dashboard"].is_string())
@@ -55,8 +75,8 @@ Result<SchedulerFileInfo> wait_for_scheduler_file(const std::string& path, int64
     Result<SchedulerFileInfo> info = read_scheduler_file(path);
     if (info) return info;
     if (timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline)
-      return Status::error(fmt::format("scheduler file '{}' did not appear within {} ms", path,
-                                       timeout_ms));
+      return Status::error(fmt::format("no usable scheduler file within {} ms: {}", timeout_ms,
+                                       info.message()));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }

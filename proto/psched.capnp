@@ -88,8 +88,12 @@ struct Hello {
 struct Welcome {
   protocolVersion @0 :UInt32;
   peerId @1 :UInt32;           # worker id or client id
-  heartbeatMs @2 :UInt32;      # send something at least this often
+  heartbeatMs @2 :UInt32;      # send something at least this often (derived from the scheduler's
+                               # timeout for this role, so a short --worker-timeout stays safe)
   schedulerVersion @3 :Text;
+  maxFrameBytes @4 :UInt32;    # largest frame the scheduler accepts from this peer (--max-frame):
+                               # a worker splits its ResultBatches to fit (0: an older scheduler,
+                               # 16 MiB)
 }
 
 struct Error {

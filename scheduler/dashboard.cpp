@@ -296,7 +296,8 @@ Status Dashboard::start(const std::string& address) {
   if (!ec) server.acceptor.bind(endpoint, ec);
   if (!ec) server.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    server.acceptor.close(ec);
+    beast::error_code ignored;  // close() must not overwrite the error we report ("Success")
+    server.acceptor.close(ignored);
     return Status::error(fmt::format("cannot listen for the dashboard on {}: {}", shown,
                                      ec.message()));
   }

@@ -16,10 +16,6 @@ namespace psched {
 
 namespace {
 
-// Chunks of all running jobs together that the scheduler keeps state for (~40 bytes each): many
-// jobs of the largest size validate() allows must not add up to more memory than the host has.
-constexpr uint64_t kMaxTrackedChunks = uint64_t{1} << 26;
-
 // Worker names in first-seen order, each once (a restarted worker may fail a chunk twice).
 std::vector<std::string> distinct(const std::vector<std::string>& names) {
   std::vector<std::string> out;
@@ -38,23 +34,29 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
       f.setJobId(0);
       f.setMessage(fmt::format("invalid job: {}", st.message()));
     });
-    spdlog::info("client {} '{}': refused job: {}", client.id, client.name, st.message());
+    job_refusals_.warn(fmt::format("client {} '{}': refused job: {}", client.id, client.name,
+                                   st.message()));
     return;
   }
   const JobSpec job_spec = normalized(spec);
   const uint64_t chunks = job_spec.chunks();
-  uint64_t tracked = 0;
-  for (const auto& [jid, j] : jobs_) tracked += j->chunks();
-  if (tracked + chunks > kMaxTrackedChunks) {
+  ChunkHoldings held;
+  for (const auto& [jid, j] : jobs_) {
+    held.all_chunks += j->chunks();
+    ++held.all_jobs;
+    if (j->client() == client.id) {
+      held.client_chunks += j->chunks();
+      ++held.client_jobs;
+    }
+  }
+  if (Status st = admit_job(chunks, held, config_.admission); !st) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
       f.setJobId(0);
-      f.setMessage(fmt::format("scheduler busy: {} running jobs hold {} chunks; this job's {} more "
-                               "would pass the limit of {} (submit it when some finish)",
-                               jobs_.size(), tracked, chunks, kMaxTrackedChunks));
+      f.setMessage(st.message());
     });
-    spdlog::warn("client {} '{}': refused a job of {} chunks: {} chunks already tracked", client.id,
-                 client.name, chunks, tracked);
+    job_refusals_.warn(fmt::format("client {} '{}': refused a job of {} chunks: {}", client.id,
+                                   client.name, chunks, st.message()));
     return;
   }
   const JobId id = next_job_id_++;
@@ -286,9 +288,10 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
       ++counters_.tasks_requeued;
       if (!graceful && failures >= config_.allowed_failures)
         to_fail.emplace_back(job_id, fmt::format(
-                                       "chunk {} was lost {} times with workers that died ({})",
+                                       "chunk {} was lost {} times with workers that died or "
+                                       "were cut off ({}); the last one: {}",
                                        chunk, failures,
-                                       fmt::join(distinct(job.failed_on(chunk)), ", ")));
+                                       fmt::join(distinct(job.failed_on(chunk)), ", "), why));
     }
   }
   for (auto& [job_id, message] : to_fail) {

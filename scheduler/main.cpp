@@ -9,7 +9,9 @@
 #include <optional>
 
 #include "common/address.h"
+#include "common/cli_checks.h"
 #include "common/event_loop.h"
+#include "common/framing.h"
 #include "common/logging.h"
 #include "common/token.h"
 #include "scheduler/dashboard.h"
@@ -23,40 +25,52 @@ struct Flags {
   std::string log_level = "info";
   std::string token_file;
   uint32_t worker_timeout_s = 30;
-  uint32_t handshake_timeout_s = 10;
+  uint32_t handshake_timeout_s = 5;
   int64_t spin_us = psched::kDefaultSpin.count();
 };
 
 void add_flags(CLI::App& app, Flags& f) {
   app.set_version_flag("--version", std::string("psched ") + PSCHED_VERSION);
+  app.failure_message(psched::cli::one_line_failure("psched"));
   app.add_option("--host", f.config.host, "Address to listen on (default: all interfaces)");
   app.add_option("--port", f.config.port, "TCP port for workers and clients; 0 picks a free port")
-      ->capture_default_str();
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 65535));
   app.add_option("--dashboard-address", f.config.dashboard_address,
                  "HTTP dashboard HOST:PORT (or :PORT); 'none' disables it")
-      ->capture_default_str();
+      ->capture_default_str()->check(psched::cli::non_empty());
   app.add_option("--scheduler-file", f.config.scheduler_file,
-                 "Write the scheduler's address to this JSON file (atomically) once listening");
+                 "Write the scheduler's address to this JSON file (atomically) once listening")
+      ->check(psched::cli::non_empty());
   app.add_option("--token-file", f.token_file,
                  "File holding a shared token that every worker and client must present "
                  "(or set PSCHED_TOKEN)");
   app.add_option("--worker-timeout", f.worker_timeout_s,
                  "Seconds of silence after which a worker is declared dead")
-      ->capture_default_str()->check(CLI::Range(1u, 86400u));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 86400));
   app.add_option("--allowed-failures", f.config.allowed_failures,
                  "A chunk that fails on this many workers fails its job")
-      ->capture_default_str()->check(CLI::Range(1u, 1000u));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000));
   app.add_option("--max-frame", f.config.max_frame_bytes, "Largest frame accepted, in bytes")
-      ->capture_default_str()->check(CLI::Range(1024u, 1u << 30));
-  app.add_option("--max-connections", f.config.max_connections, "Most connections open at once")
-      ->capture_default_str()->check(CLI::Range(1u, 1000000u));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(psched::kMinMaxFrameBytes, 1u << 30));
+  app.add_option("--max-connections", f.config.max_connections,
+                 "Most workers and clients connected at once")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000000));
+  app.add_option("--max-pending-connections", f.config.admission.max_pending_connections,
+                 "Most connections that have not said Hello yet; past it the oldest is closed")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000000));
+  app.add_option("--max-chunks", f.config.admission.max_chunks,
+                 "Most chunks of all running jobs together (~40 bytes of scheduler memory each)")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 30));
+  app.add_option("--max-client-chunks", f.config.admission.max_client_chunks,
+                 "Most chunks one client's running jobs may hold (its share of --max-chunks)")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 30));
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")
-      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 1000000));
   // Hidden (tests): seconds a new connection has to say Hello.
   app.add_option("--handshake-timeout", f.handshake_timeout_s)
-      ->check(CLI::Range(1u, 3600u))->group("");
+      ->transform(psched::cli::unsigned_in(1, 3600, "--handshake-timeout"))->group("");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warning, error")
       ->capture_default_str();
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "common/logging.h"
 #include "common/scheduler_file.h"
@@ -24,6 +25,7 @@ struct Scheduler::Peer {
   std::string remote;
   enum class Kind { kNew, kWorker, kClient } kind = Kind::kNew;
   uint32_t id = 0;
+  std::optional<PendingConnections::Entry> pending;  // while kNew
 };
 
 namespace {
@@ -42,7 +44,9 @@ bool same_token(const std::string& a, const std::string& b) {
 }  // namespace
 
 Scheduler::Scheduler(asio::io_context& io, SchedulerConfig config)
-    : io_(io), config_(std::move(config)), acceptor_(io), heartbeat_timer_(io) {}
+    : io_(io), config_(std::move(config)), acceptor_(io), heartbeat_timer_(io) {
+  config_.heartbeat_ms = heartbeat_ms_for(config_.worker_timeout_ms, config_.heartbeat_ms);
+}
 
 Scheduler::~Scheduler() = default;
 
@@ -103,19 +107,22 @@ void Scheduler::accept() {
           std::move(socket), std::min(config_.max_frame_bytes, kMaxHelloFrameBytes));
       peer->conn = conn;
       peer->remote = conn->remote();
-      if (connections_ >= config_.max_connections) {
-        ++counters_.connections_refused;
-        spdlog::warn("refusing connection from {}: {} connections already open", conn->remote(),
-                     connections_);
-        conn->start({[](wire::Message::Reader) {}, nullptr});
-        conn->send_error_and_close(fmt::format(
-            "scheduler has too many connections ({})", config_.max_connections));
-      } else {
-        ++connections_;
-        conn->start({[this, peer](wire::Message::Reader m) { on_message(peer, m); },
-                     [this, peer](const std::string& why) { on_close(peer, why); }});
-        conn->set_idle_timeout(std::chrono::milliseconds(config_.handshake_timeout_ms));
+      // Connections before Hello have their own limit: past it the oldest makes room, so silent
+      // connections cannot keep a real peer out (admission.h).
+      if (pending_.size() >= config_.admission.max_pending_connections) {
+        if (auto oldest = pending_.oldest()) {
+          ++counters_.connections_refused;
+          connection_refusals_.warn(fmt::format(
+              "closing {}: {} connections have not said Hello yet (the oldest makes room)",
+              oldest->remote(), pending_.size()));
+          oldest->send_error_and_close("closed: too many connections waiting to say Hello");
+        }
       }
+      ++connections_;
+      peer->pending = pending_.add(conn);
+      conn->start({[this, peer](wire::Message::Reader m) { on_message(peer, m); },
+                   [this, peer](const std::string& why) { on_close(peer, why); }});
+      conn->set_idle_timeout(std::chrono::milliseconds(config_.handshake_timeout_ms));
     } else {
       // Out of descriptors (EMFILE) and the like: retrying at once would spin; pause instead.
       spdlog::warn("accept failed: {}; pausing accepts for 100 ms", ec.message());
@@ -172,6 +179,10 @@ void Scheduler::on_message(const std::shared_ptr<Peer>& peer, wire::Message::Rea
 
 void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& why) {
   --connections_;
+  if (peer->pending) {
+    pending_.remove(*peer->pending);
+    peer->pending.reset();
+  }
   if (shutting_down_ && connections_ == 0 && on_drained_) asio::post(io_, std::move(on_drained_));
   switch (peer->kind) {
     case Peer::Kind::kNew:
@@ -216,6 +227,16 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
       return;
     }
   }
+  if (workers_.size() + clients_.size() >= config_.max_connections) {
+    ++counters_.connections_refused;
+    connection_refusals_.warn(fmt::format("refusing connection from {}: {} connections already open",
+                                          conn.remote(), workers_.size() + clients_.size()));
+    conn.send_error_and_close(
+        fmt::format("scheduler has too many connections ({})", config_.max_connections));
+    return;
+  }
+  pending_.remove(*peer->pending);
+  peer->pending.reset();
   const uint32_t id = next_peer_id_++;
   const std::string name = hello.hasName() && hello.getName().size() > 0
                                ? printable(hello.getName().cStr(), 128)
@@ -267,6 +288,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     welcome.setPeerId(id);
     welcome.setHeartbeatMs(config_.heartbeat_ms);
     welcome.setSchedulerVersion(PSCHED_VERSION);
+    welcome.setMaxFrameBytes(config_.max_frame_bytes);
   });
   if (peer->kind == Peer::Kind::kWorker) dispatch_to(*workers_[id]);
 }

@@ -18,6 +18,7 @@
 #include "common/connection.h"
 #include "common/framing.h"
 #include "common/status.h"
+#include "scheduler/admission.h"
 #include "scheduler/chunk_seconds_histogram.h"
 #include "scheduler/job.h"
 #include "scheduler/peers.h"
@@ -28,6 +29,15 @@ namespace psched {
 // further Progress messages, so no rate of completions can outgrow a frame (kDefaultMaxFrameBytes).
 inline constexpr size_t kMaxPartialsPerProgress = 65536;
 
+// The heartbeat interval peers are told in Welcome: at most `preferred`, and at most a fifth of
+// the worker timeout, so that a worker's heartbeat always arrives several times within the timeout
+// (--worker-timeout 1 with a 1 s heartbeat made idle workers flap). At least 50 ms.
+inline uint32_t heartbeat_ms_for(uint32_t worker_timeout_ms, uint32_t preferred) {
+  const uint32_t fifth = worker_timeout_ms / 5;
+  const uint32_t hb = preferred < fifth ? preferred : fifth;
+  return hb < 50 ? 50 : hb;
+}
+
 struct SchedulerConfig {
   std::string host;                 // listen address; empty: all interfaces
   uint16_t port = 8786;             // 0: pick a free port
@@ -35,12 +45,13 @@ struct SchedulerConfig {
   std::string scheduler_file;       // written once listening
   std::string token;                // required from every peer when not empty
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
-  uint32_t heartbeat_ms = 1000;
+  uint32_t heartbeat_ms = 1000;         // at most: the Scheduler lowers it (heartbeat_ms_for)
   uint32_t worker_timeout_ms = 30000;     // a worker silent this long is dead
   uint32_t client_timeout_ms = 60000;     // a client silent this long is gone
-  uint32_t handshake_timeout_ms = 10000;  // Hello must arrive within this
+  uint32_t handshake_timeout_ms = 5000;   // Hello must arrive within this
   uint32_t allowed_failures = 3;
-  uint32_t max_connections = 1024;
+  uint32_t max_connections = 1024;        // workers and clients (after Hello)
+  AdmissionLimits admission;              // chunk budget, one client's share, connections before Hello
 };
 
 // Counters the dashboard and metrics read.
@@ -135,6 +146,8 @@ class Scheduler {
   JobId round_robin_after_ = 0;  // dispatch serves jobs in turn, starting after this one
   uint32_t connections_ = 0;
   SchedulerCounters counters_;
+  PendingConnections pending_;       // connections before Hello (admission.h)
+  RateLimitedLog connection_refusals_, job_refusals_;
   std::deque<JobSummary> recent_jobs_;  // the last kRecentJobs finished jobs, newest first
   static constexpr size_t kRecentJobs = 20;
 };

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/cli_checks.h"
 #include "common/event_loop.h"
 #include "common/logging.h"
 #include "common/process.h"
@@ -61,22 +62,25 @@ struct Flags {
 };
 
 void add_flags(CLI::App& app, Flags& f) {
+  app.failure_message(psched::cli::one_line_failure("pcuda-worker"));
   app.add_option("scheduler", f.config.scheduler_address,
-                 "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST (port 8786)");
+                 "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST (port 8786)")
+      ->check(psched::cli::non_empty());
   app.add_option("--scheduler-file", f.config.scheduler_file,
-                 "Read the scheduler's address from this file (waiting for it to appear)");
+                 "Read the scheduler's address from this file (waiting for it to appear)")
+      ->check(psched::cli::non_empty());
   app.add_option("--backend", f.backend.kind, "auto (GPU if usable, else CPU), cpu or cuda")
       ->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--gpus", f.gpus, "GPUs to use: all or a list like 0,2 (one worker process each)")
       ->capture_default_str();
   app.add_option("--nthreads", f.backend.threads, "CPU backend threads per worker (default: cores)")
-      ->check(CLI::Range(1, 4096));
+      ->transform(psched::cli::unsigned_in(1, 4096));
   app.add_option("--streams", f.backend.streams,
                  "CUDA backend: chunks in flight on each GPU, one stream and chunk buffer each "
                  "(default 6; fewer when memory is short)")
-      ->check(CLI::Range(1, 32));
+      ->transform(psched::cli::unsigned_in(1, 32));
   app.add_option("--nworkers", f.nworkers, "CPU backend: number of worker processes to supervise")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1024));
   app.add_option("--name", f.config.name, "Worker name shown by the scheduler (default HOST-PID)");
   // kB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024.
   app.add_option("--memory-limit", f.backend.memory_limit_bytes,
@@ -84,12 +88,13 @@ void add_flags(CLI::App& app, Flags& f) {
                  "no limit")
       ->capture_default_str()->transform(CLI::AsSizeValue(true));
   app.add_option("--death-timeout", f.config.death_timeout_s,
-                 "Exit when no scheduler is reachable for this many seconds (default: never)");
+                 "Exit when no scheduler is reachable for this many seconds (default: never)")
+      ->transform(psched::cli::unsigned_in(0, 31536000));
   app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")
-      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 1000000));
   app.add_option("--log-level", f.log_level, "trace, debug, info, warning, error")->capture_default_str();
   app.add_flag("--version", f.version, "Print the version and the compiled backends");
 }

@@ -11,6 +11,7 @@
 #include "common/chunk_grid.h"
 #include "common/scheduler_file.h"
 #include "common/wire_convert.h"
+#include "worker/result_batches.h"
 
 namespace psched {
 
@@ -58,7 +59,7 @@ void Worker::connect() {
     auto info = read_scheduler_file(config_.scheduler_file);
     if (!info) {
       if (!warned_unreachable_) {
-        spdlog::info("waiting for scheduler file {}", config_.scheduler_file);
+        spdlog::info("waiting for the scheduler file ({})", info.message());
         warned_unreachable_ = true;
       }
       schedule_reconnect();
@@ -155,6 +156,12 @@ void Worker::on_message(wire::Message::Reader message) {
       spdlog::info("registered with the scheduler at {} as worker {} ({} backend, {})",
                    conn_->remote(), message.getWelcome().getPeerId(), device_.backend,
                    device_.device_name);
+      // The scheduler's pace and frame limit: a heartbeat it can count on within its timeout,
+      // ResultBatches it will not refuse.
+      if (const uint32_t hb = message.getWelcome().getHeartbeatMs(); hb > 0)
+        config_.heartbeat_ms = std::max<uint32_t>(hb, 50);
+      if (const uint32_t frame = message.getWelcome().getMaxFrameBytes(); frame > 0)
+        config_.scheduler_max_frame_bytes = frame;
       heartbeat();
       return;
     case wire::Message::ERROR: {
@@ -301,28 +308,8 @@ void Worker::flush_results() {
   }
   for (auto& [job_id, outcomes] : pending_) {
     if (outcomes.empty()) continue;
-    size_t ok = 0;
-    double busy = 0;
-    for (const auto& o : outcomes) {
-      ok += o.ok ? 1 : 0;
-      busy += o.busy_seconds;
-    }
-    capnp::MallocMessageBuilder m(128 + outcomes.size() * 6);
-    auto batch = m.initRoot<wire::Message>().initResultBatch();
-    batch.setJobId(job_id);
-    batch.setBusySeconds(busy);
-    auto results = batch.initResults(uint32_t(ok));
-    auto failures = batch.initFailures(uint32_t(outcomes.size() - ok));
-    uint32_t r = 0, f = 0;
-    for (const auto& o : outcomes) {
-      if (o.ok) {
-        to_wire(o.chunk, o.partial, results[r++]);
-      } else {
-        failures[f].setChunk(o.chunk);
-        failures[f++].setMessage(o.error);
-      }
-    }
-    conn_->send(m);
+    build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes,
+                         [this](capnp::MessageBuilder& m) { conn_->send(m); });
     outcomes.clear();
   }
   pending_.clear();

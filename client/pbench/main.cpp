@@ -9,13 +9,17 @@
 #include <iostream>
 #include <thread>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "client/job_spec_of.h"
+#include "common/cli_checks.h"
 #include "common/closed_form.h"
 #include "common/event_loop.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
+#include "common/scheduler_file.h"
 #include "common/token.h"
 #include "local_cluster.h"
 #include "pclient/client.h"
@@ -126,7 +130,7 @@ struct Flags {
   bool distributed = false, json = false, check = false, quiet = false, cluster_info = false;
   std::string scheduler, scheduler_file, token_file, memory_limit, log_level = "warning";
   double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
-  int64_t row_stop = -1, col_stop = -1;
+  std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
   int connect_timeout_ms = 5000;
   int spin_us = -1;
 
@@ -135,9 +139,9 @@ struct Flags {
 
 void add_mode_flags(CLI::App& app, Flags& f) {
   auto* g_opt = app.add_option("-g,--gpus", f.gpus, "Local mode: start a cluster with N GPU workers (GPUs 0..N-1)")
-                    ->check(CLI::Range(1, 1024));
+                    ->transform(psched::cli::unsigned_in(1, 1024));
   auto* c_opt = app.add_option("-c,--cpus", f.cpus, "Local mode: start a cluster with N CPU workers")
-                    ->check(CLI::Range(1, 1024));
+                    ->transform(psched::cli::unsigned_in(1, 1024));
   auto* d_opt = app.add_flag("-d,--distributed", f.distributed,
                              "Use a running cluster (--scheduler or --scheduler-file; default localhost:8786)");
   g_opt->excludes(c_opt);
@@ -145,26 +149,33 @@ void add_mode_flags(CLI::App& app, Flags& f) {
 }
 
 void add_cluster_flags(CLI::App& app, Flags& f) {
-  app.add_option("--scheduler", f.scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST");
-  app.add_option("--scheduler-file", f.scheduler_file, "Read the scheduler address from this file");
-  app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
-  app.add_option("--nthreads", f.nthreads, "Local CPU mode: threads per worker (default: cores / N)");
+  app.add_option("--scheduler", f.scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST")
+      ->check(psched::cli::non_empty());
+  app.add_option("--scheduler-file", f.scheduler_file, "Read the scheduler address from this file")
+      ->check(psched::cli::non_empty());
+  app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)")
+      ->check(psched::cli::non_empty());
+  app.add_option("--nthreads", f.nthreads, "Local CPU mode: threads per worker (default: cores / N)")
+      ->transform(psched::cli::unsigned_in(1, 4096));
   app.add_option("--memory-limit", f.memory_limit, "Local mode: --memory-limit for each worker");
   app.add_option("--connect-timeout", f.connect_timeout_ms, "Milliseconds to wait for the scheduler")
-      ->capture_default_str()->check(CLI::Range(1, 3600000));
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 3600000));
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds the client (and, in local mode, the daemons) keep polling after each "
                  "message before sleeping; 0 = sleep at once (default: " +
                      std::to_string(psched::kDefaultSpin.count()) + ")")
-      ->check(CLI::Range(0, 1000000));
+      ->transform(psched::cli::unsigned_in(0, 1000000));
 }
 
 void add_job_flags(CLI::App& app, Flags& f) {
   pclient::Job& job = f.job;
-  app.add_option("-x,--rows", job.rows, "Rows of the array")->capture_default_str();
-  app.add_option("-y,--cols", job.cols, "Columns of the array")->capture_default_str();
-  app.add_option("--chunk-x", job.chunk_rows, "Rows per chunk")->capture_default_str();
-  app.add_option("--chunk-y", job.chunk_cols, "Columns per chunk")->capture_default_str();
+  // Sizes, chunks and steps: at least 1. Starts and stops: any 64-bit integer (negative: from the end).
+  const CLI::Validator count = psched::cli::unsigned_in(1, UINT64_MAX);
+  const CLI::Validator index = psched::cli::signed_in(INT64_MIN, INT64_MAX);
+  app.add_option("-x,--rows", job.rows, "Rows of the array")->capture_default_str()->transform(count);
+  app.add_option("-y,--cols", job.cols, "Columns of the array")->capture_default_str()->transform(count);
+  app.add_option("--chunk-x", job.chunk_rows, "Rows per chunk")->capture_default_str()->transform(count);
+  app.add_option("--chunk-y", job.chunk_cols, "Columns per chunk")->capture_default_str()->transform(count);
   app.add_option("--dtype", job.dtype, "float64 or float32")->capture_default_str();
   app.add_option("--generator", job.generator, "normal, uniform, arange or constant")->capture_default_str();
   app.add_option("--mean", f.mean, "normal: mean")->capture_default_str();
@@ -174,15 +185,20 @@ void add_job_flags(CLI::App& app, Flags& f) {
   app.add_option("--start", f.start, "arange: first value")->capture_default_str();
   app.add_option("--step", f.step, "arange: step")->capture_default_str();
   app.add_option("--value", f.value, "constant: the value")->capture_default_str();
-  app.add_option("--seed", job.seed, "Generator seed (normal, uniform)")->capture_default_str();
+  app.add_option("--seed", job.seed, "Generator seed (normal, uniform)")->capture_default_str()
+      ->transform(psched::cli::unsigned_in(0, UINT64_MAX));
   app.add_option("--scale", job.scale, "Expression: scale * x + offset")->capture_default_str();
   app.add_option("--offset", job.offset, "Expression: scale * x + offset")->capture_default_str();
-  app.add_option("--row-start", job.row_start, "Selection: first row")->capture_default_str();
-  app.add_option("--row-stop", f.row_stop, "Selection: row stop (default: end)");
-  app.add_option("--row-step", job.row_step, "Selection: row step")->capture_default_str();
-  app.add_option("--col-start", job.col_start, "Selection: first column")->capture_default_str();
-  app.add_option("--col-stop", f.col_stop, "Selection: column stop (default: end)");
-  app.add_option("--col-step", job.col_step, "Selection: column step")->capture_default_str();
+  app.add_option("--row-start", f.row_start, "Selection: first row (negative: counted from the end)")
+      ->transform(index);
+  app.add_option("--row-stop", f.row_stop, "Selection: row stop (default: end; negative: from the end)")
+      ->transform(index);
+  app.add_option("--row-step", job.row_step, "Selection: row step")->capture_default_str()->transform(count);
+  app.add_option("--col-start", f.col_start, "Selection: first column (negative: counted from the end)")
+      ->transform(index);
+  app.add_option("--col-stop", f.col_stop, "Selection: column stop (default: end; negative: from the end)")
+      ->transform(index);
+  app.add_option("--col-step", job.col_step, "Selection: column step")->capture_default_str()->transform(count);
   app.add_flag("--fused", job.fused,
                "Generate only the selected elements, storing nothing (reported separately; not the "
                "DeepOps benchmark's create-then-reduce)");
@@ -190,7 +206,7 @@ void add_job_flags(CLI::App& app, Flags& f) {
 
 void add_output_flags(CLI::App& app, Flags& f) {
   app.add_option("--repeat", f.repeat, "Run the job N times in one session")->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+      ->transform(psched::cli::unsigned_in(1, 1000000));
   app.add_flag("--json", f.json, "Print one JSON object instead of text");
   app.add_flag("--check", f.check, "Verify the result: exact closed form for arange/constant, mean bound for "
                                    "normal/uniform; exit 1 on any difference");
@@ -204,16 +220,25 @@ int fail(const std::string& message, int code = 1) {
   return code;
 }
 
-// The generator's parameters and the selection stops from their flags; throws pclient::Error for
-// a job the scheduler would refuse.
+// The generator's parameters and the selection from their flags (Python's meaning: a negative
+// start or stop counts from the end of its axis); throws pclient::Error for a job the scheduler
+// would refuse.
 void complete_job(Flags& f) {
   pclient::Job& job = f.job;
   if (job.generator == "normal") { job.param0 = f.mean; job.param1 = f.std_dev; }
   else if (job.generator == "uniform") { job.param0 = f.low; job.param1 = f.high; }
   else if (job.generator == "arange") { job.param0 = f.start; job.param1 = f.step; }
   else if (job.generator == "constant") { job.param0 = f.value; job.param1 = 0; }
-  if (f.row_stop >= 0) job.row_stop = uint64_t(f.row_stop);
-  if (f.col_stop >= 0) job.col_stop = uint64_t(f.col_stop);
+  for (auto [given, length, field, name] :
+       {std::tuple{&f.row_start, job.rows, &job.row_start, "--row-start"},
+        std::tuple{&f.row_stop, job.rows, &job.row_stop, "--row-stop"},
+        std::tuple{&f.col_start, job.cols, &job.col_start, "--col-start"},
+        std::tuple{&f.col_stop, job.cols, &job.col_stop, "--col-stop"}}) {
+    if (!*given) continue;
+    auto index = psched::cli::from_end(**given, length);
+    if (!index) throw pclient::Error(std::string(name) + ": " + index.message());
+    *field = *index;
+  }
   pclient::validate(job);
 }
 
@@ -300,6 +325,10 @@ void report_json(const Flags& f, const Runs& runs) {
                         {"fused", job.fused},
                         {"devices", devices_json(runs.after, &runs.before, seconds)}};
   if (f.repeat > 1) out["runs"] = runs.seconds;
+  if (result.count == 0) {  // no mean, min or max of nothing: say so rather than print 0
+    out["mean"] = nullptr;
+    out["empty_selection"] = true;
+  }
   if (f.check) out["check"] = runs.problem.empty() ? "ok" : runs.problem;
   std::cout << out.dump() << std::endl;
 }
@@ -310,8 +339,11 @@ void report_text(const Flags& f, const Runs& runs) {
   const double seconds = runs.seconds.back();
   std::cout << "Processing complete." << std::endl;
   std::printf("Wall time create data + computation time: %.6f seconds\n", seconds);
-  std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
-              result.mean(), (unsigned long long)result.count, result.min, result.max);
+  if (result.count == 0)
+    std::printf("Sum: 0  Count: 0 (the selection is empty: no mean, min or max)\n");
+  else
+    std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
+                result.mean(), (unsigned long long)result.count, result.min, result.max);
   std::printf("Throughput: %s/s over %llu chunks on %u workers%s\n",
               human_bytes(double(f.job.bytes()) / seconds).c_str(), (unsigned long long)result.chunks,
               result.workers, f.job.fused ? " (fused: selected elements only)" : "");
@@ -349,6 +381,12 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   } else {
     connect.address = f.scheduler;
     connect.scheduler_file = f.scheduler_file;
+    // One timeout for the whole way to the scheduler, said once when there is something to wait for.
+    connect.scheduler_file_timeout_ms = f.connect_timeout_ms;
+    if (!f.scheduler_file.empty() && f.scheduler.empty())
+      if (auto now = psched::read_scheduler_file(f.scheduler_file); !now)
+        std::cerr << "pbench: waiting up to " << f.connect_timeout_ms << " ms for the scheduler file ("
+                  << now.message() << ")" << std::endl;
     if (f.scheduler.empty() && f.scheduler_file.empty()) connect.address = "tcp://127.0.0.1:8786";
   }
   pclient::Client client = pclient::Client::connect(connect);
@@ -358,7 +396,11 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
     if (!ready) return fail(ready.message());
     workers = std::move(*ready);
   } else {
-    workers = client.wait_for_workers(1, 60000);
+    workers = client.workers();
+    if (workers.empty()) {
+      std::cerr << "pbench: waiting up to 60 s for a worker to register with the scheduler" << std::endl;
+      workers = client.wait_for_workers(1, 60000);
+    }
   }
   if (f.cluster_info) {
     print_workers(workers, f.json);
@@ -383,6 +425,7 @@ int main(int argc, char** argv) {
   CLI::App app{"pbench: sum of (scale*x + offset)[r0:r1:rs, c0:c1:cs] over a generated 2-D array on a "
                "psched cluster, timed as DeepOps' sum.py (\"create data + computation\")."};
   app.set_version_flag("--version", std::string("pbench ") + PSCHED_VERSION);
+  app.failure_message(psched::cli::one_line_failure("pbench"));
   add_mode_flags(app, flags);
   add_job_flags(app, flags);
   add_cluster_flags(app, flags);

@@ -72,3 +72,14 @@ TEST_CASE("arange closed form is exact for the sum of integers", "[closed_form]"
   CHECK(e.min == 6);
   CHECK(e.max == 8);
 }
+
+TEST_CASE("a selection index that is a wrapped negative number is refused as one", "[job_spec]") {
+  JobSpec s;
+  s.rows = 1000;
+  s.row_sel.stop = uint64_t(-7);  // what `job.row_stop = -7` stores in pclient::Job
+  const Status st = validate(s);
+  INFO(st.message());
+  CHECK_FALSE(st);
+  CHECK(st.message().find("row-stop must be from 0 to 1000") != std::string::npos);
+  CHECK(st.message().find("= -7 wrapped to unsigned?") != std::string::npos);
+}

@@ -120,9 +120,9 @@ TEST_CASE("pbench refuses bad flags and addresses with one clear line and a non-
     std::string says;
   };
   const std::vector<Case> cases = {
-      {{"-x", "0"}, "rows (-x) must be > 0"},
-      {{"--chunk-x", "0"}, "chunk-x must be > 0"},
-      {{"--row-step", "0"}, "row-step must be > 0"},
+      {{"-x", "0"}, "--rows: 0 is out of range; expected an integer from 1 to"},
+      {{"--chunk-x", "0"}, "--chunk-x: 0 is out of range"},
+      {{"--row-step", "0"}, "--row-step: 0 is out of range"},
       {{"--generator", "nosuch"}, "unknown generator 'nosuch'"},
       {{"-d", "--scheduler", "tcp://127.0.0.1:1"}, "cannot connect to scheduler tcp://127.0.0.1:1"},
       {{"-d", "--scheduler", "tcp://[not-an-address"}, "invalid address"},

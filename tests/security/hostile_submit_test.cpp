@@ -67,8 +67,8 @@ TEST_CASE("crafted Submits with absurd values get JobFailed naming the field and
       {"stop < start", [](auto s) { s.getRowSel().setStart(50); s.getRowSel().setStop(10); },
        "invalid job: row-stop must be >= row-start 50 (got 10)"},
       {"start past the end", [](auto s) { s.getColSel().setStart(101); },
-       "invalid job: col-start must be <= 100 (got 101)"},
-      {"stop past the end", [](auto s) { s.getColSel().setStop(kMax - 1); }, "col-stop must be <= 100"},
+       "invalid job: col-start must be from 0 to 100 (got 101)"},
+      {"stop past the end", [](auto s) { s.getColSel().setStop(kMax - 1); }, "col-stop must be from 0 to 100"},
   };
 
   RawPeer hostile(port_of(cluster));

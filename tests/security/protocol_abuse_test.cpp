@@ -82,13 +82,13 @@ TEST_CASE("a huge length prefix is refused before any body is read", "[security]
 }
 
 TEST_CASE("the --max-frame flag sets the frame limit", "[security]") {
-  TestCluster cluster({.extra_args = {"--max-frame", "4096"}});
-  CHECK(error_for(cluster, length_prefix(4104)) == "frame of 4104 bytes exceeds the limit of 4096 bytes");
+  TestCluster cluster({.extra_args = {"--max-frame", "65536"}});
+  CHECK(error_for(cluster, length_prefix(65544)) == "frame of 65544 bytes exceeds the limit of 65536 bytes");
   RawPeer client(port_of(cluster));
   client.hello_as_client();
   REQUIRE(client.read_until(wire::Message::WELCOME));
-  client.send_bytes(length_prefix(4104));
-  CHECK(client.read_error() == "frame of 4104 bytes exceeds the limit of 4096 bytes");
+  client.send_bytes(length_prefix(65544));
+  CHECK(client.read_error() == "frame of 65544 bytes exceeds the limit of 65536 bytes");
 }
 
 TEST_CASE("malformed Cap'n Proto gets an Error saying the message is malformed", "[security]") {

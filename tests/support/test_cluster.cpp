@@ -166,4 +166,12 @@ int run_command(const std::vector<std::string>& argv, std::string* output, int t
   return status;
 }
 
+TimedRun run_timed(const std::vector<std::string>& argv, int timeout_ms) {
+  TimedRun r;
+  const auto t0 = std::chrono::steady_clock::now();
+  r.status = run_command(argv, &r.out, timeout_ms);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
 }  // namespace psched::test

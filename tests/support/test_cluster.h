@@ -83,5 +83,12 @@ bool eventually(F condition, int timeout_ms = 20000) {
 bool process_alive(pid_t pid);
 // Runs a command, captures stdout+stderr, returns the exit status (as from waitpid).
 int run_command(const std::vector<std::string>& argv, std::string* output, int timeout_ms = 60000);
+// As run_command, with the wall seconds it took (for checks that a wait ended on time).
+struct TimedRun {
+  int status = 0;
+  std::string out;
+  double seconds = 0;
+};
+TimedRun run_timed(const std::vector<std::string>& argv, int timeout_ms = 60000);
 
 }  // namespace psched::test

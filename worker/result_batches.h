@@ -1,0 +1,26 @@
+// ResultBatches cut to the scheduler's frame limit: a worker reports every outcome that arrived
+// while its loop was busy in one batch, which for small chunks can be tens of thousands of them;
+// a batch over the scheduler's --max-frame would be refused and the worker cut off (and its chunks
+// blamed on it as if it died). The limit comes from Welcome.maxFrameBytes.
+#pragma once
+
+#include <capnp/message.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "worker/backend.h"
+
+namespace psched {
+
+// Failure messages longer than this are cut (the scheduler shows at most 1000 characters anyway).
+constexpr size_t kMaxFailureMessageBytes = 1000;
+
+// Builds the ResultBatches for one job's `outcomes`, each within `max_frame_bytes` (the whole of a
+// frame's body), in outcome order, and hands each to `send`. busySeconds is split by outcome.
+void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outcomes,
+                          uint32_t max_frame_bytes,
+                          const std::function<void(capnp::MessageBuilder&)>& send);
+
+}  // namespace psched

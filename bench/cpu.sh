@@ -8,6 +8,8 @@
 #      per-chunk cost in process, loopback round trip (both ends polling, as our daemons do);
 #   2. seed: pbench -c 2, normal(10, 1), (x + 1)[::2, ::2], SIZE^2, 4000^2 chunks, in GB/s of array
 #      created and reduced, against the in-process floor and the memory-bandwidth floor;
+#   2b. chunk sizes: the seed's array in 4000^2 down to 500^2 chunks (bench/chunk_sweep.sh), each
+#      against the in-process floor for its elements and against 4000^2;
 #   3. fused (reported separately, never the default), against its in-process floor;
 #   4. tiny tasks: pbench -c 2, one-element chunks, in chunks per second;
 #   5. tiny-job latency: a 1000-element, 10-chunk job on a running cluster (psched + 2 workers),
@@ -55,6 +57,12 @@ for _ in $(seq "$repeat"); do
   awk -v b="$(json_field "$r" bytes)" -v s="$(json_field "$r" seconds)" 'BEGIN { printf "%.4f\n", b / s / 1e9 }' >>"$out/seed.gbps"
 done
 read -r seed_best seed_median < <(best_median high <"$out/seed.gbps")
+
+echo "== 2b. chunk sizes: pbench -c 2, ${size}^2, the seed's job"
+floor_ns=$(awk -v g="$floor_gbps" 'BEGIN { printf "%.6f", 8 / g }')  # float64: 8 bytes per element
+"$(dirname "$0")/chunk_sweep.sh" "$bin" "-c 2" "$size" "4000 2000 1000 500" "$floor_ns" "$repeat" |
+  tee "$out/sweep.txt" || fail "chunk sweep"
+sweep_500=$(awk '$2 == "500^2" { print 1 / $8 }' "$out/sweep.txt")
 
 echo "== 3. fused: pbench ${seed_args[*]} --fused"
 : >"$out/fused.gbps"
@@ -110,8 +118,10 @@ echo "== cpu.sh: results (best of $repeat, median; floors measured above, same r
 awk -v sb="$seed_best" -v sm="$seed_median" -v f="$floor_gbps" -v fc="$floor_cpu_gbps" -v m="$memory_floor_gbps" \
   -v fb="$fused_best" -v fm="$fused_median" -v ff="$fused_floor_gbps" \
   -v tb="$tiny_best" -v tm="$tiny_median" -v tf="$tiny_floor" \
-  -v lb="$lat_best" -v lm="$lat_median" -v rtt="$rtt_us" -v bpc="$bytes_per_chunk" -v mc="$mem_chunks" 'BEGIN {
+  -v lb="$lat_best" -v lm="$lat_median" -v rtt="$rtt_us" -v bpc="$bytes_per_chunk" -v mc="$mem_chunks" \
+  -v s500="$sweep_500" 'BEGIN {
   printf "seed (create + reduce): %.2f GB/s best, %.2f median | in-process floor %.2f GB/s (%.2f by CPU time): ratio %.2f | memory floor %.2f GB/s: ratio %.2f | target >= 2.5\n", sb, sm, f, fc, sb / f, m, sb / m
+  printf "500^2 chunks:           %.2f x the throughput of 4000^2 chunks | target >= 0.8\n", s500
   printf "fused (selected only):  %.2f GB/s best, %.2f median | in-process floor %.2f GB/s: ratio %.2f\n", fb, fm, ff, fb / ff
   printf "tiny tasks:             %.0f chunks/s best, %.0f median | in-process floor %.0f chunks/s: ratio %.3f | target >= 100000 (aim 250000)\n", tb, tm, tf, tb / tf
   printf "tiny-job latency:       %.0f us best, %.0f us median | 2 loopback round trips %.0f us: ratio %.1f | target median <= 300 (aim 100)\n", lb, lm, 2 * rtt, lm / (2 * rtt)

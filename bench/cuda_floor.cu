@@ -37,12 +37,13 @@ struct Args {
   uint64_t chunks = 0;  // > 0: also run this many chunks through CudaBackend
   bool fused = false;   // the backend run uses fused chunks
   int streams = CudaBackendOptions{}.streams;  // the worker's default
+  uint64_t batch_side = 0;  // > 0: also time one batch of batch_side^2 chunks (batched kernels)
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "cuda-floor: %s\nusage: cuda-floor [--device D] [--iterations N] "
-               "[--chunk ROWSxCOLS] [--chunks N [--fused] [--streams S]]\n",
+               "[--chunk ROWSxCOLS] [--chunks N [--fused] [--streams S]] [--batch-chunk SIDE]\n",
                why);
   std::exit(2);
 }
@@ -68,6 +69,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--chunks") a.chunks = number("--chunks", value());
     else if (flag == "--streams") a.streams = int(number("--streams", value()));
     else if (flag == "--fused") a.fused = true;
+    else if (flag == "--batch-chunk") a.batch_side = number("--batch-chunk", value());
     else if (flag == "--chunk") {
       const std::string v = value();
       const size_t x = v.find('x');
@@ -188,11 +190,11 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
     gpu::launch_generate(work, buffer, sm_count, stream, gpu::ElementFormula::kReference);
   });
   gpu::ChunkWork uniform = work;
-  uniform.gen.kind = uint8_t(Generator::kUniform);
+  uniform.gen.kind = Generator::kUniform;
   f.generate_uniform_ms =
       time_ms(stream, it, [&] { gpu::launch_generate(uniform, buffer, sm_count, stream); });
   gpu::ChunkWork arange = work;
-  arange.gen.kind = uint8_t(Generator::kArange);
+  arange.gen.kind = Generator::kArange;
   f.generate_arange_ms =
       time_ms(stream, it, [&] { gpu::launch_generate(arange, buffer, sm_count, stream); });
   if (work.box.cols % 2 == 0 && work.array_cols % 2 == 0) {
@@ -238,6 +240,45 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
   for (void* p : {buffer, copy, temp, sum_temp, static_cast<void*>(stats),
                   static_cast<void*>(sum_out)})
     PSCHED_CUDA_CHECK(cudaFree(p));
+  PSCHED_CUDA_CHECK(cudaStreamDestroy(stream));
+  return f;
+}
+
+// One batch of the backend's size for SIDE^2 chunks of the same job: the batched generate and
+// tiled reduce kernels alone, per 1e8 elements, to set beside the 10000^2 floor.
+struct BatchFloor {
+  uint32_t chunks = 0;
+  double generate_ms = 0, reduce_ms = 0, total_ms = 0, ms_per_1e8 = 0;
+};
+
+BatchFloor measure_batch(const Args& a, JobSpec spec, int sm_count) {
+  spec.chunk_rows = spec.chunk_cols = a.batch_side;
+  const Status valid = validate(spec);
+  if (!valid) usage(valid.message().c_str());
+  spec = normalized(spec);
+  const uint64_t elements = a.batch_side * a.batch_side;
+  BatchFloor f;
+  f.chunks = uint32_t(std::min<uint64_t>(gpu::kMaxBatchChunks,
+                                         std::max<uint64_t>(1, gpu::kBatchTargetElements / elements)));
+  const gpu::BatchWork batch{gpu::chunk_work(spec, 0), f.chunks, elements};
+  cudaStream_t stream;
+  PSCHED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  void *buffer = nullptr, *scratch = nullptr;
+  gpu::SelectionStats* stats = nullptr;
+  PSCHED_CUDA_CHECK(cudaMalloc(&buffer, elements * f.chunks * sizeof(double)));
+  PSCHED_CUDA_CHECK(cudaMalloc(&scratch, std::max<size_t>(1, gpu::batch_scratch_bytes(batch))));
+  PSCHED_CUDA_CHECK(cudaMalloc(&stats, sizeof(*stats) * f.chunks));
+  auto generate = [&] { gpu::launch_generate_batch(batch, buffer, sm_count, stream); };
+  auto reduce = [&] { gpu::launch_reduce_batch(batch, buffer, scratch, stats, stream); };
+  f.generate_ms = time_ms(stream, a.iterations, generate);
+  f.reduce_ms = time_ms(stream, a.iterations, reduce);
+  f.total_ms = time_ms(stream, a.iterations, [&] {
+    generate();
+    reduce();
+  });
+  f.ms_per_1e8 = f.total_ms * 1e8 / double(elements * f.chunks);
+  PSCHED_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (void* p : {buffer, scratch, static_cast<void*>(stats)}) PSCHED_CUDA_CHECK(cudaFree(p));
   PSCHED_CUDA_CHECK(cudaStreamDestroy(stream));
   return f;
 }
@@ -343,6 +384,17 @@ int main(int argc, char** argv) {
     std::printf("floor_mean=%.6f\n", f.mean);
     std::printf("floor_vs_gpu_md=%.3f\n", f.floor_ms / kGpuMdFloorMs);
     std::printf("fused_vs_gpu_md=%.3f\n", f.fused_ms / kGpuMdFusedMs);
+
+    if (args.batch_side > 0) {
+      const BatchFloor b = measure_batch(args, spec, prop.multiProcessorCount);
+      const double per_1e8 = f.floor_ms * 1e8 / double(spec.chunk_rows * spec.chunk_cols);
+      std::printf("batch_chunk=%llu\n", (unsigned long long)args.batch_side);
+      std::printf("batch_chunks=%u\n", b.chunks);
+      std::printf("batch_generate_ms=%.4f\n", b.generate_ms);
+      std::printf("batch_reduce_ms=%.4f\n", b.reduce_ms);
+      std::printf("batch_ms_per_1e8=%.4f\n", b.ms_per_1e8);
+      std::printf("batch_over_floor=%.3f\n", b.ms_per_1e8 / per_1e8);
+    }
 
     BackendRun run;
     if (args.chunks > 0) {

@@ -39,6 +39,15 @@ chunks=$(json_field "$seed" chunks)
 awk -v s="$seconds" -v f="$floor_ms" -v n="$chunks" 'BEGIN {
   floor = f * n / 1000; printf "seed: %.3f s end to end; floor %.3f s (%.4f ms/chunk x %d); ratio %.3f (target <= 1.15)\n", s, floor, f, n, s / floor }'
 
+echo "== chunk-size sweep: the same arrays in smaller chunks (batched launches) against the floor"
+# The floor per element is the 10000^2 chunk's (generate + strided reduce) over its 1e8 elements.
+floor_ns=$(awk -v f="$floor_ms" 'BEGIN { printf "%.8f", f * 1e6 / 1e8 }')
+here=$(cd "$(dirname "$0")" && pwd)
+"$here/chunk_sweep.sh" "$bin" "-g 1" 500000 "10000 5000 2000 1000 500" "$floor_ns" 2 | tee "$out/sweep_2tb.txt" ||
+  fail "chunk sweep 2 TB"
+"$here/chunk_sweep.sh" "$bin" "-g 1" 20000 "1000 500 200 100" "$floor_ns" 3 | tee "$out/sweep_20000.txt" ||
+  fail "chunk sweep 20000^2"
+
 echo "== fused (generate only the selected elements), against its own floor"
 fused=$("$bin/pbench" -g 1 --fused --json --check --repeat 2) || fail "fused benchmark"
 echo "$fused" | tee "$out/fused.json"
@@ -73,6 +82,10 @@ w2=$!
 two=$("$bin/pbench" -d --scheduler-file "$dir/s.json" -x 50000 -y 50000 --chunk-x 5000 --chunk-y 5000 --generator arange --row-step 1 --col-step 1 --json --check) || fail "two GPU workers"
 echo "$two"
 [[ "$(json_field "$two" workers)" == "2" ]] || fail "expected 2 workers in the job"
+small=$("$bin/pbench" -d --scheduler-file "$dir/s.json" -x 20000 -y 20000 --chunk-x 200 --chunk-y 200 --generator arange --json --check) ||
+  fail "two GPU workers, batched 200^2 chunks"
+echo "$small"
+[[ "$(json_field "$small" workers)" == "2" ]] || fail "expected 2 workers in the batched job"
 kill -TERM "$w1" "$w2"; wait "$w1" "$w2" || fail "GPU workers did not exit 0 on SIGTERM"
 kill -TERM "$sched"; wait "$sched" || fail "psched did not exit 0"
 cp "$dir"/*.log "$out/" 2>/dev/null; rm -rf "$dir"
@@ -92,13 +105,14 @@ sched=$!
 workers_up() {  # at least $1 workers registered
   "$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json 2>/dev/null | grep -o '"backend"' | wc -l
 }
-# The faulty worker is alone when the job starts, so it holds chunk 3; the healthy one joins after
-# it left and finishes the job.
+# The faulty worker is alone when the job starts, so it holds chunk 3, in a batch of 16 (1000^2
+# chunks): the whole batch fails with it and is re-queued; the healthy one joins after it left and
+# finishes the job.
 CUDA_VISIBLE_DEVICES=0 PSCHED_TEST_DEVICE_FAULT_ON_CHUNK=3 "$bin/pcuda-worker" --scheduler-file "$dir/s.json" \
   --backend cuda --name faulty 2>"$dir/faulty.log" &
 faulty=$!
 for _ in $(seq 300); do [[ $(workers_up) -ge 1 ]] && break; sleep 0.1; done
-timeout 300 "$bin/pbench" -d --scheduler-file "$dir/s.json" -x 50000 -y 50000 --chunk-x 5000 --chunk-y 5000 \
+timeout 300 "$bin/pbench" -d --scheduler-file "$dir/s.json" -x 50000 -y 50000 --chunk-x 1000 --chunk-y 1000 \
   --generator arange --row-step 1 --col-step 1 --json --check >"$dir/job.json" &
 job=$!
 for _ in $(seq 600); do kill -0 "$faulty" 2>/dev/null || break; sleep 0.1; done

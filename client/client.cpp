@@ -250,10 +250,29 @@ Result Client::run(const Job& job, const RunOptions& options) {
   uint64_t job_id = 0;
   Result result;
   std::string failure;
+  // Cancel once should_cancel says so and the job has an id (before JobAccepted it has none).
+  bool cancel_wanted = false, cancelled = false;
+  auto send_cancel = [&] {
+    s.send([&](psched::wire::Message::Builder m) { m.initCancel().setJobId(job_id); });
+    cancelled = true;
+    s.done = true;
+  };
+  asio::steady_timer cancel_poll(s.io);
+  std::function<void()> poll_cancel = [&] {
+    cancel_poll.expires_after(std::chrono::milliseconds(std::max(1, options.cancel_poll_ms)));
+    cancel_poll.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || s.done) return;
+      if (!options.should_cancel()) return poll_cancel();
+      cancel_wanted = true;
+      if (job_id != 0) send_cancel();
+    });
+  };
+  if (options.should_cancel) poll_cancel();
   s.waiter = [&](psched::wire::Message::Reader m) {
     switch (m.which()) {
       case psched::wire::Message::JOB_ACCEPTED:
         if (m.getJobAccepted().getTag() == tag) job_id = m.getJobAccepted().getJobId();
+        if (job_id != 0 && cancel_wanted) send_cancel();
         return;
       case psched::wire::Message::JOB_FAILED: {
         auto f = m.getJobFailed();
@@ -298,7 +317,19 @@ Result Client::run(const Job& job, const RunOptions& options) {
         return;
     }
   };
-  s.wait(-1, "the job's result");
+  auto stop_polling = [&] {
+    cancel_poll.cancel();
+    s.io.restart();
+    s.io.poll();  // the cancelled poll's handler runs now, while what it refers to still exists
+  };
+  try {
+    s.wait(-1, "the job's result");
+  } catch (...) {
+    stop_polling();
+    throw;
+  }
+  stop_polling();
+  if (cancelled) throw Cancelled(fmt::format("job {} cancelled", job_id));
   if (!failure.empty()) throw Error(failure);
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

@@ -11,6 +11,10 @@
 
 namespace psched {
 
+// Which generator makes the array's elements (the wire's Generator enum; common/wire_convert.cpp maps
+// them). One typed enum for host and device: kernels are templated on it.
+enum class Generator : uint8_t { kNormal = 0, kUniform = 1, kArange = 2, kConstant = 3 };
+
 // a * b + c with the product rounded before the add, on host and device alike (nvcc would otherwise
 // contract it into an fma and the GPU would disagree with the CPU in the last bit).
 PSCHED_HD double mul_add_rounded(double a, double b, double c) {
@@ -25,15 +29,22 @@ struct Philox4x32 {
   uint32_t v[4];
 };
 
-// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11).
+// Philox4x32-10's constants (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11):
+// the round multipliers and the Weyl key increments. The device (worker/cuda/fast_generators.h) and
+// vector (worker/cpu/kernels_impl.h) forms of the rounds use these same names.
+inline constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
+inline constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
+inline constexpr int kPhiloxRounds = 10;
+
+// Philox4x32-10, the reference form every backend's fast form must match bit for bit.
 PSCHED_HD Philox4x32 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
                                    uint32_t k1) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  constexpr uint32_t kM0 = kPhiloxM0, kM1 = kPhiloxM1;
+  constexpr uint32_t kW0 = kPhiloxW0, kW1 = kPhiloxW1;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < kPhiloxRounds; ++round) {
     const uint64_t p0 = uint64_t{kM0} * c0;
     const uint64_t p1 = uint64_t{kM1} * c2;
     const uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0);
@@ -76,7 +87,7 @@ PSCHED_HD double standard_normal(uint64_t seed, uint64_t index) {
 
 // Generator parameters in the form the per-element functions take (a POD; copied to kernels).
 struct GeneratorParams {
-  uint8_t kind;  // psched::Generator
+  Generator kind;
   double param0, param1;
   uint64_t seed;
 };
@@ -84,15 +95,16 @@ struct GeneratorParams {
 // The element at global linear index r * cols + c.
 PSCHED_HD double element_value(const GeneratorParams& g, uint64_t index) {
   switch (g.kind) {
-    case 0:  // normal(mean, std)
+    case Generator::kNormal:  // normal(mean, std)
       return mul_add_rounded(g.param1, standard_normal(g.seed, index), g.param0);
-    case 1: {  // uniform(low, high)
+    case Generator::kUniform: {  // uniform(low, high)
       const double u = uniform_pair(g.seed, index).u0;
       return mul_add_rounded(g.param1 - g.param0, u, g.param0);
     }
-    case 2:  // arange(start, step)
+    case Generator::kArange:  // arange(start, step)
       return mul_add_rounded(g.param1, double(index), g.param0);
-    default:  // constant(value)
+    case Generator::kConstant:  // constant(value)
+    default:
       return g.param0;
   }
 }

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "common/chunk_grid.h"
+#include "common/generators.h"
 #include "common/status.h"
 
 namespace psched {
 
-enum class Generator : uint8_t { kNormal = 0, kUniform = 1, kArange = 2, kConstant = 3 };
 enum class DType : uint8_t { kFloat64 = 0, kFloat32 = 1 };
 
 const char* generator_name(Generator g);

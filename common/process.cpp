@@ -44,6 +44,7 @@ Result<pid_t> spawn_child(const ChildSpec& spec) {
       prctl(PR_SET_PDEATHSIG, spec.death_signal);
       if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
     }
+    if (spec.own_process_group) setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -24,6 +24,9 @@ struct ChildSpec {
   std::map<std::string, std::string> env;     // added to / overriding the parent's environment
   int death_signal = 15;                      // sent to the child when the parent dies; 0: none
   std::string stdout_path, stderr_path;       // empty: inherit
+  // A process group of its own: a terminal's Ctrl-C (sent to the whole foreground group) then
+  // reaches only the parent, which decides (the Python client cancels a job, keeping its cluster).
+  bool own_process_group = false;
 };
 
 Result<pid_t> spawn_child(const ChildSpec& spec);

@@ -10,6 +10,7 @@ BUILD_PACKAGES=(
   libboost-dev            # Asio, Beast (header-only)
   capnproto libcapnp-dev  # the wire
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  python3-dev pybind11-dev  # the Python client (psched module); skipped where they are missing
 )
 TEST_PACKAGES=(
   catch2                  # unit and end-to-end tests
@@ -21,6 +22,8 @@ TEST_PACKAGES=(
   openssh-server openssh-client  # deploy/ssh tests against a real sshd
   slurm-wlm munge         # deploy/slurm test on a single-node Slurm
   shellcheck iproute2 python3-yaml  # script lint, network namespaces, manifest checks
+  python3-pytest python3-numpy python3-tqdm  # the Python client's tests (tests/python)
+  python3-nbclient python3-nbformat python3-ipykernel  # its notebook, run headless
 )
 
 packages=("${BUILD_PACKAGES[@]}")

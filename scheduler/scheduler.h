@@ -104,7 +104,9 @@ class Scheduler {
 
   // dispatch.cpp: fill every worker's window (or one worker's) from the queued chunks of all jobs.
   void dispatch();
-  void dispatch_to(WorkerRecord& worker);
+  // sharing: how many workers share what each job has left (0: every worker); the worker takes at
+  // most its part.
+  void dispatch_to(WorkerRecord& worker, uint64_t sharing = 0);
 
   void send_progress(Job& job, bool force);
   void complete_job(Job& job);

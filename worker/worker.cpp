@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/address.h"
+#include "common/chunk_grid.h"
 #include "common/scheduler_file.h"
 #include "common/wire_convert.h"
 
@@ -51,7 +52,7 @@ void Worker::start() {
 }
 
 void Worker::connect() {
-  if (leaving_) return;
+  if (link_ == Link::kLeaving) return;
   std::string address_text = config_.scheduler_address;
   if (address_text.empty()) {
     auto info = read_scheduler_file(config_.scheduler_file);
@@ -99,7 +100,7 @@ void Worker::connect() {
 }
 
 void Worker::schedule_reconnect() {
-  if (leaving_) return;
+  if (link_ == Link::kLeaving) return;
   const auto away = std::chrono::steady_clock::now() - disconnected_since_;
   if (config_.death_timeout_s > 0 && away >= std::chrono::seconds(config_.death_timeout_s)) {
     give_up(fmt::format("no scheduler for {} s (--death-timeout), exiting", config_.death_timeout_s), 0);
@@ -113,8 +114,9 @@ void Worker::schedule_reconnect() {
 }
 
 void Worker::on_connected(tcp::socket socket) {
+  if (link_ == Link::kLeaving) return;  // a connect that completed after we decided to leave
   ++generation_;
-  welcomed_ = false;
+  transition(Link::kConnected);
   conn_ = std::make_shared<FramedConnection>(std::move(socket), config_.max_frame_bytes);
   const uint32_t generation = generation_;
   conn_->start({[this, generation](wire::Message::Reader m) {
@@ -144,9 +146,10 @@ void Worker::on_connected(tcp::socket socket) {
 }
 
 void Worker::on_message(wire::Message::Reader message) {
+  if (link_ == Link::kLeaving) return;  // saying goodbye: nothing more is taken on
   switch (message.which()) {
     case wire::Message::WELCOME:
-      welcomed_ = true;
+      transition(Link::kWelcomed);
       warned_unreachable_ = false;
       backoff_ = std::chrono::milliseconds(100);
       spdlog::info("registered with the scheduler at {} as worker {} ({} backend, {})",
@@ -158,7 +161,7 @@ void Worker::on_message(wire::Message::Reader message) {
       const std::string text = message.getError().getMessage().cStr();
       spdlog::error("scheduler refused us: {}", text);
       // A wrong token or protocol will not fix itself: exit rather than retry forever.
-      if (!welcomed_) give_up(fmt::format("scheduler refused registration: {}", text), 1);
+      if (link_ != Link::kWelcomed) give_up(fmt::format("scheduler refused registration: {}", text), 1);
       return;
     }
     case wire::Message::HEARTBEAT:
@@ -208,9 +211,8 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
   auto it = jobs_.find(job_id);
   const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
   const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;
-  const uint64_t chunks = spec ? (spec->rows + spec->chunk_rows - 1) / spec->chunk_rows *
-                                     ((spec->cols + spec->chunk_cols - 1) / spec->chunk_cols)
-                               : 0;
+  const uint64_t chunks =
+      spec ? ChunkGrid{spec->rows, spec->cols, spec->chunk_rows, spec->chunk_cols}.chunks() : 0;
   for (auto range : batch.getRanges()) {
     const uint64_t first = range.getFirst();
     const uint64_t count = range.getCount();
@@ -254,7 +256,7 @@ void Worker::drain_inbox() {
 }
 
 void Worker::on_outcome(ChunkOutcome outcome) {
-  if (leaving_) return;
+  if (link_ == Link::kLeaving) return;
   if (outcome.device_lost) {
     lose_device(std::move(outcome));
     return;
@@ -329,7 +331,7 @@ void Worker::flush_results() {
 void Worker::heartbeat() {
   heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.heartbeat_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || !conn_ || !conn_->is_open() || !welcomed_) return;
+    if (ec || !conn_ || !conn_->is_open() || link_ != Link::kWelcomed) return;
     const uint64_t used = backend_->memory_used_bytes();
     send_message(*conn_, [&](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(used); });
     heartbeat();
@@ -337,27 +339,27 @@ void Worker::heartbeat() {
 }
 
 void Worker::on_disconnected(const std::string& why) {
-  if (leaving_) return;
+  if (link_ == Link::kLeaving) return;
   heartbeat_timer_.cancel();
   // Whatever we held is re-queued by the scheduler; drop it here.
   for (auto& [id, entry] : jobs_) backend_->drop_job(entry.local_key);
   jobs_.clear();
   job_of_key_.clear();
   pending_.clear();
-  if (welcomed_) {
+  if (link_ == Link::kWelcomed) {
     spdlog::warn("lost the scheduler: {}; reconnecting", why);
     disconnected_since_ = std::chrono::steady_clock::now();
   } else if (!warned_unreachable_) {
     spdlog::warn("connection to the scheduler failed: {}; retrying", why);
     warned_unreachable_ = true;
   }
-  welcomed_ = false;
+  transition(Link::kDisconnected);
   schedule_reconnect();
 }
 
 void Worker::leave(const std::string& reason, std::function<void()> on_left) {
-  if (leaving_) return;
-  leaving_ = true;
+  if (link_ == Link::kLeaving) return;
+  transition(Link::kLeaving);
   spdlog::info("leaving: {}", reason);
   retry_timer_.cancel();
   heartbeat_timer_.cancel();
@@ -372,15 +374,24 @@ void Worker::leave(const std::string& reason, std::function<void()> on_left) {
   }
 }
 
+void Worker::transition(Link to) {
+  // Leaving is final; every other move is allowed (a connection may drop at any point).
+  if (link_ == Link::kLeaving) {
+    spdlog::critical("worker: link transition out of leaving to {}", int(to));
+    std::abort();
+  }
+  link_ = to;
+}
+
 void Worker::give_up(const std::string& why, int code) {
-  if (leaving_) return;
+  if (link_ == Link::kLeaving) return;
   if (code == 0) {
     spdlog::warn("{}", why);
   } else {
     spdlog::error("{}", why);
   }
   exit_code_ = code;
-  leaving_ = true;
+  transition(Link::kLeaving);
   retry_timer_.cancel();
   heartbeat_timer_.cancel();
   backend_->stop();

@@ -61,6 +61,12 @@ class Worker {
   void heartbeat();
   void give_up(const std::string& why, int code);
 
+  // The worker's link to the scheduler: no scheduler (connecting or waiting to retry), connected
+  // with Hello sent, welcomed (registered: chunks come and heartbeats go), leaving (for good: it
+  // said goodbye or gave up). transition() is the only place that changes it; leaving is final.
+  enum class Link : uint8_t { kDisconnected, kConnected, kWelcomed, kLeaving };
+  void transition(Link to);
+
   boost::asio::io_context& io_;
   WorkerConfig config_;
   std::unique_ptr<Backend> backend_;
@@ -70,10 +76,9 @@ class Worker {
   boost::asio::steady_timer heartbeat_timer_;
   std::chrono::milliseconds backoff_{100};
   std::chrono::steady_clock::time_point disconnected_since_;
-  bool welcomed_ = false;
-  bool leaving_ = false;
-  bool flush_posted_ = false;
-  bool warned_unreachable_ = false;
+  Link link_ = Link::kDisconnected;
+  bool flush_posted_ = false;        // a flush_results() is posted: outcomes ride along with it
+  bool warned_unreachable_ = false;  // "unreachable" was logged once for this stretch away
   int exit_code_ = 0;
   uint32_t generation_ = 0;  // bumps on every new connection: outcomes of older ones are dropped
   // The backend sees local job keys, never the scheduler's job ids: ids restart at 1 when the

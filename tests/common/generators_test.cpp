@@ -25,15 +25,15 @@ TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors", "[generato
 }
 
 TEST_CASE("arange and constant are exact functions of the global index", "[generators]") {
-  const GeneratorParams arange{2, 5.0, 3.0, 0};
+  const GeneratorParams arange{Generator::kArange, 5.0, 3.0, 0};
   CHECK(element_value(arange, 0) == 5.0);
   CHECK(element_value(arange, 1000000) == 3000005.0);
-  const GeneratorParams constant{3, 2.5, 0.0, 0};
+  const GeneratorParams constant{Generator::kConstant, 2.5, 0.0, 0};
   CHECK(element_value(constant, 123) == 2.5);
 }
 
 TEST_CASE("normal(10, 1) has mean 10 and std 1 over a million elements", "[generators]") {
-  const GeneratorParams normal{0, 10.0, 1.0, 42};
+  const GeneratorParams normal{Generator::kNormal, 10.0, 1.0, 42};
   double sum = 0, sum2 = 0;
   const int n = 1000000;
   for (int i = 0; i < n; ++i) {
@@ -48,8 +48,8 @@ TEST_CASE("normal(10, 1) has mean 10 and std 1 over a million elements", "[gener
 }
 
 TEST_CASE("uniform(low, high) stays at or above low and below high, and seeds give different streams", "[generators]") {
-  const GeneratorParams a{1, -2.0, 3.0, 1};
-  const GeneratorParams b{1, -2.0, 3.0, 2};
+  const GeneratorParams a{Generator::kUniform, -2.0, 3.0, 1};
+  const GeneratorParams b{Generator::kUniform, -2.0, 3.0, 2};
   int same = 0;
   for (uint64_t i = 0; i < 10000; ++i) {
     const double va = element_value(a, i);

@@ -35,8 +35,8 @@ const uint64_t kFirsts[] = {0, 5, (uint64_t{1} << 32) - 3, uint64_t{1} << 40, (u
 }  // namespace
 
 TEST_CASE("CPU kernels give arange, constant and uniform bit for bit as element_value", "[kernels]") {
-  const GeneratorParams gens[] = {{2, 5.0, 3.0, 0}, {2, -0.1, 1e-3, 0}, {3, 2.5, 0.0, 0},
-                                  {1, -2.0, 3.0, 7}, {1, 0.0, 1.0, 0xdeadbeefcafef00du}};
+  const GeneratorParams gens[] = {{Generator::kArange, 5.0, 3.0, 0}, {Generator::kArange, -0.1, 1e-3, 0}, {Generator::kConstant, 2.5, 0.0, 0},
+                                  {Generator::kUniform, -2.0, 3.0, 7}, {Generator::kUniform, 0.0, 1.0, 0xdeadbeefcafef00du}};
   for (const CpuKernels* k : runnable_builds()) {
     for (const GeneratorParams& g : gens) {
       for (uint64_t first : kFirsts) {
@@ -58,8 +58,8 @@ TEST_CASE("CPU kernels give normal within 1e-14 relative of element_value, the s
           "[kernels]") {
   // The vectorised log and cos differ from glibc's by an ulp or two; the bound here is what the
   // README promises (max measured: see bench/README.md). The element's scale is max(|v|, std).
-  const GeneratorParams g{0, 10.0, 1.0, 42};
-  const GeneratorParams unit{0, 0.0, 1.0, 3};
+  const GeneratorParams g{Generator::kNormal, 10.0, 1.0, 42};
+  const GeneratorParams unit{Generator::kNormal, 0.0, 1.0, 3};
   const auto builds = runnable_builds();
   double worst = 0;
   for (const GeneratorParams& gen : {g, unit}) {
@@ -97,7 +97,7 @@ TEST_CASE("the kernels' log and cos hold their bound at the edges of their range
   // Search the counter space for u0 near 0 and 1 (log near 0 and log of tiny values) and u1 near
   // a multiple of 1/4 (sin and cos near their zeros and extremes, the quadrant boundaries): brute
   // force over a few million indices keeps the test honest without reimplementing Philox.
-  const GeneratorParams unit{0, 0.0, 1.0, 11};
+  const GeneratorParams unit{Generator::kNormal, 0.0, 1.0, 11};
   const CpuKernels& k = cpu_kernels();
   const uint64_t n = 1 << 22;
   const auto v = generated(k, unit, 0, 1, n);
@@ -146,7 +146,7 @@ TEST_CASE("CPU kernels reduce lane j % 8 of a strided run, the same on every bui
 }
 
 TEST_CASE("streaming stores give the same bits at any alignment and length", "[kernels]") {
-  const GeneratorParams gens[] = {{0, 10.0, 1.0, 42}, {1, -2.0, 3.0, 7}, {2, 5.0, 3.0, 0}, {3, 2.5, 0.0, 0}};
+  const GeneratorParams gens[] = {{Generator::kNormal, 10.0, 1.0, 42}, {Generator::kUniform, -2.0, 3.0, 7}, {Generator::kArange, 5.0, 3.0, 0}, {Generator::kConstant, 2.5, 0.0, 0}};
   for (const CpuKernels* k : runnable_builds()) {
     for (const GeneratorParams& g : gens) {
       for (const uint64_t n : {uint64_t{1}, uint64_t{15}, uint64_t{64}, uint64_t{1001}}) {

@@ -104,8 +104,8 @@ PhiloxKeys philox_keys(uint64_t seed) {
   for (int r = 0; r < 10; ++r) {
     k.k0[r] = k0;
     k.k1[r] = k1;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
   }
   return k;
 }
@@ -115,7 +115,7 @@ PhiloxKeys philox_keys(uint64_t seed) {
 // slots; upper halves may carry garbage until the final masks (mul_lo32 ignores them).
 inline __attribute__((always_inline)) void philox_pair(vu index, const PhiloxKeys& k, vu& a,
                                                        vu& b) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kM0 = kPhiloxM0, kM1 = kPhiloxM1;
   // Round 0 with c2 = c3 = 0: the second product is zero.
   const vu p00 = mul_lo32(index, kM0);
   vu c0 = (index >> 32) ^ k.k0[0];
@@ -391,16 +391,17 @@ void generate(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t 
               double* out, bool streaming) {
   Source src{philox_keys(g.seed), g.param1, g.param0};
   switch (g.kind) {
-    case 0:
+    case Generator::kNormal:
       generate_normal(src, to_float, first, stride, n, out, streaming);
       break;
-    case 1:
+    case Generator::kUniform:
       src.scale = g.param1 - g.param0;
       generate_with<uniform_lanes>(src, to_float, first, stride, n, out, streaming);
       break;
-    case 2:
+    case Generator::kArange:
       generate_with<arange_lanes>(src, to_float, first, stride, n, out, streaming);
       break;
+    case Generator::kConstant:
     default:
       generate_with<constant_lanes>(src, to_float, first, stride, n, out, streaming);
       break;

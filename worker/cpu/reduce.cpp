@@ -21,7 +21,7 @@ template <typename Buffer>
 PartialSum reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
   const ChunkGrid grid{s.rows, s.cols, s.chunk_rows, s.chunk_cols};
   const ChunkBox box = grid.box(chunk);
-  const GeneratorParams gen{uint8_t(s.generator), s.param0, s.param1, s.seed};
+  const GeneratorParams gen{s.generator, s.param0, s.param1, s.seed};
   const bool to_float = s.dtype == DType::kFloat32;  // elements as stored, widened back
   const AxisRun rsel =
       select_axis(box.row0, box.row0 + box.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);

@@ -23,22 +23,21 @@ PSCHED_HD uint32_t mul_hi32(uint32_t a, uint32_t b) {
 
 // uniform_pair(seed, index), bit for bit.
 PSCHED_HD UniformPair uniform_pair_fast(uint64_t seed, uint64_t index) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  constexpr uint32_t kM0 = kPhiloxM0, kM1 = kPhiloxM1;
   uint32_t c0 = uint32_t(index), c1 = uint32_t(index >> 32), c2 = 0, c3 = 0;
   uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < kPhiloxRounds; ++round) {
     const uint32_t hi0 = mul_hi32(kM0, c0), lo0 = kM0 * c0;
     const uint32_t hi1 = mul_hi32(kM1, c2), lo1 = kM1 * c2;
     c0 = hi1 ^ c1 ^ k0;
     c1 = lo1;
     c2 = hi0 ^ c3 ^ k1;
     c3 = lo0;
-    k0 += kW0;
-    k1 += kW1;
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
   }
   constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
   const uint64_t a = (uint64_t{c0} << 32 | c1) >> 11;
@@ -70,15 +69,15 @@ __device__ __forceinline__ double standard_normal_fast(uint64_t seed, uint64_t i
 
 // element_value(g, index) for a generator kind fixed at compile time: normal to rounding, the
 // others bit for bit.
-template <int Kind>
+template <Generator Kind>
 __device__ __forceinline__ double element_value_fast(const GeneratorParams& g, uint64_t index) {
-  if constexpr (Kind == int(Generator::kNormal)) {
+  if constexpr (Kind == Generator::kNormal) {
     return mul_add_rounded(g.param1, standard_normal_fast(g.seed, index), g.param0);
-  } else if constexpr (Kind == int(Generator::kUniform)) {
+  } else if constexpr (Kind == Generator::kUniform) {
     return mul_add_rounded(g.param1 - g.param0, uniform_pair_fast(g.seed, index).u0, g.param0);
   } else {
     GeneratorParams fixed = g;
-    fixed.kind = uint8_t(Kind);  // arange, constant: element_value's switch folds away
+    fixed.kind = Kind;  // arange, constant: element_value's switch folds away
     return element_value(fixed, index);
   }
 }

@@ -1,7 +1,9 @@
-// The device work of one chunk: create it in device memory (the seed's "create data"), then reduce
-// the selected elements of scale * x + offset to sum, min and max with CUB; or, fused, generate
-// only the selected elements and reduce them without storing anything. Host-side launchers only,
-// no kernel syntax, so g++ code (the backend, the tests) can include this header.
+// The device work of chunks: create them in device memory (the benchmark's "create data"), then
+// reduce the selected elements of scale * x + offset to sum, min and max; or, fused, generate only
+// the selected elements and reduce them without storing anything. Big chunks go one at a time
+// (CUB's reduction over the chunk); small chunks go as batches of consecutive chunks of one job,
+// each batch one generate launch and one tiled reduction with one result per chunk (generate.cu,
+// reduce.cu). Host-side launchers only, no kernel syntax, so g++ code can include this header.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,10 @@ struct ChunkWork {
   ChunkBox box;              // the chunk in global coordinates
   AxisRun rows, cols;        // its selected rows and columns (global first, count)
   uint64_t row_step = 1, col_step = 1;
+  // Where the chunk lies in its job (batches find their other chunks' boxes from these).
+  ChunkGrid grid;
+  uint64_t chunk = 0;
+  Slice row_sel, col_sel;    // the job's selection (normalized)
   double scale = 1.0, offset = 0.0;
 
   uint64_t selected() const { return rows.count * cols.count; }
@@ -34,6 +40,28 @@ struct ChunkWork {
 
 // spec must be validated and normalized.
 ChunkWork chunk_work(const JobSpec& spec, uint64_t chunk);
+
+// Chunks of at most this many elements are computed in batches (batch_reduce below); larger ones
+// one at a time with CUB. A property of the job alone, so a chunk's partial never depends on how
+// many chunks shared its batch.
+constexpr uint64_t kBatchMaxChunkElements = uint64_t{1} << 25;
+inline bool batched(const JobSpec& spec) {
+  return spec.chunk_rows * spec.chunk_cols <= kBatchMaxChunkElements;
+}
+
+// A batch: `count` consecutive chunks of one job starting at first.chunk, chunk i's box stored
+// row-major at element offset i * stride_elements of one buffer (a full chunk's elements).
+struct BatchWork {
+  ChunkWork first;
+  uint32_t count = 1;
+  uint64_t stride_elements = 0;
+};
+// Elements one batch of small chunks aims at: enough work per launch (~0.1 ms on an H100) that
+// launches, events and round trips vanish behind it, small enough that several batches fill the
+// streams.
+constexpr uint64_t kBatchTargetElements = uint64_t{1} << 25;
+// The most chunks in one batch (the grid's y and z dimensions hold one chunk each).
+constexpr uint32_t kMaxBatchChunks = 8192;
 
 // What the device reduction yields; the count is the closed form rows.count * cols.count.
 struct SelectionStats {
@@ -52,6 +80,8 @@ enum class ElementFormula { kFast, kReference };
 // sm_count sizes the grid. Throws CudaError when the launch fails.
 void launch_generate(const ChunkWork& work, void* buffer, int sm_count, cudaStream_t stream,
                      ElementFormula formula = ElementFormula::kFast);
+// The same for every chunk of a batch, in one launch.
+void launch_generate_batch(const BatchWork& batch, void* buffer, int sm_count, cudaStream_t stream);
 
 // CUB temporary storage launch_reduce needs for this work (work.selected() > 0).
 size_t reduce_temp_bytes(const ChunkWork& work);
@@ -61,6 +91,17 @@ size_t reduce_temp_bytes(const ChunkWork& work);
 // temp_bytes >= reduce_temp_bytes(work). Throws CudaError when the launch fails.
 void launch_reduce(const ChunkWork& work, const void* buffer, void* temp, size_t temp_bytes,
                    SelectionStats* d_stats, cudaStream_t stream);
+
+// The batched reduction: each chunk's selection is cut into tiles of kTileElements selected
+// elements (a fixed number of threads, a fixed order within each), the tiles' results are combined
+// by a fixed tree, and chunk i's result lands in d_stats[i]. The order depends on the chunk's
+// selection alone, never on the batch. Scratch memory for the tiles' results:
+constexpr uint32_t kTileElements = 4096;
+size_t batch_scratch_bytes(const BatchWork& batch);
+// From buffer as launch_generate_batch left it, or, when batch.first.fused, from the generator.
+// Chunks with an empty selection get the empty stats (sum 0, min +inf, max -inf).
+void launch_reduce_batch(const BatchWork& batch, const void* buffer, void* scratch,
+                         SelectionStats* d_stats, cudaStream_t stream);
 
 // Test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): a kernel that executes a trap instruction, leaving the
 // context with a sticky error, as a hardware fault or a bad kernel would.

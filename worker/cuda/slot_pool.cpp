@@ -18,8 +18,9 @@ void create_slot(StreamSlot& s) {
   // Blocking sync: the completion thread sleeps in cudaEventSynchronize instead of spinning.
   for (cudaEvent_t& e : s.stop)
     PSCHED_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
-  PSCHED_CUDA_CHECK(cudaMalloc(&s.device_stats, sizeof(SelectionStats)));
-  PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_stats, sizeof(SelectionStats)));
+  // Room for the results of the largest batch.
+  PSCHED_CUDA_CHECK(cudaMalloc(&s.device_stats, sizeof(SelectionStats) * kMaxBatchChunks));
+  PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_stats, sizeof(SelectionStats) * kMaxBatchChunks));
 }
 
 void destroy_slot(StreamSlot& s) noexcept {

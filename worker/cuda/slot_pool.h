@@ -27,10 +27,10 @@ struct StreamSlot {
   int next_stop = 0;
   void* buffer = nullptr;  // the materialized chunk
   uint64_t buffer_bytes = 0;
-  void* temp = nullptr;  // CUB temporary storage
+  void* temp = nullptr;  // CUB temporary storage, or a batch's tile results
   uint64_t temp_bytes = 0;
-  SelectionStats* device_stats = nullptr;
-  SelectionStats* host_stats = nullptr;  // pinned
+  SelectionStats* device_stats = nullptr;  // kMaxBatchChunks results
+  SelectionStats* host_stats = nullptr;    // the same, pinned
 
   uint64_t footprint() const { return buffer_bytes + temp_bytes; }
 };

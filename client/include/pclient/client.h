@@ -22,6 +22,12 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// run() was stopped by RunOptions::should_cancel; the job was cancelled on the scheduler.
+class Cancelled : public Error {
+ public:
+  using Error::Error;
+};
+
 constexpr uint64_t kToEnd = UINT64_MAX;
 
 // An array-sum job: sum (and count, min, max) of scale * x + offset over x[rows][cols] selected
@@ -101,6 +107,11 @@ struct ConnectOptions {
 struct RunOptions {
   std::function<void(const Progress&)> on_progress;
   bool want_partials = false;
+  // Asked every cancel_poll_ms while run() waits (on run()'s thread); once it returns true, run()
+  // sends Cancel for the job and throws Cancelled. How a caller that blocks in run() stops it:
+  // another thread's flag, or an interpreter's pending Ctrl-C.
+  std::function<bool()> should_cancel;
+  int cancel_poll_ms = 50;
 };
 
 class Client {

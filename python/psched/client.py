@@ -1,0 +1,158 @@
+"""psched.Client: a connection to a psched scheduler, as dask.distributed's Client is to Dask's.
+
+client.run(reduction) blocks with the GIL released (other threads run) and turns Ctrl-C into a
+Cancel on the scheduler; client.compute(reduction) returns a Future run by a thread of its own.
+One connection runs one job at a time; jobs of several threads on one client queue up (use a
+client per thread to run them side by side).
+"""
+
+import json
+import os
+import threading
+import time
+
+from . import _native
+from .future import Future
+from .result import Result, device_figures
+
+_defaults = []  # open clients made with set_as_default, newest last
+_default_lock = threading.Lock()
+
+
+def default_client():
+    """The newest open Client: what Reduction.compute() uses without client=."""
+    with _default_lock:
+        if not _defaults:
+            raise RuntimeError("no psched.Client: create one first, e.g. psched.Client('tcp://head:8786') "
+                               "or psched.Client(psched.LocalCluster(cpus=2))")
+        return _defaults[-1]
+
+
+class _ProgressBar:
+    """tqdm (notebook or terminal: tqdm.auto) once a job has run for `delay` seconds."""
+
+    def __init__(self, mode, delay=0.5):
+        self.bar, self.mode, self.delay, self.t0 = None, mode, delay, time.monotonic()
+
+    def __call__(self, done, total):
+        if self.bar is None:
+            if self.mode is None and time.monotonic() - self.t0 < self.delay:
+                return
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                self.mode = False
+                return
+            self.bar = tqdm(total=total, unit="chunk", desc="psched", leave=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+class Client:
+    """Client(address) / Client(scheduler_file=...) / Client(LocalCluster(...)).
+
+    address: tcp://host:port, host:port or host (port 8786); default $PSCHED_SCHEDULER_ADDRESS or
+    tcp://127.0.0.1:8786. token / token_file: the cluster's token (default $PSCHED_TOKEN).
+    """
+
+    def __init__(self, address=None, *, scheduler_file=None, token=None, token_file=None, timeout=5.0,
+                 name="psched-python", set_as_default=True):
+        self.cluster, self.address, self._closed = None, address, True
+        if address is not None and not isinstance(address, str):
+            self.cluster = address  # a LocalCluster (or anything with scheduler_file)
+            scheduler_file, address = address.scheduler_file, None
+            token = token if token is not None else getattr(self.cluster, "token", None)
+        if address is None and scheduler_file is None:
+            address = os.environ.get("PSCHED_SCHEDULER_ADDRESS", "tcp://127.0.0.1:8786")
+        if token is None and token_file is not None:
+            token = _native.load_token(os.fspath(token_file))
+        self._scheduler_file = os.fspath(scheduler_file) if scheduler_file else ""
+        self._native = _native.Client(address or "", self._scheduler_file, token or "", name,
+                                      int(timeout * 1000))
+        self.address = address or self._read_scheduler_file().get("address", "")
+        self._closed = False
+        if set_as_default:
+            with _default_lock:
+                _defaults.append(self)
+
+    def _read_scheduler_file(self):
+        try:
+            with open(self._scheduler_file) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    @property
+    def dashboard_link(self):
+        """The scheduler's dashboard: from its scheduler file, else the default port on its host."""
+        if self._scheduler_file:
+            link = self._read_scheduler_file().get("dashboard", "")
+            return link + "/" if link and not link.endswith("/") else link
+        host_port = self.address.split("://")[-1]
+        host = host_port.rsplit(":", 1)[0] if ":" in host_port else host_port
+        return f"http://{host}:8787/"
+
+    def workers(self):
+        """The registered workers: dicts with name, host, backend, device, memory_total_bytes, ..."""
+        return self._native.workers()
+
+    def cluster_info(self):
+        workers = self.workers()
+        return {"address": self.address, "dashboard_link": self.dashboard_link, "workers": workers}
+
+    def wait_for_workers(self, n=1, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            workers = self.workers()
+            if len(workers) >= n:
+                return workers
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(workers)} of {n} workers registered within {timeout} s")
+            time.sleep(0.02)
+
+    def _run(self, reduction, progress, devices, cancel, interruptible):
+        from .array import Reduction
+        if not isinstance(reduction, Reduction):
+            raise TypeError(f"psched computes reductions (x.sum(), x.mean(), ...), not {type(reduction).__name__}")
+        job = reduction._job_to_run()
+        before = self._native.workers() if devices else None
+        bar = _ProgressBar(progress) if progress is not False else None
+        try:
+            figures = self._native.run(job, bar, cancel, interruptible)
+        finally:
+            if bar is not None:
+                bar.close()
+        per_device = device_figures(before, self._native.workers(), figures["wall_seconds"]) if devices else []
+        return Result(reduction.kind, figures, per_device, job.bytes())
+
+    def run(self, reduction, *, progress=None, devices=True):
+        """Runs the reduction's job here, blocking; Ctrl-C cancels it on the scheduler and raises
+        KeyboardInterrupt. progress: None (a bar once the job has run 0.5 s), True, False.
+        devices: each worker's share of the job in result.devices (two more round trips)."""
+        return self._run(reduction, progress, devices, None, threading.current_thread() is threading.main_thread())
+
+    def compute(self, reduction, *, progress=False, devices=True):
+        """Starts the reduction's job and returns a Future at once (concurrent.futures style)."""
+        return Future(lambda flag: self._run(reduction, progress, devices, flag, False),
+                      name=f"psched-{reduction.kind}")
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        self._native.close()
+        with _default_lock:
+            if self in _defaults:
+                _defaults.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<psched.Client: {self.address}, dashboard {self.dashboard_link}>"

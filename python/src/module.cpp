@@ -1,0 +1,237 @@
+// psched._native: libpclient for Python. A thin layer: the public pclient API with the GIL released
+// while it waits on the network, Ctrl-C and another thread's cancel turned into RunOptions'
+// should_cancel, and pclient's errors as Python exceptions. Arrays, futures and LocalCluster are
+// pure Python (python/psched/).
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/process.h"
+#include "common/token.h"
+#include "pclient/client.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// Set from any thread (Future.cancel()); read by the thread blocked in run().
+class CancelFlag {
+ public:
+  void set() { flag_.store(true); }
+  bool is_set() const { return flag_.load(); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
+py::dict worker_dict(const pclient::WorkerInfo& w) {
+  py::dict d;
+  d["id"] = w.id;
+  d["name"] = w.name;
+  d["host"] = w.host;
+  d["backend"] = w.backend;
+  d["device"] = w.device_name;
+  d["pid"] = w.pid;
+  d["memory_total_bytes"] = w.memory_total_bytes;
+  d["memory_limit_bytes"] = w.memory_limit_bytes;
+  d["compute_capability"] =
+      w.backend == "cuda" ? py::object(py::str(std::to_string(w.compute_major) + "." + std::to_string(w.compute_minor)))
+                          : py::object(py::none());
+  d["threads"] = w.threads;
+  d["slots"] = w.slots;
+  d["chunks_done"] = w.chunks_done;
+  d["bytes_reduced"] = w.bytes_reduced;
+  d["busy_seconds"] = w.busy_seconds;
+  return d;
+}
+
+py::dict result_dict(const pclient::Result& r) {
+  py::dict d;
+  d["job_id"] = r.job_id;
+  d["sum"] = r.sum;
+  d["count"] = r.count;
+  d["min"] = r.min;
+  d["max"] = r.max;
+  d["chunks"] = r.chunks;
+  d["workers"] = r.workers;
+  d["retries"] = r.retries;
+  d["scheduler_seconds"] = r.scheduler_seconds;
+  d["wall_seconds"] = r.wall_seconds;
+  return d;
+}
+
+// One connection. pclient::Client is used by one thread at a time: calls from several Python
+// threads queue on the mutex, taken with the GIL released so the others keep running.
+class NativeClient {
+ public:
+  NativeClient(const std::string& address, const std::string& scheduler_file, const std::string& token,
+               const std::string& name, int connect_timeout_ms) {
+    pclient::ConnectOptions o;
+    o.address = address;
+    o.scheduler_file = scheduler_file;
+    o.token = token;
+    o.name = name;
+    o.connect_timeout_ms = connect_timeout_ms;
+    o.scheduler_file_timeout_ms = connect_timeout_ms;
+    py::gil_scoped_release nogil;
+    client_ = std::make_unique<pclient::Client>(pclient::Client::connect(o));
+  }
+
+  py::list workers() {
+    std::vector<pclient::WorkerInfo> list;
+    {
+      py::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> lock(mutex_);
+      list = live().workers();
+    }
+    py::list out;
+    for (const auto& w : list) out.append(worker_dict(w));
+    return out;
+  }
+
+  // Runs the job, blocking. on_progress(chunks_done, chunks_total) is called with the GIL held;
+  // `cancel` (if given) stops the job from another thread; with interruptible, a Ctrl-C that
+  // arrives while waiting (main thread only) cancels the job and is raised here.
+  py::dict run(const pclient::Job& job, py::object on_progress, CancelFlag* cancel, bool interruptible) {
+    pclient::RunOptions options;
+    PyObject *err_type = nullptr, *err_value = nullptr, *err_tb = nullptr;  // a pending Ctrl-C
+    if (!on_progress.is_none()) {
+      options.on_progress = [&](const pclient::Progress& p) {
+        py::gil_scoped_acquire gil;
+        try {
+          on_progress(p.chunks_done, p.chunks_total);
+        } catch (py::error_already_set& e) {
+          // Ctrl-C lands in whatever Python code runs on the main thread: often this callback.
+          if (interruptible && !err_type && e.matches(PyExc_KeyboardInterrupt)) {
+            e.restore();
+            PyErr_Fetch(&err_type, &err_value, &err_tb);
+          } else {
+            e.discard_as_unraisable("psched progress callback");  // a display problem, not the job's
+          }
+        }
+      };
+    }
+    if (cancel || interruptible) {
+      options.should_cancel = [&] {
+        if (cancel && cancel->is_set()) return true;
+        if (!interruptible) return false;
+        py::gil_scoped_acquire gil;
+        if (err_type) return true;  // caught in the progress callback
+        if (PyErr_CheckSignals() == 0) return false;
+        PyErr_Fetch(&err_type, &err_value, &err_tb);
+        return true;
+      };
+    }
+    pclient::Result result;
+    try {
+      py::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> lock(mutex_);
+      result = live().run(job, options);
+    } catch (const pclient::Cancelled&) {
+      if (err_type) {
+        PyErr_Restore(err_type, err_value, err_tb);
+        throw py::error_already_set();
+      }
+      throw;
+    }
+    return result_dict(result);
+  }
+
+  void close() {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (client_) client_->close();
+    client_.reset();
+  }
+
+ private:
+  pclient::Client& live() {
+    if (!client_) throw pclient::Error("client is closed");
+    return *client_;
+  }
+  std::mutex mutex_;
+  std::unique_ptr<pclient::Client> client_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "libpclient for Python (use the psched package, not this module)";
+  m.attr("version") = PSCHED_VERSION;
+  // Cancelled after Error: translators are tried newest first, so the subclass is matched first.
+  auto error = py::register_exception<pclient::Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception<pclient::Cancelled>(m, "Cancelled", error.ptr());
+
+  py::class_<pclient::Job>(m, "Job")
+      .def(py::init<>())
+      .def_readwrite("rows", &pclient::Job::rows)
+      .def_readwrite("cols", &pclient::Job::cols)
+      .def_readwrite("chunk_rows", &pclient::Job::chunk_rows)
+      .def_readwrite("chunk_cols", &pclient::Job::chunk_cols)
+      .def_readwrite("dtype", &pclient::Job::dtype)
+      .def_readwrite("generator", &pclient::Job::generator)
+      .def_readwrite("param0", &pclient::Job::param0)
+      .def_readwrite("param1", &pclient::Job::param1)
+      .def_readwrite("seed", &pclient::Job::seed)
+      .def_readwrite("scale", &pclient::Job::scale)
+      .def_readwrite("offset", &pclient::Job::offset)
+      .def_readwrite("row_start", &pclient::Job::row_start)
+      .def_readwrite("row_stop", &pclient::Job::row_stop)
+      .def_readwrite("row_step", &pclient::Job::row_step)
+      .def_readwrite("col_start", &pclient::Job::col_start)
+      .def_readwrite("col_stop", &pclient::Job::col_stop)
+      .def_readwrite("col_step", &pclient::Job::col_step)
+      .def("validate", [](const pclient::Job& job) { pclient::validate(job); })
+      .def("chunks", &pclient::Job::chunks)
+      .def("bytes", &pclient::Job::bytes);
+
+  py::class_<CancelFlag>(m, "CancelFlag")
+      .def(py::init<>())
+      .def("set", &CancelFlag::set)
+      .def("is_set", &CancelFlag::is_set);
+
+  py::class_<NativeClient>(m, "Client")
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, int>(),
+           py::arg("address"), py::arg("scheduler_file"), py::arg("token"), py::arg("name"),
+           py::arg("connect_timeout_ms"))
+      .def("workers", &NativeClient::workers)
+      .def("run", &NativeClient::run, py::arg("job"), py::arg("on_progress") = py::none(),
+           py::arg("cancel") = nullptr, py::arg("interruptible") = false)
+      .def("close", &NativeClient::close);
+
+  // LocalCluster's children, started as pbench starts its own: fork+exec with PR_SET_PDEATHSIG, so
+  // a Python killed with -9 takes them along (the signal follows the thread that spawned them).
+  m.def("spawn_child", [](const std::string& path, const std::vector<std::string>& args,
+                          const std::map<std::string, std::string>& env, const std::string& stderr_path) {
+    psched::ChildSpec spec;
+    spec.path = path;
+    spec.args = args;
+    spec.env = env;
+    spec.stderr_path = stderr_path;
+    spec.own_process_group = true;  // Ctrl-C in a terminal interrupts the job, not the cluster
+    auto pid = psched::spawn_child(spec);
+    if (!pid) throw pclient::Error(pid.message());
+    return int(*pid);
+  });
+  m.def("stop_child", [](int pid, int grace_ms) {
+    py::gil_scoped_release nogil;
+    return psched::stop_child(pid, grace_ms);
+  });
+  m.def("child_exited", [](int pid) -> py::object {  // the wait status once it exited, else None
+    int status = 0;
+    if (!psched::wait_child(pid, 0, &status)) return py::none();
+    return py::int_(status);
+  });
+  m.def("load_token", [](const std::string& path) {
+    auto token = psched::load_token(path);
+    if (!token) throw pclient::Error(token.message());
+    return *token;
+  });
+}

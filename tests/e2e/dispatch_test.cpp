@@ -1,0 +1,61 @@
+// Dispatch's window and tail rules with real daemons: small chunks travel in wide windows, yet a
+// small job, and the end of a big one, spread over every worker instead of queueing in one window.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "support/job_helpers.h"
+#include "support/test_cluster.h"
+
+using namespace psched::test;
+
+TEST_CASE("a small job of small chunks spreads over every worker, not one wide window", "[e2e][dispatch]") {
+  TestCluster cluster;
+  for (int i = 0; i < 3; ++i) cluster.add_worker({.threads = 1});
+  cluster.wait_for_workers(3);
+  pclient::Client client = cluster.client();
+  // 36 chunks of 10,000 elements: a one-thread CPU worker's window (2^18 elements: 26 of these
+  // chunks) took 26 and left the third worker nothing; each part is now at least one slot's worth
+  // (2^17 elements: 14 chunks), so the parts are 14, 14 and 8.
+  const pclient::Job job = arange_job(600, 600, 100, 100);
+  const pclient::Result r = client.run(job);
+  CHECK(check(job, r) == "");
+  CHECK(r.chunks == 36u);
+  CHECK(r.workers == 3u);
+  uint64_t least = UINT64_MAX;
+  for (const pclient::WorkerInfo& w : client.workers()) least = std::min(least, w.chunks_done);
+  CHECK(least >= 8u);
+}
+
+TEST_CASE("a tiny job is not cut into parts: it stays on one worker", "[e2e][dispatch]") {
+  TestCluster cluster;
+  cluster.add_worker({.threads = 1});
+  cluster.add_worker({.threads = 1});
+  cluster.wait_for_workers(2);
+  pclient::Client client = cluster.client();
+  const pclient::Job job = arange_job(1, 1000, 1, 100);  // 10 chunks, 1000 elements in all
+  const pclient::Result r = client.run(job);
+  CHECK(check(job, r) == "");
+  CHECK(r.workers == 1u);
+}
+
+TEST_CASE("a big job of one-element chunks keeps every worker busy to the end and is exact", "[e2e][dispatch]") {
+  TestCluster cluster;
+  cluster.add_worker({.threads = 1});
+  cluster.add_worker({.threads = 1});
+  cluster.wait_for_workers(2);
+  pclient::Client client = cluster.client();
+  const pclient::Job job = arange_job(400, 500, 1, 1);  // 200,000 chunks
+  const pclient::Result r = client.run(job);
+  CHECK(check(job, r) == "");
+  CHECK(r.chunks == 200000u);
+  CHECK(r.workers == 2u);
+  // Both workers' shares are within a window of each other: neither sat idle while the other
+  // worked off a queue.
+  const auto workers = client.workers();
+  REQUIRE(workers.size() == 2);
+  const uint64_t a = workers[0].chunks_done, b = workers[1].chunks_done;
+  CHECK(a + b == 200000u);
+  CHECK(std::min(a, b) >= 40000u);
+}

@@ -1,0 +1,106 @@
+# Cancelling: Future.cancel(), Ctrl-C in a blocking compute() and in Future.result() all leave no job
+# running on the scheduler (its dashboard's /api/status); waiting releases the GIL.
+import concurrent.futures
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+psched = pytest.importorskip("psched")
+pa = pytest.importorskip("psched.array")
+from conftest import api_status, wait_no_running_jobs  # noqa: E402
+
+
+def long_job():
+    # ~2.5 GB of normal samples on two 1-thread CPU workers: seconds, far longer than any cancel.
+    return (pa.random.normal(10, 1, size=(20000, 16000), chunks=(500, 500), seed=1) + 1).sum()
+
+
+def wait_until_running(cluster):
+    deadline = time.monotonic() + 10
+    while not api_status(cluster.dashboard_link)["jobs"]:
+        assert time.monotonic() < deadline, "the job never showed up on the scheduler"
+        time.sleep(0.01)
+
+
+def test_cancelling_a_future_cancels_its_job_on_the_scheduler(client, cluster):
+    before = api_status(cluster.dashboard_link)["counters"]["jobs_cancelled"]
+    future = client.compute(long_job())
+    wait_until_running(cluster)
+    assert future.running() and not future.done()
+    t0 = time.monotonic()
+    assert future.cancel()
+    assert time.monotonic() - t0 < 1.0
+    assert future.cancelled() and future.done()
+    with pytest.raises(Exception) as e:
+        future.result()
+    assert type(e.value).__name__ == "CancelledError"
+    assert wait_no_running_jobs(cluster.dashboard_link) == []
+    assert api_status(cluster.dashboard_link)["counters"]["jobs_cancelled"] == before + 1
+    done, _ = concurrent.futures.wait([future], timeout=5)  # cancelled futures count as done there
+    assert done == {future}
+
+
+def test_the_client_runs_the_next_job_after_a_cancel(client, cluster):
+    future = client.compute(long_job())
+    wait_until_running(cluster)
+    future.cancel()
+    assert pa.ones((10, 10), chunks=5).sum().compute() == 100
+
+
+def interrupt_when_running(cluster):
+    def fire():
+        wait_until_running(cluster)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=fire, daemon=True).start()
+
+
+@pytest.mark.parametrize("progress", [False, True])  # True: Ctrl-C may land in the bar's Python code
+def test_ctrl_c_in_a_blocking_compute_cancels_the_job_and_raises_keyboard_interrupt(client, cluster, progress):
+    interrupt_when_running(cluster)
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        long_job().compute(progress=progress)
+    assert time.monotonic() - t0 < 5
+    assert wait_no_running_jobs(cluster.dashboard_link) == []
+
+
+def test_ctrl_c_while_waiting_on_a_future_cancels_its_job(client, cluster):
+    future = client.compute(long_job())
+    interrupt_when_running(cluster)
+    with pytest.raises(KeyboardInterrupt):
+        future.result()
+    assert future.cancelled()
+    assert wait_no_running_jobs(cluster.dashboard_link) == []
+
+
+def test_other_threads_run_while_a_compute_waits(client, cluster):
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    ticker = threading.Thread(target=count)
+    ticker.start()
+    future = client.compute(long_job())
+    wait_until_running(cluster)
+    n = len(ticks)
+    time.sleep(0.3)
+    assert len(ticks) - n > 50  # the ticker ran while the job's thread waited in C++
+    future.cancel()
+    stop.set()
+    ticker.join()
+
+
+def test_a_ctrl_c_that_lands_in_the_progress_callback_still_cancels_the_job(client, cluster):
+    def progress(done, total):
+        raise KeyboardInterrupt  # where a real Ctrl-C is raised when the bar's code is running
+
+    with pytest.raises(KeyboardInterrupt):
+        client._native.run(long_job().job(), progress, None, True)
+    assert wait_no_running_jobs(cluster.dashboard_link) == []

@@ -1,0 +1,104 @@
+// CudaBackend: the Backend behind pcuda-worker on a GPU. One dispatcher thread takes runs of chunks
+// from a queue and launches each big chunk, or each batch of consecutive small chunks, on a free
+// stream slot (generate, reduce, copy 24 bytes per chunk back): cuda_dispatch.cpp. One completion
+// thread waits for the slots' stop events in dispatch order, turns them into ChunkOutcomes and
+// releases the slots: cuda_completion.cpp. With several slots in flight, one launch's chunks are
+// being created while another's are reduced. Nothing is allocated per chunk once a job's buffers
+// exist (slot_pool.h). Private to worker/cuda/; the worker sees cuda_backend.h only.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "worker/cuda/cuda_backend.h"
+#include "worker/cuda/kernels.cuh"
+#include "worker/cuda/slot_pool.h"
+
+struct cudaDeviceProp;
+
+namespace psched::gpu {
+
+// Queued chunks as runs of one job: a TaskBatch's range is one entry.
+struct Run {
+  uint64_t job_id, next, end;
+  std::shared_ptr<const JobSpec> spec;
+};
+
+// One dispatched launch (a big chunk, or a batch of small ones), finished by the completion thread
+// in dispatch order.
+struct InFlight {
+  std::vector<ChunkOutcome> outcomes;  // one per chunk; final unless launched
+  std::shared_ptr<const JobSpec> spec;
+  int slot = -1;         // -1: nothing on the GPU
+  int stop_event = 0;
+  bool launched = false;  // false with a slot: the launch failed part way; drain the stream
+};
+
+// The backend's life: created, running (threads started), stopping (stop() has begun), stopped.
+enum class Life : uint8_t { kCreated, kRunning, kStopping, kStopped };
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp& prop,
+              uint64_t budget_bytes);
+  ~CudaBackend() override { stop(); }
+
+  DeviceInfo info() const override { return info_; }
+  int slots() const override { return options_.streams + 2; }
+  // Small chunks travel in batches: a window of a batch per slot.
+  uint64_t window_elements() const override { return uint64_t(slots()) * kBatchTargetElements; }
+  void start(OnDone on_done) override;
+  void enqueue(ChunkTask task) override { enqueue_run(task.job_id, task.chunk, 1, task.spec); }
+  void enqueue_run(uint64_t job_id, uint64_t first, uint64_t count,
+                   const std::shared_ptr<const JobSpec>& spec) override;
+  void drop_job(uint64_t job_id) override;
+  void stop() override;
+  uint64_t memory_used_bytes() const override;
+
+ private:
+  void transition(Life to);  // mutex_ held
+  uint64_t batch_chunks(const JobSpec& spec) const;
+
+  void dispatch_loop();
+  InFlight dispatch(uint64_t job_id, uint64_t first, uint32_t count,
+                    const std::shared_ptr<const JobSpec>& spec);
+  uint64_t temp_bytes_for(const ChunkWork& work);
+
+  void complete_loop();
+  void finish(InFlight& entry);
+  double take_busy_ms(const StreamSlot& slot, cudaEvent_t stop);
+
+  const CudaBackendOptions options_;
+  DeviceInfo info_;
+  int sm_count_ = 1;
+  SlotPool pool_;
+
+  // Dispatcher thread only.
+  std::map<std::tuple<bool, int, int, uint64_t>, uint64_t> temp_bytes_cache_;
+
+  // Completion thread only.
+  cudaEvent_t latest_stop_ = nullptr;  // the latest chunk stop seen (take_busy_ms)
+
+  OnDone on_done_;
+  std::thread dispatcher_, completer_;
+
+  std::mutex mutex_;  // guards everything below
+  std::condition_variable dispatch_cv_;  // task queued, stopping
+  std::condition_variable complete_cv_;  // entry in flight, dispatcher done
+  std::deque<Run> queue_;
+  std::deque<InFlight> in_flight_;
+  Life life_ = Life::kCreated;
+  bool dispatcher_done_ = true;  // the dispatcher thread is not running (or has finished)
+};
+
+}  // namespace psched::gpu

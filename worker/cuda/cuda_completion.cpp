@@ -1,0 +1,118 @@
+// The CUDA backend's completion thread (cuda_backend_impl.h): waits for each launch in dispatch
+// order, turns its results into ChunkOutcomes for the worker and hands its slot back.
+#include <algorithm>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/chunk_grid.h"
+#include "worker/cuda/check.h"
+#include "worker/cuda/cuda_backend_impl.h"
+
+namespace psched::gpu {
+
+void CudaBackend::complete_loop() {
+  const cudaError_t device_status = cudaSetDevice(options_.device);
+  if (device_status != cudaSuccess) {
+    (void)cudaGetLastError();
+    spdlog::error("cuda backend: cudaSetDevice({}) failed on the completion thread: {}",
+                  options_.device, cudaGetErrorString(device_status));
+  }
+  while (true) {
+    InFlight entry;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      complete_cv_.wait(lock, [&] { return !in_flight_.empty() || dispatcher_done_; });
+      if (in_flight_.empty()) break;
+      entry = std::move(in_flight_.front());
+      in_flight_.pop_front();
+    }
+    finish(entry);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (life_ >= Life::kStopping) continue;  // drain the GPU, deliver nothing more
+    }
+    try {
+      for (ChunkOutcome& outcome : entry.outcomes) on_done_(std::move(outcome));
+    } catch (const std::exception& e) {
+      spdlog::error("cuda backend: on_done threw: {}", e.what());
+    } catch (...) {
+      spdlog::error("cuda backend: on_done threw");
+    }
+  }
+}
+
+// Waits for the entry's GPU work, fills in its outcomes and hands its slot back. A batch's busy
+// time is shared evenly by its chunks.
+void CudaBackend::finish(InFlight& entry) {
+  if (entry.slot < 0) return;
+  StreamSlot& s = pool_.slot(entry.slot);
+  if (entry.launched) {
+    const cudaEvent_t stop = s.stop[entry.stop_event];
+    const cudaError_t status = cudaEventSynchronize(stop);
+    if (status == cudaSuccess) {
+      const double busy = take_busy_ms(s, stop) / 1e3 / double(entry.outcomes.size());
+      const JobSpec& spec = *entry.spec;
+      const ChunkGrid grid{spec.rows, spec.cols, spec.chunk_rows, spec.chunk_cols};
+      for (size_t i = 0; i < entry.outcomes.size(); ++i) {
+        ChunkOutcome& o = entry.outcomes[i];
+        const ChunkBox box = grid.box(o.chunk);
+        o.partial.count = select_axis(box.row0, box.row0 + box.rows, spec.row_sel.start,
+                                      spec.row_sel.stop, spec.row_sel.step).count *
+                          select_axis(box.col0, box.col0 + box.cols, spec.col_sel.start,
+                                      spec.col_sel.stop, spec.col_sel.step).count;
+        if (o.partial.count > 0) {
+          o.partial.sum = s.host_stats[i].sum;
+          o.partial.min = s.host_stats[i].min;
+          o.partial.max = s.host_stats[i].max;
+        }
+        o.busy_seconds = busy;
+      }
+    } else {
+      (void)cudaGetLastError();
+      const std::string error =
+          describe_cuda_error(status, "cudaEventSynchronize(chunk done)", __FILE__, __LINE__);
+      for (ChunkOutcome& o : entry.outcomes) {
+        o.ok = false;
+        o.error = error;
+        o.device_lost = cuda_error_is_sticky(status);
+      }
+      latest_stop_ = nullptr;
+    }
+  } else {
+    // The launch failed part way: let whatever reached the stream finish before reuse.
+    if (cudaStreamSynchronize(s.stream) != cudaSuccess) (void)cudaGetLastError();
+    latest_stop_ = nullptr;  // this slot's stop events may have been recorded out of turn
+  }
+  pool_.release(entry.slot);
+}
+
+// GPU time of this chunk not already counted for earlier chunks: from the later of its start and
+// the latest stop seen so far, to its stop (0 when it ended before that latest stop: the streams
+// overlap, and a chunk may finish before the one dispatched ahead of it). Each chunk adds at most
+// what the latest stop advanced, so a worker's busy seconds never exceed the GPU's wall time.
+// Moves latest_stop_ on. latest_stop_ is intact when read: its slot's next chunk (same stream) ends
+// after it, and is finished (moving latest_stop_ on) before that slot can record this event again.
+double CudaBackend::take_busy_ms(const StreamSlot& slot, cudaEvent_t stop) {
+  float total = 0;
+  if (cudaEventElapsedTime(&total, slot.start, stop) != cudaSuccess) {
+    (void)cudaGetLastError();
+    latest_stop_ = nullptr;
+    return 0;
+  }
+  if (latest_stop_ != nullptr && latest_stop_ != stop) {
+    float since_latest = 0;
+    if (cudaEventElapsedTime(&since_latest, latest_stop_, stop) != cudaSuccess) {
+      (void)cudaGetLastError();
+    } else if (since_latest < 0) {
+      return 0;  // all of it lies before the latest stop: counted already
+    } else if (since_latest < total) {
+      total = since_latest;
+    }
+  }
+  latest_stop_ = stop;
+  return std::max(0.0, double(total));
+}
+
+}  // namespace psched::gpu

@@ -1,0 +1,149 @@
+// The CUDA backend's dispatcher thread (cuda_backend_impl.h): takes the next big chunk or batch of
+// small chunks from the queue and launches it on a free stream slot.
+#include <algorithm>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/chunk_grid.h"
+#include "worker/cuda/check.h"
+#include "worker/cuda/cuda_backend_impl.h"
+
+namespace psched::gpu {
+
+void CudaBackend::dispatch_loop() {
+  const cudaError_t device_status = cudaSetDevice(options_.device);
+  while (true) {
+    uint64_t job_id = 0, first = 0;
+    uint32_t count = 0;
+    std::shared_ptr<const JobSpec> spec;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      dispatch_cv_.wait(lock, [&] { return life_ >= Life::kStopping || !queue_.empty(); });
+      if (life_ >= Life::kStopping) break;
+      Run& front = queue_.front();
+      job_id = front.job_id;
+      first = front.next;
+      spec = front.spec;
+      count = uint32_t(std::min(front.end - front.next, batch_chunks(*spec)));
+      front.next += count;
+      if (front.next == front.end) queue_.pop_front();
+    }
+    InFlight entry;
+    if (device_status == cudaSuccess) {
+      entry = dispatch(job_id, first, count, spec);
+    } else {
+      entry.outcomes.resize(count);
+      for (uint32_t i = 0; i < count; ++i) {
+        ChunkOutcome& o = entry.outcomes[i];
+        o.job_id = job_id;
+        o.chunk = first + i;
+        o.ok = false;
+        o.error = describe_cuda_error(device_status, "cudaSetDevice", __FILE__, __LINE__);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      in_flight_.push_back(std::move(entry));
+    }
+    complete_cv_.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dispatcher_done_ = true;
+  }
+  complete_cv_.notify_all();
+}
+
+// Launches chunks first .. first + count - 1 of one job (count > 1 only for batched jobs): one
+// chunk through CUB, or the batch's generate and tiled reduce; then the copy of their results.
+InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
+                               const std::shared_ptr<const JobSpec>& spec_ptr) {
+  InFlight entry;
+  entry.spec = spec_ptr;
+  entry.outcomes.resize(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    entry.outcomes[i].job_id = job_id;
+    entry.outcomes[i].chunk = first + i;
+  }
+  // Every chunk of the launch fails alike (the entry keeps its slot: the completer drains it).
+  auto fail = [&](const std::string& error, bool device_lost = false) {
+    for (ChunkOutcome& o : entry.outcomes) {
+      o.ok = false;
+      o.error = error;
+      o.device_lost = device_lost;
+    }
+  };
+  try {
+    const JobSpec& spec = *spec_ptr;
+    const uint64_t chunks =
+        ChunkGrid{spec.rows, spec.cols, spec.chunk_rows, spec.chunk_cols}.chunks();
+    if (first >= chunks || count > chunks - first) {
+      fail(count == 1 ? fmt::format("chunk {} is out of range (the job has {} chunks)", first, chunks)
+                      : fmt::format("chunks {}..{} are out of range (the job has {} chunks)", first,
+                                    first + count - 1, chunks));
+      return entry;
+    }
+    const bool batch = batched(spec);
+    BatchWork work{chunk_work(spec, first), count, spec.chunk_rows * spec.chunk_cols};
+    if (!batch && work.first.selected() == 0) return entry;  // the empty partial
+
+    // Buffers are sized for the job's full chunks, so edge chunks reuse them.
+    const uint64_t buffer_bytes = spec.fused ? 0 : spec.chunk_bytes() * count;
+    const uint64_t temp_bytes =
+        batch ? batch_scratch_bytes(work) : temp_bytes_for(work.first);
+    if (buffer_bytes + temp_bytes > pool_.budget_bytes()) {
+      fail(fmt::format("chunk of {} MiB does not fit in {} {} MiB",
+                       format_mib(buffer_bytes + temp_bytes),
+                       options_.memory_limit_bytes > 0 ? "memory limit" : "free device memory",
+                       format_mib(pool_.budget_bytes())));
+      return entry;
+    }
+
+    const int slot = pool_.claim(buffer_bytes, temp_bytes);
+    if (slot < 0) {
+      fail("cuda backend stopped");
+      return entry;
+    }
+    entry.slot = slot;  // from here on the completion thread releases it, whatever happens
+    pool_.prepare(slot, buffer_bytes, temp_bytes);
+
+    StreamSlot& s = pool_.slot(slot);
+    entry.stop_event = s.next_stop;
+    s.next_stop ^= 1;
+    PSCHED_CUDA_CHECK(cudaEventRecord(s.start, s.stream));
+    const int64_t trap = options_.test_trap_on_chunk;
+    if (trap >= 0 && uint64_t(trap) >= first && uint64_t(trap) - first < count)
+      launch_trap(s.stream);
+    if (batch) {
+      if (!spec.fused) launch_generate_batch(work, s.buffer, sm_count_, s.stream);
+      launch_reduce_batch(work, s.buffer, s.temp, s.device_stats, s.stream);
+    } else {
+      if (!spec.fused) launch_generate(work.first, s.buffer, sm_count_, s.stream);
+      launch_reduce(work.first, s.buffer, s.temp, s.temp_bytes, s.device_stats, s.stream);
+    }
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.host_stats, s.device_stats,
+                                      sizeof(SelectionStats) * count,
+                                      cudaMemcpyDeviceToHost, s.stream));
+    PSCHED_CUDA_CHECK(cudaEventRecord(s.stop[entry.stop_event], s.stream));
+    entry.launched = true;
+  } catch (const CudaError& e) {
+    fail(e.what(), cuda_error_is_sticky(e.code()));
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  return entry;
+}
+
+uint64_t CudaBackend::temp_bytes_for(const ChunkWork& work) {
+  const auto key =
+      std::make_tuple(work.fused, int(work.dtype), int(work.gen.kind), work.selected());
+  if (auto it = temp_bytes_cache_.find(key); it != temp_bytes_cache_.end()) return it->second;
+  if (temp_bytes_cache_.size() > 256) temp_bytes_cache_.clear();
+  const uint64_t bytes = reduce_temp_bytes(work);
+  temp_bytes_cache_.emplace(key, bytes);
+  return bytes;
+}
+
+}  // namespace psched::gpu

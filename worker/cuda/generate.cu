@@ -1,0 +1,196 @@
+// Creating chunks in device memory (kernels.cuh): one launch writes one chunk, or every chunk of a
+// batch (grid z = the chunk within the batch). Element values come from common/generators.h, the
+// code the CPU backend runs, in the device-tuned forms of fast_generators.h: arange, constant and
+// uniform are bit-identical to the CPU reference, normal values agree to rounding.
+#include "worker/cuda/kernels.cuh"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "worker/cuda/check.h"
+#include "worker/cuda/fast_generators.h"
+#include "worker/cuda/kernel_support.cuh"
+
+namespace psched::gpu {
+namespace {
+
+// What a generate launch needs: the job's grid and generator, and which chunks (blockIdx.z picks
+// chunk first_chunk + z, stored at element z * stride of the buffer).
+struct GenerateGeometry {
+  GeneratorParams gen;
+  ChunkGrid grid;
+  uint64_t first_chunk;
+  uint64_t stride;
+};
+
+// 2-D blocks: x runs along a row (consecutive threads write consecutive elements), y over rows;
+// each thread then steps down the rows by the grid's height, so a grid of a few waves covers any
+// chunk and the row's global base index is one multiply per row.
+template <Generator Kind, ElementFormula Formula, typename T>
+__global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __restrict__ out) {
+  const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= box.cols) return;
+  out += blockIdx.z * g.stride;
+  const uint32_t row_stride = gridDim.y * blockDim.y;
+  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
+    const uint64_t index = (box.row0 + r) * g.grid.cols + box.col0 + c;
+    out[uint64_t(r) * box.cols + c] = T(generated<Kind, Formula>(g.gen, index));
+  }
+}
+
+// normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), writing both of its elements
+// that fall in the chunk: half the Philox blocks and logs of one thread per element. Pair slot p of
+// a row is pair (base >> 1) + p, where base is the global index of the row's first chunk element.
+template <typename T>
+__global__ void __launch_bounds__(256) generate_normal_pairs_kernel(GenerateGeometry g,
+                                                                     T* __restrict__ out) {
+  const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
+  out += blockIdx.z * g.stride;
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t row_stride = gridDim.y * blockDim.y;
+  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
+    const uint64_t base = (box.row0 + r) * g.grid.cols + box.col0;
+    const uint64_t pair = (base >> 1) + p;
+    const int64_t c_even = int64_t(2 * pair - base);  // -1 when the row starts on an odd index
+    if (c_even >= int64_t(box.cols)) continue;
+    const NormalPair z = standard_normal_pair_fast(g.gen.seed, pair);
+    T* row = out + uint64_t(r) * box.cols;
+    if (c_even >= 0) row[c_even] = T(mul_add_rounded(g.gen.param1, z.even, g.gen.param0));
+    if (c_even + 1 < int64_t(box.cols))
+      row[c_even + 1] = T(mul_add_rounded(g.gen.param1, z.odd, g.gen.param0));
+  }
+}
+
+// A launch shape for `count` boxes of at most rows x cols elements: blocks of 256 threads as wide
+// as the row allows (a power of two; the rest stacked over rows so narrow chunks still write
+// contiguous memory with full blocks), about 32 blocks per SM in all (whole waves for any occupancy
+// that divides 32, each block looping over rows, so the tail of the last wave is at most one row
+// per block).
+struct LaunchShape {
+  dim3 grid, block;
+};
+
+LaunchShape shape_for(uint64_t rows, uint64_t cols, uint32_t count, int sm_count) {
+  uint32_t bx = 1;
+  while (bx < 256 && bx < cols) bx *= 2;
+  const uint32_t by = 256 / bx;
+  const uint64_t grid_x = (cols + bx - 1) / bx;
+  const uint64_t row_blocks = (rows + by - 1) / by;
+  const uint64_t target_blocks = uint64_t(std::max(sm_count, 1)) * 32;
+  uint64_t grid_y = std::max<uint64_t>(1, target_blocks / (grid_x * count));
+  grid_y = std::min<uint64_t>({grid_y, row_blocks, 65535});
+  return LaunchShape{dim3{uint32_t(grid_x), uint32_t(grid_y), count}, dim3{bx, by, 1}};
+}
+
+template <Generator Kind, ElementFormula Formula>
+void launch_generate_as(const GenerateGeometry& g, DType dtype, void* buffer,
+                        const LaunchShape& s, cudaStream_t stream) {
+  if (dtype == DType::kFloat64) {
+    generate_kernel<Kind, Formula, double>
+        <<<s.grid, s.block, 0, stream>>>(g, static_cast<double*>(buffer));
+  } else {
+    generate_kernel<Kind, Formula, float>
+        <<<s.grid, s.block, 0, stream>>>(g, static_cast<float*>(buffer));
+  }
+}
+
+// arange and constant have nothing to tune: element_value() itself is their fast form.
+template <Generator Kind>
+void launch_generate_kind(const GenerateGeometry& g, DType dtype, void* buffer, const LaunchShape& s,
+                          cudaStream_t stream, bool reference) {
+  if constexpr (Kind == Generator::kArange || Kind == Generator::kConstant) {
+    launch_generate_as<Kind, ElementFormula::kReference>(g, dtype, buffer, s, stream);
+  } else if (reference) {
+    launch_generate_as<Kind, ElementFormula::kReference>(g, dtype, buffer, s, stream);
+  } else {
+    launch_generate_as<Kind, ElementFormula::kFast>(g, dtype, buffer, s, stream);
+  }
+}
+
+// Generates `count` chunks starting at w.chunk; rows x cols bound every box.
+void generate(const ChunkWork& w, uint32_t count, uint64_t stride, uint64_t rows, uint64_t cols,
+              void* buffer, int sm_count, cudaStream_t stream, ElementFormula formula) {
+  if (rows == 0 || cols == 0) return;
+  if (rows * cols > kMaxChunkElements)
+    throw std::invalid_argument("generate: chunk of " + std::to_string(rows * cols) +
+                                " elements is over 2^31");
+  if (count == 0 || count > kMaxBatchChunks)
+    throw std::invalid_argument("generate: batch of " + std::to_string(count) + " chunks");
+  const GenerateGeometry g{w.gen, w.grid, w.chunk, stride};
+  const bool reference = formula == ElementFormula::kReference;
+  if (w.gen.kind == Generator::kNormal && !reference) {
+    // Pair slots per row: at most cols / 2 + 1 (a row may start and end half way through a pair).
+    const LaunchShape s = shape_for(rows, cols / 2 + 1, count, sm_count);
+    if (w.dtype == DType::kFloat64) {
+      generate_normal_pairs_kernel<double>
+          <<<s.grid, s.block, 0, stream>>>(g, static_cast<double*>(buffer));
+    } else {
+      generate_normal_pairs_kernel<float>
+          <<<s.grid, s.block, 0, stream>>>(g, static_cast<float*>(buffer));
+    }
+    PSCHED_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  const LaunchShape s = shape_for(rows, cols, count, sm_count);
+  switch (w.gen.kind) {
+    case Generator::kNormal:
+      launch_generate_kind<Generator::kNormal>(g, w.dtype, buffer, s, stream, reference);
+      break;
+    case Generator::kUniform:
+      launch_generate_kind<Generator::kUniform>(g, w.dtype, buffer, s, stream, reference);
+      break;
+    case Generator::kArange:
+      launch_generate_kind<Generator::kArange>(g, w.dtype, buffer, s, stream, reference);
+      break;
+    case Generator::kConstant:
+      launch_generate_kind<Generator::kConstant>(g, w.dtype, buffer, s, stream, reference);
+      break;
+  }
+  PSCHED_CUDA_CHECK(cudaGetLastError());
+}
+
+__global__ void trap_kernel() { __trap(); }
+
+}  // namespace
+
+ChunkWork chunk_work(const JobSpec& s, uint64_t chunk) {
+  ChunkWork w;
+  w.gen = GeneratorParams{s.generator, s.param0, s.param1, s.seed};
+  w.dtype = s.dtype;
+  w.fused = s.fused;
+  w.array_cols = s.cols;
+  w.grid = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols};
+  w.chunk = chunk;
+  w.box = w.grid.box(chunk);
+  w.row_sel = s.row_sel;
+  w.col_sel = s.col_sel;
+  w.rows = select_axis(w.box.row0, w.box.row0 + w.box.rows, s.row_sel.start, s.row_sel.stop,
+                       s.row_sel.step);
+  w.cols = select_axis(w.box.col0, w.box.col0 + w.box.cols, s.col_sel.start, s.col_sel.stop,
+                       s.col_sel.step);
+  w.row_step = s.row_sel.step;
+  w.col_step = s.col_sel.step;
+  w.scale = s.scale;
+  w.offset = s.offset;
+  return w;
+}
+
+void launch_generate(const ChunkWork& w, void* buffer, int sm_count, cudaStream_t stream,
+                     ElementFormula formula) {
+  generate(w, 1, 0, w.box.rows, w.box.cols, buffer, sm_count, stream, formula);
+}
+
+void launch_generate_batch(const BatchWork& b, void* buffer, int sm_count, cudaStream_t stream) {
+  const ChunkGrid& grid = b.first.grid;
+  generate(b.first, b.count, b.stride_elements, std::min(grid.chunk_rows, grid.rows),
+           std::min(grid.chunk_cols, grid.cols), buffer, sm_count, stream, ElementFormula::kFast);
+}
+
+void launch_trap(cudaStream_t stream) {
+  trap_kernel<<<1, 1, 0, stream>>>();
+  PSCHED_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace psched::gpu

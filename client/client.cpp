@@ -69,6 +69,32 @@ tcp::socket connect_socket(asio::io_context& io, const psched::Address& address,
   return socket;
 }
 
+Progress progress_of(uint64_t job_id, psched::wire::Progress::Reader p) {
+  Progress progress;
+  progress.job_id = job_id;
+  progress.chunks_done = p.getChunksDone();
+  progress.chunks_total = p.getChunksTotal();
+  progress.running_sum = p.getRunningSum();
+  for (auto c : p.getPartials())
+    progress.partials.push_back({c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax()});
+  return progress;
+}
+
+// The result as the scheduler reports it; wall_seconds is the caller's to measure.
+Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
+  Result result;
+  result.job_id = job_id;
+  result.sum = r.getSum();
+  result.count = r.getCount();
+  result.min = r.getMin();
+  result.max = r.getMax();
+  result.chunks = r.getChunks();
+  result.workers = r.getWorkers();
+  result.retries = r.getRetries();
+  result.scheduler_seconds = r.getSeconds();
+  return result;
+}
+
 }  // namespace
 
 uint64_t Job::bytes() const {
@@ -288,28 +314,13 @@ Result Client::run(const Job& job, const RunOptions& options) {
       case psched::wire::Message::PROGRESS: {
         auto p = m.getProgress();
         if (p.getJobId() != job_id || !options.on_progress) return;
-        Progress progress;
-        progress.job_id = job_id;
-        progress.chunks_done = p.getChunksDone();
-        progress.chunks_total = p.getChunksTotal();
-        progress.running_sum = p.getRunningSum();
-        for (auto c : p.getPartials())
-          progress.partials.push_back({c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax()});
-        options.on_progress(progress);
+        options.on_progress(progress_of(job_id, p));
         return;
       }
       case psched::wire::Message::JOB_RESULT: {
         auto r = m.getJobResult();
         if (r.getJobId() != job_id) return;
-        result.job_id = job_id;
-        result.sum = r.getSum();
-        result.count = r.getCount();
-        result.min = r.getMin();
-        result.max = r.getMax();
-        result.chunks = r.getChunks();
-        result.workers = r.getWorkers();
-        result.retries = r.getRetries();
-        result.scheduler_seconds = r.getSeconds();
+        result = result_of(job_id, r);
         s.done = true;
         return;
       }

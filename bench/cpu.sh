@@ -2,13 +2,13 @@
 # The CPU path's benchmarks, each next to the floor it is measured against, in one run:
 #   bench/cpu.sh BIN_DIR [OUT_DIR]
 # BIN_DIR holds psched, pcuda-worker, pbench and cpu-floor (cmake -DCMAKE_BUILD_TYPE=Release).
-# Environment: REPEAT (runs per figure, default 3), SIZE (seed array side, default 24000),
+# Environment: REPEAT (runs per figure, default 3), SIZE (DeepOps benchmark array side, default 24000),
 # CHUNKS (tiny-task chunks, default 200000), MEM_CHUNKS (scheduler-memory job, default 1000000).
-#   1. floors (cpu-floor): the seed's chunks in process on all cores, memory bandwidth, the
+#   1. floors (cpu-floor): the DeepOps benchmark's chunks in process on all cores, memory bandwidth, the
 #      per-chunk cost in process, loopback round trip (both ends polling, as our daemons do);
-#   2. seed: pbench -c 2, normal(10, 1), (x + 1)[::2, ::2], SIZE^2, 4000^2 chunks, in GB/s of array
+#   2. DeepOps benchmark: pbench -c 2, normal(10, 1), (x + 1)[::2, ::2], SIZE^2, 4000^2 chunks, in GB/s of array
 #      created and reduced, against the in-process floor and the memory-bandwidth floor;
-#   2b. chunk sizes: the seed's array in 4000^2 down to 500^2 chunks (bench/chunk_sweep.sh), each
+#   2b. chunk sizes: the DeepOps benchmark's array in 4000^2 down to 500^2 chunks (bench/chunk_sweep.sh), each
 #      against the in-process floor for its elements and against 4000^2;
 #   3. fused (reported separately, never the default), against its in-process floor;
 #   4. tiny tasks: pbench -c 2, one-element chunks, in chunks per second;
@@ -47,27 +47,27 @@ memory_floor_gbps=$(kv "$out/floor.log" memory_floor_gbps)
 tiny_floor=$(kv "$out/floor.log" tiny_chunks_per_second)
 rtt_us=$(kv "$out/floor.log" loopback_rtt_us)
 
-seed_args=(-c 2 -x "$size" -y "$size" --chunk-x 4000 --chunk-y 4000 -q --json --check)
-echo "== 2. seed: pbench ${seed_args[*]}"
-: >"$out/seed.gbps"
+deepops_args=(-c 2 -x "$size" -y "$size" --chunk-x 4000 --chunk-y 4000 -q --json --check)
+echo "== 2. DeepOps benchmark: pbench ${deepops_args[*]}"
+: >"$out/deepops.gbps"
 for _ in $(seq "$repeat"); do
-  r=$("$bin/pbench" "${seed_args[@]}") || fail "seed benchmark"
-  echo "$r" >>"$out/seed.json"
-  [[ "$(json_field "$r" check)" == "ok" ]] || fail "seed check: $(json_field "$r" check)"
-  awk -v b="$(json_field "$r" bytes)" -v s="$(json_field "$r" seconds)" 'BEGIN { printf "%.4f\n", b / s / 1e9 }' >>"$out/seed.gbps"
+  r=$("$bin/pbench" "${deepops_args[@]}") || fail "DeepOps benchmark"
+  echo "$r" >>"$out/deepops.json"
+  [[ "$(json_field "$r" check)" == "ok" ]] || fail "DeepOps benchmark check: $(json_field "$r" check)"
+  awk -v b="$(json_field "$r" bytes)" -v s="$(json_field "$r" seconds)" 'BEGIN { printf "%.4f\n", b / s / 1e9 }' >>"$out/deepops.gbps"
 done
-read -r seed_best seed_median < <(best_median high <"$out/seed.gbps")
+read -r deepops_best deepops_median < <(best_median high <"$out/deepops.gbps")
 
-echo "== 2b. chunk sizes: pbench -c 2, ${size}^2, the seed's job"
+echo "== 2b. chunk sizes: pbench -c 2, ${size}^2, the DeepOps benchmark's job"
 floor_ns=$(awk -v g="$floor_gbps" 'BEGIN { printf "%.6f", 8 / g }')  # float64: 8 bytes per element
 "$(dirname "$0")/chunk_sweep.sh" "$bin" "-c 2" "$size" "4000 2000 1000 500" "$floor_ns" "$repeat" |
   tee "$out/sweep.txt" || fail "chunk sweep"
 sweep_500=$(awk '$2 == "500^2" { print 1 / $8 }' "$out/sweep.txt")
 
-echo "== 3. fused: pbench ${seed_args[*]} --fused"
+echo "== 3. fused: pbench ${deepops_args[*]} --fused"
 : >"$out/fused.gbps"
 for _ in $(seq "$repeat"); do
-  r=$("$bin/pbench" "${seed_args[@]}" --fused) || fail "fused benchmark"
+  r=$("$bin/pbench" "${deepops_args[@]}" --fused) || fail "fused benchmark"
   awk -v b="$(json_field "$r" bytes)" -v s="$(json_field "$r" seconds)" 'BEGIN { printf "%.4f\n", b / s / 1e9 }' >>"$out/fused.gbps"
 done
 read -r fused_best fused_median < <(best_median high <"$out/fused.gbps")
@@ -115,12 +115,12 @@ bytes_per_chunk=$(awk -v a="$hwm_after" -v b="$rss_before" -v n="$mem_chunks" 'B
 
 echo
 echo "== cpu.sh: results (best of $repeat, median; floors measured above, same run)"
-awk -v sb="$seed_best" -v sm="$seed_median" -v f="$floor_gbps" -v fc="$floor_cpu_gbps" -v m="$memory_floor_gbps" \
+awk -v sb="$deepops_best" -v sm="$deepops_median" -v f="$floor_gbps" -v fc="$floor_cpu_gbps" -v m="$memory_floor_gbps" \
   -v fb="$fused_best" -v fm="$fused_median" -v ff="$fused_floor_gbps" \
   -v tb="$tiny_best" -v tm="$tiny_median" -v tf="$tiny_floor" \
   -v lb="$lat_best" -v lm="$lat_median" -v rtt="$rtt_us" -v bpc="$bytes_per_chunk" -v mc="$mem_chunks" \
   -v s500="$sweep_500" 'BEGIN {
-  printf "seed (create + reduce): %.2f GB/s best, %.2f median | in-process floor %.2f GB/s (%.2f by CPU time): ratio %.2f | memory floor %.2f GB/s: ratio %.2f | target >= 2.5\n", sb, sm, f, fc, sb / f, m, sb / m
+  printf "DeepOps (create + reduce): %.2f GB/s best, %.2f median | in-process floor %.2f GB/s (%.2f by CPU time): ratio %.2f | memory floor %.2f GB/s: ratio %.2f | target >= 2.5\n", sb, sm, f, fc, sb / f, m, sb / m
   printf "500^2 chunks:           %.2f x the throughput of 4000^2 chunks | target >= 0.8\n", s500
   printf "fused (selected only):  %.2f GB/s best, %.2f median | in-process floor %.2f GB/s: ratio %.2f\n", fb, fm, ff, fb / ff
   printf "tiny tasks:             %.0f chunks/s best, %.0f median | in-process floor %.0f chunks/s: ratio %.3f | target >= 100000 (aim 250000)\n", tb, tm, tf, tb / tf

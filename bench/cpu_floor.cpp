@@ -1,6 +1,6 @@
 // cpu-floor: what the CPU path costs on this machine with no scheduler, no worker and no network,
 // the floors bench/cpu.sh sets the end-to-end figures against:
-//   - compute: the seed's chunks (normal(10, 1), (x + 1)[::2, ::2]) through reduce_chunk_cpu on
+//   - compute: the DeepOps benchmark's chunks (normal(10, 1), (x + 1)[::2, ::2]) through reduce_chunk_cpu on
 //     --threads threads, one chunk per thread at a time, as the CPU backend runs them;
 //   - memory: write bandwidth (fill a chunk-sized buffer per thread) and read bandwidth (sum it),
 //     and from them the bandwidth floor of create-then-reduce: write every element once, read back
@@ -114,7 +114,7 @@ Timing on_threads(int n, Body body) {
 // thread with its own chunk buffer kept from run to run, as the backend's threads keep theirs.
 Timing run_chunks(const JobSpec& spec, int threads) {
   static std::vector<ChunkBuffer> scratch = std::vector<ChunkBuffer>(size_t(threads));
-  const uint64_t chunks = ChunkGrid{spec.rows, spec.cols, spec.chunk_rows, spec.chunk_cols}.chunks();
+  const uint64_t chunks = spec.chunks();
   std::atomic<uint64_t> next{0};
   std::atomic<uint64_t> sink{0};
   return on_threads(threads, [&](int t) {
@@ -214,13 +214,13 @@ double loopback_rtt_us(int rounds) {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
-  JobSpec seed;  // normal(10, 1), (x + 1)[::2, ::2]
-  seed.rows = a.rows;
-  seed.cols = a.cols;
-  seed.chunk_rows = seed.chunk_cols = a.chunk;
-  if (Status st = validate(seed); !st) usage(st.message().c_str());
-  seed = normalized(seed);
-  JobSpec fused = seed;
+  JobSpec deepops;  // normal(10, 1), (x + 1)[::2, ::2]
+  deepops.rows = a.rows;
+  deepops.cols = a.cols;
+  deepops.chunk_rows = deepops.chunk_cols = a.chunk;
+  if (Status st = validate(deepops); !st) usage(st.message().c_str());
+  deepops = normalized(deepops);
+  JobSpec fused = deepops;
   fused.fused = true;
   JobSpec tiny;
   tiny.rows = 1;
@@ -231,22 +231,22 @@ int main(int argc, char** argv) {
   tiny = normalized(tiny);
 
   Timing compute, compute_fused, tiny_s;
-  run_chunks(seed, a.threads);  // warm-up: fault in the chunk buffers
+  run_chunks(deepops, a.threads);  // warm-up: fault in the chunk buffers
   for (int r = 0; r < a.repeat; ++r) {
-    compute.keep_best(run_chunks(seed, a.threads));
+    compute.keep_best(run_chunks(deepops, a.threads));
     compute_fused.keep_best(run_chunks(fused, a.threads));
     tiny_s.keep_best(run_chunks(tiny, a.threads));
   }
-  const Bandwidth bw = memory_bandwidth(a.threads, seed.chunk_bytes(), a.repeat);
+  const Bandwidth bw = memory_bandwidth(a.threads, deepops.chunk_bytes(), a.repeat);
   // Create-then-reduce touches every element once (write) and the selected rows once (read).
-  const double gb = double(seed.bytes()) / 1e9;
-  const double read_share = double((seed.rows + 1) / 2) / double(seed.rows);
+  const double gb = double(deepops.bytes()) / 1e9;
+  const double read_share = double((deepops.rows + 1) / 2) / double(deepops.rows);
   const double memory_floor = gb / (gb / bw.write_gbps + gb * read_share / bw.read_gbps);
   const double rtt = loopback_rtt_us(2000);
 
   std::printf("kernel_isa=%s\n", cpu_kernels().isa);
   std::printf("threads=%d\n", a.threads);
-  std::printf("seed_bytes=%llu\n", (unsigned long long)seed.bytes());
+  std::printf("deepops_bytes=%llu\n", (unsigned long long)deepops.bytes());
   std::printf("compute_seconds=%.6f\n", compute.wall);
   std::printf("compute_gbps=%.3f\n", gb / compute.wall);
   std::printf("compute_cpu_gbps=%.3f\n", gb / compute.cpu);  // had each thread had its core
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
   std::printf("memory_floor_gbps=%.3f\n", memory_floor);
   std::printf("tiny_chunks_per_second=%.0f\n", double(tiny.cols) / tiny_s.wall);
   std::printf("loopback_rtt_us=%.1f\n", rtt);
-  std::printf("cpu-floor: %s, %d threads: seed %.2f GB/s in process (%.2f by CPU time; fused %.2f), "
+  std::printf("cpu-floor: %s, %d threads: DeepOps benchmark %.2f GB/s in process (%.2f by CPU time; fused %.2f), "
               "memory floor %.2f GB/s (write %.2f, read %.2f); 1-element chunks %.0f/s; loopback "
               "round trip %.1f us\n",
               cpu_kernels().isa, a.threads, gb / compute.wall, gb / compute.cpu,

@@ -1,4 +1,4 @@
-// cuda-floor: what one chunk of the seed benchmark (10000 x 10000 float64, normal(10, 1),
+// cuda-floor: what one chunk of the DeepOps benchmark (10000 x 10000 float64, normal(10, 1),
 // (x + 1)[::2, ::2]) costs on this GPU with nothing but the kernels: generate, strided reduce, both
 // (the floor), fused, plus copy and cub::DeviceReduce::Sum bandwidth for reference. With --chunks N
 // it also runs N chunks through the real CudaBackend (no scheduler, no network) and prints the
@@ -77,7 +77,7 @@ Args parse(int argc, char** argv) {
       a.chunk_rows = number("--chunk", v.substr(0, x).c_str());
       a.chunk_cols = number("--chunk", v.substr(x + 1).c_str());
     } else if (flag == "--help" || flag == "-h") {
-      usage("the kernels' floor for one chunk of the seed benchmark");
+      usage("the kernels' floor for one chunk of the DeepOps benchmark");
     } else {
       usage(("unknown flag " + flag).c_str());
     }
@@ -85,8 +85,8 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-JobSpec seed_job(const Args& a) {
-  JobSpec s;  // the defaults are the seed: normal(10, 1), (x + 1)[::2, ::2], 500000 x 500000
+JobSpec deepops_benchmark_job(const Args& a) {
+  JobSpec s;  // the defaults are the DeepOps benchmark: normal(10, 1), (x + 1)[::2, ::2], 500000 x 500000
   s.chunk_rows = a.chunk_rows;
   s.chunk_cols = a.chunk_cols;
   const Status valid = validate(s);
@@ -150,6 +150,36 @@ struct Floor {
   double copy_tb_per_s, cub_sum_ms, cub_sum_tb_per_s, mean;
 };
 
+// The generator's other forms beside the one the floor uses: the reference formula, uniform,
+// arange, and one Philox block per pair written as double2.
+void time_generator_variants(const gpu::ChunkWork& work, void* buffer, int sm_count,
+                             cudaStream_t stream, int it, Floor& f) {
+  f.generate_reference_ms = time_ms(stream, it, [&] {
+    gpu::launch_generate(work, buffer, sm_count, stream, gpu::ElementFormula::kReference);
+  });
+  gpu::ChunkWork uniform = work;
+  uniform.gen.kind = Generator::kUniform;
+  f.generate_uniform_ms =
+      time_ms(stream, it, [&] { gpu::launch_generate(uniform, buffer, sm_count, stream); });
+  gpu::ChunkWork arange = work;
+  arange.gen.kind = Generator::kArange;
+  f.generate_arange_ms =
+      time_ms(stream, it, [&] { gpu::launch_generate(arange, buffer, sm_count, stream); });
+  if (work.box.cols % 2 == 0 && work.array_cols % 2 == 0) {
+    const uint32_t pair_cols = uint32_t(work.box.cols / 2);
+    const uint32_t grid_x = (pair_cols + 255) / 256;
+    const uint32_t grid_y = uint32_t(std::min<uint64_t>(
+        {work.box.rows, 65535, std::max<uint64_t>(1, uint64_t(sm_count) * 32 / grid_x)}));
+    const dim3 grid{grid_x, grid_y, 1};
+    f.generate_pairs_ms = time_ms(stream, it, [&] {
+      generate_pairs_kernel<<<grid, 256, 0, stream>>>(work.gen, work.array_cols,
+                                                      uint32_t(work.box.rows), pair_cols,
+                                                      static_cast<double2*>(buffer));
+      PSCHED_CUDA_CHECK(cudaGetLastError());
+    });
+  }
+}
+
 Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
   Floor f{};
   gpu::ChunkWork work = gpu::chunk_work(spec, 0);
@@ -186,30 +216,7 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
   auto generate = [&] { gpu::launch_generate(work, buffer, sm_count, stream); };
   auto reduce = [&] { gpu::launch_reduce(work, buffer, temp, temp_bytes, stats, stream); };
   f.generate_ms = time_ms(stream, it, generate);
-  f.generate_reference_ms = time_ms(stream, it, [&] {
-    gpu::launch_generate(work, buffer, sm_count, stream, gpu::ElementFormula::kReference);
-  });
-  gpu::ChunkWork uniform = work;
-  uniform.gen.kind = Generator::kUniform;
-  f.generate_uniform_ms =
-      time_ms(stream, it, [&] { gpu::launch_generate(uniform, buffer, sm_count, stream); });
-  gpu::ChunkWork arange = work;
-  arange.gen.kind = Generator::kArange;
-  f.generate_arange_ms =
-      time_ms(stream, it, [&] { gpu::launch_generate(arange, buffer, sm_count, stream); });
-  if (work.box.cols % 2 == 0 && work.array_cols % 2 == 0) {
-    const uint32_t pair_cols = uint32_t(work.box.cols / 2);
-    const uint32_t grid_x = (pair_cols + 255) / 256;
-    const uint32_t grid_y = uint32_t(std::min<uint64_t>(
-        {work.box.rows, 65535, std::max<uint64_t>(1, uint64_t(sm_count) * 32 / grid_x)}));
-    const dim3 grid{grid_x, grid_y, 1};
-    f.generate_pairs_ms = time_ms(stream, it, [&] {
-      generate_pairs_kernel<<<grid, 256, 0, stream>>>(work.gen, work.array_cols,
-                                                      uint32_t(work.box.rows), pair_cols,
-                                                      static_cast<double2*>(buffer));
-      PSCHED_CUDA_CHECK(cudaGetLastError());
-    });
-  }
+  time_generator_variants(work, buffer, sm_count, stream, it, f);
   generate();
   f.reduce_ms = time_ms(stream, it, reduce);
   f.sum_only_ms = time_ms(stream, it, [&] {
@@ -360,7 +367,7 @@ int main(int argc, char** argv) {
     PSCHED_CUDA_CHECK(cudaSetDevice(args.device));
     cudaDeviceProp prop{};
     PSCHED_CUDA_CHECK(cudaGetDeviceProperties(&prop, args.device));
-    const JobSpec spec = seed_job(args);
+    const JobSpec spec = deepops_benchmark_job(args);
     const Floor f = measure_floor(args, spec, prop.multiProcessorCount);
 
     std::printf("device=%s\n", prop.name);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# GPU tests and benchmarks of one change, in one run on a GPU machine (see ../shared/GPU.md):
+# GPU tests and benchmarks of one change, in one run on a GPU machine:
 #   bench/gpu.sh BIN_DIR [OUT_DIR]
 # BIN_DIR holds psched, pcuda-worker, pbench, psched_cuda_tests and cuda-floor (a portable build:
 # cmake -DPSCHED_CUDA=ON -DCMAKE_BUILD_TYPE=Release). Prints the floor (kernels alone, no scheduler),
-# then the seed benchmark end to end through pbench -g 1 as a ratio to it, the fused variant against
+# then the DeepOps benchmark end to end through pbench -g 1 as a ratio to it, the fused variant against
 # its own floor, GPU-vs-CPU exactness through the whole stack, two GPU workers in one job, and the
 # memory-limit error path. Exits non-zero if any check fails.
 set -uo pipefail
@@ -31,13 +31,13 @@ fused_floor_ms=$(grep -m1 '^fused_ms_per_chunk=' "$out/floor.log" | cut -d= -f2)
 echo "== cluster"
 "$bin/pbench" -g 1 --cluster-info || fail "cluster info"
 
-echo "== seed benchmark end to end: pbench -g 1, 500000 x 500000 float64 (2 TB), 10000^2 chunks"
-seed=$("$bin/pbench" -g 1 --json --check --repeat 2) || fail "seed benchmark"
-echo "$seed" | tee "$out/seed.json"
-seconds=$(json_field "$seed" seconds)
-chunks=$(json_field "$seed" chunks)
+echo "== DeepOps benchmark end to end: pbench -g 1, 500000 x 500000 float64 (2 TB), 10000^2 chunks"
+deepops=$("$bin/pbench" -g 1 --json --check --repeat 2) || fail "DeepOps benchmark"
+echo "$deepops" | tee "$out/deepops.json"
+seconds=$(json_field "$deepops" seconds)
+chunks=$(json_field "$deepops" chunks)
 awk -v s="$seconds" -v f="$floor_ms" -v n="$chunks" 'BEGIN {
-  floor = f * n / 1000; printf "seed: %.3f s end to end; floor %.3f s (%.4f ms/chunk x %d); ratio %.3f (target <= 1.15)\n", s, floor, f, n, s / floor }'
+  floor = f * n / 1000; printf "DeepOps benchmark: %.3f s end to end; floor %.3f s (%.4f ms/chunk x %d); ratio %.3f (target <= 1.15)\n", s, floor, f, n, s / floor }'
 
 echo "== chunk-size sweep: the same arrays in smaller chunks (batched launches) against the floor"
 # The floor per element is the 10000^2 chunk's (generate + strided reduce) over its 1e8 elements.
@@ -54,7 +54,7 @@ echo "$fused" | tee "$out/fused.json"
 fseconds=$(json_field "$fused" seconds)
 awk -v s="$fseconds" -v f="$fused_floor_ms" -v n="$chunks" 'BEGIN {
   floor = f * n / 1000; printf "fused: %.3f s end to end; floor %.3f s (%.4f ms/chunk); ratio %.3f (target <= 1.2)\n", s, floor, f, s / floor }'
-echo "fused vs materialized: sum $(json_field "$fused" sum) vs $(json_field "$seed" sum), count $(json_field "$fused" count) vs $(json_field "$seed" count)"
+echo "fused vs materialized: sum $(json_field "$fused" sum) vs $(json_field "$deepops" sum), count $(json_field "$fused" count) vs $(json_field "$deepops" count)"
 
 echo "== GPU and CPU backends through the whole stack: exact on arange, same bits on both"
 args=(-x 20000 -y 30000 --chunk-x 3000 --chunk-y 7000 --generator arange --start 0 --step 1 --row-step 3 --col-step 5 --offset -2 --json --check)

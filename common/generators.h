@@ -1,4 +1,4 @@
-// The array's element values, a pure function of the global position (DESIGN.md, "Source"): the same
+// The array's element values, a pure function of the global position (docs/design.md, "The job"): the same
 // array whatever the chunking and whichever backend or worker makes a chunk. Shared by the CPU backend
 // and the CUDA kernels. Arithmetic is written with explicitly rounded multiply and add (never fused),
 // so arange and constant are bit-identical on host and device.

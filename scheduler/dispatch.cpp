@@ -96,7 +96,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
 
   for (const Picked& pick : picked) {
     if (pick.ranges.empty()) continue;
-    Job* job = pick.job;  // not a structured binding: clang 14 (the fuzz build) cannot capture one
+    Job* job = pick.job;  // not a structured binding: the lambda below captures it, and C++17 lambdas cannot capture structured bindings
     if (worker.defined_jobs.insert(job->id()).second) {
       send_message(*worker.conn, [&](wire::Message::Builder m) {
         auto d = m.initDefineJob();

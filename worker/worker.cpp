@@ -219,7 +219,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
   const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
   const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;
   const uint64_t chunks =
-      spec ? ChunkGrid{spec->rows, spec->cols, spec->chunk_rows, spec->chunk_cols}.chunks() : 0;
+      spec ? spec->chunks() : 0;
   for (auto range : batch.getRanges()) {
     const uint64_t first = range.getFirst();
     const uint64_t count = range.getCount();

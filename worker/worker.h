@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/connection.h"
+#include "common/framing.h"
 #include "worker/backend.h"
 
 namespace psched {
@@ -28,8 +29,8 @@ struct WorkerConfig {
   uint32_t death_timeout_s = 0;   // 0: never give up
   uint32_t heartbeat_ms = 1000;
   uint32_t scheduler_timeout_ms = 30000;  // scheduler silent this long: reconnect
-  uint32_t max_frame_bytes = 16u << 20;
-  uint32_t scheduler_max_frame_bytes = 16u << 20;  // what the scheduler accepts (from Welcome)
+  uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
+  uint32_t scheduler_max_frame_bytes = kDefaultMaxFrameBytes;  // what the scheduler accepts (from Welcome)
   int64_t crash_on_chunk = -1;    // test-only fault switch (PSCHED_TEST_CRASH_ON_CHUNK)
 };
 

@@ -1,6 +1,6 @@
 """psched.array: the arrays a psched cluster can sum, spelled as dask.array spells them.
 
-An Array is lazy and is exactly what one psched job can compute (DESIGN.md, "The job"): a
+An Array is lazy and is exactly what one psched job can compute (docs/design.md, "The job"): a
 generator over a 2-D grid of chunks (normal, uniform, arange, constant), the element-wise
 expression scale * x + offset, and one strided selection per axis. Reductions (sum, mean, min,
 max, count) over the whole array give a Reduction; its .compute() runs the job. Anything else

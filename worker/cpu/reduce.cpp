@@ -12,7 +12,7 @@ namespace {
 constexpr uint64_t kFusedBlock = 512;
 // Chunks at least this large are created with non-temporal stores: far larger than a core's
 // caches, they are read back from memory anyway, and skipping the read-for-ownership of every line
-// written is worth 3-7% on the seed's 128 MB chunks (4000^2; 2000^2: +3%). Smaller chunks keep
+// written is worth 3-7% on the DeepOps benchmark's 128 MB chunks (4000^2; 2000^2: +3%). Smaller chunks keep
 // normal stores, so their read-back hits the cache (1000^2, 8 MB: streaming cost 3%).
 constexpr uint64_t kStreamingBytes = uint64_t{32} << 20;
 

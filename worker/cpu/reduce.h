@@ -1,4 +1,4 @@
-// The CPU reference of a chunk's work: create the chunk (every element, as the seed benchmark does,
+// The CPU reference of a chunk's work: create the chunk (every element, as the DeepOps benchmark does,
 // into a chunk-sized buffer), then reduce the selected elements of scale * x + offset, read back
 // from the buffer, to sum, count, min and max. The CUDA backend's tests compare against this. The
 // loops run in the vectorised kernels of kernels.h; the sum's order is a fixed function of the

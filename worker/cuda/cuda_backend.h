@@ -1,6 +1,6 @@
 // The CUDA backend: chunks are created and reduced on one GPU through a few CUDA streams, each with
-// its own device buffer, so chunk k+1 is being generated while chunk k is reduced (DESIGN.md, "Data
-// flow"). Plain C++: no CUDA types here, so the worker and the tests include it with g++.
+// its own device buffer, so chunk k+1 is being generated while chunk k is reduced (docs/design.md,
+// "Workers and backends"). Plain C++: no CUDA types here, so the worker and the tests include it with g++.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +15,9 @@ namespace psched {
 struct CudaBackendOptions {
   int device = 0;                   // CUDA device ordinal (after CUDA_VISIBLE_DEVICES)
   uint64_t memory_limit_bytes = 0;  // device memory the backend may allocate; 0: free memory
-  // Stream slots, each with one chunk buffer: chunks in flight on the GPU at once. Several let the
-  // compute-bound generator of one chunk overlap the memory-bound reduction of another (seed chunks
-  // on an H200, backend alone against the serial floor: 1 stream 1.22x, 3 1.04x, 6 0.94x).
+  // Stream slots, each with its buffer: launches (a chunk or a batch) in flight on the GPU at once.
+  // Several let the compute-bound generator of one launch overlap the memory-bound reduction of
+  // another (bench/README.md has the measurements).
   int streams = 6;
   int64_t test_trap_on_chunk = -1;  // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): fault the
                                     // GPU on this chunk (a trap), as a hardware error would

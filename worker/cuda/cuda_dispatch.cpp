@@ -77,8 +77,7 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
   };
   try {
     const JobSpec& spec = *spec_ptr;
-    const uint64_t chunks =
-        ChunkGrid{spec.rows, spec.cols, spec.chunk_rows, spec.chunk_cols}.chunks();
+    const uint64_t chunks = spec.chunks();
     if (first >= chunks || count > chunks - first) {
       fail(count == 1 ? fmt::format("chunk {} is out of range (the job has {} chunks)", first, chunks)
                       : fmt::format("chunks {}..{} are out of range (the job has {} chunks)", first,

@@ -1,4 +1,4 @@
-// The device work of chunks: create them in device memory (the benchmark's "create data"), then
+// The device work of chunks: create them in device memory (the DeepOps benchmark's "create data"), then
 // reduce the selected elements of scale * x + offset to sum, min and max; or, fused, generate only
 // the selected elements and reduce them without storing anything. Big chunks go one at a time
 // (CUB's reduction over the chunk); small chunks go as batches of consecutive chunks of one job,
@@ -33,7 +33,7 @@ struct ChunkWork {
   double scale = 1.0, offset = 0.0;
 
   uint64_t selected() const { return rows.count * cols.count; }
-  uint64_t element_bytes() const { return dtype == DType::kFloat64 ? 8 : 4; }
+  uint64_t element_bytes() const { return psched::element_bytes(dtype); }
   // Bytes the materialized chunk occupies (the box, which is smaller than a full chunk at edges).
   uint64_t box_bytes() const { return box.rows * box.cols * element_bytes(); }
 };

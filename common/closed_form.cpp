@@ -13,12 +13,8 @@ bool is_integer(double v) { return std::isfinite(v) && std::floor(v) == v && std
 
 constexpr double kTwo53 = 9007199254740992.0;
 
-}  // namespace
-
-Expectation expected_result(const JobSpec& raw) {
-  const JobSpec s = normalized(raw);
-  const AxisRun rows = select_axis(0, s.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
-  const AxisRun cols = select_axis(0, s.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
+// The expectation over the selected rows x cols of `s` (normalized): the whole array, or one chunk.
+Expectation expected_over(const JobSpec& s, const AxisRun& rows, const AxisRun& cols) {
   Expectation e;
   e.count = rows.count * cols.count;
   if (e.count == 0) return e;
@@ -79,6 +75,25 @@ Expectation expected_result(const JobSpec& raw) {
   (void)nr;
   (void)nc;
   return e;
+}
+
+}  // namespace
+
+Expectation expected_result(const JobSpec& raw) {
+  const JobSpec s = normalized(raw);
+  return expected_over(s, select_axis(0, s.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step),
+                       select_axis(0, s.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
+}
+
+std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t chunk) {
+  const JobSpec s = normalized(raw);
+  const ChunkBox b = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.box(chunk);
+  const Expectation e = expected_over(
+      s, select_axis(b.row0, b.row0 + b.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step),
+      select_axis(b.col0, b.col0 + b.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
+  if (e.count == 0) return PartialSum{};  // what a worker reports for a chunk with nothing selected
+  if (!e.sum_exact || !e.has_min_max || s.dtype != DType::kFloat64) return std::nullopt;
+  return PartialSum{e.sum, e.count, e.min, e.max};
 }
 
 std::string check_result(const JobSpec& spec, const PartialSum& got) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -57,6 +58,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   config.worker_timeout_ms = worker_timeout_s * 1000;
+  // Peers send something every heartbeat (Welcome says how often): at a quarter of the timeout, an
+  // idle worker is never declared dead for being idle (at 1000 ms with --worker-timeout 1, idle
+  // workers were lost and rejoined every two seconds).
+  config.heartbeat_ms = std::min(config.heartbeat_ms, config.worker_timeout_ms / 4);
   // A dashboard given only a port listens where the scheduler does: `--host 127.0.0.1` keeps both
   // off the network, and the published URL names the same host.
   if (!config.host.empty() && !config.dashboard_address.empty() && config.dashboard_address[0] == ':')

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/address.h"
@@ -153,6 +154,9 @@ void Worker::on_message(wire::Message::Reader message) {
     case wire::Message::WELCOME:
       welcomed_ = true;
       warned_unreachable_ = false;
+      // The scheduler says how often it needs to hear from us (a short --worker-timeout).
+      if (const uint32_t ms = message.getWelcome().getHeartbeatMs(); ms > 0)
+        config_.heartbeat_ms = std::min(config_.heartbeat_ms, ms);
       backoff_ = std::chrono::milliseconds(100);
       spdlog::info("registered with the scheduler at {} as worker {} ({} backend, {})",
                    conn_->remote(), message.getWelcome().getPeerId(), device_.backend,

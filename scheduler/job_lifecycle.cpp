@@ -45,8 +45,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   const JobSpec job_spec = normalized(spec);
   const uint64_t chunks = ChunkGrid{job_spec.rows, job_spec.cols, job_spec.chunk_rows,
                                     job_spec.chunk_cols}.chunks();
-  uint64_t tracked = 0;
-  for (const auto& [jid, j] : jobs_) tracked += j->chunks();
+  const uint64_t tracked = tracked_chunks_;
   if (tracked + chunks > kMaxTrackedChunks) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
@@ -73,6 +72,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     a.setChunks(job->chunks());
   });
   client.jobs.insert(id);
+  tracked_chunks_ += job->chunks();
   jobs_[id] = std::move(job);
   dispatch();
 }
@@ -243,6 +243,7 @@ void Scheduler::forget_job(Job& job) {
   }
   auto cit = clients_.find(job.client());
   if (cit != clients_.end()) cit->second->jobs.erase(id);
+  tracked_chunks_ -= job.chunks();
   jobs_.erase(id);  // destroys `job`
 }
 

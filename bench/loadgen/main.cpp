@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +36,7 @@ struct Options {
   uint32_t slots = 8;
   uint64_t window_elements = 0;
   int64_t corrupt_chunk = -1;
+  uint32_t result_batch = 1;
   double idle_s = 0;
   uint32_t clients = 0, jobs = 1, outstanding = 1;
   double duration_s = 0;
@@ -47,13 +48,14 @@ struct Options {
   bool vary = true;
 };
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double self_cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+// Figures for scripts, printed at the end as "figure NAME VALUE" (bench/scale.sh reads them).
+std::vector<std::pair<std::string, std::string>> g_figures;
+template <typename T>
+void figure(const std::string& name, const T& value) {
+  g_figures.emplace_back(name, fmt::format("{}", value));
 }
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Runs the loop until done() or the timeout; false on timeout.
 bool run_until(asio::io_context& io, const std::function<bool()>& done, double timeout_s) {
@@ -72,11 +74,15 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-void print_psched(const char* phase, const ProcSample& a, const ProcSample& b, double wall_s) {
+void print_cost(const char* who, const char* phase, const ProcSample& a, const ProcSample& b, double wall_s) {
   if (!a.ok || !b.ok) return;
-  fmt::print("psched_cpu_s[{}]: {:.3f} ({:.0f}% of one core)\n", phase, b.cpu_seconds - a.cpu_seconds,
-             100.0 * (b.cpu_seconds - a.cpu_seconds) / std::max(wall_s, 1e-9));
-  fmt::print("psched_rss_kb[{}]: {} -> {} (peak {})\n", phase, a.rss_kb, b.rss_kb, b.hwm_kb);
+  const double cpu = b.cpu_seconds - a.cpu_seconds, wait = b.wait_seconds - a.wait_seconds;
+  fmt::print("{}_cpu_s[{}]: {:.3f} ({:.0f}% of one core); waited for a CPU {:.3f} s\n", who, phase, cpu,
+             100.0 * cpu / std::max(wall_s, 1e-9), wait);
+  figure(fmt::format("{}_cpu_s.{}", who, phase), fmt::format("{:.3f}", cpu));
+  figure(fmt::format("{}_wait_s.{}", who, phase), fmt::format("{:.3f}", wait));
+  if (std::string(who) == "psched")
+    fmt::print("psched_rss_kb[{}]: {} -> {} (peak {})\n", phase, a.rss_kb, b.rss_kb, b.hwm_kb);
 }
 
 int run(const Options& o) {
@@ -101,6 +107,7 @@ int run(const Options& o) {
   device.slots = o.slots;
   device.window_elements = o.window_elements;
   device.corrupt_chunk = o.corrupt_chunk;
+  device.result_batch = std::max<uint32_t>(1, o.result_batch);
   Fleet fleet(io, endpoint, device, "sim");
 
   // 1. Register the fleet.
@@ -112,28 +119,31 @@ int run(const Options& o) {
                fleet.counters().connected_now, o.workers, o.ready_timeout_s);
     return 2;
   }
-  const double register_s = seconds_since(t0);
-  fmt::print("ready: {} workers registered in {:.3f} s\n", o.workers, register_s);
+  fmt::print("ready: {} workers registered in {:.3f} s\n", o.workers, seconds_since(t0));
   std::fflush(stdout);
   const ProcSample after_fleet = sample_process(o.scheduler_pid);
-  if (before_fleet.ok && after_fleet.ok && o.workers > 0)
-    fmt::print("psched_bytes_per_worker: {:.0f} (RSS {} -> {} kB for {} workers)\n",
-               1024.0 * double(int64_t(after_fleet.rss_kb) - int64_t(before_fleet.rss_kb)) / o.workers,
+  if (before_fleet.ok && after_fleet.ok && o.workers > 0) {
+    const double per_worker =
+        1024.0 * double(int64_t(after_fleet.rss_kb) - int64_t(before_fleet.rss_kb)) / o.workers;
+    fmt::print("psched_bytes_per_worker: {:.0f} (RSS {} -> {} kB for {} workers)\n", per_worker,
                before_fleet.rss_kb, after_fleet.rss_kb, o.workers);
+    figure("psched_bytes_per_worker", fmt::format("{:.0f}", per_worker));
+  }
 
   // 2. Idle: what heartbeats cost the scheduler.
   if (o.idle_s > 0) {
-    const ProcSample a = sample_process(o.scheduler_pid);
-    const double self_a = self_cpu_seconds();
+    const ProcSample a = sample_process(o.scheduler_pid), self_a = loadgen::sample_process(getpid());
     const auto ti = Clock::now();
     run_until(io, [] { return false; }, o.idle_s);
     const double wall = seconds_since(ti);
-    const ProcSample b = sample_process(o.scheduler_pid);
-    print_psched("idle", a, b, wall);
-    if (a.ok && b.ok && o.workers > 0)
-      fmt::print("psched_heartbeat_us_per_worker_s: {:.2f}\n",
-                 1e6 * (b.cpu_seconds - a.cpu_seconds) / wall / o.workers);
-    fmt::print("loadgen_cpu_s[idle]: {:.3f}\n", self_cpu_seconds() - self_a);
+    const ProcSample b = sample_process(o.scheduler_pid), self_b = loadgen::sample_process(getpid());
+    print_cost("psched", "idle", a, b, wall);
+    print_cost("loadgen", "idle", self_a, self_b, wall);
+    if (a.ok && b.ok && o.workers > 0) {
+      const double us = 1e6 * (b.cpu_seconds - a.cpu_seconds) / wall / o.workers;
+      fmt::print("psched_heartbeat_us_per_worker_s: {:.2f} (CPU per worker per second, idle)\n", us);
+      figure("psched_heartbeat_us_per_worker_s", fmt::format("{:.2f}", us));
+    }
   }
 
   // 3. Clients.
@@ -147,8 +157,7 @@ int run(const Options& o) {
     if (o.duration_s > 0)
       plan.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
     ClientPool pool(io, endpoint, plan);
-    const ProcSample a = sample_process(o.scheduler_pid);
-    const double self_a = self_cpu_seconds();
+    const ProcSample a = sample_process(o.scheduler_pid), self_a = loadgen::sample_process(getpid());
     const double busy_a = fleet.counters().busy_seconds;
     const auto tc = Clock::now();
     asio::steady_timer churn(io);
@@ -169,7 +178,7 @@ int run(const Options& o) {
     }
     churn.cancel();
     const double wall = seconds_since(tc);
-    const ProcSample b = sample_process(o.scheduler_pid);
+    const ProcSample b = sample_process(o.scheduler_pid), self_b = loadgen::sample_process(getpid());
     const ClientStats& st = pool.stats();
     const double busy = fleet.counters().busy_seconds - busy_a;
     const double span = st.ok + st.mismatched > 0
@@ -179,18 +188,26 @@ int run(const Options& o) {
                st.failed, st.mismatched);
     for (const auto& [message, n] : st.failure_counts) fmt::print("failure: {} x {}\n", n, message);
     for (const auto& m : st.mismatches) fmt::print("mismatch: {}\n", m);
-    fmt::print("latency_ms: p50 {:.3f} p99 {:.3f} max {:.3f}\n", 1e3 * percentile(st.latency_s, 0.5),
-               1e3 * percentile(st.latency_s, 0.99), 1e3 * percentile(st.latency_s, 1.0));
+    const double p50 = 1e3 * percentile(st.latency_s, 0.5), p99 = 1e3 * percentile(st.latency_s, 0.99);
+    fmt::print("latency_ms: p50 {:.3f} p99 {:.3f} max {:.3f}\n", p50, p99, 1e3 * percentile(st.latency_s, 1.0));
     const double ideal = o.workers ? busy / o.workers : 0;
+    const double efficiency = span > 0 ? 100.0 * ideal / span : 0.0;
     fmt::print("wall_s: {:.4f} (first submit to last result)\n", span);
     fmt::print("simulated_gpu_s: {:.4f}; ideal_s: {:.4f} (GPU time / {} workers); efficiency: {:.1f}%\n",
-               busy, ideal, o.workers, span > 0 ? 100.0 * ideal / span : 0.0);
+               busy, ideal, o.workers, efficiency);
     fmt::print("chunks: {} done, {} refused; worker kills: {}, disconnects: {}\n",
                fleet.counters().chunks_done, fleet.counters().chunks_refused, fleet.counters().kills,
                fleet.counters().disconnects);
-    print_psched("clients", a, b, wall);
-    fmt::print("loadgen_cpu_s[clients]: {:.3f} ({:.0f}% of one core)\n", self_cpu_seconds() - self_a,
-               100.0 * (self_cpu_seconds() - self_a) / std::max(wall, 1e-9));
+    print_cost("psched", "clients", a, b, wall);
+    print_cost("loadgen", "clients", self_a, self_b, wall);
+    figure("exact", st.ok);
+    figure("failed", st.failed);
+    figure("mismatched", st.mismatched);
+    figure("p50_ms", fmt::format("{:.2f}", p50));
+    figure("p99_ms", fmt::format("{:.2f}", p99));
+    figure("wall_s", fmt::format("{:.4f}", span));
+    figure("ideal_s", fmt::format("{:.4f}", ideal));
+    figure("efficiency_pct", fmt::format("{:.1f}", efficiency));
     if (st.mismatched > 0 || (st.failed > 0 && !o.allow_failures) || st.ok == 0) status = 1;
     pool.stop();
   }
@@ -199,7 +216,11 @@ int run(const Options& o) {
   // Let the Goodbyes go out; nothing waits on them.
   run_until(io, [] { return false; }, 0.2);
   const ProcSample end = sample_process(o.scheduler_pid);
-  if (end.ok) fmt::print("psched_peak_rss_kb: {}\n", end.hwm_kb);
+  if (end.ok) {
+    fmt::print("psched_peak_rss_kb: {}\n", end.hwm_kb);
+    figure("psched_peak_rss_kb", end.hwm_kb);
+  }
+  for (const auto& [name, value] : g_figures) fmt::print("figure {} {}\n", name, value);
   fmt::print("result: {}\n", status == 0 ? "ok" : "FAILED");
   return status;
 }
@@ -216,6 +237,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--slots", o.slots, "chunks in flight per worker (Hello slots)")->capture_default_str();
   app.add_option("--window-elements", o.window_elements, "Hello windowElements (0 as the CUDA backend)");
+  app.add_option("--result-batch", o.result_batch,
+                 "report results once this many chunks are done (or the queue ran dry); 1: each at once")
+      ->capture_default_str();
   app.add_option("--test-corrupt-chunk", o.corrupt_chunk,
                  "test only: workers answer this chunk of every job with a wrong sum (the check must fail)");
   app.add_option("--idle", o.idle_s, "hold the fleet idle this long first (seconds): heartbeat cost");

@@ -25,18 +25,24 @@ ProcSample sample_process(pid_t pid) {
   }
   s.cpu_seconds = double(utime + stime) / double(sysconf(_SC_CLK_TCK));
   // Scheduler statistics count nanoseconds (stat's ticks are 10 ms): sum them over the threads.
-  double ns = 0;
+  // The second field is time spent runnable but not running: on a shared machine, what the
+  // benchmark lost to other processes.
+  double ns = 0, wait_ns = 0;
   bool any = false;
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(dir + "/task", ec)) {
     std::ifstream schedstat(task.path() / "schedstat");
-    unsigned long long on_cpu_ns = 0;
-    if (schedstat >> on_cpu_ns) {
+    unsigned long long on_cpu_ns = 0, waiting_ns = 0;
+    if (schedstat >> on_cpu_ns >> waiting_ns) {
       ns += double(on_cpu_ns);
+      wait_ns += double(waiting_ns);
       any = true;
     }
   }
-  if (any) s.cpu_seconds = ns * 1e-9;
+  if (any) {
+    s.cpu_seconds = ns * 1e-9;
+    s.wait_seconds = wait_ns * 1e-9;
+  }
   std::ifstream status(dir + "/status");
   while (std::getline(status, line)) {
     if (line.rfind("VmRSS:", 0) == 0) s.rss_kb = std::stoull(line.substr(6));

@@ -10,7 +10,8 @@ namespace psched::loadgen {
 
 struct ProcSample {
   bool ok = false;
-  double cpu_seconds = 0;  // user + system
+  double cpu_seconds = 0;   // user + system
+  double wait_seconds = 0;  // runnable but waiting for a CPU (other processes held them)
   uint64_t rss_kb = 0;     // VmRSS
   uint64_t hwm_kb = 0;     // VmHWM: peak resident
 };

@@ -64,6 +64,10 @@ void SimWorker::on_message(wire::Message::Reader message) {
       // The device finishes what it is on; queued chunks of the job are forgotten.
       const bool head_dropped = !queue_.empty() && queue_.front().job_id == id;
       std::erase_if(queue_, [id](const Run& r) { return r.job_id == id; });
+      std::erase_if(ready_, [&](const Ready& r) {
+        if (r.job_id == id) ready_chunks_ -= r.results.size() + r.refused.size();
+        return r.job_id == id;
+      });
       if (head_dropped) {
         head_done_at_ = Clock::now();
         if (!queue_.empty()) head_done_at_ += std::chrono::duration_cast<Clock::duration>(
@@ -108,60 +112,60 @@ void SimWorker::arm() {
   });
 }
 
-// Every chunk whose simulated finish time has passed goes out now, one ResultBatch per job: as a
+// Every chunk whose simulated finish time has passed is ready; ready chunks are reported, one
+// ResultBatch per job, once result_batch of them are (1: at once) or the queue ran dry: as a
 // real worker's outcomes that finish while its loop is busy share a batch.
 void SimWorker::on_device_tick() {
   if (!conn_ || !conn_->is_open()) return;
   const auto now = Clock::now();
-  struct Batch {
-    uint64_t job_id;
-    std::vector<std::pair<uint64_t, PartialSum>> results;
-    std::vector<uint64_t> refused;
-    double busy = 0;
-  };
-  std::vector<Batch> batches;
   while (!queue_.empty() && head_done_at_ <= now) {
     Run& run = queue_.front();
-    if (batches.empty() || batches.back().job_id != run.job_id) batches.push_back({run.job_id, {}, {}});
-    Batch& b = batches.back();
-    const double seconds = chunk_seconds(run);
+    if (ready_.empty() || ready_.back().job_id != run.job_id) ready_.push_back({run.job_id, {}, {}});
+    Ready& r = ready_.back();
     auto it = jobs_.find(run.job_id);
     std::optional<PartialSum> partial;
     if (it != jobs_.end() && it->second.spec) partial = expected_chunk_partial(*it->second.spec, run.next);
     if (partial && int64_t(run.next) == fleet_.device().corrupt_chunk) partial->sum += 1;
     if (partial) {
-      b.results.emplace_back(run.next, *partial);
+      r.results.emplace_back(run.next, *partial);
     } else {
-      b.refused.push_back(run.next);
+      r.refused.push_back(run.next);
     }
-    b.busy += seconds;
+    r.busy += chunk_seconds(run);
+    ++ready_chunks_;
     if (++run.next == run.end) queue_.pop_front();
     if (!queue_.empty())
       head_done_at_ += std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(chunk_seconds(queue_.front())));
   }
+  if (ready_chunks_ >= fleet_.device().result_batch || queue_.empty()) report();
+  arm();
+}
+
+void SimWorker::report() {
   FleetCounters& c = fleet_.counters();
-  for (const Batch& b : batches) {
-    capnp::MallocMessageBuilder m(128 + b.results.size() * 6);
+  for (const Ready& r : ready_) {
+    capnp::MallocMessageBuilder m(128 + r.results.size() * 6);
     auto batch = m.initRoot<wire::Message>().initResultBatch();
-    batch.setJobId(b.job_id);
-    batch.setBusySeconds(b.busy);
-    auto results = batch.initResults(uint32_t(b.results.size()));
-    for (size_t i = 0; i < b.results.size(); ++i)
-      to_wire(b.results[i].first, b.results[i].second, results[uint32_t(i)]);
-    auto failures = batch.initFailures(uint32_t(b.refused.size()));
-    for (size_t i = 0; i < b.refused.size(); ++i) {
-      failures[uint32_t(i)].setChunk(b.refused[i]);
+    batch.setJobId(r.job_id);
+    batch.setBusySeconds(r.busy);
+    auto results = batch.initResults(uint32_t(r.results.size()));
+    for (size_t i = 0; i < r.results.size(); ++i)
+      to_wire(r.results[i].first, r.results[i].second, results[uint32_t(i)]);
+    auto failures = batch.initFailures(uint32_t(r.refused.size()));
+    for (size_t i = 0; i < r.refused.size(); ++i) {
+      failures[uint32_t(i)].setChunk(r.refused[i]);
       failures[uint32_t(i)].setMessage(
           "simulated worker: this job has no exact closed form (use arange or constant with "
           "integer values)");
     }
     conn_->send(m);
-    c.chunks_done += b.results.size();
-    c.chunks_refused += b.refused.size();
-    c.busy_seconds += b.busy;
+    c.chunks_done += r.results.size();
+    c.chunks_refused += r.refused.size();
+    c.busy_seconds += r.busy;
   }
-  arm();
+  ready_.clear();
+  ready_chunks_ = 0;
 }
 
 void SimWorker::heartbeat() {
@@ -172,6 +176,8 @@ void SimWorker::heartbeat() {
 void SimWorker::reset_device() {
   device_timer_.cancel();
   queue_.clear();
+  ready_.clear();
+  ready_chunks_ = 0;
   jobs_.clear();
   if (registered_) --fleet_.counters().connected_now;
   registered_ = false;

@@ -19,6 +19,7 @@
 
 #include "bench/loadgen/sim_peer.h"
 #include "common/job_spec.h"
+#include "common/partial.h"
 
 namespace psched::loadgen {
 
@@ -26,6 +27,8 @@ struct DeviceModel {
   double seconds_per_element = 0.67e-3 / 1e8;  // the H100's 0.67 ms per 10000 x 10000 chunk
   uint32_t slots = 8;                          // pcuda-worker: --streams 6 + 2
   uint64_t window_elements = 0;                // pcuda-worker's CUDA backend announces none
+  uint32_t result_batch = 1;  // report once this many chunks are done (or the queue ran dry);
+                              // 1: each as it finishes, as pcuda-worker does
   int64_t corrupt_chunk = -1;  // test-only: answer this chunk of every job with sum + 1
 };
 
@@ -56,6 +59,12 @@ class SimWorker : public SimPeer {
   struct JobEntry {
     std::shared_ptr<const JobSpec> spec;  // null: the spec was invalid
   };
+  struct Ready {  // finished chunks of one job, not yet reported
+    uint64_t job_id;
+    std::vector<std::pair<uint64_t, PartialSum>> results;
+    std::vector<uint64_t> refused;
+    double busy = 0;
+  };
 
   void fill_hello(wire::Hello::Builder hello) override;
   void on_message(wire::Message::Reader message) override;
@@ -65,6 +74,7 @@ class SimWorker : public SimPeer {
   void arm();
   void on_device_tick();
   void reset_device();
+  void report();
 
   Fleet& fleet_;
   uint32_t index_;
@@ -72,6 +82,8 @@ class SimWorker : public SimPeer {
   bool registered_ = false;
   std::map<uint64_t, JobEntry> jobs_;
   std::deque<Run> queue_;
+  std::vector<Ready> ready_;
+  uint64_t ready_chunks_ = 0;
   std::chrono::steady_clock::time_point head_done_at_{};
 };
 

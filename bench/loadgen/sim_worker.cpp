@@ -252,10 +252,22 @@ bool Fleet::churn_one() {
 void Fleet::heartbeat_all() {
   if (stopping_) return;
   for (auto& w : workers_) w->heartbeat();
+  arm_heartbeat();
+}
+
+void Fleet::arm_heartbeat() {
   heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_ms_));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) heartbeat_all();
   });
+}
+
+void Fleet::set_heartbeat_ms(uint32_t ms) {
+  if (ms == 0 || ms >= heartbeat_ms_) return;
+  // Shorter than the interval we started with (a short --worker-timeout): the wait under way
+  // could outlast the scheduler's patience, so start the new interval now.
+  heartbeat_ms_ = ms;
+  if (heartbeat_running_ && !stopping_) arm_heartbeat();
 }
 
 void Fleet::stop() {

@@ -109,13 +109,14 @@ class Fleet {
   // Called by workers.
   void handshake_done();
   uint32_t heartbeat_ms() const { return heartbeat_ms_; }
-  void set_heartbeat_ms(uint32_t ms) { heartbeat_ms_ = ms; }
+  void set_heartbeat_ms(uint32_t ms);  // Welcome's figure: the next heartbeat goes out within it
 
   static constexpr uint32_t kConnectWave = 256;
 
  private:
   void open_more();
   void heartbeat_all();
+  void arm_heartbeat();
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::endpoint scheduler_;

@@ -23,8 +23,10 @@ namespace {
 
 #if defined(__SANITIZE_ADDRESS__)
 constexpr uint64_t kSchedulerPeakLimitKb = 512 * 1024;  // ASan's shadow and quarantine
+constexpr int64_t kSchedulerBytesPerWorkerLimit = 64 * 1024;
 #else
 constexpr uint64_t kSchedulerPeakLimitKb = 64 * 1024;
+constexpr int64_t kSchedulerBytesPerWorkerLimit = 16 * 1024;  // measured: ~2 KB (bench/README.md)
 #endif
 
 std::string read_file(const std::string& path) {
@@ -96,6 +98,23 @@ TEST_CASE("64 simulated GPUs and 10 clients submitting 10 jobs each at once: eve
   // Every simulated worker registered and left (Goodbye), nothing held.
   // Every simulated worker said Goodbye; the scheduler holds none of them.
   CHECK(eventually([&] { return cluster.log_of(scheduler).find("'sim-63' left") != std::string::npos; }));
+}
+
+TEST_CASE("256 idle simulated workers: psched holds a few kilobytes per worker and keeps them all registered",
+          "[fleet]") {
+  TestCluster cluster({.extra_args = {"--worker-timeout", "1"}});
+  const pid_t scheduler = cluster.scheduler_pid();
+  std::string out;
+  const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(),
+                                  "--scheduler-pid", std::to_string(scheduler), "-w", "256", "--idle", "2"},
+                                 &out, 60000);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(out, m, std::regex("figure psched_bytes_per_worker (-?[0-9]+)")));
+  CHECK(std::stoll(m[1]) < kSchedulerBytesPerWorkerLimit);
+  // Idle past twice --worker-timeout: heartbeats alone kept every worker (none lost, none rejoined).
+  CHECK(cluster.log_of(scheduler).find("nothing received") == std::string::npos);
 }
 
 TEST_CASE("a simulated worker that answers one wrong partial is caught: the check can fail", "[fleet]") {

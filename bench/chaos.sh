@@ -77,6 +77,8 @@ loadgen=$!
 pids+=("$loadgen")
 for _ in $(seq 600); do grep -q '^ready:' "$T/loadgen.out" && break; sleep 0.05; done
 
+# When each fault strikes (seconds after the clients start).
+stop_at=3 cut_at=5 restart_at=$((seconds / 2 > 10 ? seconds / 2 : 10))
 second=0 kills=0
 while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
   sleep 1
@@ -89,14 +91,14 @@ while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
     real=("${real[@]:0:$i}" "${real[@]:$((i + 1))}")
   fi
   start_worker "${in_a[@]}"
-  if ((second == 5)) && ((${#real[@]} > 0)); then
+  if ((second == stop_at)) && ((${#real[@]} > 0)); then
     frozen=${real[0]}
     kill -STOP "$frozen"
     echo "t=${second}s: SIGSTOP worker $frozen past --worker-timeout 2"
     for _ in $(seq 100); do grep -q "nothing received for 2000 ms" "$sched_log" && break; sleep 0.1; done
     kill -CONT "$frozen"
   fi
-  if ((second == 8)) && [[ -n "$cut_worker" ]]; then
+  if ((second == cut_at)) && [[ -n "$cut_worker" ]]; then
     echo "t=${second}s: network of worker $cut_worker (namespace B) cut"
     before=$(grep -c "nothing received for 2000 ms" "$sched_log")
     ip -n "$B" link set chb down
@@ -107,7 +109,7 @@ while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
     ip -n "$B" link set chb up
     echo "t=${second}s: network restored"
   fi
-  if ((second == seconds / 2)); then
+  if ((second == restart_at)); then
     echo "t=${second}s: kill -9 psched, restart on $address"
     kill -KILL "$psched_pid"
     wait "$psched_pid" 2>/dev/null

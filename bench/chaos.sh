@@ -6,7 +6,8 @@
 # own network namespace, the veth link taken down) and restored; psched itself is killed (-9)
 # halfway and restarted on the same address. Prints the jobs run, each failure with its message,
 # and the results that differ from the closed form (must be 0), and checks nothing is left running.
-#   bench/chaos.sh BIN_DIR [SECONDS]        (root for the network namespaces, else that part skips)
+#   bench/chaos.sh BIN_DIR [SECONDS]        (root for the network namespaces, else that part skips;
+#                                           CHAOS_NETNS=0 skips it too)
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/chaos.sh BIN_DIR [SECONDS]}" && pwd)
 seconds=${2:-40}
@@ -27,7 +28,7 @@ trap cleanup EXIT
 # Network: psched, the loadgen and most workers in namespace A (198.18.7.1), one worker in B
 # (198.18.7.2) joined by a veth pair whose link can be cut. Without namespaces: all on loopback.
 host=127.0.0.1
-if [[ $(id -u) -eq 0 ]] && command -v ip >/dev/null && ip netns add "$A" 2>"$T/netns.err"; then
+if [[ "${CHAOS_NETNS:-1}" != 0 && $(id -u) -eq 0 ]] && command -v ip >/dev/null && ip netns add "$A" 2>"$T/netns.err"; then
   netns=1
   ip netns add "$B"
   ip -n "$A" link set lo up
@@ -40,14 +41,18 @@ if [[ $(id -u) -eq 0 ]] && command -v ip >/dev/null && ip netns add "$A" 2>"$T/n
   host=198.18.7.1
   in_a=(ip netns exec "$A")
 else
-  echo "network namespaces unavailable ($(cat "$T/netns.err" 2>/dev/null || echo 'not root')): skipping the network cut"
+  echo "network namespaces not used ($(cat "$T/netns.err" 2>/dev/null || echo 'not root, or CHAOS_NETNS=0')): skipping the network cut"
 fi
-address="tcp://$host:8786"
+# In our own namespace the default port is ours; on the shared loopback pick one nobody else uses
+# by default (psched restarts on the same address, so it cannot be 0).
+port=8786
+[[ -n "$netns" ]] || port=$((20000 + $$ % 20000))
+address="tcp://$host:$port"
 sched_log=$T/psched.log
 
 start_psched() {
   rm -f "$T/s.json"
-  "${in_a[@]}" "$bin/psched" --host "$host" --port 8786 --dashboard-address none --scheduler-file "$T/s.json" \
+  "${in_a[@]}" "$bin/psched" --host "$host" --port "$port" --dashboard-address none --scheduler-file "$T/s.json" \
     --worker-timeout 2 --max-connections 4096 --log-level info 2>>"$sched_log" &
   psched_pid=$!
   pids+=("$psched_pid")
@@ -77,12 +82,13 @@ loadgen=$!
 pids+=("$loadgen")
 for _ in $(seq 600); do grep -q '^ready:' "$T/loadgen.out" && break; sleep 0.05; done
 
-# When each fault strikes (seconds after the clients start).
-stop_at=3 cut_at=5 restart_at=$((seconds / 2 > 10 ? seconds / 2 : 10))
-second=0 kills=0
+# When each fault strikes: seconds after the clients start, by the clock (waiting for psched to
+# notice a fault takes seconds of its own), each once.
+stop_at=3 cut_at=5 restart_at=$((seconds / 2 > 8 ? seconds / 2 : 8))
+start=$SECONDS second=0 kills=0 stopped="" cut="" restarted=""
 while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
   sleep 1
-  second=$((second + 1))
+  second=$((SECONDS - start))
   # kill -9 a random real worker, start a new one
   if ((${#real[@]} > 0)); then
     i=$((RANDOM % ${#real[@]}))
@@ -91,14 +97,16 @@ while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
     real=("${real[@]:0:$i}" "${real[@]:$((i + 1))}")
   fi
   start_worker "${in_a[@]}"
-  if ((second == stop_at)) && ((${#real[@]} > 0)); then
+  if ((second >= stop_at)) && [[ -z "$stopped" ]] && ((${#real[@]} > 0)); then
+    stopped=1
     frozen=${real[0]}
     kill -STOP "$frozen"
     echo "t=${second}s: SIGSTOP worker $frozen past --worker-timeout 2"
     for _ in $(seq 100); do grep -q "nothing received for 2000 ms" "$sched_log" && break; sleep 0.1; done
     kill -CONT "$frozen"
   fi
-  if ((second == cut_at)) && [[ -n "$cut_worker" ]]; then
+  if ((second >= cut_at)) && [[ -z "$cut" && -n "$cut_worker" ]]; then
+    cut=1
     echo "t=${second}s: network of worker $cut_worker (namespace B) cut"
     before=$(grep -c "nothing received for 2000 ms" "$sched_log")
     ip -n "$B" link set chb down
@@ -107,9 +115,10 @@ while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
       sleep 0.1
     done
     ip -n "$B" link set chb up
-    echo "t=${second}s: network restored"
+    echo "t=$((SECONDS - start))s: network restored"
   fi
-  if ((second == restart_at)); then
+  if ((second >= restart_at)) && [[ -z "$restarted" ]]; then
+    restarted=1
     echo "t=${second}s: kill -9 psched, restart on $address"
     kill -KILL "$psched_pid"
     wait "$psched_pid" 2>/dev/null

@@ -36,14 +36,13 @@ double sum_error_bound(long double sum_abs, double element_epsilon, uint64_t chu
   return double((elements + summation) * 1.01L);
 }
 
-Expectation expected_result(const JobSpec& raw) {
-  const JobSpec s = normalized(raw);
-  const AxisRun rows = select_axis(0, s.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
-  const AxisRun cols = select_axis(0, s.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
+namespace {
+
+// The expectation over the selected rows x cols of `s` (normalized): the whole array, or one chunk.
+Expectation expected_over(const JobSpec& s, const AxisRun& rows, const AxisRun& cols) {
   Expectation e;
   e.count = rows.count * cols.count;
   if (e.count == 0) return e;
-  const long double nr = rows.count, nc = cols.count;
   switch (s.generator) {
     case Generator::kArange: {
       // sum over selected of index = nc * cols * sum(r) + nr * sum(c)
@@ -76,7 +75,7 @@ Expectation expected_result(const JobSpec& raw) {
           4 * kUnitRoundoff + (s.dtype == DType::kFloat32 ? kFloat32Roundoff : 0.0);
       e.sum_tolerance = sum_error_bound(sum_abs, element_epsilon,
                                         max_selected_per_chunk(s, rows.count, cols.count),
-                                        ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.chunks());
+                                        s.chunks());
       const double largest_abs = std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
                                  std::fabs(s.offset);
       e.min_max_tolerance = 2 * element_epsilon * largest_abs;
@@ -101,7 +100,7 @@ Expectation expected_result(const JobSpec& raw) {
       // Every element is v exactly (the same two roundings as here): only the summation errs.
       e.sum_tolerance = sum_error_bound((long double)std::fabs(v) * (long double)e.count, 0.0,
                                         max_selected_per_chunk(s, rows.count, cols.count),
-                                        ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.chunks());
+                                        s.chunks());
       break;
     }
     case Generator::kNormal:
@@ -115,9 +114,26 @@ Expectation expected_result(const JobSpec& raw) {
                          1e-12 * std::fabs(e.mean);
       break;
   }
-  (void)nr;
-  (void)nc;
   return e;
+}
+
+}  // namespace
+
+Expectation expected_result(const JobSpec& raw) {
+  const JobSpec s = normalized(raw);
+  return expected_over(s, select_axis(0, s.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step),
+                       select_axis(0, s.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
+}
+
+std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t chunk) {
+  const JobSpec s = normalized(raw);
+  const ChunkBox b = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.box(chunk);
+  const Expectation e = expected_over(
+      s, select_axis(b.row0, b.row0 + b.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step),
+      select_axis(b.col0, b.col0 + b.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
+  if (e.count == 0) return PartialSum{};  // what a worker reports for a chunk with nothing selected
+  if (!e.sum_exact || !e.has_min_max || s.dtype != DType::kFloat64) return std::nullopt;
+  return PartialSum{e.sum, e.count, e.min, e.max};
 }
 
 std::string check_result(const JobSpec& spec, const PartialSum& got) {

@@ -3,6 +3,7 @@
 // pbench --check and by the tests.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/job_spec.h"
@@ -35,6 +36,12 @@ double sum_error_bound(long double sum_abs, double element_epsilon, uint64_t chu
 
 // spec must be validated.
 Expectation expected_result(const JobSpec& spec);
+
+// The exact partial a worker reports for chunk `chunk` of an arange or constant float64 job whose
+// values and sums are integers below 2^53 (so every summation order gives the same bits: the CPU
+// and CUDA backends' included); nullopt for any other job or chunk. The simulated workers of
+// bench/loadgen answer with it; tests/common/closed_form_test.cpp holds it to reduce_chunk_cpu.
+std::optional<PartialSum> expected_chunk_partial(const JobSpec& spec, uint64_t chunk);
 
 // Empty when `got` satisfies the expectation; else one line saying what differs.
 std::string check_result(const JobSpec& spec, const PartialSum& got);

@@ -58,11 +58,14 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
     return picked.back();
   };
 
-  // Passes over the jobs in turn, starting after the last one served, until no job can take more.
-  for (bool progress = true; progress;) {
+  // Passes over the jobs in turn, starting after the last one served, until no job can take more
+  // or the worker's window is full for every job (then the jobs need not be looked at: with
+  // thousands of jobs that scan was the scheduler's whole cost).
+  const uint64_t widest = worker.widest_window();
+  for (bool progress = worker.in_flight.size() < widest; progress;) {
     progress = false;
     auto it = jobs_.upper_bound(round_robin_after_);
-    for (size_t tried = 0; tried < jobs_.size(); ++tried, ++it) {
+    for (size_t tried = 0; tried < jobs_.size() && worker.in_flight.size() < widest; ++tried, ++it) {
       if (it == jobs_.end()) it = jobs_.begin();
       Job* job = it->second.get();
       if (!job->has_queued()) continue;

@@ -73,6 +73,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     a.setChunks(job->chunks());
   });
   client.jobs.insert(id);
+  tracked_chunks_ += job->chunks();
   jobs_[id] = std::move(job);
   dispatch();
 }
@@ -243,6 +244,7 @@ void Scheduler::forget_job(Job& job) {
   }
   auto cit = clients_.find(job.client());
   if (cit != clients_.end()) cit->second->jobs.erase(id);
+  tracked_chunks_ -= job.chunks();
   jobs_.erase(id);  // destroys `job`
 }
 

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <optional>

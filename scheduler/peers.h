@@ -65,6 +65,12 @@ struct WorkerRecord : WorkerInfo {
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
     return window > slots ? window : slots;
   }
+  // The widest window_for() any job can get (one-element chunks): a worker holding this many has
+  // no room for any job, and dispatch need not look at them.
+  uint64_t widest_window() const {
+    const uint64_t window = window_elements < kMaxWindowChunks ? window_elements : kMaxWindowChunks;
+    return window > slots ? window : slots;
+  }
 };
 
 struct ClientRecord {

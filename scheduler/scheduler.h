@@ -141,6 +141,9 @@ class Scheduler {
   std::map<WorkerId, std::unique_ptr<WorkerRecord>> workers_;
   std::map<ClientId, std::unique_ptr<ClientRecord>> clients_;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
+  // Chunks of all jobs in jobs_, kept as they come and go: summing them on every Submit made 100
+  // clients submitting 100 jobs each quadratic in the number of jobs.
+  uint64_t tracked_chunks_ = 0;
   uint32_t next_peer_id_ = 1;
   JobId next_job_id_ = 1;
   JobId round_robin_after_ = 0;  // dispatch serves jobs in turn, starting after this one

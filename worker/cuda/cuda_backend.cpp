@@ -107,14 +107,12 @@ void CudaBackend::stop() {
 // Chunks per launch for this job: 1 for big chunks; for small ones a batch of about
 // kBatchTargetElements, within the memory one slot may use.
 uint64_t CudaBackend::batch_chunks(const JobSpec& spec) const {
-  if (!batched(spec)) return 1;
-  const uint64_t elements = std::max<uint64_t>(1, spec.chunk_rows * spec.chunk_cols);
-  uint64_t chunks = std::max<uint64_t>(1, kBatchTargetElements / elements);
+  uint64_t chunks = chunks_per_batch(spec);
   if (!spec.fused) {
     const uint64_t per_slot = pool_.budget_bytes() / uint64_t(options_.streams);
     chunks = std::min(chunks, std::max<uint64_t>(1, per_slot / std::max<uint64_t>(1, spec.chunk_bytes())));
   }
-  return std::min<uint64_t>(chunks, kMaxBatchChunks);
+  return chunks;
 }
 
 }  // namespace gpu

@@ -14,6 +14,7 @@
 #include "common/chunk_grid.h"
 #include "common/generators.h"
 #include "common/job_spec.h"
+#include "worker/cuda/batching.h"
 
 namespace psched::gpu {
 
@@ -41,14 +42,6 @@ struct ChunkWork {
 // spec must be validated and normalized.
 ChunkWork chunk_work(const JobSpec& spec, uint64_t chunk);
 
-// Chunks of at most this many elements are computed in batches (batch_reduce below); larger ones
-// one at a time with CUB. A property of the job alone, so a chunk's partial never depends on how
-// many chunks shared its batch.
-constexpr uint64_t kBatchMaxChunkElements = uint64_t{1} << 25;
-inline bool batched(const JobSpec& spec) {
-  return spec.chunk_rows * spec.chunk_cols <= kBatchMaxChunkElements;
-}
-
 // A batch: `count` consecutive chunks of one job starting at first.chunk, chunk i's box stored
 // row-major at element offset i * stride_elements of one buffer (a full chunk's elements).
 struct BatchWork {
@@ -56,12 +49,6 @@ struct BatchWork {
   uint32_t count = 1;
   uint64_t stride_elements = 0;
 };
-// Elements one batch of small chunks aims at: enough work per launch (~0.1 ms on an H100) that
-// launches, events and round trips vanish behind it, small enough that several batches fill the
-// streams.
-constexpr uint64_t kBatchTargetElements = uint64_t{1} << 25;
-// The most chunks in one batch (the grid's y and z dimensions hold one chunk each).
-constexpr uint32_t kMaxBatchChunks = 8192;
 
 // What the device reduction yields; the count is the closed form rows.count * cols.count.
 struct SelectionStats {

@@ -1,0 +1,213 @@
+#include "sim_client.h"
+
+#include <capnp/message.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "common/closed_form.h"
+#include "common/framing.h"
+#include "common/wire_convert.h"
+
+namespace psched::loadgen {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// "" when `got` is the job's exact result, bit for bit; else what differs.
+std::string compare_exact(const JobSpec& spec, const PartialSum& got) {
+  const Expectation e = expected_result(spec);
+  if (got.count != e.count) return fmt::format("count {} != {}", got.count, e.count);
+  if (!same_bits(got.sum, e.sum)) return fmt::format("sum {:.17g} != {:.17g}", got.sum, e.sum);
+  if (e.count > 0 && (!same_bits(got.min, e.min) || !same_bits(got.max, e.max)))
+    return fmt::format("min/max {:.17g}/{:.17g} != {:.17g}/{:.17g}", got.min, got.max, e.min, e.max);
+  return "";
+}
+
+}  // namespace
+
+SimClient::SimClient(ClientPool& pool, uint32_t index)
+    : SimPeer(pool.io(), pool.scheduler()), pool_(pool), index_(index) {
+  burst_left_ = pool.plan().jobs_per_client;
+}
+
+void SimClient::fill_hello(wire::Hello::Builder hello) {
+  hello.setRole(wire::Role::CLIENT);
+  hello.setName(fmt::format("loadgen-client-{}", index_));
+}
+
+void SimClient::submit(const JobSpec& spec) {
+  const uint64_t tag = next_tag_++;
+  ClientStats& st = pool_.stats();
+  const auto now = Clock::now();
+  if (st.submitted++ == 0) st.first_submit = now;
+  pending_[tag] = Pending{spec, now, 0};
+  send_message(*conn_, [&](wire::Message::Builder m) {
+    auto s = m.initSubmit();
+    s.setTag(tag);
+    to_wire(spec, s.initSpec());
+  });
+}
+
+void SimClient::submit_more() {
+  if (!welcomed_ || !conn_ || !conn_->is_open()) return;
+  if (pool_.continuous()) {
+    while (pending_.size() < pool_.plan().outstanding && Clock::now() < pool_.plan().deadline)
+      submit(pool_.next_job());
+  } else {
+    for (; burst_left_ > 0; --burst_left_) submit(pool_.next_job());
+  }
+  check_done();
+}
+
+void SimClient::check_done() {
+  if (finished_ || !pending_.empty()) return;
+  const bool more = pool_.continuous() ? Clock::now() < pool_.plan().deadline : burst_left_ > 0;
+  if (more) return;
+  finished_ = true;
+  pool_.client_finished();
+}
+
+void SimClient::fail(uint64_t tag, const std::string& message) {
+  auto it = pending_.find(tag);
+  if (it == pending_.end()) return;
+  ClientStats& st = pool_.stats();
+  ++st.failed;
+  ++st.failure_counts[message];
+  if (it->second.job_id) tag_of_job_.erase(it->second.job_id);
+  pending_.erase(it);
+}
+
+void SimClient::on_message(wire::Message::Reader message) {
+  ClientStats& st = pool_.stats();
+  switch (message.which()) {
+    case wire::Message::WELCOME:
+      welcomed_ = true;
+      submit_more();
+      return;
+    case wire::Message::JOB_ACCEPTED: {
+      auto a = message.getJobAccepted();
+      auto it = pending_.find(a.getTag());
+      if (it == pending_.end()) return;
+      it->second.job_id = a.getJobId();
+      tag_of_job_[a.getJobId()] = a.getTag();
+      return;
+    }
+    case wire::Message::JOB_RESULT: {
+      auto r = message.getJobResult();
+      auto t = tag_of_job_.find(r.getJobId());
+      if (t == tag_of_job_.end()) return;
+      auto it = pending_.find(t->second);
+      const auto now = Clock::now();
+      const std::string diff =
+          compare_exact(it->second.spec, PartialSum{r.getSum(), r.getCount(), r.getMin(), r.getMax()});
+      if (diff.empty()) {
+        ++st.ok;
+        st.latency_s.push_back(std::chrono::duration<double>(now - it->second.submitted).count());
+      } else {
+        ++st.mismatched;
+        st.mismatches.push_back(fmt::format("job {}: {} ({})", r.getJobId(), diff, describe(it->second.spec)));
+      }
+      st.last_result = now;
+      pending_.erase(it);
+      tag_of_job_.erase(t);
+      submit_more();
+      return;
+    }
+    case wire::Message::JOB_FAILED: {
+      auto f = message.getJobFailed();
+      const std::string text = f.getMessage().cStr();
+      if (f.getJobId() != 0) {
+        auto t = tag_of_job_.find(f.getJobId());
+        if (t != tag_of_job_.end()) fail(t->second, text);
+      } else if (!pending_.empty()) {
+        // A refused submit names no job: it is the oldest one not yet accepted.
+        for (auto& [tag, p] : pending_)
+          if (p.job_id == 0) {
+            fail(tag, text);
+            break;
+          }
+      }
+      submit_more();
+      return;
+    }
+    case wire::Message::ERROR:
+      spdlog::warn("client {}: scheduler says: {}", index_, message.getError().getMessage().cStr());
+      return;
+    default:
+      return;  // Progress, Heartbeat, Goodbye
+  }
+}
+
+void SimClient::on_close(const std::string& why) {
+  welcomed_ = false;
+  std::vector<uint64_t> tags;
+  for (auto& [tag, p] : pending_) tags.push_back(tag);
+  for (uint64_t tag : tags) fail(tag, fmt::format("connection to the scheduler lost: {}", why));
+  if (stopped()) return;
+  if (!pool_.continuous() || Clock::now() >= pool_.plan().deadline) {
+    burst_left_ = 0;
+    check_done();
+    return;
+  }
+  reconnect_after(std::chrono::milliseconds(100));
+}
+
+void SimClient::heartbeat() {
+  if (welcomed_ && conn_ && conn_->is_open())
+    send_message(*conn_, [](wire::Message::Builder m) { m.initHeartbeat(); });
+  if (pool_.continuous() && !finished_) check_done();
+}
+
+ClientPool::ClientPool(asio::io_context& io, asio::ip::tcp::endpoint scheduler, ClientPlan plan)
+    : io_(io), scheduler_(std::move(scheduler)), plan_(std::move(plan)), heartbeat_timer_(io) {}
+
+void ClientPool::start(uint32_t clients) {
+  for (uint32_t i = 0; i < clients; ++i) clients_.push_back(std::make_shared<SimClient>(*this, i));
+  for (auto& c : clients_) c->connect();
+  heartbeat_all();
+}
+
+JobSpec ClientPool::next_job() {
+  JobSpec s = plan_.base;
+  const uint64_t n = job_number_++;
+  if (plan_.vary) {
+    // Distinct answers per job: a result delivered to the wrong job cannot pass.
+    if (s.generator == Generator::kArange) {
+      s.param0 = double(n % 1000);
+      s.param1 = double(1 + n % 3);
+    } else {
+      s.param0 = double(1 + n % 7);
+    }
+    s.row_sel = {n % 2, kToEnd, 1 + n % 3};
+    s.col_sel = {n % 3, kToEnd, 1 + (n / 3) % 2};
+  }
+  return s;
+}
+
+void ClientPool::client_finished() {
+  ++finished_clients_;
+  if (finished() && on_finished) asio::post(io_, on_finished);
+}
+
+void ClientPool::heartbeat_all() {
+  if (stopping_) return;
+  for (auto& c : clients_) c->heartbeat();
+  heartbeat_timer_.expires_after(std::chrono::milliseconds(500));
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) heartbeat_all();
+  });
+}
+
+void ClientPool::stop() {
+  stopping_ = true;
+  heartbeat_timer_.cancel();
+  for (auto& c : clients_) c->leave("loadgen done");
+}
+
+}  // namespace psched::loadgen

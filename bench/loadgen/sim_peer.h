@@ -1,0 +1,46 @@
+// SimPeer: what a simulated worker and a simulated client share: one framed connection to psched
+// (opened, said Hello on, retried after a pause, left with Goodbye) whose callbacks reach the peer
+// only while it lives and only for its current connection, so a late callback of an old connection
+// (before a reconnect or a kill) changes nothing.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/connection.h"
+
+namespace psched::loadgen {
+
+class SimPeer : public std::enable_shared_from_this<SimPeer> {
+ public:
+  SimPeer(boost::asio::io_context& io, boost::asio::ip::tcp::endpoint scheduler);
+  virtual ~SimPeer() = default;
+
+  void connect();
+  // Goodbye, then close; no reconnection afterwards.
+  void leave(const std::string& reason);
+  // Closes without a word, as a killed process's socket; no reconnection afterwards.
+  void drop();
+
+ protected:
+  virtual void fill_hello(wire::Hello::Builder hello) = 0;
+  virtual void on_message(wire::Message::Reader message) = 0;
+  virtual void on_close(const std::string& why) = 0;  // the connection (or the attempt) ended
+  void reconnect_after(std::chrono::milliseconds pause);
+  bool stopped() const { return stopped_; }
+
+  std::shared_ptr<FramedConnection> conn_;
+
+ private:
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::endpoint scheduler_;
+  boost::asio::steady_timer retry_timer_;
+  uint32_t generation_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace psched::loadgen

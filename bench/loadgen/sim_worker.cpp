@@ -1,0 +1,288 @@
+#include "sim_worker.h"
+
+#include <capnp/message.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <optional>
+
+#include "common/chunk_grid.h"
+#include "common/closed_form.h"
+#include "common/framing.h"
+#include "common/wire_convert.h"
+#include "worker/cuda/batching.h"
+
+namespace psched::loadgen {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+SimWorker::SimWorker(Fleet& fleet, uint32_t index)
+    : SimPeer(fleet.io(), fleet.scheduler()), fleet_(fleet), index_(index), device_timer_(fleet.io()) {}
+
+void SimWorker::fill_hello(wire::Hello::Builder hello) {
+  hello.setRole(wire::Role::WORKER);
+  const std::string name = fmt::format("{}-{}", fleet_.name_prefix(), index_);
+  hello.setName(name);
+  auto info = hello.initWorker();
+  info.setName(name);
+  info.setHost("loadgen");
+  info.setPid(uint32_t(getpid()));
+  info.setBackend("cuda");
+  info.setDeviceName("simulated NVIDIA H100 80GB HBM3");
+  info.setMemoryTotalBytes(uint64_t{80} << 30);
+  info.setComputeMajor(9);
+  info.setComputeMinor(0);
+  info.setThreads(1);
+  info.setSlots(fleet_.device().slots);
+  info.setWindowElements(fleet_.device().window_elements);
+}
+
+void SimWorker::on_message(wire::Message::Reader message) {
+  switch (message.which()) {
+    case wire::Message::WELCOME:
+      registered_ = true;
+      ++fleet_.counters().welcomed;
+      ++fleet_.counters().connected_now;
+      fleet_.set_heartbeat_ms(message.getWelcome().getHeartbeatMs());
+      fleet_.handshake_done();
+      return;
+    case wire::Message::DEFINE_JOB: {
+      auto d = message.getDefineJob();
+      JobSpec spec = from_wire(d.getSpec());
+      JobEntry entry;
+      if (validate(spec)) entry.spec = std::make_shared<const JobSpec>(normalized(spec));
+      jobs_[d.getJobId()] = std::move(entry);
+      return;
+    }
+    case wire::Message::TASK_BATCH:
+      on_task_batch(message.getTaskBatch());
+      return;
+    case wire::Message::DROP_JOB: {
+      const uint64_t id = message.getDropJob().getJobId();
+      jobs_.erase(id);
+      // The device finishes what it is on; queued chunks of the job are forgotten.
+      const bool head_dropped = !queue_.empty() && queue_.front().job_id == id;
+      std::erase_if(queue_, [id](const Run& r) { return r.job_id == id; });
+      std::erase_if(ready_, [&](const Ready& r) {
+        if (r.job_id == id) ready_chunks_ -= r.results.size() + r.refused.size();
+        return r.job_id == id;
+      });
+      if (head_dropped) {
+        head_done_at_ = Clock::now();
+        if (!queue_.empty()) head_done_at_ += std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(chunk_seconds(queue_.front())));
+        arm();
+      }
+      return;
+    }
+    case wire::Message::ERROR:
+      spdlog::warn("worker {}: scheduler says: {}", index_, message.getError().getMessage().cStr());
+      return;
+    default:
+      return;  // Heartbeat, Goodbye (the close follows)
+  }
+}
+
+void SimWorker::on_task_batch(wire::TaskBatch::Reader batch) {
+  const bool idle = queue_.empty();
+  for (auto r : batch.getRanges())
+    queue_.push_back(Run{batch.getJobId(), r.getFirst(), r.getFirst() + r.getCount()});
+  if (idle && !queue_.empty()) {
+    head_done_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(chunk_seconds(queue_.front())));
+    arm();
+  }
+}
+
+double SimWorker::chunk_seconds(const Run& run) const {
+  auto it = jobs_.find(run.job_id);
+  if (it == jobs_.end() || !it->second.spec) return 0;
+  const JobSpec& s = *it->second.spec;
+  const ChunkBox b = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.box(run.next);
+  return double(b.rows * b.cols) * fleet_.device().seconds_per_element;
+}
+
+void SimWorker::arm() {
+  if (queue_.empty()) return;
+  device_timer_.expires_at(head_done_at_);
+  std::weak_ptr<SimWorker> weak = std::static_pointer_cast<SimWorker>(shared_from_this());
+  device_timer_.async_wait([weak](const boost::system::error_code& ec) {
+    if (auto s = weak.lock(); s && !ec) s->on_device_tick();
+  });
+}
+
+// Every chunk whose simulated finish time has passed is ready; ready chunks are reported, one
+// ResultBatch per job, once result_batch of them are (1: at once) or the queue ran dry: as a
+// real worker's outcomes that finish while its loop is busy share a batch.
+void SimWorker::on_device_tick() {
+  if (!conn_ || !conn_->is_open()) return;
+  const auto now = Clock::now();
+  while (!queue_.empty() && head_done_at_ <= now) {
+    Run& run = queue_.front();
+    if (ready_.empty() || ready_.back().job_id != run.job_id) ready_.push_back({run.job_id, {}, {}});
+    Ready& r = ready_.back();
+    auto it = jobs_.find(run.job_id);
+    std::optional<PartialSum> partial;
+    if (it != jobs_.end() && it->second.spec) partial = expected_chunk_partial(*it->second.spec, run.next);
+    if (partial && int64_t(run.next) == fleet_.device().corrupt_chunk) partial->sum += 1;
+    if (partial) {
+      r.results.emplace_back(run.next, *partial);
+    } else {
+      r.refused.push_back(run.next);
+    }
+    r.busy += chunk_seconds(run);
+    ++ready_chunks_;
+    if (++run.next == run.end) queue_.pop_front();
+    if (!queue_.empty())
+      head_done_at_ += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(chunk_seconds(queue_.front())));
+  }
+  if (ready_chunks_ >= result_batch_for(ready_.empty() ? 0 : ready_.back().job_id) || queue_.empty())
+    report();
+  arm();
+}
+
+// Chunks reported together: the option, or one CUDA batch of the job's chunks.
+uint64_t SimWorker::result_batch_for(uint64_t job_id) const {
+  if (fleet_.device().result_batch > 0) return fleet_.device().result_batch;
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() || !it->second.spec ? 1 : psched::gpu::chunks_per_batch(*it->second.spec);
+}
+
+void SimWorker::report() {
+  FleetCounters& c = fleet_.counters();
+  for (const Ready& r : ready_) {
+    capnp::MallocMessageBuilder m(128 + r.results.size() * 6);
+    auto batch = m.initRoot<wire::Message>().initResultBatch();
+    batch.setJobId(r.job_id);
+    batch.setBusySeconds(r.busy);
+    auto results = batch.initResults(uint32_t(r.results.size()));
+    for (size_t i = 0; i < r.results.size(); ++i)
+      to_wire(r.results[i].first, r.results[i].second, results[uint32_t(i)]);
+    auto failures = batch.initFailures(uint32_t(r.refused.size()));
+    for (size_t i = 0; i < r.refused.size(); ++i) {
+      failures[uint32_t(i)].setChunk(r.refused[i]);
+      failures[uint32_t(i)].setMessage(
+          "simulated worker: this job has no exact closed form (use arange or constant with "
+          "integer values)");
+    }
+    conn_->send(m);
+    c.chunks_done += r.results.size();
+    c.chunks_refused += r.refused.size();
+    c.busy_seconds += r.busy;
+  }
+  ready_.clear();
+  ready_chunks_ = 0;
+}
+
+void SimWorker::heartbeat() {
+  if (!registered_ || !conn_ || !conn_->is_open()) return;
+  send_message(*conn_, [](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(0); });
+}
+
+void SimWorker::reset_device() {
+  device_timer_.cancel();
+  queue_.clear();
+  ready_.clear();
+  ready_chunks_ = 0;
+  jobs_.clear();
+  if (registered_) --fleet_.counters().connected_now;
+  registered_ = false;
+}
+
+void SimWorker::on_close(const std::string& why) {
+  const bool was_handshaking = !registered_;
+  reset_device();
+  if (stopped() || fleet_.stopping()) return;
+  ++fleet_.counters().disconnects;
+  spdlog::debug("worker {}: disconnected: {}", index_, why);
+  if (was_handshaking) fleet_.handshake_done();
+  // The scheduler went away (restart, network): try again, as pcuda-worker does.
+  reconnect_after(std::chrono::milliseconds(100 + index_ % 100));
+}
+
+void SimWorker::kill() {
+  reset_device();
+  drop();
+}
+
+void SimWorker::leave() {
+  reset_device();
+  SimPeer::leave("loadgen done");
+}
+
+Fleet::Fleet(asio::io_context& io, asio::ip::tcp::endpoint scheduler, DeviceModel device,
+             std::string name_prefix)
+    : io_(io),
+      scheduler_(std::move(scheduler)),
+      device_(device),
+      name_prefix_(std::move(name_prefix)),
+      heartbeat_timer_(io) {}
+
+void Fleet::start(uint32_t count) {
+  to_open_ += count;
+  open_more();
+  if (!heartbeat_running_) {
+    heartbeat_running_ = true;
+    heartbeat_all();
+  }
+}
+
+void Fleet::open_more() {
+  while (to_open_ > 0 && handshaking_ < kConnectWave && !stopping_) {
+    --to_open_;
+    ++handshaking_;
+    auto w = std::make_shared<SimWorker>(*this, next_index_++);
+    workers_.push_back(w);
+    w->connect();
+  }
+}
+
+void Fleet::handshake_done() {
+  if (handshaking_ > 0) --handshaking_;
+  open_more();
+}
+
+bool Fleet::churn_one() {
+  std::vector<size_t> live;
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i]->registered()) live.push_back(i);
+  if (live.empty()) return false;
+  const size_t victim = live[std::uniform_int_distribution<size_t>(0, live.size() - 1)(random_)];
+  workers_[victim]->kill();
+  ++counters_.kills;
+  workers_[victim] = std::make_shared<SimWorker>(*this, next_index_++);
+  workers_[victim]->connect();
+  return true;
+}
+
+void Fleet::heartbeat_all() {
+  if (stopping_) return;
+  for (auto& w : workers_) w->heartbeat();
+  arm_heartbeat();
+}
+
+void Fleet::arm_heartbeat() {
+  heartbeat_timer_.expires_after(std::chrono::milliseconds(heartbeat_ms_));
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) heartbeat_all();
+  });
+}
+
+void Fleet::set_heartbeat_ms(uint32_t ms) {
+  if (ms == 0 || ms >= heartbeat_ms_) return;
+  // Shorter than the interval we started with (a short --worker-timeout): the wait under way
+  // could outlast the scheduler's patience, so start the new interval now.
+  heartbeat_ms_ = ms;
+  if (heartbeat_running_ && !stopping_) arm_heartbeat();
+}
+
+void Fleet::stop() {
+  stopping_ = true;
+  heartbeat_timer_.cancel();
+  for (auto& w : workers_) w->leave();
+}
+
+}  // namespace psched::loadgen

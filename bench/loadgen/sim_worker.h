@@ -1,0 +1,137 @@
+// A fleet of simulated GPU workers on one Asio loop: each is a real worker connection to psched
+// (Hello with a GPU-like device, slots 8 and no element window, as pcuda-worker's CUDA backend
+// announces) whose "device" runs its chunks one after another at a set time per element, by a
+// timer per worker, and answers each with the exact partial from the closed form
+// (expected_chunk_partial: the bits a real worker reports). The fleet can also kill workers
+// abruptly (the connection reset, as after kill -9) and start replacements.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/loadgen/sim_peer.h"
+#include "common/job_spec.h"
+#include "common/partial.h"
+
+namespace psched::loadgen {
+
+struct DeviceModel {
+  double seconds_per_element = 0.67e-3 / 1e8;  // the H100's 0.67 ms per 10000 x 10000 chunk
+  uint32_t slots = 8;                          // pcuda-worker: --streams 6 + 2
+  uint64_t window_elements = 0;                // Hello windowElements
+  // Report once this many chunks are done (or the queue ran dry): 0, one batch of the job's chunks
+  // as pcuda-worker's CUDA backend computes them (worker/cuda/batching.h); 1, each as it finishes.
+  uint32_t result_batch = 0;
+  int64_t corrupt_chunk = -1;  // test-only: answer this chunk of every job with sum + 1
+};
+
+struct FleetCounters {
+  uint64_t welcomed = 0;        // Welcome received (registrations, reconnections included)
+  uint64_t connected_now = 0;   // workers registered at this moment
+  uint64_t chunks_done = 0;
+  uint64_t chunks_refused = 0;  // jobs without a closed form: reported as chunk failures
+  uint64_t kills = 0;
+  uint64_t disconnects = 0;     // connections the scheduler or the network ended
+  double busy_seconds = 0;      // simulated device time of the chunks done
+};
+
+class Fleet;
+
+class SimWorker : public SimPeer {
+ public:
+  SimWorker(Fleet& fleet, uint32_t index);
+  void kill();  // abrupt: the socket is closed with nothing said, like a process killed
+  void leave();  // Goodbye, then close
+  void heartbeat();
+  bool registered() const { return registered_; }
+
+ private:
+  struct Run {
+    uint64_t job_id, next, end;  // chunks [next, end) of the job, in order
+  };
+  struct JobEntry {
+    std::shared_ptr<const JobSpec> spec;  // null: the spec was invalid
+  };
+  struct Ready {  // finished chunks of one job, not yet reported
+    uint64_t job_id;
+    std::vector<std::pair<uint64_t, PartialSum>> results;
+    std::vector<uint64_t> refused;
+    double busy = 0;
+  };
+
+  void fill_hello(wire::Hello::Builder hello) override;
+  void on_message(wire::Message::Reader message) override;
+  void on_close(const std::string& why) override;
+  void on_task_batch(wire::TaskBatch::Reader batch);
+  double chunk_seconds(const Run& run) const;
+  void arm();
+  void on_device_tick();
+  void reset_device();
+  void report();
+  uint64_t result_batch_for(uint64_t job_id) const;
+
+  Fleet& fleet_;
+  uint32_t index_;
+  boost::asio::steady_timer device_timer_;
+  bool registered_ = false;
+  std::map<uint64_t, JobEntry> jobs_;
+  std::deque<Run> queue_;
+  std::vector<Ready> ready_;
+  uint64_t ready_chunks_ = 0;
+  std::chrono::steady_clock::time_point head_done_at_{};
+};
+
+class Fleet {
+ public:
+  Fleet(boost::asio::io_context& io, boost::asio::ip::tcp::endpoint scheduler, DeviceModel device,
+        std::string name_prefix);
+
+  // Opens `count` workers, at most kConnectWave handshakes at a time (a burst of thousands of SYNs
+  // overflows the listen backlog and costs retransmission seconds).
+  void start(uint32_t count);
+  // Kills a random registered worker and starts a replacement; false when none is registered.
+  bool churn_one();
+  void stop();  // every worker says Goodbye and closes
+
+  FleetCounters& counters() { return counters_; }
+  const DeviceModel& device() const { return device_; }
+  boost::asio::io_context& io() { return io_; }
+  const boost::asio::ip::tcp::endpoint& scheduler() const { return scheduler_; }
+  const std::string& name_prefix() const { return name_prefix_; }
+  bool stopping() const { return stopping_; }
+
+  // Called by workers.
+  void handshake_done();
+  uint32_t heartbeat_ms() const { return heartbeat_ms_; }
+  void set_heartbeat_ms(uint32_t ms);  // Welcome's figure: the next heartbeat goes out within it
+
+  static constexpr uint32_t kConnectWave = 256;
+
+ private:
+  void open_more();
+  void heartbeat_all();
+  void arm_heartbeat();
+
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::endpoint scheduler_;
+  DeviceModel device_;
+  std::string name_prefix_;
+  std::vector<std::shared_ptr<SimWorker>> workers_;
+  uint32_t to_open_ = 0, handshaking_ = 0, next_index_ = 0;
+  uint32_t heartbeat_ms_ = 1000;
+  boost::asio::steady_timer heartbeat_timer_;
+  bool heartbeat_running_ = false;
+  bool stopping_ = false;
+  std::mt19937 random_{12345};
+  FleetCounters counters_;
+};
+
+}  // namespace psched::loadgen

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Scale: a simulated GPU fleet and many clients (psched-loadgen) against one real psched, each run
+# printed against its ideal (simulated GPU time / fleet size), with psched's and the loadgen's CPU
+# (and the time each waited for a CPU: the two share this machine) and psched's peak memory:
+#   bench/scale.sh BIN_DIR [OUT_DIR]
+# BIN_DIR holds psched and psched-loadgen (a Release build). Environment: REPEAT (runs of each
+# timed figure, best kept; default 3), IDLE_S (seconds the idle fleet is watched; default 10),
+# CLIENT_WORKERS (the fleet of run 4; default 1024).
+#   1. 1024 simulated H100s (0.67 ms per 10000² chunk, window 8), constant(1), (x + 1)[::2, ::2]
+#      over 1,000,000² float64 (8 TB) in 10000² chunks (10^4 chunks);
+#   2. the same array in 1000² chunks (10^6 chunks);
+#   3. 4096 idle worker connections: psched's memory per worker and heartbeat CPU;
+#   4. 100 clients each submitting 100 small arange jobs at once (1000², 100² chunks: 10^4 jobs,
+#      10^6 chunks) on CLIENT_WORKERS simulated H100s: all exact, p50/p99 job latency;
+#   5. what-ifs that show what limits runs 1 and 2: workers reporting 4 (run 1) or 64 (run 2)
+#      chunks per ResultBatch, and (run 2) GPU workers announcing an element window
+#      (windowElements 8 x 10^8: 800 chunks of 1000²), which the CUDA backend does not today.
+# Every result is checked bit for bit against the closed form; any difference fails the script.
+set -uo pipefail
+bin=$(cd "${1:?usage: bench/scale.sh BIN_DIR [OUT_DIR]}" && pwd)
+out=${2:-$(mktemp -d)}
+mkdir -p "$out"
+repeat=${REPEAT:-3}
+idle_s=${IDLE_S:-10}
+client_workers=${CLIENT_WORKERS:-1024}
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+fig() { awk -v k="$2" '$1 == "figure" && $2 == k { print $3 }' "$1"; }
+
+echo "== machine"
+echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+
+# run NAME LOADGEN_ARGS...: a fresh psched (so its peak memory is this run's), the loadgen, its log.
+run() {
+  local name=$1 dir
+  shift
+  dir=$(mktemp -d)
+  "$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$dir/s.json" \
+    --max-connections 10000 --log-level warning 2>"$dir/psched.log" &
+  local pid=$! port=""
+  for _ in $(seq 200); do
+    [[ -s "$dir/s.json" ]] && port=$(grep -o '"address": *"[^"]*"' "$dir/s.json" | grep -o '[0-9]*"$' | tr -d '"')
+    [[ -n "$port" ]] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if [[ -z "$port" ]]; then
+    fail "$name: psched did not start: $(cat "$dir/psched.log")"
+  else
+    "$bin/psched-loadgen" --scheduler "tcp://127.0.0.1:$port" --scheduler-pid "$pid" "$@" >"$out/$name.log" 2>&1 ||
+      fail "$name: psched-loadgen failed (see $out/$name.log)"
+  fi
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  rm -rf "$dir"
+}
+
+# best NAME REPEAT LOADGEN_ARGS...: runs it REPEAT times, keeps the log of the fastest as NAME.log.
+best() {
+  local name=$1 n=$2 best_wall="" i
+  shift 2
+  for i in $(seq "$n"); do
+    run "$name.$i" "$@"
+    local wall
+    wall=$(fig "$out/$name.$i.log" wall_s)
+    [[ -z "$wall" ]] && continue
+    if [[ -z "$best_wall" ]] || awk -v a="$wall" -v b="$best_wall" 'BEGIN { exit !(a < b) }'; then
+      best_wall=$wall
+      cp "$out/$name.$i.log" "$out/$name.log"
+    fi
+  done
+  [[ -n "$best_wall" ]] || fail "$name: no run finished"
+}
+
+big=(-x 1000000 -y 1000000 --same-jobs -c 1 -j 1 --generator constant)
+echo "== 1. 1024 simulated H100s, 8 TB in 10000² chunks"
+best h100x1024-10000 "$repeat" -w 1024 "${big[@]}" --chunk-x 10000 --chunk-y 10000
+echo "== 2. 1024 simulated H100s, 8 TB in 1000² chunks"
+best h100x1024-1000 "$repeat" -w 1024 "${big[@]}" --chunk-x 1000 --chunk-y 1000
+echo "== 3. 4096 idle workers, watched for $idle_s s"
+run idle4096 -w 4096 --idle "$idle_s"
+echo "== 4. 100 clients x 100 jobs at once on $client_workers simulated H100s"
+best clients100x100 "$repeat" -w "$client_workers" -c 100 -j 100 --generator arange -x 1000 -y 1000 --chunk-x 100 --chunk-y 100
+echo "== 5. what-ifs"
+best h100x1024-10000-rb4 "$repeat" -w 1024 "${big[@]}" --chunk-x 10000 --chunk-y 10000 --result-batch 4
+best h100x1024-1000-rb64 "$repeat" -w 1024 "${big[@]}" --chunk-x 1000 --chunk-y 1000 --result-batch 64
+best h100x1024-1000-win "$repeat" -w 1024 "${big[@]}" --chunk-x 1000 --chunk-y 1000 --result-batch 64 \
+  --window-elements 800000000
+
+for f in "$out"/*.log; do
+  m=$(fig "$f" mismatched)
+  [[ -n "$m" && "$m" != 0 ]] && fail "$(basename "$f"): $m results differ from the closed form"
+done
+
+row() {  # NAME LABEL TARGET
+  local f="$out/$1.log"
+  [[ -f "$f" ]] || { printf "| %s | (no run) |\n" "$2"; return; }
+  printf "| %s | %s | %s | %s%% | %s | %s (%s) | %s (%s) | %.1f |\n" "$2" "$(fig "$f" wall_s)" \
+    "$(fig "$f" ideal_s)" "$(fig "$f" efficiency_pct)" "$3" "$(fig "$f" psched_cpu_s.clients)" \
+    "$(fig "$f" psched_wait_s.clients)" "$(fig "$f" loadgen_cpu_s.clients)" \
+    "$(fig "$f" loadgen_wait_s.clients)" "$(awk -v k="$(fig "$f" psched_peak_rss_kb)" 'BEGIN { print k / 1024 }')"
+}
+echo
+echo "== results (best of $repeat by wall time; every result exact)"
+echo "| run | wall s | ideal s | of ideal | target | psched CPU s (waited) | loadgen CPU s (waited) | psched peak MB |"
+echo "|---|---|---|---|---|---|---|---|"
+row h100x1024-10000 "1024 H100s, 8 TB, 10000² chunks" ">= 90%"
+row h100x1024-1000 "1024 H100s, 8 TB, 1000² chunks" ">= 80%"
+row h100x1024-10000-rb4 "what-if: run 1, 4 results per batch" ""
+row h100x1024-1000-rb64 "what-if: run 2, 64 results per batch" ""
+row h100x1024-1000-win "what-if: run 2, 64 per batch + window 800 chunks" ""
+f="$out/clients100x100.log"
+[[ -f "$f" ]] && echo "100 clients x 100 jobs on $client_workers workers: $(grep -m1 '^jobs:' "$f"); latency p50 $(fig "$f" p50_ms) ms, p99 $(fig "$f" p99_ms) ms; wall $(fig "$f" wall_s) s; psched CPU $(fig "$f" psched_cpu_s.clients) s (waited $(fig "$f" psched_wait_s.clients)), loadgen CPU $(fig "$f" loadgen_cpu_s.clients) s; psched peak $(fig "$f" psched_peak_rss_kb) kB"
+f="$out/idle4096.log"
+[[ -f "$f" ]] && echo "4096 idle workers: psched $(fig "$f" psched_bytes_per_worker) bytes per worker; heartbeats $(fig "$f" psched_heartbeat_us_per_worker_s) us of psched CPU per worker per second ($(fig "$f" psched_cpu_s.idle) s over ${idle_s} s; loadgen $(fig "$f" loadgen_cpu_s.idle) s); psched peak $(fig "$f" psched_peak_rss_kb) kB"
+echo "logs: $out"
+exit $status

@@ -1,0 +1,251 @@
+// Scale and chaos in small: psched-loadgen's simulated GPU fleet and clients (bench/loadgen) against
+// a real psched, with real pcuda-worker processes killed, stopped and started beside them and psched
+// itself killed and restarted. Every job's result must be the closed form's bits; a job may fail
+// only with a message that names its cause; nothing may be left running. bench/scale.sh runs the
+// large versions.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "common/process.h"
+#include "support/job_helpers.h"
+#include "support/test_cluster.h"
+
+using namespace psched::test;
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr uint64_t kSchedulerPeakLimitKb = 512 * 1024;  // ASan's shadow and quarantine
+constexpr int64_t kSchedulerBytesPerWorkerLimit = 64 * 1024;
+#else
+constexpr uint64_t kSchedulerPeakLimitKb = 64 * 1024;
+constexpr int64_t kSchedulerBytesPerWorkerLimit = 16 * 1024;  // measured: ~2 KB (bench/README.md)
+#endif
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct JobCounts {
+  uint64_t submitted = 0, exact = 0, failed = 0, mismatched = 0;
+};
+
+// The loadgen's "jobs: S submitted, X exact, F failed, M mismatched" line. (No std::regex: GCC 12
+// warns inside <regex> in the sanitized build.)
+JobCounts job_counts(const std::string& out) {
+  JobCounts c;
+  const size_t at = out.find("jobs: ");
+  if (at == std::string::npos) return c;
+  unsigned long long s = 0, x = 0, f = 0, m = 0;
+  if (std::sscanf(out.c_str() + at, "jobs: %llu submitted, %llu exact, %llu failed, %llu mismatched", &s, &x,
+                  &f, &m) == 4)
+    c = {s, x, f, m};
+  return c;
+}
+
+// The value of a loadgen "figure NAME VALUE" line; nullopt when absent.
+std::optional<std::string> figure(const std::string& out, const std::string& name) {
+  const std::string key = "figure " + name + " ";
+  const size_t at = out.find(key);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t end = out.find('\n', at);
+  return out.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size());
+}
+
+uint64_t peak_rss_kb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
+}
+
+pid_t start_loadgen(const TestCluster& cluster, const std::vector<std::string>& args, const std::string& out) {
+  psched::ChildSpec spec;
+  spec.path = bin_dir() + "/psched-loadgen";
+  spec.args = {"--scheduler", cluster.address()};
+  spec.args.insert(spec.args.end(), args.begin(), args.end());
+  spec.stdout_path = spec.stderr_path = out;
+  spec.death_signal = SIGKILL;
+  auto pid = psched::spawn_child(spec);
+  REQUIRE(pid);
+  return *pid;
+}
+
+}  // namespace
+
+TEST_CASE("64 simulated GPUs and 10 clients submitting 10 jobs each at once: every result exact, psched memory bounded",
+          "[fleet]") {
+  TestCluster cluster;
+  const pid_t scheduler = cluster.scheduler_pid();
+  std::string out;
+  const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(),
+                                  "--scheduler-pid", std::to_string(scheduler), "-w", "64", "-c", "10",
+                                  "-j", "10", "--generator", "arange", "-x", "1000", "-y", "1000",
+                                  "--chunk-x", "100", "--chunk-y", "100"},
+                                 &out, 60000);
+  INFO(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  const JobCounts c = job_counts(out);
+  CHECK(c.submitted == 100);
+  CHECK(c.exact == 100);
+  CHECK(c.mismatched == 0);
+  CHECK(out.find("chunks: 10000 done") != std::string::npos);
+  CHECK(peak_rss_kb(scheduler) < kSchedulerPeakLimitKb);
+  // Every simulated worker registered and left (Goodbye), nothing held.
+  // Every simulated worker said Goodbye; the scheduler holds none of them.
+  CHECK(eventually([&] { return cluster.log_of(scheduler).find("'sim-63' left") != std::string::npos; }));
+}
+
+TEST_CASE("256 idle simulated workers: psched holds a few kilobytes per worker and keeps them all registered",
+          "[fleet]") {
+  TestCluster cluster({.extra_args = {"--worker-timeout", "1"}});
+  const pid_t scheduler = cluster.scheduler_pid();
+  std::string out;
+  const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(),
+                                  "--scheduler-pid", std::to_string(scheduler), "-w", "256", "--idle", "2"},
+                                 &out, 60000);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 0);
+  const std::optional<std::string> per_worker = figure(out, "psched_bytes_per_worker");
+  REQUIRE(per_worker);
+  CHECK(std::stoll(*per_worker) < kSchedulerBytesPerWorkerLimit);
+  // Idle past twice --worker-timeout: heartbeats alone kept every worker (none lost, none rejoined).
+  CHECK(cluster.log_of(scheduler).find("nothing received") == std::string::npos);
+}
+
+TEST_CASE("a simulated worker that answers one wrong partial is caught: the check can fail", "[fleet]") {
+  TestCluster cluster;
+  std::string out;
+  const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(), "-w",
+                                  "4", "-c", "2", "-j", "3", "--generator", "arange",
+                                  "--test-corrupt-chunk", "17"},
+                                 &out, 20000);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(job_counts(out).mismatched == 6);
+  CHECK(out.find("mismatch: job ") != std::string::npos);
+}
+
+TEST_CASE("the loadgen refuses a job it cannot check bit for bit", "[fleet]") {
+  TestCluster cluster;
+  std::string out;
+  // An arange sum past 2^53 has no exact closed form.
+  const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(), "-w",
+                                  "1", "-c", "1", "--generator", "arange", "-x", "100000000", "-y",
+                                  "100000", "--chunk-x", "10000", "--chunk-y", "10000"},
+                                 &out, 20000);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(out.find("not exact in float64") != std::string::npos);
+}
+
+TEST_CASE("kill -9 of psched mid-job: libpclient fails the job at once, naming the lost connection",
+          "[fleet]") {
+  TestCluster cluster;
+  cluster.add_worker({.threads = 1, .env = {{"PSCHED_TEST_CHUNK_DELAY_MS", "15"}}});
+  cluster.wait_for_workers(1);
+  pclient::Client client = cluster.client();
+  const pid_t scheduler = cluster.scheduler_pid();
+  bool killed = false;
+  pclient::RunOptions options;
+  options.on_progress = [&](const pclient::Progress& p) {
+    if (!killed && p.chunks_done >= 5) {
+      killed = true;
+      kill(scheduler, SIGKILL);
+    }
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(client.run(arange_job(2000, 2000, 100, 100), options),
+                    Catch::StartsWith("connection to the scheduler lost"));
+  CHECK(killed);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  waitpid(scheduler, nullptr, 0);
+  cluster.forget(scheduler);
+}
+
+TEST_CASE("chaos: workers killed every second, one stopped past the timeout, psched killed and restarted: "
+          "no result differs, every failure names its cause, nothing is left running",
+          "[fleet][chaos]") {
+  const std::map<std::string, std::string> slow = {{"PSCHED_TEST_CHUNK_DELAY_MS", "3"}};
+  std::vector<pid_t> started;
+  pid_t loadgen = -1;
+  std::string out;
+  {
+    TestCluster cluster({.extra_args = {"--worker-timeout", "1"}});
+    for (int i = 0; i < 3; ++i) started.push_back(cluster.add_worker({.threads = 1, .env = slow}));
+    cluster.wait_for_workers(3);
+    const std::string out_path = cluster.dir() + "/loadgen.out";
+    // 60 simulated GPUs, one killed every 500 ms; 10 clients with 2 jobs each in flight for 24 s.
+    loadgen = start_loadgen(cluster,
+                            {"-w", "60", "-c", "10", "--duration", "24", "--outstanding", "2", "--churn-ms",
+                             "500", "--element-ps", "100000", "--allow-failures", "--generator", "arange",
+                             "-x", "1000", "-y", "1000", "--chunk-x", "100", "--chunk-y", "100"},
+                            out_path);
+    REQUIRE(eventually([&] { return read_file(out_path).find("ready:") != std::string::npos; }, 30000));
+    std::mt19937 random(7);
+    int status = 0;
+    for (int second = 0; !psched::wait_child(loadgen, 1000, &status); ++second) {
+      // Each second: kill -9 one real worker and start another.
+      std::vector<pid_t> workers = cluster.worker_pids();
+      if (!workers.empty()) {
+        const pid_t victim = workers[random() % workers.size()];
+        kill(victim, SIGKILL);
+        waitpid(victim, nullptr, 0);
+        cluster.forget(victim);
+      }
+      started.push_back(cluster.add_worker({.threads = 1, .env = slow}));
+      if (second == 4) {
+        // SIGSTOP one past --worker-timeout: the scheduler declares it dead, then it comes back.
+        const pid_t frozen = cluster.worker_pids().front();
+        const pid_t scheduler = cluster.scheduler_pid();
+        kill(frozen, SIGSTOP);
+        CHECK(eventually([&] {
+          return cluster.log_of(scheduler).find("nothing received for 1000 ms") != std::string::npos;
+        }));
+        kill(frozen, SIGCONT);
+      }
+      if (second == 10) {
+        // psched dies mid-job; a new one on the same port takes over.
+        const pid_t old = cluster.scheduler_pid();
+        kill(old, SIGKILL);
+        waitpid(old, nullptr, 0);
+        cluster.forget(old);
+        cluster.restart_scheduler({.extra_args = {"--worker-timeout", "1"}});
+        started.push_back(cluster.scheduler_pid());
+      }
+      REQUIRE(second < 120);
+    }
+    loadgen = -1;
+    out = read_file(out_path);
+    INFO(out);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    const JobCounts c = job_counts(out);
+    CHECK(c.mismatched == 0);
+    CHECK(c.exact >= 100);
+    CHECK(c.exact + c.failed == c.submitted);
+    // The only failures allowed: jobs in flight when psched died, named as such.
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("failure:", 0) != 0) continue;
+      INFO(line);
+      CHECK(line.find(" x connection to the scheduler lost: ") != std::string::npos);
+    }
+    CHECK(peak_rss_kb(cluster.scheduler_pid()) < kSchedulerPeakLimitKb);
+    CHECK(out.find("worker kills: ") != std::string::npos);
+  }
+  for (pid_t pid : started) CHECK_FALSE(process_alive(pid));
+}

@@ -1,0 +1,91 @@
+// The closed-form chunk partial that simulated workers (bench/loadgen) answer with must be the bits
+// a real CPU worker reports for the same chunk: compared here chunk by chunk with reduce_chunk_cpu.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "common/chunk_grid.h"
+#include "common/closed_form.h"
+#include "worker/cpu/reduce.h"
+
+using namespace psched;
+
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+TEST_CASE("closed-form chunk partials are bit-identical to the CPU reduction of every chunk",
+          "[closed_form]") {
+  int checked = 0;
+  for (Generator g : {Generator::kArange, Generator::kConstant}) {
+    for (uint64_t rows : {1, 7, 20}) {
+      for (uint64_t cols : {9, 33}) {
+        for (uint64_t chunk : {1, 4, 10}) {
+          for (uint64_t step : {1, 2, 3}) {
+            JobSpec s;
+            s.generator = g;
+            s.param0 = 3;
+            s.param1 = 2;
+            s.rows = rows;
+            s.cols = cols;
+            s.chunk_rows = chunk;
+            s.chunk_cols = chunk + 1;
+            s.row_sel = {0, kToEnd, step};
+            s.col_sel = {1, cols - 1, step + 1};
+            s.scale = 2;
+            s.offset = -1;
+            REQUIRE(validate(s));
+            const JobSpec n = normalized(s);
+            INFO(describe(s));
+            std::vector<double> scratch;
+            const ChunkGrid grid{n.rows, n.cols, n.chunk_rows, n.chunk_cols};
+            for (uint64_t k = 0; k < grid.chunks(); ++k) {
+              INFO("chunk " << k);
+              const PartialSum cpu = reduce_chunk_cpu(n, k, scratch);
+              const std::optional<PartialSum> closed = expected_chunk_partial(s, k);
+              REQUIRE(closed.has_value());
+              CHECK(closed->count == cpu.count);
+              CHECK(same_bits(closed->sum, cpu.sum));
+              if (cpu.count > 0) {
+                CHECK(same_bits(closed->min, cpu.min));
+                CHECK(same_bits(closed->max, cpu.max));
+              }
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("chunk partials combined in order give the job's closed form exactly", "[closed_form]") {
+  JobSpec s;
+  s.generator = Generator::kConstant;
+  s.param0 = 1;
+  s.rows = 1000000;
+  s.cols = 1000000;
+  s.chunk_rows = 10000;
+  s.chunk_cols = 10000;  // the 8 TB scale run of bench/scale.sh: (x + 1)[::2, ::2]
+  REQUIRE(validate(s));
+  std::vector<PartialSum> partials;
+  for (uint64_t k = 0; k < 10000; ++k) partials.push_back(*expected_chunk_partial(s, k));
+  const PartialSum total = combine_in_order(partials);
+  const Expectation e = expected_result(s);
+  REQUIRE(e.sum_exact);
+  CHECK(total.sum == e.sum);
+  CHECK(total.count == 250000000000u);
+  CHECK(check_result(s, total) == "");
+}
+
+TEST_CASE("no closed-form chunk partial where the sum could round or the generator is random",
+          "[closed_form]") {
+  JobSpec s;  // the seed: normal(10, 1)
+  CHECK_FALSE(expected_chunk_partial(s, 0).has_value());
+  s.generator = Generator::kArange;
+  s.param1 = 0.5;  // non-integer values: the order of summation matters
+  CHECK_FALSE(expected_chunk_partial(s, 0).has_value());
+}

@@ -1,0 +1,40 @@
+// What pbench prints about the cluster and each worker's share of a run: sizes for people, the
+// progress bar, the devices as JSON, the one-line cluster summary and the worker list. main.cpp
+// parses, runs and reports; this holds the pieces the reports share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pclient/client.h"
+
+namespace pbench {
+
+// "1.82 TB"-style sizes (powers of 1000, as DeepOps' sum.py prints them).
+std::string human_bytes(double bytes);
+// The terminal progress bar of a running job (stderr).
+void draw_progress(const pclient::Progress& p);
+
+// What worker w did in the last run: `before` holds the workers just before it (one that joined
+// since counts from zero). busy_fraction is busy / wall per unit of compute (a CPU worker's busy
+// time is summed over its threads).
+struct RunShare {
+  uint64_t chunks = 0;
+  double busy_seconds = 0, busy_fraction = 0;
+};
+RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::WorkerInfo>& before,
+                   double seconds);
+
+// The workers as JSON; with `before` and the last run's wall seconds, each device also gets its
+// share of that run.
+nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
+                            const std::vector<pclient::WorkerInfo>* before = nullptr, double seconds = 0);
+// "2 workers: 2 x cuda NVIDIA H100 80GB HBM3 (79.1 GiB, sm_90)" style, grouped by kind of device.
+std::string summarize(const std::vector<pclient::WorkerInfo>& workers);
+// --cluster-info: the workers, as text or JSON.
+void print_workers(const std::vector<pclient::WorkerInfo>& workers, bool json);
+
+}  // namespace pbench

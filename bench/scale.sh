@@ -6,15 +6,15 @@
 # BIN_DIR holds psched and psched-loadgen (a Release build). Environment: REPEAT (runs of each
 # timed figure, best kept; default 3), IDLE_S (seconds the idle fleet is watched; default 10),
 # CLIENT_WORKERS (the fleet of run 4; default 1024).
-#   1. 1024 simulated H100s (0.67 ms per 10000² chunk, window 8), constant(1), (x + 1)[::2, ::2]
+#   1. 1024 simulated H100s (0.67 ms per 10000² chunk; window and result batches as the CUDA
+#      backend's: worker/cuda/batching.h), constant(1), (x + 1)[::2, ::2]
 #      over 1,000,000² float64 (8 TB) in 10000² chunks (10^4 chunks);
 #   2. the same array in 1000² chunks (10^6 chunks);
 #   3. 4096 idle worker connections: psched's memory per worker and heartbeat CPU;
 #   4. 100 clients each submitting 100 small arange jobs at once (1000², 100² chunks: 10^4 jobs,
 #      10^6 chunks) on CLIENT_WORKERS simulated H100s: all exact, p50/p99 job latency;
-#   5. what-ifs that show what limits runs 1 and 2: workers reporting 4 (run 1) or 64 (run 2)
-#      chunks per ResultBatch, and (run 2) GPU workers announcing an element window
-#      (windowElements 8 x 10^8: 800 chunks of 1000²), which the CUDA backend does not today.
+#   5. what-ifs beside runs 1 and 2: workers reporting 4 (run 1) or 64 (run 2) chunks per
+#      ResultBatch, and (run 2) an element window of 8 x 10^8 (800 chunks of 1000²).
 # Every result is checked bit for bit against the closed form; any difference fails the script.
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/scale.sh BIN_DIR [OUT_DIR]}" && pwd)

@@ -54,14 +54,9 @@ void CudaBackend::finish(InFlight& entry) {
     if (status == cudaSuccess) {
       const double busy = take_busy_ms(s, stop) / 1e3 / double(entry.outcomes.size());
       const JobSpec& spec = *entry.spec;
-      const ChunkGrid grid{spec.rows, spec.cols, spec.chunk_rows, spec.chunk_cols};
       for (size_t i = 0; i < entry.outcomes.size(); ++i) {
         ChunkOutcome& o = entry.outcomes[i];
-        const ChunkBox box = grid.box(o.chunk);
-        o.partial.count = select_axis(box.row0, box.row0 + box.rows, spec.row_sel.start,
-                                      spec.row_sel.stop, spec.row_sel.step).count *
-                          select_axis(box.col0, box.col0 + box.cols, spec.col_sel.start,
-                                      spec.col_sel.stop, spec.col_sel.step).count;
+        o.partial.count = chunk_work(spec, o.chunk).selected();
         if (o.partial.count > 0) {
           o.partial.sum = s.host_stats[i].sum;
           o.partial.min = s.host_stats[i].min;

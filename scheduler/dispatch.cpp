@@ -9,6 +9,7 @@
 #include <capnp/message.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <vector>
 
 #include "common/wire_convert.h"
@@ -32,20 +33,17 @@ uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job) {
 }  // namespace
 
 void Scheduler::dispatch() {
-  if (jobs_.empty()) return;
   // Each worker in turn shares what is left with the workers after it; once nothing is queued the
-  // rest need not look (with 10,000 small jobs and 1024 workers, each Submit scanned every job for
-  // every worker).
+  // rest need not look.
   uint64_t left = workers_.size();
   for (auto& [id, w] : workers_) {
-    if (std::none_of(jobs_.begin(), jobs_.end(), [](const auto& j) { return j.second->has_queued(); }))
-      return;
+    if (queued_jobs_.empty()) return;
     dispatch_to(*w, left--);
   }
 }
 
 void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
-  if (shutting_down_ || !worker.conn->is_open() || jobs_.empty()) return;
+  if (shutting_down_ || !worker.conn->is_open() || queued_jobs_.empty()) return;
 
   // Ranges picked per job, in the order taken (consecutive runs of one job merged), and how many
   // more chunks of the job this top-up may take: the worker's part of what the job had left.
@@ -55,33 +53,36 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
     std::vector<std::pair<uint64_t, uint32_t>> ranges;
   };
   std::vector<Picked> picked;
+  std::unordered_map<JobId, size_t> picked_index;  // a GPU window holds hundreds of small jobs
   const uint64_t workers = std::max<uint64_t>(1, sharing > 0 ? sharing : workers_.size());
   auto picked_of = [&](Job* job) -> Picked& {
-    for (Picked& p : picked)
-      if (p.job == job) return p;
+    auto [it, fresh] = picked_index.try_emplace(job->id(), picked.size());
+    if (!fresh) return picked[it->second];
     const uint64_t part = (job->queued() + workers - 1) / workers;
     picked.push_back(Picked{job, std::max(part, least_worth_splitting(worker, *job)), {}});
     return picked.back();
   };
 
-  // Passes over the jobs in turn, starting after the last one served, until no job can take more
-  // or the worker's window is full for every job (then the jobs need not be looked at: with
-  // thousands of jobs that scan was the scheduler's whole cost).
+  // Passes over the jobs with queued chunks in turn, starting after the last one served, until no
+  // job can take more or the worker's window is full for every job.
   const uint64_t widest = worker.widest_window();
   for (bool progress = worker.in_flight.size() < widest; progress;) {
     progress = false;
-    auto it = jobs_.upper_bound(round_robin_after_);
-    for (size_t tried = 0; tried < jobs_.size() && worker.in_flight.size() < widest; ++tried, ++it) {
-      if (it == jobs_.end()) it = jobs_.begin();
-      Job* job = it->second.get();
-      if (!job->has_queued()) continue;
+    const size_t candidates = queued_jobs_.size();
+    auto it = queued_jobs_.upper_bound(round_robin_after_);
+    for (size_t tried = 0; tried < candidates && !queued_jobs_.empty() &&
+                           worker.in_flight.size() < widest;
+         ++tried) {
+      if (it == queued_jobs_.end()) it = queued_jobs_.begin();
+      const JobId job_id = *it++;  // moved on first: the job may leave the set below
+      Job* job = jobs_.at(job_id).get();
       const uint64_t window = worker.window_for(*job);
       if (worker.in_flight.size() >= window) continue;
       // This job's share of the free window (all of it when it is the only job), but never less
       // than a slot's worth: thousands of small jobs would otherwise each put a chunk or two on
       // every worker (a DefineJob per worker per job; 100 clients x 100 jobs took 226 s).
       const uint64_t free = window - worker.in_flight.size();
-      uint64_t share = std::min(free, std::max<uint64_t>(free / jobs_.size(),
+      uint64_t share = std::min(free, std::max<uint64_t>(free / candidates,
                                                          least_worth_splitting(worker, *job)));
       Picked& pick = picked_of(job);
       share = std::min(share, pick.part_left);
@@ -101,6 +102,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
           ranges.emplace_back(first, uint32_t(n));
         }
       }
+      if (!job->has_queued()) queued_jobs_.erase(job_id);
       round_robin_after_ = job->id();
       progress = true;
     }
@@ -110,6 +112,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
     if (pick.ranges.empty()) continue;
     Job* job = pick.job;  // not a structured binding: the lambda below captures it, and C++17 lambdas cannot capture structured bindings
     if (worker.defined_jobs.insert(job->id()).second) {
+      defined_on_[job->id()].push_back(worker.id);
       send_message(*worker.conn, [&](wire::Message::Builder m) {
         auto d = m.initDefineJob();
         d.setJobId(job->id());

@@ -11,8 +11,10 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/connection.h"
@@ -144,6 +146,12 @@ class Scheduler {
   // Chunks of all jobs in jobs_, kept as they come and go: summing them on every Submit made 100
   // clients submitting 100 jobs each quadratic in the number of jobs.
   uint64_t tracked_chunks_ = 0;
+  // The jobs with queued chunks (Job::has_queued()), in id order: dispatch walks these, not every
+  // job (with 10,000 small jobs mostly running, walking jobs_ on every Submit and result was
+  // psched's whole CPU). Kept by on_submit, the requeue paths, dispatch_to and forget_job.
+  std::set<JobId> queued_jobs_;
+  // The workers each job was sent to (DefineJob), so finishing a job visits only them.
+  std::unordered_map<JobId, std::vector<WorkerId>> defined_on_;
   uint32_t next_peer_id_ = 1;
   JobId next_job_id_ = 1;
   JobId round_robin_after_ = 0;  // dispatch serves jobs in turn, starting after this one

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <thread>
 
 #include "common/address.h"
 #include "common/connection.h"
@@ -111,7 +112,14 @@ void validate(const Job& job) {
   if (psched::Status st = psched::validate(job_spec_of(job)); !st) throw Error(st.message());
 }
 
+// The scheduler connection went away (closed, reset, Goodbye) while a call waited.
+class ConnectionLost : public Error {
+ public:
+  using Error::Error;
+};
+
 struct Client::Impl {
+  ConnectOptions options;  // kept to connect again (reconnect_ms)
   asio::io_context io;
   std::shared_ptr<psched::FramedConnection> conn;
   asio::steady_timer heartbeat_timer{io};
@@ -162,7 +170,7 @@ struct Client::Impl {
     waiter = nullptr;
     if (done) return;
     if (timed_out) throw Error(fmt::format("timed out after {} ms waiting for {}", timeout_ms, what));
-    throw Error(closed_why);
+    throw ConnectionLost(closed_why);
   }
 
   void send(const std::function<void(psched::wire::Message::Builder)>& fill) {
@@ -178,7 +186,19 @@ Client::~Client() {
   if (impl_) close();
 }
 
-Client Client::connect(const ConnectOptions& options) {
+namespace {
+
+// A connected, welcomed session with the scheduler (Client::connect, and again after a lost
+// connection when reconnect_ms allows).
+std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options);
+
+}  // namespace
+
+Client Client::connect(const ConnectOptions& options) { return Client(open_session(options)); }
+
+namespace {
+
+std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
   std::string address_text = options.address;
   if (address_text.empty()) {
     if (options.scheduler_file.empty()) throw Error("no scheduler address or scheduler file given");
@@ -189,8 +209,9 @@ Client Client::connect(const ConnectOptions& options) {
   auto address = psched::parse_address(address_text);
   if (!address) throw Error(address.message());
 
-  auto impl = std::make_unique<Impl>();
-  Impl& s = *impl;
+  auto impl = std::make_unique<Client::Impl>();
+  Client::Impl& s = *impl;
+  s.options = options;
   s.spin = options.spin_us < 0 ? psched::kDefaultSpin : std::chrono::microseconds(options.spin_us);
   tcp::socket socket = connect_socket(s.io, *address, options.connect_timeout_ms);
 
@@ -229,8 +250,10 @@ Client Client::connect(const ConnectOptions& options) {
                             address->to_string(), e.what()));
   }
   if (!refused.empty()) throw Error(fmt::format("scheduler {} refused us: {}", address->to_string(), refused));
-  return Client(std::move(impl));
+  return impl;
 }
+
+}  // namespace
 
 std::vector<WorkerInfo> Client::workers() {
   Impl& s = *impl_;
@@ -264,9 +287,55 @@ std::vector<WorkerInfo> Client::wait_for_workers(size_t n, int timeout_ms) {
 Result Client::run(const Job& job, const RunOptions& options) {
   const psched::JobSpec spec = job_spec_of(job);
   if (psched::Status st = psched::validate(spec); !st) throw Error(st.message());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint32_t resubmissions = 0;; ++resubmissions) {
+    try {
+      Result result = run_once(job, options);
+      result.resubmissions = resubmissions;
+      result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return result;
+    } catch (const ConnectionLost& lost) {
+      if (impl_->options.reconnect_ms <= 0) throw;
+      reconnect(lost.what(), options);
+    }
+  }
+}
+
+void Client::reconnect(const std::string& lost, const RunOptions& options) {
+  const ConnectOptions connect_options = impl_->options;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(connect_options.reconnect_ms);
+  // Until a new session is open, this client is an unconnected one that says why.
+  close();
+  impl_ = std::make_unique<Impl>();
+  impl_->options = connect_options;
+  impl_->closed_why = lost;
+  std::string last = lost;
+  for (;;) {
+    if (options.should_cancel && options.should_cancel())
+      throw Cancelled(fmt::format("cancelled while reconnecting ({})", lost));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      throw Error(fmt::format("{}; no scheduler to resubmit the job to within {} ms (last: {})", lost,
+                              connect_options.reconnect_ms, last));
+    ConnectOptions attempt = connect_options;
+    attempt.connect_timeout_ms = int(std::min<int64_t>(left.count(), connect_options.connect_timeout_ms));
+    attempt.scheduler_file_timeout_ms = attempt.connect_timeout_ms;
+    try {
+      impl_ = open_session(attempt);
+      impl_->options = connect_options;
+      return;
+    } catch (const Error& e) {
+      last = e.what();
+    }
+    // The scheduler is not back yet: nothing can signal its return, so try again shortly.
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(100, std::max<int64_t>(1, left.count()))));
+  }
+}
+
+Result Client::run_once(const Job& job, const RunOptions& options) {
+  const psched::JobSpec spec = job_spec_of(job);
   Impl& s = *impl_;
   const uint64_t tag = s.next_tag++;
-  const auto t0 = std::chrono::steady_clock::now();
   s.send([&](psched::wire::Message::Builder m) {
     auto submit = m.initSubmit();
     submit.setTag(tag);
@@ -341,8 +410,10 @@ Result Client::run(const Job& job, const RunOptions& options) {
   }
   stop_polling();
   if (cancelled) throw Cancelled(fmt::format("job {} cancelled", job_id));
+  // A job failed because the scheduler is going away (it says Goodbye after failing its jobs) is
+  // a lost connection, not a property of the job: with reconnect_ms it is submitted again.
+  if (!failure.empty() && !s.closed_why.empty() && s.options.reconnect_ms > 0) throw ConnectionLost(s.closed_why);
   if (!failure.empty()) throw Error(failure);
-  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }
 

@@ -41,6 +41,7 @@ struct Flags {
   double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
   std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
   int connect_timeout_ms = 5000;
+  int reconnect_s = 0;
   int spin_us = -1;
 
   bool local_mode() const { return gpus > 0 || cpus > 0; }
@@ -69,6 +70,11 @@ void add_cluster_flags(CLI::App& app, Flags& f) {
   app.add_option("--memory-limit", f.memory_limit, "Local mode: --memory-limit for each worker");
   app.add_option("--connect-timeout", f.connect_timeout_ms, "Milliseconds to wait for the scheduler")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 3600000));
+  app.add_option("--reconnect", f.reconnect_s,
+                 "Seconds to wait for the scheduler to come back when the connection to it is lost "
+                 "mid-job (psched killed or restarted), then submit the job again: the same bits "
+                 "(default 0: fail at once)")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 86400));
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds the client (and, in local mode, the daemons) keep polling after each "
                  "message before sleeping; 0 = sleep at once (default: " +
@@ -226,6 +232,7 @@ void report_json(const Flags& f, const Runs& runs) {
                         {"workers", result.workers},
                         {"cluster_workers", runs.after.size()},
                         {"retries", result.retries},
+                        {"resubmissions", result.resubmissions},
                         {"generator", job.generator},
                         {"rows", job.rows},
                         {"cols", job.cols},
@@ -262,6 +269,9 @@ void report_text(const Flags& f, const Runs& runs) {
     std::printf("Runs: %d, median %.6f s, min %.6f s, max %.6f s\n", f.repeat, sorted[sorted.size() / 2],
                 sorted.front(), sorted.back());
   }
+  if (result.resubmissions > 0)
+    std::printf("Resubmitted %u time%s after the connection to the scheduler was lost (--reconnect)\n",
+                result.resubmissions, result.resubmissions == 1 ? "" : "s");
   std::printf("Cluster: %s\n", summarize(runs.after).c_str());
   double busy = 0;
   int active = 0;
@@ -284,6 +294,7 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   connect.name = "pbench";
   connect.token = token;
   connect.connect_timeout_ms = f.connect_timeout_ms;
+  connect.reconnect_ms = f.reconnect_s * 1000;
   connect.spin_us = f.spin_us;
   if (f.local_mode()) {
     if (psched::Status st = start_local(f, local, connect); !st) return fail(st.message());

@@ -56,10 +56,13 @@ class Client:
 
     address: tcp://host:port, host:port or host (port 8786); default $PSCHED_SCHEDULER_ADDRESS or
     tcp://127.0.0.1:8786. token / token_file: the cluster's token (default $PSCHED_TOKEN).
+    reconnect: seconds to wait for the scheduler to come back when the connection to it is lost
+    while a job runs (psched killed or restarted), then submit the job again (the same bits);
+    0 (the default) raises psched.Error at once.
     """
 
     def __init__(self, address=None, *, scheduler_file=None, token=None, token_file=None, timeout=5.0,
-                 name="psched-python", set_as_default=True):
+                 name="psched-python", set_as_default=True, reconnect=0.0):
         self.cluster, self.address, self._closed = None, address, True
         if address is not None and not isinstance(address, str):
             self.cluster = address  # a LocalCluster (or anything with scheduler_file)
@@ -71,7 +74,7 @@ class Client:
             token = _native.load_token(os.fspath(token_file))
         self._scheduler_file = os.fspath(scheduler_file) if scheduler_file else ""
         self._native = _native.Client(address or "", self._scheduler_file, token or "", name,
-                                      int(timeout * 1000))
+                                      int(timeout * 1000), int(reconnect * 1000))
         self.address = address or self._read_scheduler_file().get("address", "")
         self._closed = False
         if set_as_default:

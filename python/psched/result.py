@@ -19,7 +19,8 @@ def device_figures(before, after, wall_seconds):
 
 class Result(float):
     """sum, mean, count, min, max; seconds (submit to result, this client's clock),
-    scheduler_seconds, chunks, workers (that computed chunks), retries, job_id, bytes (the
+    scheduler_seconds, chunks, workers (that computed chunks), retries, resubmissions (after a
+    lost scheduler connection, Client(reconnect=...)), job_id, bytes (the
     array's), devices (per-worker figures, see device_figures) and kind (what float(self) is)."""
 
     def __new__(cls, kind, figures, devices, nbytes):
@@ -34,6 +35,7 @@ class Result(float):
         self.seconds = figures["wall_seconds"]
         self.scheduler_seconds = figures["scheduler_seconds"]
         self.chunks, self.workers, self.retries = figures["chunks"], figures["workers"], figures["retries"]
+        self.resubmissions = figures.get("resubmissions", 0)
         self.job_id = figures["job_id"]
         self.bytes = nbytes
         self.devices = devices

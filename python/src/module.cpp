@@ -62,6 +62,7 @@ py::dict result_dict(const pclient::Result& r) {
   d["chunks"] = r.chunks;
   d["workers"] = r.workers;
   d["retries"] = r.retries;
+  d["resubmissions"] = r.resubmissions;
   d["scheduler_seconds"] = r.scheduler_seconds;
   d["wall_seconds"] = r.wall_seconds;
   return d;
@@ -72,7 +73,7 @@ py::dict result_dict(const pclient::Result& r) {
 class NativeClient {
  public:
   NativeClient(const std::string& address, const std::string& scheduler_file, const std::string& token,
-               const std::string& name, int connect_timeout_ms) {
+               const std::string& name, int connect_timeout_ms, int reconnect_ms) {
     pclient::ConnectOptions o;
     o.address = address;
     o.scheduler_file = scheduler_file;
@@ -80,6 +81,7 @@ class NativeClient {
     o.name = name;
     o.connect_timeout_ms = connect_timeout_ms;
     o.scheduler_file_timeout_ms = connect_timeout_ms;
+    o.reconnect_ms = reconnect_ms;
     py::gil_scoped_release nogil;
     client_ = std::make_unique<pclient::Client>(pclient::Client::connect(o));
   }
@@ -198,9 +200,9 @@ PYBIND11_MODULE(_native, m) {
       .def("is_set", &CancelFlag::is_set);
 
   py::class_<NativeClient>(m, "Client")
-      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, int>(),
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, int, int>(),
            py::arg("address"), py::arg("scheduler_file"), py::arg("token"), py::arg("name"),
-           py::arg("connect_timeout_ms"))
+           py::arg("connect_timeout_ms"), py::arg("reconnect_ms") = 0)
       .def("workers", &NativeClient::workers)
       .def("run", &NativeClient::run, py::arg("job"), py::arg("on_progress") = py::none(),
            py::arg("cancel") = nullptr, py::arg("interruptible") = false)

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <optional>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -152,28 +153,88 @@ TEST_CASE("the loadgen refuses a job it cannot check bit for bit", "[fleet]") {
   CHECK(out.find("not exact in float64") != std::string::npos);
 }
 
+// psched dies mid-job: one slow CPU worker, a client (with reconnect_ms when given), and a run
+// whose progress callback signals psched after 5 chunks, then does `after` (e.g. restart it on the
+// same port; the worker rejoins by itself).
+struct SchedulerDiesMidJob {
+  TestCluster cluster;
+  std::optional<pclient::Client> client;
+  pid_t scheduler = -1;
+  bool killed = false;
+
+  explicit SchedulerDiesMidJob(int reconnect_ms) {
+    cluster.add_worker({.threads = 1, .env = {{"PSCHED_TEST_CHUNK_DELAY_MS", "15"}}});
+    cluster.wait_for_workers(1);
+    pclient::ConnectOptions connect;
+    connect.address = cluster.address();
+    connect.reconnect_ms = reconnect_ms;
+    client.emplace(pclient::Client::connect(connect));
+    scheduler = cluster.scheduler_pid();
+  }
+  pclient::RunOptions signal_after_5_chunks(int signal, std::function<void()> after = {}) {
+    pclient::RunOptions options;
+    options.on_progress = [this, signal, after](const pclient::Progress& p) {
+      if (killed || p.chunks_done < 5) return;
+      killed = true;
+      kill(scheduler, signal);
+      if (after) after();
+    };
+    return options;
+  }
+  void reap() {
+    waitpid(scheduler, nullptr, 0);
+    cluster.forget(scheduler);
+  }
+};
+
 TEST_CASE("kill -9 of psched mid-job: libpclient fails the job at once, naming the lost connection",
           "[fleet]") {
-  TestCluster cluster;
-  cluster.add_worker({.threads = 1, .env = {{"PSCHED_TEST_CHUNK_DELAY_MS", "15"}}});
-  cluster.wait_for_workers(1);
-  pclient::Client client = cluster.client();
-  const pid_t scheduler = cluster.scheduler_pid();
-  bool killed = false;
-  pclient::RunOptions options;
-  options.on_progress = [&](const pclient::Progress& p) {
-    if (!killed && p.chunks_done >= 5) {
-      killed = true;
-      kill(scheduler, SIGKILL);
-    }
-  };
+  SchedulerDiesMidJob t(/*reconnect_ms=*/0);
   const auto t0 = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH(client.run(arange_job(2000, 2000, 100, 100), options),
+  CHECK_THROWS_WITH(t.client->run(arange_job(2000, 2000, 100, 100), t.signal_after_5_chunks(SIGKILL)),
                     Catch::StartsWith("connection to the scheduler lost"));
-  CHECK(killed);
+  CHECK(t.killed);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
-  waitpid(scheduler, nullptr, 0);
-  cluster.forget(scheduler);
+  t.reap();
+}
+
+// kill -9, or SIGTERM ("scheduler shutting down", then Goodbye), and a new psched on the same port:
+// a client with reconnect_ms submits the job again and gets the exact result, saying so.
+static void check_resubmitted_after(int signal) {
+  SchedulerDiesMidJob t(/*reconnect_ms=*/20000);
+  const pclient::Job job = arange_job(1000, 1000, 100, 100);
+  const pclient::Result r = t.client->run(job, t.signal_after_5_chunks(signal, [&] {
+    t.reap();
+    t.cluster.restart_scheduler();
+  }));
+  CHECK(t.killed);
+  CHECK(r.resubmissions == 1);
+  CHECK(check(job, r) == "");
+  CHECK(r.chunks == 100);
+}
+
+TEST_CASE("psched killed -9 mid-job and restarted: a client with reconnect_ms resubmits and gets the exact result",
+          "[fleet]") {
+  check_resubmitted_after(SIGKILL);
+}
+
+TEST_CASE("psched stopped (SIGTERM) mid-job and restarted: a client with reconnect_ms resubmits and gets the exact result",
+          "[fleet]") {
+  check_resubmitted_after(SIGTERM);
+}
+
+TEST_CASE("with reconnect_ms and no scheduler coming back, run() fails after that time naming the lost connection",
+          "[fleet]") {
+  SchedulerDiesMidJob t(/*reconnect_ms=*/1500);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(t.client->run(arange_job(2000, 2000, 100, 100), t.signal_after_5_chunks(SIGKILL)),
+                    Catch::StartsWith("connection to the scheduler lost") &&
+                        Catch::Contains("no scheduler to resubmit the job to within 1500 ms"));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= std::chrono::milliseconds(1500));
+  CHECK(took < std::chrono::seconds(10));
+  CHECK_THROWS_WITH(t.client->workers(), Catch::StartsWith("connection to the scheduler lost"));
+  t.reap();
 }
 
 TEST_CASE("chaos: workers killed every second, one stopped past the timeout, psched killed and restarted: "

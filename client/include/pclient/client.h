@@ -77,6 +77,8 @@ struct Result {
   uint64_t retries = 0;                 // chunks run again after a worker was lost or failed
   double scheduler_seconds = 0;         // accept -> last chunk, measured by the scheduler
   double wall_seconds = 0;              // submit -> result, measured by this client
+  uint32_t resubmissions = 0;           // times the job was submitted again after the scheduler
+                                        // connection was lost (ConnectOptions::reconnect_ms)
 };
 
 struct WorkerInfo {
@@ -102,6 +104,11 @@ struct ConnectOptions {
   // on a VM, waking an idle CPU costs tens of microseconds per message. 0 = sleep at once;
   // negative: the default of psched's daemons (their --spin-us).
   int spin_us = -1;
+  // When the connection to the scheduler is lost while run() waits for a job (psched killed,
+  // restarted, or shutting down), keep trying to connect again for this long (re-reading
+  // scheduler_file when one is given) and submit the job again; jobs are deterministic, so the
+  // result is the same bits. 0: run() throws at once, naming the lost connection.
+  int reconnect_ms = 0;
 };
 
 struct RunOptions {
@@ -127,9 +134,12 @@ class Client {
   Result run(const Job& job, const RunOptions& options = {});
   void close();
 
+  struct Impl;  // the session with the scheduler (client.cpp)
+
  private:
-  struct Impl;
   explicit Client(std::unique_ptr<Impl> impl);
+  Result run_once(const Job& job, const RunOptions& options);
+  void reconnect(const std::string& lost, const RunOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -76,8 +76,11 @@ Progress progress_of(uint64_t job_id, psched::wire::Progress::Reader p) {
   progress.chunks_done = p.getChunksDone();
   progress.chunks_total = p.getChunksTotal();
   progress.running_sum = p.getRunningSum();
-  for (auto c : p.getPartials())
-    progress.partials.push_back({c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax()});
+  for (auto c : p.getPartials()) {
+    ChunkPartial partial{c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax(), {}};
+    for (double t : c.getExact().getTerms()) partial.exact_terms.push_back(t);
+    progress.partials.push_back(std::move(partial));
+  }
   return progress;
 }
 
@@ -89,6 +92,11 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
   result.count = r.getCount();
   result.min = r.getMin();
   result.max = r.getMax();
+  const auto exact = r.getExact();
+  for (double t : exact.getTerms()) result.exact_terms.push_back(t);
+  result.nan_count = exact.getNan();
+  result.pos_inf_count = exact.getPosInf();
+  result.neg_inf_count = exact.getNegInf();
   result.chunks = r.getChunks();
   result.workers = r.getWorkers();
   result.retries = r.getRetries();

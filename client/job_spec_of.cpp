@@ -25,4 +25,17 @@ psched::JobSpec job_spec_of(const Job& j) {
   return s;
 }
 
+psched::PartialSum partial_of(const Result& r) {
+  psched::PartialSum p;
+  p.sum = r.sum;
+  p.count = r.count;
+  p.min = r.min;
+  p.max = r.max;
+  p.exact.add_terms(r.exact_terms.data(), r.exact_terms.size());
+  p.exact.nan = r.nan_count;
+  p.exact.pos_inf = r.pos_inf_count;
+  p.exact.neg_inf = r.neg_inf_count;
+  return p;
+}
+
 }  // namespace pclient

@@ -1,8 +1,10 @@
-// The one translation from the public pclient::Job to the internal psched::JobSpec, shared by
+// The one translation from the public pclient::Job to the internal psched::JobSpec (and of a
+// Result back to a PartialSum), shared by
 // libpclient, pbench and the tests (not installed: the public header knows nothing of JobSpec).
 #pragma once
 
 #include "common/job_spec.h"
+#include "common/partial.h"
 #include "pclient/client.h"
 
 namespace pclient {
@@ -10,5 +12,9 @@ namespace pclient {
 // Throws pclient::Error for an unknown dtype or generator name; other fields are copied as they are
 // (psched::validate() judges them).
 psched::JobSpec job_spec_of(const Job& job);
+
+// The job's result as the internal PartialSum (the exact sum rebuilt from its terms), for
+// psched::check_result().
+psched::PartialSum partial_of(const Result& result);
 
 }  // namespace pclient

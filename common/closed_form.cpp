@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "common/chunk_grid.h"
 
@@ -21,6 +22,34 @@ uint64_t max_selected_per_chunk(const JobSpec& s, uint64_t selected_rows, uint64
   const uint64_t r = std::min(selected_rows, s.chunk_rows / s.row_sel.step + 1);
   const uint64_t c = std::min(selected_cols, s.chunk_cols / s.col_sel.step + 1);
   return r * c;
+}
+
+// k * 2^exponent as an exact sum, O(1): three pieces of 52 bits, each a double exactly (exponent >=
+// -1074 keeps the lowest piece representable; the totals validate() allows keep the highest finite).
+ExactSum exact_scaled(__int128 k, int exponent) {
+  ExactSum e;
+  const bool negative = k < 0;
+  unsigned __int128 u = negative ? -(unsigned __int128)k : (unsigned __int128)k;
+  for (int piece = 0; u != 0; ++piece, u >>= 52) {
+    const double v = std::ldexp(double(uint64_t(u & ((uint64_t{1} << 52) - 1))), 52 * piece + exponent);
+    e.add(negative ? -v : v);
+  }
+  return e;
+}
+
+// v * n exactly: v's integer mantissa times n, scaled by v's exponent.
+ExactSum exact_times(double v, uint64_t n) {
+  if (v == 0 || n == 0) return ExactSum{};
+  int exponent;
+  const double m = std::frexp(v, &exponent);                       // v = m 2^exponent, |m| in [0.5, 1)
+  const int64_t mantissa = int64_t(std::ldexp(m, 53));             // exact: 53 bits
+  int scale = exponent - 53;
+  __int128 k = __int128(mantissa) * n;
+  if (scale < -1074) {  // subnormal v: its mantissa's low bits are zero, shift them out
+    k >>= -1074 - scale;
+    scale = -1074;
+  }
+  return exact_scaled(k, scale);
 }
 
 }  // namespace
@@ -79,28 +108,37 @@ Expectation expected_over(const JobSpec& s, const AxisRun& rows, const AxisRun& 
       const double largest_abs = std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
                                  std::fabs(s.offset);
       e.min_max_tolerance = 2 * element_epsilon * largest_abs;
-      const long double largest = std::max(std::fabs((long double)v_first), std::fabs((long double)v_last));
-      const double float32_limit = 16777216.0;
+      // Integer parameters and every intermediate below 2^53 (the stored value below 2^24 for
+      // float32): every element is computed exactly, so the job's exact sum is the integer closed
+      // form and its rounding must match bit for bit. Otherwise the elements themselves are rounded
+      // and the closed form of the ideal values only bounds the sum.
+      const double stored_limit = s.dtype == DType::kFloat32 ? 16777216.0 : kTwo53;
       const bool values_exact = is_integer(s.scale) && is_integer(s.offset) && is_integer(s.param0) &&
                                 is_integer(s.param1) &&
-                                std::fabs(s.param0) + std::fabs(s.param1) * double(last) <
-                                    (s.dtype == DType::kFloat32 ? float32_limit : kTwo53);
-      e.sum_exact = values_exact && largest * n < (long double)kTwo53;
+                                std::fabs(s.param0) + std::fabs(s.param1) * double(last) < stored_limit &&
+                                std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
+                                        std::fabs(s.offset) < kTwo53;
+      if (values_exact) {
+        // Each term below n 2^53 <= 2^108: no overflow.
+        const __int128 exact = __int128(int64_t(s.scale)) * (__int128(int64_t(s.param0)) * __int128(e.count) +
+                                                              __int128(int64_t(s.param1)) * sum_index) +
+                               __int128(int64_t(s.offset)) * __int128(e.count);
+        e.exact = exact_scaled(exact, 0);
+        e.sum = e.exact.rounded();
+        e.sum_exact = true;
+      }
       break;
     }
     case Generator::kConstant: {
       const double x = s.dtype == DType::kFloat32 ? double(float(s.param0)) : s.param0;
       const double v = s.scale * x + s.offset;
-      e.sum = double((long double)v * (long double)e.count);
+      // Every element is v exactly (the same two roundings as here), so the exact sum is v * count.
+      e.exact = exact_times(v, e.count);
+      e.sum = e.exact.rounded();
+      e.sum_exact = true;
       e.mean = v;
       e.has_min_max = true;
       e.min = e.max = v;
-      e.sum_exact = is_integer(v) && std::fabs(v) * double(e.count) < kTwo53 && is_integer(s.scale) &&
-                    is_integer(x) && is_integer(s.offset);
-      // Every element is v exactly (the same two roundings as here): only the summation errs.
-      e.sum_tolerance = sum_error_bound((long double)std::fabs(v) * (long double)e.count, 0.0,
-                                        max_selected_per_chunk(s, rows.count, cols.count),
-                                        s.chunks());
       break;
     }
     case Generator::kNormal:
@@ -133,10 +171,17 @@ std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t ch
       select_axis(b.col0, b.col0 + b.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
   if (e.count == 0) return PartialSum{};  // what a worker reports for a chunk with nothing selected
   if (!e.sum_exact || !e.has_min_max || s.dtype != DType::kFloat64) return std::nullopt;
-  return PartialSum{e.sum, e.count, e.min, e.max};
+  PartialSum p;
+  p.sum = e.sum;
+  p.count = e.count;
+  p.min = e.min;
+  p.max = e.max;
+  p.exact = e.exact;
+  return p;
 }
 
-std::string check_result(const JobSpec& spec, const PartialSum& got) {
+std::string check_result(const JobSpec& spec, const PartialSum& got,
+                         const std::vector<ReferenceSum>& references) {
   const Expectation e = expected_result(spec);
   if (got.count != e.count) return fmt::format("count is {}, expected {}", got.count, e.count);
   if (e.count == 0) return "";
@@ -144,7 +189,8 @@ std::string check_result(const JobSpec& spec, const PartialSum& got) {
     return fmt::format("sum is {} (it overflowed float64), expected {:.17g}", got.sum, e.sum);
   if (spec.generator == Generator::kArange || spec.generator == Generator::kConstant) {
     if (e.sum_exact) {
-      if (got.sum != e.sum) return fmt::format("sum is {:.17g}, expected exactly {:.17g}", got.sum, e.sum);
+      if (std::memcmp(&got.sum, &e.sum, sizeof got.sum) != 0)
+        return fmt::format("sum is {:.17g}, expected exactly {:.17g}", got.sum, e.sum);
     } else {
       // Rounding of the expected value itself (computed in long double, rounded once) on top.
       const double tol = e.sum_tolerance + kUnitRoundoff * std::fabs(e.sum);
@@ -158,6 +204,12 @@ std::string check_result(const JobSpec& spec, const PartialSum& got) {
         return fmt::format("min/max are {:.17g}/{:.17g}, expected {:.17g}/{:.17g}", got.min, got.max,
                            e.min, e.max);
     }
+    return "";
+  }
+  if (const std::optional<double> reference = reference_sum(spec, references)) {
+    if (std::memcmp(&got.sum, &*reference, sizeof got.sum) != 0)
+      return fmt::format("sum is {:.17g}, expected exactly {:.17g} (reference value)", got.sum,
+                         *reference);
     return "";
   }
   const double mean = got.sum / double(got.count);

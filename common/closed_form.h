@@ -5,16 +5,23 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "common/exact_sum.h"
 #include "common/job_spec.h"
 #include "common/partial.h"
+#include "common/reference_sums.h"
 
 namespace psched {
 
 struct Expectation {
   uint64_t count = 0;
   double sum = 0;          // closed form (arange, constant)
-  bool sum_exact = false;  // every value and partial sum is an integer below 2^53: bits must match
+  // Every element is computed exactly (constant always; arange with integer values below 2^53):
+  // `exact` is the exact sum of the selection and `sum` its correct rounding, which the job's sum
+  // must match bit for bit.
+  bool sum_exact = false;
+  ExactSum exact;
   double mean = 0;         // expected mean
   double mean_tolerance = 0;  // normal/uniform: allowed |mean - expected|
   bool has_min_max = false;
@@ -38,12 +45,14 @@ double sum_error_bound(long double sum_abs, double element_epsilon, uint64_t chu
 Expectation expected_result(const JobSpec& spec);
 
 // The exact partial a worker reports for chunk `chunk` of an arange or constant float64 job whose
-// values and sums are integers below 2^53 (so every summation order gives the same bits: the CPU
-// and CUDA backends' included); nullopt for any other job or chunk. The simulated workers of
+// elements are computed exactly (Expectation::sum_exact), in O(1): nullopt for any other job. The simulated workers of
 // bench/loadgen answer with it; tests/common/closed_form_test.cpp holds it to reduce_chunk_cpu.
 std::optional<PartialSum> expected_chunk_partial(const JobSpec& spec, uint64_t chunk);
 
-// Empty when `got` satisfies the expectation; else one line saying what differs.
-std::string check_result(const JobSpec& spec, const PartialSum& got);
+// Empty when `got` satisfies the expectation; else one line saying what differs. arange/constant
+// with exactly computed elements and jobs in `references` (reference_sums.h) must match bit for bit;
+// the rest within the rounding bound (arange) or the statistical one (normal, uniform).
+std::string check_result(const JobSpec& spec, const PartialSum& got,
+                         const std::vector<ReferenceSum>& references = reference_sums());
 
 }  // namespace psched

@@ -1,21 +1,34 @@
 #include "common/partial.h"
 
-#include <cstddef>
+#include <cstring>
 
 namespace psched {
-namespace {
 
-PartialSum tree(const PartialSum* p, size_t n) {
-  if (n == 0) return PartialSum{};
-  if (n == 1) return p[0];
-  const size_t half = n / 2;
-  return combine(tree(p, half), tree(p + half, n - half));
+void merge(PartialSum& into, const PartialSum& p) {
+  into.exact.add(p.exact);
+  into.exact.normalize();
+  into.sum = into.exact.rounded();
+  into.count += p.count;
+  into.min = p.min < into.min ? p.min : into.min;
+  into.max = p.max > into.max ? p.max : into.max;
 }
 
-}  // namespace
+PartialSum combine(const PartialSum& a, const PartialSum& b) {
+  PartialSum r = a;
+  merge(r, b);
+  return r;
+}
 
 PartialSum combine_in_order(const std::vector<PartialSum>& partials) {
-  return tree(partials.data(), partials.size());
+  PartialSum total;
+  for (const PartialSum& p : partials) merge(total, p);
+  return total;
+}
+
+bool same_bits(const PartialSum& a, const PartialSum& b) {
+  const auto same = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
+  return same(a.sum, b.sum) && a.count == b.count && same(a.min, b.min) && same(a.max, b.max) &&
+         same_value(a.exact, b.exact);
 }
 
 }  // namespace psched

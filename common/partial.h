@@ -1,34 +1,37 @@
 // PartialSum: what reducing the selected elements of one chunk (or a run of chunks) yields, and the
-// one way two of them combine. The scheduler combines chunk partials in chunk-index order with a fixed
-// pairwise tree (combine_in_order), so a job's bits never depend on arrival order or worker count.
+// one way two of them combine. The sum is carried exactly (ExactSum, common/exact_sum.h): merging
+// is exact and commutative, so a job's bits never depend on arrival order, worker count, chunking
+// or backend; `sum` is that exact sum rounded once.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "common/exact_sum.h"
 #include "common/platform.h"
 
 namespace psched {
 
 struct PartialSum {
-  double sum = 0.0;
+  double sum = 0.0;  // exact.rounded(): the correctly rounded sum of the selected elements
   uint64_t count = 0;
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
+  ExactSum exact;  // the exact sum of the selected elements (and their NaN/inf counts)
 };
 
-PSCHED_HD PartialSum combine(const PartialSum& a, const PartialSum& b) {
-  PartialSum r;
-  r.sum = a.sum + b.sum;
-  r.count = a.count + b.count;
-  r.min = a.min < b.min ? a.min : b.min;
-  r.max = a.max > b.max ? a.max : b.max;
-  return r;
-}
+// Adds p into `into`: exact sum merged (and normalised, so any number of merges is safe), count
+// added, min/max taken, sum rounded again.
+void merge(PartialSum& into, const PartialSum& p);
+PartialSum combine(const PartialSum& a, const PartialSum& b);
 
-// Pairwise tree over partials[0..n) in index order: a fixed shape for a given n, so the result is a
-// pure function of the chunk partials.
+// Every partial merged: the result is the same whatever the order (kept under its old name: the
+// combination used to be a fixed pairwise tree in index order).
 PartialSum combine_in_order(const std::vector<PartialSum>& partials);
+
+// Bit for bit: sum, count, min, max (their bit patterns, so -0 != +0 and NaN == the same NaN) and
+// the exact sum after normalisation (digits and special counts).
+bool same_bits(const PartialSum& a, const PartialSum& b);
 
 }  // namespace psched

@@ -54,22 +54,58 @@ JobSpec from_wire(wire::JobSpec::Reader in) {
   return s;
 }
 
-void to_wire(uint64_t chunk, const PartialSum& p, wire::ChunkPartial::Builder out) {
+void to_wire(const ExactSum& e, const std::vector<double>& terms, wire::ExactSum::Builder out) {
+  auto list = out.initTerms(uint32_t(terms.size()));
+  for (size_t i = 0; i < terms.size(); ++i) list.set(uint32_t(i), terms[i]);
+  out.setNan(e.nan);
+  out.setPosInf(e.pos_inf);
+  out.setNegInf(e.neg_inf);
+}
+
+void to_wire(const ExactSum& e, wire::ExactSum::Builder out) { to_wire(e, e.terms(), out); }
+
+ExactSum from_wire(wire::ExactSum::Reader in) {
+  ExactSum e;
+  // A frame holds at most 2^21 terms, far below the 2^31 adds a digit takes before normalising.
+  for (double t : in.getTerms()) e.add(t);
+  e.nan += in.getNan();
+  e.pos_inf += in.getPosInf();
+  e.neg_inf += in.getNegInf();
+  return e;
+}
+
+void to_wire(uint64_t chunk, const PartialSum& p, const std::vector<double>& exact_terms,
+             wire::ChunkPartial::Builder out) {
   out.setChunk(chunk);
   out.setSum(p.sum);
   out.setCount(p.count);
   out.setMin(p.min);
   out.setMax(p.max);
+  to_wire(p.exact, exact_terms, out.initExact());
 }
 
-PartialSum from_wire(wire::ChunkPartial::Reader in) {
+void to_wire(uint64_t chunk, const PartialSum& p, wire::ChunkPartial::Builder out) {
+  to_wire(chunk, p, p.exact.terms(), out);
+}
+
+namespace {
+
+// ChunkPartial and JobResult name these fields alike.
+template <typename Reader>
+PartialSum partial_from_wire(Reader in) {
   PartialSum p;
   p.sum = in.getSum();
   p.count = in.getCount();
   p.min = in.getMin();
   p.max = in.getMax();
+  p.exact = from_wire(in.getExact());
   return p;
 }
+
+}  // namespace
+
+PartialSum from_wire(wire::ChunkPartial::Reader in) { return partial_from_wire(in); }
+PartialSum from_wire(wire::JobResult::Reader in) { return partial_from_wire(in); }
 
 void to_wire(const WorkerInfo& w, wire::WorkerInfo::Builder out) {
   out.setId(w.id);

@@ -2,6 +2,9 @@
 // proto/psched.capnp. Reading from the wire never trusts the values: callers validate() after.
 #pragma once
 
+#include <vector>
+
+#include "common/exact_sum.h"
 #include "common/job_spec.h"
 #include "common/partial.h"
 #include "common/worker_info.h"
@@ -12,8 +15,18 @@ namespace psched {
 void to_wire(const JobSpec& spec, wire::JobSpec::Builder out);
 JobSpec from_wire(wire::JobSpec::Reader in);
 
+// An exact sum as its terms() and special counts; `terms` when the caller has them already.
+void to_wire(const ExactSum& e, wire::ExactSum::Builder out);
+void to_wire(const ExactSum& e, const std::vector<double>& terms, wire::ExactSum::Builder out);
+ExactSum from_wire(wire::ExactSum::Reader in);
+
 void to_wire(uint64_t chunk, const PartialSum& p, wire::ChunkPartial::Builder out);
+void to_wire(uint64_t chunk, const PartialSum& p, const std::vector<double>& exact_terms,
+             wire::ChunkPartial::Builder out);
+// The partial as sent: `sum` is the sender's; receivers that combine partials use `exact`.
 PartialSum from_wire(wire::ChunkPartial::Reader in);
+// A job's result as a PartialSum (its exact sum rebuilt from the terms).
+PartialSum from_wire(wire::JobResult::Reader in);
 
 void to_wire(const WorkerInfo& info, wire::WorkerInfo::Builder out);
 WorkerInfo from_wire(wire::WorkerInfo::Reader in);

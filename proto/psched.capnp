@@ -132,19 +132,30 @@ struct JobAccepted {
   chunks @2 :UInt64;
 }
 
+# The exact sum of some elements (psched::ExactSum, common/exact_sum.h), compactly: its finite part
+# as non-overlapping doubles, largest first, whose exact (unrounded) sum is the value (ExactSum::
+# terms(): empty for zero, typically one to three), and the NaN/infinite elements apart.
+struct ExactSum {
+  terms @0 :List(Float64);
+  nan @1 :UInt32;              # NaN elements
+  posInf @2 :UInt32;           # +inf elements
+  negInf @3 :UInt32;           # -inf elements
+}
+
 struct ChunkPartial {
   chunk @0 :UInt64;
-  sum @1 :Float64;
+  sum @1 :Float64;             # exact, correctly rounded (the receiver rounds `exact` itself)
   count @2 :UInt64;
   min @3 :Float64;
   max @4 :Float64;
+  exact @5 :ExactSum;          # the exact sum of the chunk's selected elements
 }
 
 struct Progress {
   jobId @0 :UInt64;
   chunksDone @1 :UInt64;
   chunksTotal @2 :UInt64;
-  runningSum @3 :Float64;      # arrival-order sum, for display only; the result is exact-order
+  runningSum @3 :Float64;      # arrival-order sum of rounded partials, for display only
   partials @4 :List(ChunkPartial);  # only when the job asked for them
 }
 
@@ -158,6 +169,7 @@ struct JobResult {
   workers @6 :UInt32;          # workers that computed at least one chunk
   seconds @7 :Float64;         # scheduler time from accept to the last chunk
   retries @8 :UInt64;          # chunks run again after a worker was lost or failed
+  exact @9 :ExactSum;          # the exact sum of the selected elements; `sum` is it rounded once
 }
 
 struct JobFailed {

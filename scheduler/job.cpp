@@ -13,7 +13,12 @@ Job::Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool wa
   const uint64_t n = spec_->chunks();
   states_.assign(n, uint8_t(TaskState::kQueued));
   running_on_.assign(n, 0);
-  partials_.resize(n);
+}
+
+PartialSum Job::result() const {
+  PartialSum r = total_;
+  r.sum = total_.exact.rounded();
+  return r;
 }
 
 double Job::seconds() const {
@@ -81,10 +86,16 @@ bool Job::finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
   if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
       running_on_[chunk] != worker)
     return false;
-  partials_[chunk] = partial;
+  // A partial off the wire is not normalised (its terms add up to 2^21 adds per digit); normalising
+  // after each merge keeps the total's digits far from overflow for any number of chunks.
+  total_.exact.add(partial.exact);
+  total_.exact.normalize();
+  total_.count += partial.count;
+  total_.min = partial.min < total_.min ? partial.min : total_.min;
+  total_.max = partial.max > total_.max ? partial.max : total_.max;
   running_sum_ += partial.sum;
   transition(chunk, TaskState::kDone, worker);
-  if (want_partials_) unsent_partials.push_back(chunk);
+  if (want_partials_) unsent_partials.emplace_back(chunk, partial);
   return true;
 }
 

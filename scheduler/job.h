@@ -1,8 +1,9 @@
 // Job: one submitted array-sum job inside psched, cut into chunk tasks. Each chunk's lifecycle is an
 // explicit state machine (queued -> running -> done, running -> queued on worker loss or failure)
-// and transition() is the only code that changes a chunk's state. Chunk partials are kept by index
-// and combined in index order when the last one arrives, so the result never depends on which
-// worker ran what or in which order results came back.
+// and transition() is the only code that changes a chunk's state. A chunk's partial is merged into
+// the job's one exact total when the chunk first becomes done (a late duplicate is not running, so
+// it is ignored); exact merging is order-free, so the result never depends on which worker ran
+// what or in which order results came back, and the job keeps no per-chunk partials.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/job_spec.h"
@@ -60,12 +62,13 @@ class Job {
   uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame);
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
 
-  PartialSum result() const { return combine_in_order(partials_); }
-  const PartialSum& partial(uint64_t chunk) const { return partials_[chunk]; }
+  // The merged partials of the done chunks, `sum` rounded from the exact total.
+  PartialSum result() const;
 
-  // Progress throttling and streaming bookkeeping.
+  // Progress throttling and streaming bookkeeping: with want_partials, each chunk's partial waits
+  // here (chunk, partial) until the next Progress carries it.
   std::chrono::steady_clock::time_point last_progress{};
-  std::vector<uint64_t> unsent_partials;
+  std::vector<std::pair<uint64_t, PartialSum>> unsent_partials;
 
  private:
   void transition(uint64_t chunk, TaskState to, WorkerId worker);
@@ -77,7 +80,7 @@ class Job {
   std::chrono::steady_clock::time_point started_;
   std::vector<uint8_t> states_;
   std::vector<WorkerId> running_on_;
-  std::vector<PartialSum> partials_;
+  PartialSum total_;  // exact sum (normalised after each merge), count, min, max of done chunks
   std::deque<uint64_t> requeued_;
   uint64_t next_fresh_ = 0;
   uint64_t done_ = 0;

@@ -169,8 +169,8 @@ void Scheduler::send_progress(Job& job, bool force) {
     if (n > 0) {
       auto list = p.initPartials(uint32_t(n));
       for (size_t i = 0; i < n; ++i) {
-        const uint64_t chunk = job.unsent_partials[sent + i];
-        to_wire(chunk, job.partial(chunk), list[uint32_t(i)]);
+        const auto& [chunk, partial] = job.unsent_partials[sent + i];
+        to_wire(chunk, partial, list[uint32_t(i)]);
       }
     }
     sent += n;
@@ -198,6 +198,7 @@ void Scheduler::complete_job(Job& job) {
       r.setWorkers(uint32_t(job.workers_used()));
       r.setSeconds(job.seconds());
       r.setRetries(job.retries());
+      to_wire(total.exact, r.initExact());
     });
   }
   remember_job(job, "done", "");

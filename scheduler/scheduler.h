@@ -27,9 +27,10 @@
 
 namespace psched {
 
-// Most chunk partials one Progress carries (40 bytes each on the wire, so ~2.6 MB): more go out in
-// further Progress messages, so no rate of completions can outgrow a frame (kDefaultMaxFrameBytes).
-inline constexpr size_t kMaxPartialsPerProgress = 65536;
+// Most chunk partials one Progress carries (72 bytes each on the wire plus 8 per exact term, at
+// most kExactMaxTerms: under 14 MB, typically ~3 MB): more go out in further Progress messages, so
+// no rate of completions can outgrow a frame (kDefaultMaxFrameBytes).
+inline constexpr size_t kMaxPartialsPerProgress = 32768;
 
 // The heartbeat interval peers are told in Welcome: at most `preferred`, and at most a fifth of
 // the worker timeout, so that a worker's heartbeat always arrives several times within the timeout

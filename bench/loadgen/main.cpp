@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!expected_result(o.job).sum_exact) {
-    fmt::print(stderr, "psched-loadgen: the job's sum is not exact in float64 (values or sum past 2^53): "
+    fmt::print(stderr, "psched-loadgen: the job's sum is not exact in float64 (values past 2^53): "
                        "results could not be checked bit for bit\n");
     return 2;
   }

@@ -24,6 +24,7 @@ std::string compare_exact(const JobSpec& spec, const PartialSum& got) {
   const Expectation e = expected_result(spec);
   if (got.count != e.count) return fmt::format("count {} != {}", got.count, e.count);
   if (!same_bits(got.sum, e.sum)) return fmt::format("sum {:.17g} != {:.17g}", got.sum, e.sum);
+  if (!same_value(got.exact, e.exact)) return "the exact sums differ";
   if (e.count > 0 && (!same_bits(got.min, e.min) || !same_bits(got.max, e.max)))
     return fmt::format("min/max {:.17g}/{:.17g} != {:.17g}/{:.17g}", got.min, got.max, e.min, e.max);
   return "";
@@ -104,8 +105,7 @@ void SimClient::on_message(wire::Message::Reader message) {
       if (t == tag_of_job_.end()) return;
       auto it = pending_.find(t->second);
       const auto now = Clock::now();
-      const std::string diff =
-          compare_exact(it->second.spec, PartialSum{r.getSum(), r.getCount(), r.getMin(), r.getMax()});
+      const std::string diff = compare_exact(it->second.spec, from_wire(r));
       if (diff.empty()) {
         ++st.ok;
         st.latency_s.push_back(std::chrono::duration<double>(now - it->second.submitted).count());

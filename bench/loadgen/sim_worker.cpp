@@ -126,7 +126,10 @@ void SimWorker::on_device_tick() {
     auto it = jobs_.find(run.job_id);
     std::optional<PartialSum> partial;
     if (it != jobs_.end() && it->second.spec) partial = expected_chunk_partial(*it->second.spec, run.next);
-    if (partial && int64_t(run.next) == fleet_.device().corrupt_chunk) partial->sum += 1;
+    if (partial && int64_t(run.next) == fleet_.device().corrupt_chunk) {
+      partial->exact.add(1.0);
+      partial->sum = partial->exact.rounded();
+    }
     if (partial) {
       r.results.emplace_back(run.next, *partial);
     } else {

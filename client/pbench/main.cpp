@@ -17,6 +17,7 @@
 #include "common/event_loop.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
+#include "common/reference_sums.h"
 #include "common/scheduler_file.h"
 #include "common/token.h"
 #include "cluster_report.h"
@@ -211,8 +212,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   }
   runs.after = client.workers();
   const pclient::Result& r = runs.last;
-  const psched::PartialSum got{r.sum, r.count, r.min, r.max};
-  if (f.check) runs.problem = psched::check_result(pclient::job_spec_of(f.job), got);
+  if (f.check) runs.problem = psched::check_result(pclient::job_spec_of(f.job), pclient::partial_of(r));
   return runs;
 }
 
@@ -221,6 +221,8 @@ void report_json(const Flags& f, const Runs& runs) {
   const pclient::Result& result = runs.last;
   const double seconds = runs.seconds.back();
   nlohmann::json out = {{"sum", result.sum},
+                        {"exact_terms", result.exact_terms},
+                        {"reference_key", psched::reference_key(pclient::job_spec_of(job))},
                         {"count", result.count},
                         {"mean", result.mean()},
                         {"min", result.min},

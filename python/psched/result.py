@@ -18,9 +18,11 @@ def device_figures(before, after, wall_seconds):
 
 
 class Result(float):
-    """sum, mean, count, min, max; seconds (submit to result, this client's clock),
-    scheduler_seconds, chunks, workers (that computed chunks), retries, resubmissions (after a
-    lost scheduler connection, Client(reconnect=...)), job_id, bytes (the
+    """sum (the correctly rounded exact sum: the same bits whatever the chunking, workers or
+    backend), exact_terms (that exact sum as non-overlapping floats, largest first, whose unrounded
+    sum it is; fractions.Fraction of each adds up exactly), mean, count, min, max; seconds (submit
+    to result, this client's clock), scheduler_seconds, chunks, workers (that computed chunks),
+    retries, resubmissions (after a lost scheduler connection, Client(reconnect=...)), job_id, bytes (the
     array's), devices (per-worker figures, see device_figures) and kind (what float(self) is)."""
 
     def __new__(cls, kind, figures, devices, nbytes):
@@ -31,6 +33,7 @@ class Result(float):
         self = super().__new__(cls, value)
         self.kind = kind
         self.sum, self.count, self.mean = figures["sum"], count, mean
+        self.exact_terms = list(figures.get("exact_terms", []))
         self.min, self.max = figures["min"], figures["max"]
         self.seconds = figures["wall_seconds"]
         self.scheduler_seconds = figures["scheduler_seconds"]

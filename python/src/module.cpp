@@ -56,6 +56,7 @@ py::dict result_dict(const pclient::Result& r) {
   py::dict d;
   d["job_id"] = r.job_id;
   d["sum"] = r.sum;
+  d["exact_terms"] = r.exact_terms;
   d["count"] = r.count;
   d["min"] = r.min;
   d["max"] = r.max;

@@ -71,7 +71,7 @@ TEST_CASE("the rounding bound is zero for nothing and grows with depth and magni
   CHECK(sum_error_bound(1e6, 0, 1000, 1) == Approx(1001 * 1e6 / 9007199254740992.0 * 1.01));
 }
 
-TEST_CASE("an exact arange sum must match to the bit, and a constant sum within its bound", "[check]") {
+TEST_CASE("exact arange and constant sums must match to the bit", "[check]") {
   JobSpec s;
   s.rows = s.cols = 100;
   s.chunk_rows = s.chunk_cols = 10;
@@ -84,9 +84,15 @@ TEST_CASE("an exact arange sum must match to the bit, and a constant sum within 
   CHECK(check_result(s, PartialSum{e.sum + 1, e.count, e.min, e.max}) != "");
   s.generator = Generator::kConstant;
   s.param0 = 0.1;
+  s.offset = 0;
+  s.row_sel = s.col_sel = {0, kToEnd, 1};
+  // 0.1 is not 1/10, but every element is that same double: the exact sum is 10000 of it, which
+  // rounds to 1000 (a float64 loop gives 1000.0000000001588).
   const Expectation c = expected_result(s);
-  CHECK(check_result(s, PartialSum{c.sum * (1 + 1e-15), c.count, c.min, c.max}) == "");
-  CHECK(check_result(s, PartialSum{c.sum * (1 + 1e-6), c.count, c.min, c.max}) != "");
+  REQUIRE(c.sum_exact);
+  CHECK(c.sum == 1000.0);
+  CHECK(check_result(s, PartialSum{c.sum, c.count, c.min, c.max}) == "");
+  CHECK(check_result(s, PartialSum{std::nextafter(c.sum, 0.0), c.count, c.min, c.max}) != "");
 }
 
 TEST_CASE("jobs whose elements or sum pass float64's range are refused, naming the bound", "[check]") {

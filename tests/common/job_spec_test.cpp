@@ -36,19 +36,6 @@ TEST_CASE("every bad field is refused with a message naming it", "[job_spec]") {
   s = {}; s.scale = std::numeric_limits<double>::infinity(); refused(s, "scale");
 }
 
-TEST_CASE("partials combine by a fixed pairwise tree in index order", "[partial]") {
-  std::vector<PartialSum> p(5);
-  const double values[5] = {1e16, 1.0, -1e16, 1.0, 3.0};
-  for (int i = 0; i < 5; ++i) p[size_t(i)] = PartialSum{values[i], 1, values[i], values[i]};
-  const PartialSum r = combine_in_order(p);
-  // Tree: ((1e16 + 1) + (-1e16 + (1 + 3))) with rounding at each step, as the shape dictates.
-  const double expected = (values[0] + values[1]) + (values[2] + (values[3] + values[4]));
-  CHECK(r.sum == expected);
-  CHECK(r.count == 5);
-  CHECK(r.min == -1e16);
-  CHECK(r.max == 1e16);
-}
-
 TEST_CASE("arange closed form is exact for the sum of integers", "[closed_form]") {
   JobSpec s;
   s.generator = Generator::kArange;

@@ -168,8 +168,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (selected != e.count) fail("per-chunk counts do not add up to the job's count", s);
   }
   // check_result takes any partial a worker could send.
-  psched::PartialSum got{param_value(in), in.ConsumeIntegral<uint64_t>(), param_value(in), param_value(in)};
-  if (in.ConsumeBool()) got = psched::PartialSum{e.sum, e.count, e.min, e.max};
+  psched::PartialSum got;
+  got.sum = param_value(in);
+  got.count = in.ConsumeIntegral<uint64_t>();
+  got.min = param_value(in);
+  got.max = param_value(in);
+  got.exact.add(got.sum);
+  if (in.ConsumeBool()) {
+    got.sum = e.sum;
+    got.count = e.count;
+    got.min = e.min;
+    got.max = e.max;
+    got.exact = e.exact;
+  }
   const std::string problem = psched::check_result(s, got);
   if (problem.find('\n') != std::string::npos) fail("check_result message has a newline", s);
   return 0;

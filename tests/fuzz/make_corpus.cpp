@@ -46,8 +46,13 @@ std::string results(uint64_t job, uint64_t first, uint64_t n, uint64_t failed = 
     b.setJobId(job);
     b.setBusySeconds(0.001);
     auto list = b.initResults(uint32_t(n));
-    for (uint64_t i = 0; i < n; ++i)
-      psched::to_wire(first + i, psched::PartialSum{1.0, 16, 0.0, 1.0}, list[uint32_t(i)]);
+    psched::PartialSum p;
+    p.sum = 1.0;
+    p.count = 16;
+    p.min = 0.0;
+    p.max = 1.0;
+    p.exact.add(1.0);
+    for (uint64_t i = 0; i < n; ++i) psched::to_wire(first + i, p, list[uint32_t(i)]);
     if (failed != UINT64_MAX) {
       auto f = b.initFailures(1)[0];
       f.setChunk(failed);

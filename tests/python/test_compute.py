@@ -87,6 +87,18 @@ def test_random_arrays_stay_within_their_bounds(client):
     assert abs(n - 10) < 0.02
 
 
+def test_the_sum_is_the_exact_sum_correctly_rounded_whatever_the_chunks(client):
+    from fractions import Fraction
+    sums = [pa.random.normal(10, 1, size=(500, 400), chunks=c, seed=5).sum().compute(progress=False)
+            for c in [(500, 400), (100, 100), (37, 53), (1, 400)]]
+    first = sums[0]
+    assert first.exact_terms and first.exact_terms[0] == first.sum
+    # The terms add up exactly to a value whose rounding is the sum.
+    assert float(sum(Fraction(t) for t in first.exact_terms)) == first.sum
+    for s in sums[1:]:
+        assert s.sum.hex() == first.sum.hex() and s.exact_terms == first.exact_terms
+
+
 @pytest.mark.parametrize("generator", ["arange", "normal"])
 def test_python_and_pbench_give_the_same_bits_for_the_same_job(client, cluster, generator):
     if generator == "arange":

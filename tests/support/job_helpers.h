@@ -26,7 +26,7 @@ inline pclient::Job arange_job(uint64_t rows, uint64_t cols, uint64_t chunk_rows
 
 // "" when the result is the closed form (exactly where the values allow).
 inline std::string check(const pclient::Job& j, const pclient::Result& r) {
-  return check_result(pclient::job_spec_of(j), PartialSum{r.sum, r.count, r.min, r.max});
+  return check_result(pclient::job_spec_of(j), pclient::partial_of(r));
 }
 
 }  // namespace psched::test

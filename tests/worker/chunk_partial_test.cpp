@@ -48,6 +48,7 @@ TEST_CASE("closed-form chunk partials are bit-identical to the CPU reduction of 
               REQUIRE(closed.has_value());
               CHECK(closed->count == cpu.count);
               CHECK(same_bits(closed->sum, cpu.sum));
+              CHECK(same_value(closed->exact, cpu.exact));
               if (cpu.count > 0) {
                 CHECK(same_bits(closed->min, cpu.min));
                 CHECK(same_bits(closed->max, cpu.max));
@@ -88,4 +89,32 @@ TEST_CASE("no closed-form chunk partial where the sum could round or the generat
   s.generator = Generator::kArange;
   s.param1 = 0.5;  // non-integer values: the order of summation matters
   CHECK_FALSE(expected_chunk_partial(s, 0).has_value());
+}
+
+TEST_CASE("a constant that is no integer still has an exact closed-form partial, equal to the CPU's",
+          "[closed_form]") {
+  JobSpec s;
+  s.generator = Generator::kConstant;
+  s.param0 = 0.3;
+  s.scale = 1.7;
+  s.offset = 0.1;
+  s.rows = 50;
+  s.cols = 70;
+  s.chunk_rows = 13;
+  s.chunk_cols = 9;
+  s.row_sel = {1, kToEnd, 1};
+  s.col_sel = {0, kToEnd, 3};
+  REQUIRE(validate(s));
+  const JobSpec n = normalized(s);
+  std::vector<double> scratch;
+  std::vector<PartialSum> partials;
+  for (uint64_t k = 0; k < n.chunks(); ++k) {
+    INFO("chunk " << k);
+    const PartialSum cpu = reduce_chunk_cpu(n, k, scratch);
+    const std::optional<PartialSum> closed = expected_chunk_partial(s, k);
+    REQUIRE(closed.has_value());
+    CHECK(same_bits(*closed, cpu));
+    partials.push_back(cpu);
+  }
+  CHECK(check_result(s, combine_in_order(partials)) == "");
 }

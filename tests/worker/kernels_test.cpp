@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "common/generators.h"
+#include "common/partial.h"
 #include "worker/cpu/kernels.h"
 
 using namespace psched;
@@ -117,31 +119,69 @@ TEST_CASE("the kernels' log and cos hold their bound at the edges of their range
   CHECK(worst < 1e-14);
 }
 
-TEST_CASE("CPU kernels reduce lane j % 8 of a strided run, the same on every build", "[kernels]") {
-  std::vector<double> x(1000);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(double(i)) * 1e3;
-  for (const CpuKernels* k : runnable_builds()) {
+namespace {
+
+// The scalar reference: every element into one ExactSum, min and max as the kernels take them.
+PartialSum reference_total(const std::vector<double>& x, uint64_t step, uint64_t n, double scale,
+                           double offset) {
+  PartialSum p;
+  for (uint64_t j = 0; j < n; ++j) {
+    const double v = x[j * step] * scale + offset;
+    p.exact.add(v);
+    p.min = v < p.min ? v : p.min;
+    p.max = v > p.max ? v : p.max;
+  }
+  p.exact.normalize();
+  p.sum = p.exact.rounded();
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("CPU kernels reduce a strided run exactly, the same bits on every build", "[kernels]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  // Smooth data (no spills), data over the whole exponent range (lo's own error spills), and data
+  // with NaN, infinities and huge values (they bypass the lanes).
+  std::vector<std::vector<double>> data(3, std::vector<double>(1000));
+  for (size_t i = 0; i < 1000; ++i) {
+    data[0][i] = std::sin(double(i)) * 1e3;
+    data[1][i] = std::ldexp(std::sin(double(i)), int(i % 200) * 10 - 1000);
+    data[2][i] = i % 97 == 3 ? std::nan("") : i % 89 == 1 ? inf : i % 83 == 2 ? -inf
+               : i % 7 == 0 ? 1e300 : std::cos(double(i));
+  }
+  for (size_t d = 0; d < data.size(); ++d) {
     for (uint64_t step : {1, 2, 7}) {
       for (uint64_t n : {0, 5, 8, 13, 100}) {
-        INFO(k->isa << " step " << step << " n " << n);
-        ReduceLanes lanes;
-        lanes_init(lanes);
-        k->reduce(x.data(), step, n, 2.0, -1.0, lanes);
-        ReduceLanes want;
-        lanes_init(want);
-        for (uint64_t j = 0; j < n; ++j) {
-          const double v = x[j * step] * 2.0 - 1.0;
-          want.sum[j % 8] += v;
-          want.min[j % 8] = std::min(want.min[j % 8], v);
-          want.max[j % 8] = std::max(want.max[j % 8], v);
-        }
-        for (int l = 0; l < 8; ++l) {
-          CHECK(same_bits(lanes.sum[l], want.sum[l]));
-          CHECK(lanes.min[l] == want.min[l]);
-          CHECK(lanes.max[l] == want.max[l]);
+        const PartialSum want = reference_total(data[d], step, n, 2.0, -1.0);
+        for (const CpuKernels* k : runnable_builds()) {
+          INFO(k->isa << " data " << d << " step " << step << " n " << n);
+          ReduceLanes lanes;
+          lanes_init(lanes);
+          // In two calls, as rows of a chunk arrive.
+          k->reduce(data[d].data(), step, n / 2, 2.0, -1.0, lanes);
+          k->reduce(data[d].data() + n / 2 * step, step, n - n / 2, 2.0, -1.0, lanes);
+          PartialSum got;
+          lanes_total(lanes, got);
+          CHECK(same_bits(got, want));
         }
       }
     }
+  }
+}
+
+TEST_CASE("the lanes stay exact where a plain double sum loses everything", "[kernels]") {
+  // 1e300, then 1000 ones, then -1e300: a float64 sum gives 0 (or 1e300 - 1e300); the exact one 1000.
+  std::vector<double> x(1002, 1.0);
+  x[0] = 1e300;
+  x[1001] = -1e300;
+  for (const CpuKernels* k : runnable_builds()) {
+    INFO(k->isa);
+    ReduceLanes lanes;
+    lanes_init(lanes);
+    k->reduce(x.data(), 1, x.size(), 1.0, 0.0, lanes);
+    PartialSum got;
+    lanes_total(lanes, got);
+    CHECK(got.sum == 1000.0);
   }
 }
 

@@ -19,20 +19,39 @@ extern const CpuKernels kCpuKernelsAvx512;
 
 void lanes_init(ReduceLanes& lanes) {
   for (int l = 0; l < 8; ++l) {
-    lanes.sum[l] = 0.0;
+    lanes.hi[l] = lanes.lo[l] = 0.0;
     lanes.min[l] = std::numeric_limits<double>::infinity();
     lanes.max[l] = -std::numeric_limits<double>::infinity();
   }
+  lanes.exact = ExactSum{};
+  lanes.spills = 0;
 }
 
-void lanes_total(const ReduceLanes& lanes, double& sum, double& min, double& max) {
-  const double* s = lanes.sum;
-  sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  min = lanes.min[0];
-  max = lanes.max[0];
+void lanes_spill(ReduceLanes& lanes, double x) {
+  // One spill per element at most (a chunk has under 2^31), plus the lanes' final 16: normalising
+  // every 2^30 keeps every digit far inside int64.
+  if (++lanes.spills == (uint64_t{1} << 30)) {
+    lanes.exact.normalize();
+    lanes.spills = 0;
+  }
+  lanes.exact.add(x);
+}
+
+void lanes_total(ReduceLanes& lanes, PartialSum& out) {
+  for (int l = 0; l < 8; ++l) {
+    lanes_spill(lanes, lanes.hi[l]);
+    lanes_spill(lanes, lanes.lo[l]);
+    lanes.hi[l] = lanes.lo[l] = 0.0;
+  }
+  lanes.exact.normalize();
+  lanes.spills = 0;
+  out.exact = lanes.exact;
+  out.sum = out.exact.rounded();
+  out.min = lanes.min[0];
+  out.max = lanes.max[0];
   for (int l = 1; l < 8; ++l) {
-    min = lanes.min[l] < min ? lanes.min[l] : min;
-    max = lanes.max[l] > max ? lanes.max[l] : max;
+    out.min = lanes.min[l] < out.min ? lanes.min[l] : out.min;
+    out.max = lanes.max[l] > out.max ? lanes.max[l] : out.max;
   }
 }
 

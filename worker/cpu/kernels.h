@@ -2,8 +2,8 @@
 // strided run of stored elements into eight lane accumulators. One source (kernels_impl.h) is
 // compiled three times (baseline x86-64, AVX2, AVX-512) and the widest the CPU supports is picked
 // at run time, so the binary still runs on any x86-64. Every build performs the same IEEE
-// operations on every element and sums into the same eight lanes, so an element and a chunk's
-// partial have the same bits on every machine whichever build runs.
+// operations on every element and sums them exactly, so an element and a chunk's partial have the
+// same bits on every machine whichever build runs.
 //
 // Against element_value() (common/generators.h): constant, arange and uniform are bit-identical;
 // normal uses our own log, sin and cos (fdlibm's log, a Cody-Waite reduction and Taylor series; no
@@ -13,22 +13,34 @@
 
 #include <cstdint>
 
+#include "common/exact_sum.h"
 #include "common/generators.h"
+#include "common/partial.h"
 
 namespace psched {
 
-// Eight partial sums, minima and maxima: element j of a reduced run goes to lane j % 8, and the
-// lanes are combined in a fixed pairwise order (lanes_total), so the summation order is a fixed
-// function of the run.
+// Eight lanes of sums, minima and maxima: element j of a reduced run goes to lane j % 8. Each lane's
+// sum is a two-term expansion hi + lo kept error-free with TwoSum; what it cannot hold (a nonzero
+// error of lo's own addition: rare, only across a wide range of magnitudes), NaNs, infinities and
+// elements of magnitude 2^960 or more (so that no lane can overflow) go into `exact`, so
+// hi + lo + exact is the exact sum of the elements. Any order gives the same total, so every build
+// agrees bit for bit.
 struct ReduceLanes {
-  double sum[8];
+  double hi[8];
+  double lo[8];
   double min[8];
   double max[8];
+  ExactSum exact;
+  uint64_t spills;  // adds into `exact` since it was last normalised
 };
 
 void lanes_init(ReduceLanes& lanes);
-// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)); min and max over all lanes.
-void lanes_total(const ReduceLanes& lanes, double& sum, double& min, double& max);
+// Adds x exactly into lanes.exact (out of line: the kernels' rare path; it keeps the digits within
+// their headroom).
+void lanes_spill(ReduceLanes& lanes, double x);
+// The partial of everything reduced into the lanes (count left to the caller): the lanes' exact
+// total and its rounding, min and max over all lanes.
+void lanes_total(ReduceLanes& lanes, PartialSum& out);
 
 struct CpuKernels {
   const char* isa;  // "baseline", "avx2" or "avx512"
@@ -41,7 +53,7 @@ struct CpuKernels {
   void (*generate)(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t stride,
                    uint64_t n, double* out, bool streaming);
   // For j < n: v = scale * x[j * step] + offset (multiply, then add, each rounded) goes to lane
-  // j % 8 of `lanes`.
+  // j % 8 of `lanes`, exactly.
   void (*reduce)(const double* x, uint64_t step, uint64_t n, double scale, double offset,
                  ReduceLanes& lanes);
 };

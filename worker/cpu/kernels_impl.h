@@ -408,12 +408,47 @@ void generate(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t 
   }
 }
 
-// The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8.
+// Magnitudes from here up (and NaN, infinities) bypass the lanes into the exact accumulator: a lane
+// of at most 2^31 smaller ones stays below 2^991, so neither hi nor lo can overflow and TwoSum
+// stays error-free.
+constexpr double kLaneLimit = 0x1p960;
+
+// Any lane nonzero (all bits compared: -0.0 counts as nonzero, which only costs a rare spill).
+inline __attribute__((always_inline)) bool any_set(vu m) {
+#if defined(__AVX512F__)
+  return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
+#elif defined(__AVX2__)
+  return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#else
+  bool any = false;
+  for (int l = 0; l < kW; ++l) any |= m[l] != 0;
+  return any;
+#endif
+}
+
+// One element into one lane, scalar: the tail of a run, and a register that needs spills.
+inline __attribute__((always_inline)) void lane_add(ReduceLanes& lanes, int l, double v) {
+  lanes.min[l] = v < lanes.min[l] ? v : lanes.min[l];
+  lanes.max[l] = v > lanes.max[l] ? v : lanes.max[l];
+  if (!(__builtin_fabs(v) < kLaneLimit)) return lanes_spill(lanes, v);
+  // TwoSum (Knuth): hi + v = t + e exactly; then lo + e = t2 + e2 exactly.
+  const double hi = lanes.hi[l], t = hi + v, bv = t - hi, e = (hi - (t - bv)) + (v - bv);
+  const double lo = lanes.lo[l], t2 = lo + e, be = t2 - lo, e2 = (lo - (t2 - be)) + (e - be);
+  lanes.hi[l] = t;
+  lanes.lo[l] = t2;
+  if (e2 != 0) lanes_spill(lanes, e2);
+}
+
+// The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8. Per
+// register: elements bypassing the lanes are zeroed, both TwoSums run, and one test of (bypassed |
+// e2 != 0) sends the rare register with something to spill down the scalar path.
 void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset,
             ReduceLanes& lanes) {
   constexpr int kRegs = 8 / kW;
-  vd sum[kRegs], mn[kRegs], mx[kRegs];
-  __builtin_memcpy(sum, lanes.sum, sizeof(sum));
+  constexpr uint64_t kAbs = ~(uint64_t{1} << 63);
+  vd hi[kRegs], lo[kRegs], mn[kRegs], mx[kRegs];
+  __builtin_memcpy(hi, lanes.hi, sizeof(hi));
+  __builtin_memcpy(lo, lanes.lo, sizeof(lo));
   __builtin_memcpy(mn, lanes.min, sizeof(mn));
   __builtin_memcpy(mx, lanes.max, sizeof(mx));
   uint64_t j = 0;
@@ -428,20 +463,27 @@ void reduce(const double* x, uint64_t step, uint64_t n, double scale, double off
         for (int l = 0; l < kW; ++l) v[l] = p[uint64_t(l) * step];
       }
       v = v * scale + offset;
-      sum[q] += v;
       mn[q] = v < mn[q] ? v : mn[q];
       mx[q] = v > mx[q] ? v : mx[q];
+      const vu in_lanes = (vu)((vd)((vu)v & kAbs) < kLaneLimit);  // all ones where it stays
+      const vd w = (vd)((vu)v & in_lanes);
+      const vd t = hi[q] + w, bv = t - hi[q], e = (hi[q] - (t - bv)) + (w - bv);
+      const vd t2 = lo[q] + e, be = t2 - lo[q], e2 = (lo[q] - (t2 - be)) + (e - be);
+      hi[q] = t;
+      lo[q] = t2;
+      if (__builtin_expect(any_set(~in_lanes | ((vu)e2 & kAbs)), 0)) {
+        for (int l = 0; l < kW; ++l) {
+          if (!in_lanes[l]) lanes_spill(lanes, v[l]);
+          if (e2[l] != 0) lanes_spill(lanes, e2[l]);
+        }
+      }
     }
   }
-  __builtin_memcpy(lanes.sum, sum, sizeof(sum));
+  __builtin_memcpy(lanes.hi, hi, sizeof(hi));
+  __builtin_memcpy(lanes.lo, lo, sizeof(lo));
   __builtin_memcpy(lanes.min, mn, sizeof(mn));
   __builtin_memcpy(lanes.max, mx, sizeof(mx));
-  for (uint64_t l = 0; j < n; ++j, ++l) {
-    const double v = x[j * step] * scale + offset;
-    lanes.sum[l] += v;
-    lanes.min[l] = v < lanes.min[l] ? v : lanes.min[l];
-    lanes.max[l] = v > lanes.max[l] ? v : lanes.max[l];
-  }
+  for (int l = 0; j < n; ++j, ++l) lane_add(lanes, l, x[j * step] * scale + offset);
 }
 
 }  // namespace

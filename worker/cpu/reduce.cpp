@@ -59,8 +59,8 @@ PartialSum reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
   }
 
   PartialSum p;
+  lanes_total(lanes, p);
   p.count = rsel.count * csel.count;
-  lanes_total(lanes, p.sum, p.min, p.max);
   return p;
 }
 

@@ -1,8 +1,8 @@
 // The CPU reference of a chunk's work: create the chunk (every element, as the DeepOps benchmark does,
 // into a chunk-sized buffer), then reduce the selected elements of scale * x + offset, read back
 // from the buffer, to sum, count, min and max. The CUDA backend's tests compare against this. The
-// loops run in the vectorised kernels of kernels.h; the sum's order is a fixed function of the
-// chunk (lane j % 8 of each selected row, lanes combined pairwise), whatever the thread count.
+// loops run in the vectorised kernels of kernels.h; the sum is exact (PartialSum::exact) and `sum`
+// its correct rounding, so it depends on the selected elements alone.
 #pragma once
 
 #include <cstdint>

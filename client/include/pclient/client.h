@@ -54,9 +54,10 @@ void validate(const Job& job);
 
 struct ChunkPartial {
   uint64_t chunk = 0;
-  double sum = 0;
+  double sum = 0;                       // the chunk's exact sum, correctly rounded
   uint64_t count = 0;
   double min = 0, max = 0;
+  std::vector<double> exact_terms;      // its exact sum: non-overlapping doubles, largest first
 };
 
 struct Progress {
@@ -68,7 +69,14 @@ struct Progress {
 
 struct Result {
   uint64_t job_id = 0;
+  // The correctly rounded sum of the selected elements: the same bits whatever the chunking,
+  // workers, order, failures or backend. NaN if any element was NaN (or both infinities occurred),
+  // +-inf if an infinity occurred or the exact sum passes DBL_MAX.
   double sum = 0;
+  // The exact sum as non-overlapping doubles, largest first, whose unrounded sum it is (empty for
+  // zero; the first is `sum` when finite). NaN/infinite elements are not in it.
+  std::vector<double> exact_terms;
+  uint32_t nan_count = 0, pos_inf_count = 0, neg_inf_count = 0;  // NaN, +inf, -inf elements
   uint64_t count = 0;
   double min = 0, max = 0;
   double mean() const { return count ? sum / double(count) : 0.0; }

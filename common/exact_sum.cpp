@@ -1,0 +1,134 @@
+#include "common/exact_sum.h"
+
+#include <cmath>
+#include <limits>
+
+#include "common/check.h"
+
+namespace psched {
+namespace {
+
+constexpr int kWords = kExactDigits + 2;  // the magnitude's 32-bit words, digit 67 takes two, one spare
+constexpr int kSubnormalLsb = -1074 - kExactLowestBit;  // bit 14: the weight of the smallest double
+
+// |value| of a normalised sum as 32-bit words (little-endian); `negative` gets the sign.
+void magnitude(const ExactSum& s, uint32_t (&w)[kWords], bool& negative) {
+  for (int i = 0; i + 1 < kExactDigits; ++i) w[i] = uint32_t(s.digit[i]);
+  const int64_t top = s.digit[kExactDigits - 1];
+  w[kExactDigits - 1] = uint32_t(uint64_t(top));
+  w[kExactDigits] = uint32_t(uint64_t(top) >> 32);
+  negative = top < 0;
+  w[kExactDigits + 1] = negative ? ~0u : 0u;  // the sign, extended
+  if (!negative) return;
+  // Two's complement over the words: invert and add one. The top is far below 2^63 (sums of at
+  // most 2^55 doubles), so the result fits.
+  uint64_t carry = 1;
+  for (int i = 0; i < kWords; ++i) {
+    const uint64_t v = uint64_t(uint32_t(~w[i])) + carry;
+    w[i] = uint32_t(v);
+    carry = v >> 32;
+  }
+}
+
+// Bits [pos, pos + 64) of the words (pos >= 0).
+uint64_t bits_at(const uint32_t (&w)[kWords], int pos) {
+  const int k = pos >> 5, off = pos & 31;
+  unsigned __int128 v = 0;
+  for (int j = 2; j >= 0; --j) v = (v << 32) | (k + j < kWords ? w[k + j] : 0u);
+  return uint64_t(v >> off);
+}
+
+// Any bit below `pos` set.
+bool any_below(const uint32_t (&w)[kWords], int pos) {
+  const int k = pos >> 5, off = pos & 31;
+  for (int i = 0; i < k; ++i)
+    if (w[i] != 0) return true;
+  return off != 0 && (w[k] & ((uint32_t{1} << off) - 1)) != 0;
+}
+
+// The finite part of a normalised sum, correctly rounded to nearest-even.
+double round_normalized(const ExactSum& s) {
+  uint32_t w[kWords];
+  bool negative;
+  magnitude(s, w, negative);
+  int h = kWords - 1;
+  while (h >= 0 && w[h] == 0) --h;
+  if (h < 0) return 0.0;
+  const int top_bit = 32 * h + 31 - __builtin_clz(w[h]);
+  // The result's lowest mantissa bit: 52 below the top for a normal double, 2^-1074 at least.
+  int lsb = top_bit - 52 > kSubnormalLsb ? top_bit - 52 : kSubnormalLsb;
+  const int width = top_bit - lsb + 1;  // 1..53
+  uint64_t mantissa = bits_at(w, lsb) & ((uint64_t{1} << width) - 1);
+  const bool round_bit = (bits_at(w, lsb - 1) & 1) != 0;
+  if (round_bit && ((mantissa & 1) != 0 || any_below(w, lsb - 1))) {
+    ++mantissa;
+    if (mantissa == (uint64_t{1} << 53)) {
+      mantissa >>= 1;
+      ++lsb;
+    }
+  }
+  // Exact unless it overflows, which gives the infinity round-to-nearest must.
+  const double magnitude_value = std::ldexp(double(mantissa), lsb + kExactLowestBit);
+  return negative ? -magnitude_value : magnitude_value;
+}
+
+bool normalized_is_zero(const ExactSum& s) {
+  for (int i = 0; i < kExactDigits; ++i)
+    if (s.digit[i] != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+void ExactSum::normalize() {
+  for (int i = 0; i + 1 < kExactDigits; ++i) {
+    const int64_t carry = digit[i] >> kExactDigitBits;  // arithmetic: floor division by 2^32
+    digit[i] -= carry * (int64_t{1} << kExactDigitBits);
+    digit[i + 1] += carry;
+  }
+}
+
+bool ExactSum::finite_is_zero() const {
+  ExactSum copy = *this;
+  copy.normalize();
+  return normalized_is_zero(copy);
+}
+
+double ExactSum::rounded() const {
+  if (nan != 0 || (pos_inf != 0 && neg_inf != 0)) return std::numeric_limits<double>::quiet_NaN();
+  if (pos_inf != 0) return std::numeric_limits<double>::infinity();
+  if (neg_inf != 0) return -std::numeric_limits<double>::infinity();
+  ExactSum copy = *this;
+  copy.normalize();
+  return round_normalized(copy);
+}
+
+std::vector<double> ExactSum::terms() const {
+  ExactSum rest;
+  std::memcpy(rest.digit, digit, sizeof digit);
+  rest.normalize();
+  std::vector<double> out;
+  while (!normalized_is_zero(rest)) {
+    const double t = round_normalized(rest);
+    if (!std::isfinite(t)) return {t};  // beyond DBL_MAX: only the first (largest) term can be
+    out.push_back(t);
+    rest.add(-t);  // exact: the rest shrinks by about 53 bits per term
+    rest.normalize();
+  }
+  PSCHED_ASSERT(out.size() <= kExactMaxTerms, out.size());
+  return out;
+}
+
+void ExactSum::add_terms(const double* t, size_t n) {
+  for (size_t i = 0; i < n; ++i) add(t[i]);
+}
+
+bool same_value(const ExactSum& a, const ExactSum& b) {
+  ExactSum x = a, y = b;
+  x.normalize();
+  y.normalize();
+  return std::memcmp(x.digit, y.digit, sizeof x.digit) == 0 && x.nan == y.nan &&
+         x.pos_inf == y.pos_inf && x.neg_inf == y.neg_inf;
+}
+
+}  // namespace psched

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/exact_sum.h"
 #include "common/platform.h"
 
 namespace psched {
@@ -16,6 +17,7 @@ struct PartialSum {
   uint64_t count = 0;
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
+  ExactSum exact = {};  // the exact sum of the selected elements (issue 16; the host branch merges it)
 };
 
 PSCHED_HD PartialSum combine(const PartialSum& a, const PartialSum& b) {

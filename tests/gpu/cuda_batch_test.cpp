@@ -44,6 +44,7 @@ std::vector<PartialSum> partials_in_runs(Backend& backend, Outcomes& outcomes,
 void require_same_bits(const PartialSum& a, const PartialSum& b) {
   CHECK(a.count == b.count);
   CHECK(std::memcmp(&a.sum, &b.sum, sizeof(double)) == 0);
+  CHECK(same_value(a.exact, b.exact));
   CHECK(a.min == b.min);
   CHECK(a.max == b.max);
 }

@@ -57,10 +57,12 @@ void CudaBackend::finish(InFlight& entry) {
       for (size_t i = 0; i < entry.outcomes.size(); ++i) {
         ChunkOutcome& o = entry.outcomes[i];
         o.partial.count = chunk_work(spec, o.chunk).selected();
-        if (o.partial.count > 0) {
-          o.partial.sum = s.host_stats[i].sum;
-          o.partial.min = s.host_stats[i].min;
-          o.partial.max = s.host_stats[i].max;
+        try {
+          if (o.partial.count > 0) fill_partial(s, i, o.partial);
+        } catch (const CudaError& e) {
+          o.ok = false;
+          o.error = e.what();
+          o.device_lost = cuda_error_is_sticky(e.code());
         }
         o.busy_seconds = busy;
       }
@@ -81,6 +83,24 @@ void CudaBackend::finish(InFlight& entry) {
     latest_stop_ = nullptr;  // this slot's stop events may have been recorded out of turn
   }
   pool_.release(entry.slot);
+}
+
+// Result i of the slot's finished launch: min, max, the exact sum (a wide one read from the
+// chunk's accumulator, which stays in the slot until it is released) and the sum rounded once.
+void CudaBackend::fill_partial(const StreamSlot& s, size_t i, PartialSum& partial) {
+  const ChunkResult& r = s.host_results[i];
+  partial.min = r.min;
+  partial.max = r.max;
+  if (r.wide) {
+    ChunkAccumulator wide;
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(&wide, s.accumulators + i, sizeof(wide),
+                                      cudaMemcpyDeviceToHost, s.stream));
+    PSCHED_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    partial.exact = exact_from(r, &wide);
+  } else {
+    partial.exact = exact_from(r, nullptr);
+  }
+  partial.sum = partial.exact.rounded();
 }
 
 // GPU time of this chunk not already counted for earlier chunks: from the later of its start and

@@ -244,7 +244,7 @@ namespace {
 std::vector<gpu::ChunkResult> reduce_values(const std::vector<std::vector<double>>& chunks,
                                             std::vector<gpu::ChunkAccumulator>& accumulators) {
   const uint64_t n = chunks.front().size();
-  JobSpec s;
+  JobSpec s = plain(JobSpec{});
   s.rows = 1;
   s.cols = n * chunks.size();
   s.chunk_rows = 1;

@@ -1,8 +1,7 @@
-// The device side of the exact sum (common/exact_sum.h): a thread keeps a two-term floating-point
-// expansion updated by TwoSum (error-free), and whatever the expansion cannot hold, and at the end
-// the expansion itself, goes into its block's ExactSum in shared memory as the three 32-bit pieces
-// of ExactSum::add, a warp at a time where the warp's pieces share their digits. Kernel syntax:
-// nvcc only (reduce.cu).
+// The device side of the exact sum (common/exact_sum.h): whatever a thread's TwoSum expansion
+// (exact_result.h) cannot hold, and at the end the expansion itself, goes into its block's
+// ExactSum in shared memory as the three 32-bit pieces of ExactSum::add, a warp at a time where
+// the warp's pieces share their digits. Kernel syntax: nvcc only (reduce.cu).
 #pragma once
 
 #include <cstdint>
@@ -82,47 +81,6 @@ __device__ __forceinline__ void add_exact_warp(BlockExact& b, double x) {
     p2 += __shfl_xor_sync(0xffffffffu, p2, d);
   }
   if (threadIdx.x % 32 == 0) add_pieces(b, top, p0, p1, p2);
-}
-
-// A thread's running exact sum: value = hi + lo exactly (plus what it flushed to the block).
-struct Expansion {
-  double hi = 0.0, lo = 0.0;
-
-  // Adds a finite v. TwoSum(hi, v) then TwoSum(lo, error); a nonzero second error (the sum spans
-  // more than the two terms hold) goes to the block, as does v itself when hi + v would overflow.
-  // TwoSum is error-free whenever its sum does not overflow (Boldo, Graillat, Muller 2017).
-  __device__ __forceinline__ void add(double v, BlockExact& b) {
-    const double s = __dadd_rn(hi, v);
-    if (fabs(s) > 1.7976931348623157e308) {  // overflow: rare, keep v out of the expansion
-      add_exact(b, v);
-      return;
-    }
-    const double bv = __dsub_rn(s, hi);
-    const double e = __dadd_rn(__dsub_rn(hi, __dsub_rn(s, bv)), __dsub_rn(v, bv));
-    const double t = __dadd_rn(lo, e);
-    const double bt = __dsub_rn(t, lo);
-    const double f = __dadd_rn(__dsub_rn(lo, __dsub_rn(t, bt)), __dsub_rn(e, bt));
-    hi = s;
-    lo = t;
-    if (f != 0.0) add_exact(b, f);
-  }
-
-  // All 32 lanes of a converged warp: the expansion into the block's sum.
-  __device__ __forceinline__ void flush_warp(BlockExact& b) const {
-    add_exact_warp(b, hi);
-    add_exact_warp(b, lo);
-  }
-};
-
-// Order-preserving keys for min and max by 64-bit atomicMax (NaN never reaches them): u(x) is
-// increasing in x and at least 1, so 0 means "none"; the min is kept as ~u(x).
-__device__ __forceinline__ unsigned long long order_key(double x) {
-  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
-  return (bits >> 63) ? ~bits : bits | (1ull << 63);
-}
-__device__ __forceinline__ double from_order_key(unsigned long long key) {
-  const unsigned long long bits = (key >> 63) ? key & ~(1ull << 63) : ~key;
-  return __longlong_as_double(static_cast<long long>(bits));
 }
 
 }  // namespace psched::gpu

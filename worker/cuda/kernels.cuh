@@ -11,10 +11,10 @@
 #include <cuda_runtime_api.h>
 
 #include "common/chunk_grid.h"
-#include "common/exact_sum.h"
 #include "common/generators.h"
 #include "common/job_spec.h"
 #include "worker/cuda/batching.h"
+#include "worker/cuda/exact_result.h"
 
 namespace psched::gpu {
 
@@ -50,28 +50,6 @@ struct BatchWork {
   uint64_t stride_elements = 0;
 };
 
-// A chunk's reduction on the device: its blocks add into one of these (zeroed before the launch),
-// then a finalize step turns it into a ChunkResult.
-struct ChunkAccumulator {
-  ExactSum exact;
-  unsigned long long min_key, max_key;  // order-preserving keys (exact_device.cuh); 0: none
-};
-
-// A chunk's result as copied back to the host: min and max, and the exact sum compactly, as the
-// few 32-bit digits of its magnitude that are not zero after carry propagation (a full ExactSum is
-// 556 bytes, which batches of thousands of small chunks would pay in PCIe time). A sum wider than
-// the window, or with NaN/inf elements counted, is `wide`: the host reads the chunk's
-// ChunkAccumulator instead (exact_from()).
-constexpr int kResultWindowDigits = 6;
-struct ChunkResult {
-  double min, max;  // +inf, -inf for an empty selection
-  uint32_t window[kResultWindowDigits];  // |sum|'s digits low .. low + 5
-  int16_t low;
-  uint8_t negative;
-  uint8_t wide;
-  uint32_t unused;
-};
-
 // kFast evaluates elements with fast_generators.h (normal values agree with the CPU reference to
 // rounding, as they would anyway: libm is not CUDA's math library; the rest bit for bit);
 // kReference evaluates common/generators.h's element_value() verbatim. The backend uses kFast;
@@ -87,15 +65,12 @@ void launch_generate_batch(const BatchWork& batch, void* buffer, int sm_count, c
 
 // Reduces every chunk of the batch (count 1 for a big chunk; work.first.fused: straight from the
 // generator, buffer unused; else from buffer as launch_generate(_batch) left it) into acc[0 ..
-// count) and then results[0 .. count): count, min, max as before, and the sum exact. Any order
+// count) and then results[0 .. count) (exact_result.h): min, max as before, and the sum exact. Any order
 // gives the same exact sum, so blocks and threads take elements in whatever order is fastest, and
 // a chunk's result never depends on its batch. Chunks with an empty selection get sum 0, min
 // +inf, max -inf. sm_count sizes the grid. Throws CudaError when a launch fails.
 void launch_reduce(const BatchWork& batch, const void* buffer, ChunkAccumulator* acc,
                    ChunkResult* results, int sm_count, cudaStream_t stream);
-
-// The exact sum of a chunk's result; `wide` ones take the accumulator the host copied back.
-ExactSum exact_from(const ChunkResult& result, const ChunkAccumulator* wide_accumulator);
 
 // Test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): a kernel that executes a trap instruction, leaving the
 // context with a sticky error, as a hardware fault or a bad kernel would.

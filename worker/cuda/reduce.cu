@@ -133,7 +133,8 @@ __device__ void carry_digits(BlockExact& b) {
 __device__ __forceinline__ void take(double v, Expansion& e, double& lo, double& hi,
                                      BlockExact& b) {
   if (fabs(v) <= 1.7976931348623157e308) {
-    e.add(v, b);
+    const double rest = e.add(v);
+    if (rest != 0.0) add_exact(b, rest);  // rare: see Expansion::add
     lo = fmin(lo, v);
     hi = fmax(hi, v);
   } else {  // NaN (kept out of min and max) or an infinity
@@ -177,7 +178,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (; j < end; j += kThreads) take(element(j), e, lo, hi, block);
   __syncwarp();
-  e.flush_warp(block);
+  add_exact_warp(block, e.hi);
+  add_exact_warp(block, e.lo);
 
 #pragma unroll
   for (int d = 16; d > 0; d /= 2) {
@@ -217,58 +219,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Thread z carries chunk z's digits (in registers: 68 independent loads) and writes its result.
+// Thread z turns chunk z's accumulator into its result (compact_result, exact_result.h).
 __global__ void __launch_bounds__(64)
     finalize_kernel(uint32_t count, const ChunkAccumulator* __restrict__ acc,
                     ChunkResult* __restrict__ out) {
   const uint32_t z = blockIdx.x * blockDim.x + threadIdx.x;
-  if (z >= count) return;
-  const ChunkAccumulator& a = acc[z];
-  long long d[kExactDigits];
-#pragma unroll
-  for (int i = 0; i < kExactDigits; ++i) d[i] = a.exact.digit[i];
-  long long carry = 0;
-#pragma unroll
-  for (int i = 0; i + 1 < kExactDigits; ++i) {
-    const long long t = d[i] + carry;
-    d[i] = t & 0xffffffffll;
-    carry = t >> 32;
-  }
-  d[kExactDigits - 1] += carry;
-  const bool negative = d[kExactDigits - 1] < 0;
-  if (negative) {  // the magnitude: two's complement negation, digit by digit
-    long long c = 1;
-#pragma unroll
-    for (int i = 0; i < kExactDigits; ++i) {
-      const long long t = (~d[i] & 0xffffffffll) + c;
-      d[i] = t & 0xffffffffll;
-      c = t >> 32;
-    }
-  }
-  int lowest = kExactDigits, highest = -1;
-#pragma unroll
-  for (int i = 0; i < kExactDigits; ++i) {
-    if (d[i] != 0) {
-      lowest = min(lowest, i);
-      highest = i;
-    }
-  }
-  ChunkResult r{};
-  r.min = a.min_key ? from_order_key(~a.min_key) : __longlong_as_double(0x7ff0000000000000ll);
-  r.max = a.max_key ? from_order_key(a.max_key) : -__longlong_as_double(0x7ff0000000000000ll);
-  r.negative = negative;
-  if (highest < 0) lowest = 0;
-  r.low = int16_t(lowest);
-  r.wide = highest - lowest >= kResultWindowDigits || a.exact.nan || a.exact.pos_inf ||
-           a.exact.neg_inf;
-  if (!r.wide) {
-#pragma unroll
-    for (int i = 0; i < kExactDigits; ++i) {
-      const int k = i - lowest;
-      if (k >= 0 && k < kResultWindowDigits) r.window[k] = uint32_t(d[i]);
-    }
-  }
-  out[z] = r;
+  if (z < count) out[z] = compact_result(acc[z]);
 }
 
 // At most ceil(length / step) indices of a window of `length` are selected.
@@ -344,16 +300,6 @@ void launch_reduce(const BatchWork& b, const void* buffer, ChunkAccumulator* acc
     reduce_with(b, StoredBatch<float>{static_cast<const float*>(buffer)}, acc, results, sm_count,
                 stream);
   }
-}
-
-ExactSum exact_from(const ChunkResult& r, const ChunkAccumulator* wide_accumulator) {
-  if (r.wide) return wide_accumulator->exact;
-  ExactSum e;
-  for (int k = 0; k < kResultWindowDigits; ++k) {
-    const int64_t v = int64_t(r.window[k]);
-    if (v != 0) e.digit[r.low + k] = r.negative ? -v : v;
-  }
-  return e;
 }
 
 }  // namespace psched::gpu

@@ -113,7 +113,7 @@ struct GeneratedBatch {
 constexpr uint32_t kThreads = 256;
 constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they are added
 constexpr uint32_t kMinPerThread = 16;  // elements per thread at least (a block's fixed costs)
-constexpr uint32_t kBlocksPerSm = 16;   // two waves of 8 resident blocks
+constexpr uint32_t kWaves = 2;          // whole waves of resident blocks per launch
 // A digit of a chunk's accumulator takes at most one piece (< 2^32) per element and two per
 // thread, so int64 holds the block-level sums without carrying below 2^30 selected elements per
 // chunk; above that each block carries its digits before adding them (kernels.cuh's limit is 2^31).
@@ -246,15 +246,28 @@ BatchGeometry batch_geometry(const BatchWork& b) {
                        w.scale, w.offset};
 }
 
+// Blocks of accumulate_kernel<Source> one SM holds at once (its registers decide), asked once.
+template <typename Source>
+uint32_t resident_blocks() {
+  static const uint32_t blocks = [] {
+    int b = 0;
+    PSCHED_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &b, accumulate_kernel<Source>, int(kThreads), 0));
+    return uint32_t(std::max(b, 1));
+  }();
+  return blocks;
+}
+
 template <typename Source>
 void reduce_with(const BatchWork& b, Source source, ChunkAccumulator* acc, ChunkResult* results,
                  int sm_count, cudaStream_t stream) {
   const uint64_t n = most_selected(b.first);
   PSCHED_CUDA_CHECK(cudaMemsetAsync(acc, 0, sizeof(ChunkAccumulator) * b.count, stream));
   if (n > 0) {
-    // Enough blocks for two waves over the whole launch, each thread taking at least
-    // kMinPerThread elements.
-    const uint64_t target_threads = uint64_t(std::max(sm_count, 1)) * kBlocksPerSm * kThreads;
+    // kWaves whole waves over the whole launch (the chunks' blocks take equal runs), each
+    // thread taking at least kMinPerThread elements.
+    const uint64_t target_threads =
+        uint64_t(std::max(sm_count, 1)) * resident_blocks<Source>() * kWaves * kThreads;
     const uint64_t per_thread = std::max<uint64_t>(
         kMinPerThread, (n * b.count + target_threads - 1) / target_threads);
     const uint64_t blocks = (n + per_thread * kThreads - 1) / (per_thread * kThreads);

@@ -1,4 +1,4 @@
-// Small chunks travel through the CUDA backend in batches (one generate and one tiled reduce launch
+// Small chunks travel through the CUDA backend in batches (one generate and one reduce launch
 // for many chunks). A chunk's partial must not depend on the batch it shared: the same bits whether
 // chunks are run one at a time, in runs of 7, or a thousand at once; and exact against the CPU
 // reference wherever the sums are exact.

@@ -73,7 +73,8 @@ class CudaBackend final : public Backend {
 
   void complete_loop();
   void finish(InFlight& entry);
-  void fill_partial(const StreamSlot& slot, size_t i, PartialSum& partial);
+  void fill_partial(const StreamSlot& slot, size_t i, size_t count,
+                    std::vector<ChunkAccumulator>& wide, PartialSum& partial);
   double take_busy_ms(const StreamSlot& slot, cudaEvent_t stop);
 
   const CudaBackendOptions options_;

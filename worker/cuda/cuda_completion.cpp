@@ -1,6 +1,8 @@
 // The CUDA backend's completion thread (cuda_backend_impl.h): waits for each launch in dispatch
 // order, turns its results into ChunkOutcomes for the worker and hands its slot back.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -54,11 +56,12 @@ void CudaBackend::finish(InFlight& entry) {
     if (status == cudaSuccess) {
       const double busy = take_busy_ms(s, stop) / 1e3 / double(entry.outcomes.size());
       const JobSpec& spec = *entry.spec;
+      std::vector<ChunkAccumulator> wide;  // the launch's accumulators, once a result is wide
       for (size_t i = 0; i < entry.outcomes.size(); ++i) {
         ChunkOutcome& o = entry.outcomes[i];
         o.partial.count = chunk_work(spec, o.chunk).selected();
         try {
-          if (o.partial.count > 0) fill_partial(s, i, o.partial);
+          if (o.partial.count > 0) fill_partial(s, i, entry.outcomes.size(), wide, o.partial);
         } catch (const CudaError& e) {
           o.ok = false;
           o.error = e.what();
@@ -85,21 +88,24 @@ void CudaBackend::finish(InFlight& entry) {
   pool_.release(entry.slot);
 }
 
-// Result i of the slot's finished launch: min, max, the exact sum (a wide one read from the
-// chunk's accumulator, which stays in the slot until it is released) and the sum rounded once.
-void CudaBackend::fill_partial(const StreamSlot& s, size_t i, PartialSum& partial) {
+// Result i of the slot's finished launch of `count` chunks: min, max, the exact sum and the sum
+// rounded once. A wide sum is read from the chunk's accumulator, which stays in the slot until it
+// is released: the first wide result of a launch copies all `count` of them into `wide`, so data
+// whose every sum is wide costs one copy per launch, not one per chunk.
+void CudaBackend::fill_partial(const StreamSlot& s, size_t i, size_t count,
+                               std::vector<ChunkAccumulator>& wide, PartialSum& partial) {
   const ChunkResult& r = s.host_results[i];
   partial.min = r.min;
   partial.max = r.max;
-  if (r.wide) {
-    ChunkAccumulator wide;
-    PSCHED_CUDA_CHECK(cudaMemcpyAsync(&wide, s.accumulators + i, sizeof(wide),
-                                      cudaMemcpyDeviceToHost, s.stream));
+  if (r.wide && wide.empty()) {  // (left empty if the copy fails: the next wide one retries)
+    std::vector<ChunkAccumulator> copy(count);
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(copy.data(), s.accumulators,
+                                      sizeof(ChunkAccumulator) * count, cudaMemcpyDeviceToHost,
+                                      s.stream));
     PSCHED_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    partial.exact = exact_from(r, &wide);
-  } else {
-    partial.exact = exact_from(r, nullptr);
+    wide = std::move(copy);
   }
+  partial.exact = exact_from(r, r.wide ? &wide[i] : nullptr);
   partial.sum = partial.exact.rounded();
 }
 

@@ -1,6 +1,7 @@
 // cuda-floor: what one chunk of the DeepOps benchmark (10000 x 10000 float64, normal(10, 1),
-// (x + 1)[::2, ::2]) costs on this GPU with nothing but the kernels: generate, strided reduce, both
-// (the floor), fused, plus copy and cub::DeviceReduce::Sum bandwidth for reference. With --chunks N
+// (x + 1)[::2, ::2]) costs on this GPU with nothing but the kernels: generate, the backend's exact
+// strided reduce, both (the floor), fused, plus copy, cub::DeviceReduce::Sum bandwidth and a plain
+// (inexact) CUB strided sum for reference. With --chunks N
 // it also runs N chunks through the real CudaBackend (no scheduler, no network) and prints the
 // per-chunk time against the floor measured in the same run. Output: key=value lines, then one
 // line for people. No CUDA device: prints SKIP and exits 0.
@@ -144,6 +145,15 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// The rounded exact sum of a finished reduction of one chunk.
+double exact_sum_of(const gpu::ChunkAccumulator* acc, const gpu::ChunkResult* result) {
+  gpu::ChunkResult r{};
+  gpu::ChunkAccumulator wide{};
+  PSCHED_CUDA_CHECK(cudaMemcpy(&r, result, sizeof(r), cudaMemcpyDeviceToHost));
+  PSCHED_CUDA_CHECK(cudaMemcpy(&wide, acc, sizeof(wide), cudaMemcpyDeviceToHost));
+  return gpu::exact_from(r, &wide).rounded();
+}
+
 struct Floor {
   double generate_ms, generate_reference_ms, generate_uniform_ms, generate_arange_ms;
   double generate_pairs_ms, reduce_ms, sum_only_ms, floor_ms, fused_ms;
@@ -190,16 +200,15 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
 
   cudaStream_t stream;
   PSCHED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  void *buffer = nullptr, *copy = nullptr, *temp = nullptr, *sum_temp = nullptr;
-  gpu::SelectionStats* stats = nullptr;
+  void *buffer = nullptr, *copy = nullptr, *sum_temp = nullptr;
+  gpu::ChunkAccumulator* acc = nullptr;
+  gpu::ChunkResult* result = nullptr;
   double* sum_out = nullptr;
   PSCHED_CUDA_CHECK(cudaMalloc(&buffer, bytes));
   PSCHED_CUDA_CHECK(cudaMalloc(&copy, bytes));
-  PSCHED_CUDA_CHECK(cudaMalloc(&stats, sizeof(*stats)));
+  PSCHED_CUDA_CHECK(cudaMalloc(&acc, sizeof(*acc)));
+  PSCHED_CUDA_CHECK(cudaMalloc(&result, sizeof(*result)));
   PSCHED_CUDA_CHECK(cudaMalloc(&sum_out, sizeof(double)));
-  const size_t temp_bytes =
-      std::max(gpu::reduce_temp_bytes(work), gpu::reduce_temp_bytes(fused));
-  PSCHED_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
 
   const double* data = static_cast<const double*>(buffer);
   size_t sum_temp_bytes = 0, strided_temp_bytes = 0;
@@ -214,7 +223,9 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
 
   const int it = a.iterations;
   auto generate = [&] { gpu::launch_generate(work, buffer, sm_count, stream); };
-  auto reduce = [&] { gpu::launch_reduce(work, buffer, temp, temp_bytes, stats, stream); };
+  auto reduce = [&] {
+    gpu::launch_reduce(gpu::BatchWork{work, 1, 0}, buffer, acc, result, sm_count, stream);
+  };
   f.generate_ms = time_ms(stream, it, generate);
   time_generator_variants(work, buffer, sm_count, stream, it, f);
   generate();
@@ -227,11 +238,9 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
     generate();
     reduce();
   });
-  gpu::SelectionStats host{};
-  PSCHED_CUDA_CHECK(cudaMemcpy(&host, stats, sizeof(host), cudaMemcpyDeviceToHost));
-  f.mean = host.sum / double(work.selected());
+  f.mean = exact_sum_of(acc, result) / double(work.selected());
   f.fused_ms = time_ms(stream, it, [&] {
-    gpu::launch_reduce(fused, nullptr, temp, temp_bytes, stats, stream);
+    gpu::launch_reduce(gpu::BatchWork{fused, 1, 0}, nullptr, acc, result, sm_count, stream);
   });
   const double copy_ms = time_ms(stream, it, [&] {
     PSCHED_CUDA_CHECK(cudaMemcpyAsync(copy, buffer, bytes, cudaMemcpyDeviceToDevice, stream));
@@ -244,7 +253,7 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
   f.cub_sum_tb_per_s = double(bytes) / (f.cub_sum_ms * 1e-3) / 1e12;
 
   PSCHED_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (void* p : {buffer, copy, temp, sum_temp, static_cast<void*>(stats),
+  for (void* p : {buffer, copy, sum_temp, static_cast<void*>(acc), static_cast<void*>(result),
                   static_cast<void*>(sum_out)})
     PSCHED_CUDA_CHECK(cudaFree(p));
   PSCHED_CUDA_CHECK(cudaStreamDestroy(stream));
@@ -252,10 +261,13 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
 }
 
 // One batch of the backend's size for SIDE^2 chunks of the same job: the batched generate and
-// tiled reduce kernels alone, per 1e8 elements, to set beside the 10000^2 floor.
+// exact reduce kernels alone, per 1e8 elements, to set beside the 10000^2 floor.
 struct BatchFloor {
   uint32_t chunks = 0;
   double generate_ms = 0, reduce_ms = 0, total_ms = 0, ms_per_1e8 = 0;
+  // Copying the batch's results to pinned host memory: the compact ChunkResults the backend
+  // copies, and what full accumulators (an ExactSum per chunk) would cost instead.
+  double copy_results_ms = 0, copy_full_ms = 0;
 };
 
 BatchFloor measure_batch(const Args& a, JobSpec spec, int sm_count) {
@@ -270,13 +282,14 @@ BatchFloor measure_batch(const Args& a, JobSpec spec, int sm_count) {
   const gpu::BatchWork batch{gpu::chunk_work(spec, 0), f.chunks, elements};
   cudaStream_t stream;
   PSCHED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  void *buffer = nullptr, *scratch = nullptr;
-  gpu::SelectionStats* stats = nullptr;
+  void* buffer = nullptr;
+  gpu::ChunkAccumulator* acc = nullptr;
+  gpu::ChunkResult* results = nullptr;
   PSCHED_CUDA_CHECK(cudaMalloc(&buffer, elements * f.chunks * sizeof(double)));
-  PSCHED_CUDA_CHECK(cudaMalloc(&scratch, std::max<size_t>(1, gpu::batch_scratch_bytes(batch))));
-  PSCHED_CUDA_CHECK(cudaMalloc(&stats, sizeof(*stats) * f.chunks));
+  PSCHED_CUDA_CHECK(cudaMalloc(&acc, sizeof(*acc) * f.chunks));
+  PSCHED_CUDA_CHECK(cudaMalloc(&results, sizeof(*results) * f.chunks));
   auto generate = [&] { gpu::launch_generate_batch(batch, buffer, sm_count, stream); };
-  auto reduce = [&] { gpu::launch_reduce_batch(batch, buffer, scratch, stats, stream); };
+  auto reduce = [&] { gpu::launch_reduce(batch, buffer, acc, results, sm_count, stream); };
   f.generate_ms = time_ms(stream, a.iterations, generate);
   f.reduce_ms = time_ms(stream, a.iterations, reduce);
   f.total_ms = time_ms(stream, a.iterations, [&] {
@@ -284,8 +297,20 @@ BatchFloor measure_batch(const Args& a, JobSpec spec, int sm_count) {
     reduce();
   });
   f.ms_per_1e8 = f.total_ms * 1e8 / double(elements * f.chunks);
+  void* host = nullptr;
+  PSCHED_CUDA_CHECK(cudaMallocHost(&host, sizeof(*acc) * f.chunks));
+  f.copy_results_ms = time_ms(stream, a.iterations, [&] {
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(host, results, sizeof(*results) * f.chunks,
+                                      cudaMemcpyDeviceToHost, stream));
+  });
+  f.copy_full_ms = time_ms(stream, a.iterations, [&] {
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(host, acc, sizeof(*acc) * f.chunks, cudaMemcpyDeviceToHost,
+                                      stream));
+  });
   PSCHED_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (void* p : {buffer, scratch, static_cast<void*>(stats)}) PSCHED_CUDA_CHECK(cudaFree(p));
+  PSCHED_CUDA_CHECK(cudaFreeHost(host));
+  for (void* p : {buffer, static_cast<void*>(acc), static_cast<void*>(results)})
+    PSCHED_CUDA_CHECK(cudaFree(p));
   PSCHED_CUDA_CHECK(cudaStreamDestroy(stream));
   return f;
 }
@@ -401,6 +426,10 @@ int main(int argc, char** argv) {
       std::printf("batch_reduce_ms=%.4f\n", b.reduce_ms);
       std::printf("batch_ms_per_1e8=%.4f\n", b.ms_per_1e8);
       std::printf("batch_over_floor=%.3f\n", b.ms_per_1e8 / per_1e8);
+      std::printf("batch_copy_results_ms=%.4f\n", b.copy_results_ms);
+      std::printf("batch_copy_results_share=%.4f\n", b.copy_results_ms / b.total_ms);
+      std::printf("batch_copy_full_ms=%.4f\n", b.copy_full_ms);
+      std::printf("batch_copy_full_share=%.4f\n", b.copy_full_ms / b.total_ms);
     }
 
     BackendRun run;

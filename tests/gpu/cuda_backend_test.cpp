@@ -235,8 +235,9 @@ TEST_CASE("fused chunks agree with materialized chunks on the GPU", "[gpu]") {
       const PartialSum& m = materialized_out[c].partial;
       const PartialSum& f = fused_out[c].partial;
       CHECK(f.count == m.count);
-      // The same element values on both paths; only the summation order may differ.
-      CHECK(near_rel(f.sum, m.sum, 1e-12));
+      // The same element values on both paths, and exact sums: the same bits.
+      CHECK(same_value(f.exact, m.exact));
+      CHECK(f.sum == m.sum);
       CHECK(f.min == m.min);
       CHECK(f.max == m.max);
     }

@@ -1,4 +1,4 @@
-// Small chunks travel through the CUDA backend in batches (one generate and one tiled reduce launch
+// Small chunks travel through the CUDA backend in batches (one generate and one reduce launch
 // for many chunks). A chunk's partial must not depend on the batch it shared: the same bits whether
 // chunks are run one at a time, in runs of 7, or a thousand at once; and exact against the CPU
 // reference wherever the sums are exact.
@@ -44,6 +44,7 @@ std::vector<PartialSum> partials_in_runs(Backend& backend, Outcomes& outcomes,
 void require_same_bits(const PartialSum& a, const PartialSum& b) {
   CHECK(a.count == b.count);
   CHECK(std::memcmp(&a.sum, &b.sum, sizeof(double)) == 0);
+  CHECK(same_value(a.exact, b.exact));
   CHECK(a.min == b.min);
   CHECK(a.max == b.max);
 }

@@ -33,7 +33,7 @@ TEST_CASE("a chunk larger than the memory limit fails with a clear error, fused 
   CHECK(failed.error.find("does not fit in memory limit 4.0 MiB") != std::string::npos);
   CHECK(failed.error.find("chunk of 7.") != std::string::npos);
 
-  spec.fused = true;  // nothing materialized: only CUB's temporary storage is needed
+  spec.fused = true;  // nothing materialized: no chunk buffer is needed
   auto fused_spec = prepared(spec);
   std::vector<double> scratch;
   const auto fused = run_job(*backend, outcomes, fused_spec, 2);

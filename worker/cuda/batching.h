@@ -9,9 +9,9 @@
 
 namespace psched::gpu {
 
-// Chunks of at most this many elements are computed in batches (the tiled reduce of kernels.cuh); larger ones
-// one at a time with CUB. A property of the job alone, so a chunk's partial never depends on how
-// many chunks shared its batch.
+// Chunks of at most this many elements are computed in batches (kernels.cuh); larger ones one at a
+// time. A property of the job alone (and a chunk's partial is its exact sum, which no batch can
+// change).
 constexpr uint64_t kBatchMaxChunkElements = uint64_t{1} << 25;
 inline bool batched(const JobSpec& spec) {
   return spec.chunk_rows * spec.chunk_cols <= kBatchMaxChunkElements;

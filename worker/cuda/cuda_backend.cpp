@@ -14,7 +14,8 @@
 namespace psched {
 namespace {
 
-// Left to the driver, other processes and CUB when no memory limit is given.
+// Left to the driver, other processes and the slots' fixed result storage (~5 MB each) when no
+// memory limit is given.
 constexpr uint64_t kFreeMemoryReserve = uint64_t{256} << 20;
 constexpr int kMaxStreams = 32;
 

@@ -1,6 +1,6 @@
 // CudaBackend: the Backend behind pcuda-worker on a GPU. One dispatcher thread takes runs of chunks
 // from a queue and launches each big chunk, or each batch of consecutive small chunks, on a free
-// stream slot (generate, reduce, copy 24 bytes per chunk back): cuda_dispatch.cpp. One completion
+// stream slot (generate, exact reduce, copy a 48-byte result per chunk back): cuda_dispatch.cpp. One completion
 // thread waits for the slots' stop events in dispatch order, turns them into ChunkOutcomes and
 // releases the slots: cuda_completion.cpp. With several slots in flight, one launch's chunks are
 // being created while another's are reduced. Nothing is allocated per chunk once a job's buffers
@@ -10,12 +10,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -72,19 +70,17 @@ class CudaBackend final : public Backend {
   void dispatch_loop();
   InFlight dispatch(uint64_t job_id, uint64_t first, uint32_t count,
                     const std::shared_ptr<const JobSpec>& spec);
-  uint64_t temp_bytes_for(const ChunkWork& work);
 
   void complete_loop();
   void finish(InFlight& entry);
+  void fill_partial(const StreamSlot& slot, size_t i, size_t count,
+                    std::vector<ChunkAccumulator>& wide, PartialSum& partial);
   double take_busy_ms(const StreamSlot& slot, cudaEvent_t stop);
 
   const CudaBackendOptions options_;
   DeviceInfo info_;
   int sm_count_ = 1;
   SlotPool pool_;
-
-  // Dispatcher thread only.
-  std::map<std::tuple<bool, int, int, uint64_t>, uint64_t> temp_bytes_cache_;
 
   // Completion thread only.
   cudaEvent_t latest_stop_ = nullptr;  // the latest chunk stop seen (take_busy_ms)

@@ -1,6 +1,8 @@
 // The CUDA backend's completion thread (cuda_backend_impl.h): waits for each launch in dispatch
 // order, turns its results into ChunkOutcomes for the worker and hands its slot back.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -54,13 +56,16 @@ void CudaBackend::finish(InFlight& entry) {
     if (status == cudaSuccess) {
       const double busy = take_busy_ms(s, stop) / 1e3 / double(entry.outcomes.size());
       const JobSpec& spec = *entry.spec;
+      std::vector<ChunkAccumulator> wide;  // the launch's accumulators, once a result is wide
       for (size_t i = 0; i < entry.outcomes.size(); ++i) {
         ChunkOutcome& o = entry.outcomes[i];
         o.partial.count = chunk_work(spec, o.chunk).selected();
-        if (o.partial.count > 0) {
-          o.partial.sum = s.host_stats[i].sum;
-          o.partial.min = s.host_stats[i].min;
-          o.partial.max = s.host_stats[i].max;
+        try {
+          if (o.partial.count > 0) fill_partial(s, i, entry.outcomes.size(), wide, o.partial);
+        } catch (const CudaError& e) {
+          o.ok = false;
+          o.error = e.what();
+          o.device_lost = cuda_error_is_sticky(e.code());
         }
         o.busy_seconds = busy;
       }
@@ -81,6 +86,27 @@ void CudaBackend::finish(InFlight& entry) {
     latest_stop_ = nullptr;  // this slot's stop events may have been recorded out of turn
   }
   pool_.release(entry.slot);
+}
+
+// Result i of the slot's finished launch of `count` chunks: min, max, the exact sum and the sum
+// rounded once. A wide sum is read from the chunk's accumulator, which stays in the slot until it
+// is released: the first wide result of a launch copies all `count` of them into `wide`, so data
+// whose every sum is wide costs one copy per launch, not one per chunk.
+void CudaBackend::fill_partial(const StreamSlot& s, size_t i, size_t count,
+                               std::vector<ChunkAccumulator>& wide, PartialSum& partial) {
+  const ChunkResult& r = s.host_results[i];
+  partial.min = r.min;
+  partial.max = r.max;
+  if (r.wide && wide.empty()) {  // (left empty if the copy fails: the next wide one retries)
+    std::vector<ChunkAccumulator> copy(count);
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(copy.data(), s.accumulators,
+                                      sizeof(ChunkAccumulator) * count, cudaMemcpyDeviceToHost,
+                                      s.stream));
+    PSCHED_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    wide = std::move(copy);
+  }
+  partial.exact = exact_from(r, r.wide ? &wide[i] : nullptr);
+  partial.sum = partial.exact.rounded();
 }
 
 // GPU time of this chunk not already counted for earlier chunks: from the later of its start and

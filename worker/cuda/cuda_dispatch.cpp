@@ -56,8 +56,8 @@ void CudaBackend::dispatch_loop() {
   complete_cv_.notify_all();
 }
 
-// Launches chunks first .. first + count - 1 of one job (count > 1 only for batched jobs): one
-// chunk through CUB, or the batch's generate and tiled reduce; then the copy of their results.
+// Launches chunks first .. first + count - 1 of one job (count > 1 only for batched jobs): their
+// generate (unless fused) and exact reduce, then the copy of their compact results.
 InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
                                const std::shared_ptr<const JobSpec>& spec_ptr) {
   InFlight entry;
@@ -90,23 +90,20 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
 
     // Buffers are sized for the job's full chunks, so edge chunks reuse them.
     const uint64_t buffer_bytes = spec.fused ? 0 : spec.chunk_bytes() * count;
-    const uint64_t temp_bytes =
-        batch ? batch_scratch_bytes(work) : temp_bytes_for(work.first);
-    if (buffer_bytes + temp_bytes > pool_.budget_bytes()) {
-      fail(fmt::format("chunk of {} MiB does not fit in {} {} MiB",
-                       format_mib(buffer_bytes + temp_bytes),
+    if (buffer_bytes > pool_.budget_bytes()) {
+      fail(fmt::format("chunk of {} MiB does not fit in {} {} MiB", format_mib(buffer_bytes),
                        options_.memory_limit_bytes > 0 ? "memory limit" : "free device memory",
                        format_mib(pool_.budget_bytes())));
       return entry;
     }
 
-    const int slot = pool_.claim(buffer_bytes, temp_bytes);
+    const int slot = pool_.claim(buffer_bytes);
     if (slot < 0) {
       fail("cuda backend stopped");
       return entry;
     }
     entry.slot = slot;  // from here on the completion thread releases it, whatever happens
-    pool_.prepare(slot, buffer_bytes, temp_bytes);
+    pool_.prepare(slot, buffer_bytes);
 
     StreamSlot& s = pool_.slot(slot);
     entry.stop_event = s.next_stop;
@@ -115,16 +112,14 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     const int64_t trap = options_.test_trap_on_chunk;
     if (trap >= 0 && uint64_t(trap) >= first && uint64_t(trap) - first < count)
       launch_trap(s.stream);
-    if (batch) {
-      if (!spec.fused) launch_generate_batch(work, s.buffer, sm_count_, s.stream);
-      launch_reduce_batch(work, s.buffer, s.temp, s.device_stats, s.stream);
-    } else {
-      if (!spec.fused) launch_generate(work.first, s.buffer, sm_count_, s.stream);
-      launch_reduce(work.first, s.buffer, s.temp, s.temp_bytes, s.device_stats, s.stream);
+    if (!spec.fused) {
+      if (batch) launch_generate_batch(work, s.buffer, sm_count_, s.stream);
+      else launch_generate(work.first, s.buffer, sm_count_, s.stream);
     }
-    PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.host_stats, s.device_stats,
-                                      sizeof(SelectionStats) * count,
-                                      cudaMemcpyDeviceToHost, s.stream));
+    launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.host_results, s.device_results,
+                                      sizeof(ChunkResult) * count, cudaMemcpyDeviceToHost,
+                                      s.stream));
     PSCHED_CUDA_CHECK(cudaEventRecord(s.stop[entry.stop_event], s.stream));
     entry.launched = true;
   } catch (const CudaError& e) {
@@ -133,16 +128,6 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     fail(e.what());
   }
   return entry;
-}
-
-uint64_t CudaBackend::temp_bytes_for(const ChunkWork& work) {
-  const auto key =
-      std::make_tuple(work.fused, int(work.dtype), int(work.gen.kind), work.selected());
-  if (auto it = temp_bytes_cache_.find(key); it != temp_bytes_cache_.end()) return it->second;
-  if (temp_bytes_cache_.size() > 256) temp_bytes_cache_.clear();
-  const uint64_t bytes = reduce_temp_bytes(work);
-  temp_bytes_cache_.emplace(key, bytes);
-  return bytes;
 }
 
 }  // namespace psched::gpu

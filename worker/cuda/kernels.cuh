@@ -1,9 +1,8 @@
 // The device work of chunks: create them in device memory (the DeepOps benchmark's "create data"), then
-// reduce the selected elements of scale * x + offset to sum, min and max; or, fused, generate only
-// the selected elements and reduce them without storing anything. Big chunks go one at a time
-// (CUB's reduction over the chunk); small chunks go as batches of consecutive chunks of one job,
-// each batch one generate launch and one tiled reduction with one result per chunk (generate.cu,
-// reduce.cu). Host-side launchers only, no kernel syntax, so g++ code can include this header.
+// reduce the selected elements of scale * x + offset to their exact sum, min and max; or, fused,
+// generate only the selected elements and reduce them without storing anything. Big chunks go one
+// at a time; small chunks go as batches of consecutive chunks of one job, each batch one generate
+// launch and one reduction with one result per chunk (generate.cu, reduce.cu). Host-side launchers only, no kernel syntax, so g++ code can include this header.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +14,7 @@
 #include "common/generators.h"
 #include "common/job_spec.h"
 #include "worker/cuda/batching.h"
+#include "worker/cuda/exact_result.h"
 
 namespace psched::gpu {
 
@@ -50,13 +50,6 @@ struct BatchWork {
   uint64_t stride_elements = 0;
 };
 
-// What the device reduction yields; the count is the closed form rows.count * cols.count.
-struct SelectionStats {
-  double sum;
-  double min;
-  double max;
-};
-
 // kFast evaluates elements with fast_generators.h (normal values agree with the CPU reference to
 // rounding, as they would anyway: libm is not CUDA's math library; the rest bit for bit);
 // kReference evaluates common/generators.h's element_value() verbatim. The backend uses kFast;
@@ -70,25 +63,14 @@ void launch_generate(const ChunkWork& work, void* buffer, int sm_count, cudaStre
 // The same for every chunk of a batch, in one launch.
 void launch_generate_batch(const BatchWork& batch, void* buffer, int sm_count, cudaStream_t stream);
 
-// CUB temporary storage launch_reduce needs for this work (work.selected() > 0).
-size_t reduce_temp_bytes(const ChunkWork& work);
-
-// Reduces the selection (work.selected() > 0) into *d_stats (device memory): from buffer, as
-// launch_generate left it, or, when work.fused, straight from the generator (buffer unused).
-// temp_bytes >= reduce_temp_bytes(work). Throws CudaError when the launch fails.
-void launch_reduce(const ChunkWork& work, const void* buffer, void* temp, size_t temp_bytes,
-                   SelectionStats* d_stats, cudaStream_t stream);
-
-// The batched reduction: each chunk's selection is cut into tiles of kTileElements selected
-// elements (a fixed number of threads, a fixed order within each), the tiles' results are combined
-// by a fixed tree, and chunk i's result lands in d_stats[i]. The order depends on the chunk's
-// selection alone, never on the batch. Scratch memory for the tiles' results:
-constexpr uint32_t kTileElements = 4096;
-size_t batch_scratch_bytes(const BatchWork& batch);
-// From buffer as launch_generate_batch left it, or, when batch.first.fused, from the generator.
-// Chunks with an empty selection get the empty stats (sum 0, min +inf, max -inf).
-void launch_reduce_batch(const BatchWork& batch, const void* buffer, void* scratch,
-                         SelectionStats* d_stats, cudaStream_t stream);
+// Reduces every chunk of the batch (count 1 for a big chunk; work.first.fused: straight from the
+// generator, buffer unused; else from buffer as launch_generate(_batch) left it) into acc[0 ..
+// count) and then results[0 .. count) (exact_result.h): min, max as before, and the sum exact. Any order
+// gives the same exact sum, so blocks and threads take elements in whatever order is fastest, and
+// a chunk's result never depends on its batch. Chunks with an empty selection get sum 0, min
+// +inf, max -inf. sm_count sizes the grid. Throws CudaError when a launch fails.
+void launch_reduce(const BatchWork& batch, const void* buffer, ChunkAccumulator* acc,
+                   ChunkResult* results, int sm_count, cudaStream_t stream);
 
 // Test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): a kernel that executes a trap instruction, leaving the
 // context with a sticky error, as a hardware fault or a bad kernel would.

@@ -1,28 +1,21 @@
-// Reducing chunks on the device (kernels.cuh). One big chunk: CUB's DeviceReduce over a transform
-// iterator that yields the chunk's selected elements. A batch of small chunks: a tiled reduction
-// with one block per (tile, chunk) and one block per chunk to combine its tiles, both in a fixed
-// order, so a chunk's result depends on its selection alone.
+// Reducing chunks on the device (kernels.cuh): one kernel for a big chunk and for a batch of small
+// ones. Block (x, z) takes a contiguous run of chunk z's selected elements; each thread keeps a
+// TwoSum expansion, min and max; the block gathers its threads' exact sums in shared memory
+// (exact_device.cuh) and adds its digits to the chunk's accumulator with global atomics. Exact
+// addition is associative, so neither the order nor the grid shape can change a bit of the result.
+// A finalize kernel then carries each chunk's digits and writes its compact ChunkResult.
 #include "worker/cuda/kernels.cuh"
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
-#include <cub/device/device_reduce.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-
 #include "worker/cuda/check.h"
+#include "worker/cuda/exact_device.cuh"
 #include "worker/cuda/kernel_support.cuh"
 
 namespace psched::gpu {
 namespace {
-
-constexpr SelectionStats kEmptyStats{0.0, std::numeric_limits<double>::infinity(),
-                                     -std::numeric_limits<double>::infinity()};
-
-// ---- one chunk, CUB -----------------------------------------------------------------------------
 
 // Selected element j (row-major over the selection) of a materialized chunk. All offsets stay
 // inside the chunk (< 2^31 elements), so 32-bit arithmetic is exact.
@@ -35,10 +28,11 @@ struct StoredSelection {
   uint32_t sel_cols;
   double scale, offset;
 
-  __device__ SelectionStats operator()(uint32_t j) const {
+  __device__ double operator()(uint32_t j) const {
     const uint32_t i = j / sel_cols;
     const uint32_t k = j - i * sel_cols;
-    return stats_of(scale, double(__ldg(data + first + i * row_stride + k * col_step)), offset);
+    return mul_add_rounded(scale, double(__ldg(data + first + i * row_stride + k * col_step)),
+                           offset);
   }
 };
 
@@ -53,84 +47,16 @@ struct GeneratedSelection {
   uint32_t sel_cols;
   double scale, offset;
 
-  __device__ SelectionStats operator()(uint32_t j) const {
+  __device__ double operator()(uint32_t j) const {
     const uint32_t i = j / sel_cols;
     const uint32_t k = j - i * sel_cols;
     const uint64_t index = (first_row + i * row_step) * array_cols + first_col + k * col_step;
     const T stored = T(generated<Kind, ElementFormula::kFast>(gen, index));
-    return stats_of(scale, double(stored), offset);
+    return mul_add_rounded(scale, double(stored), offset);
   }
 };
 
-template <typename Functor>
-auto selection_iterator(Functor f) {
-  return thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0), f);
-}
-
-template <typename T>
-StoredSelection<T> stored_selection(const ChunkWork& w, const void* buffer) {
-  const uint64_t first =
-      (w.rows.first - w.box.row0) * w.box.cols + (w.cols.first - w.box.col0);
-  const uint64_t row_stride = w.rows.count > 1 ? w.row_step * w.box.cols : 0;
-  const uint64_t col_step = w.cols.count > 1 ? w.col_step : 0;
-  return StoredSelection<T>{static_cast<const T*>(buffer), uint32_t(first), uint32_t(row_stride),
-                            uint32_t(col_step), uint32_t(w.cols.count), w.scale, w.offset};
-}
-
-template <Generator Kind, typename T>
-GeneratedSelection<Kind, T> generated_selection(const ChunkWork& w) {
-  return GeneratedSelection<Kind, T>{w.gen,       w.array_cols, w.rows.first,
-                                     w.cols.first, w.rows.count > 1 ? w.row_step : 0,
-                                     w.cols.count > 1 ? w.col_step : 0,
-                                     uint32_t(w.cols.count), w.scale, w.offset};
-}
-
-template <typename T, typename Visit>
-void visit_generated(const ChunkWork& w, Visit&& visit) {
-  switch (w.gen.kind) {
-    case Generator::kNormal:
-      visit(selection_iterator(generated_selection<Generator::kNormal, T>(w)));
-      return;
-    case Generator::kUniform:
-      visit(selection_iterator(generated_selection<Generator::kUniform, T>(w)));
-      return;
-    case Generator::kArange:
-      visit(selection_iterator(generated_selection<Generator::kArange, T>(w)));
-      return;
-    case Generator::kConstant:
-      visit(selection_iterator(generated_selection<Generator::kConstant, T>(w)));
-      return;
-  }
-}
-
-// Calls visit(iterator) with the input iterator of this work's selection; one place that decides
-// which of the reduce instantiations a chunk uses, for sizing and for running alike.
-template <typename Visit>
-void visit_selection(const ChunkWork& w, const void* buffer, Visit&& visit) {
-  if (w.fused) {
-    if (w.dtype == DType::kFloat64) visit_generated<double>(w, visit);
-    else visit_generated<float>(w, visit);
-  } else if (w.dtype == DType::kFloat64) {
-    visit(selection_iterator(stored_selection<double>(w, buffer)));
-  } else {
-    visit(selection_iterator(stored_selection<float>(w, buffer)));
-  }
-}
-
-uint32_t selected_items(const ChunkWork& w) {
-  // validate() bounds a chunk to kMaxChunkElements (2^31) elements, so the selection fits 32 bits.
-  if (w.selected() == 0 || w.selected() > kMaxChunkElements)
-    throw std::invalid_argument("reduce: selection of " + std::to_string(w.selected()) +
-                                " elements is outside (0, 2^31]");
-  return uint32_t(w.selected());
-}
-
-// ---- a batch of chunks, tiled ----------------------------------------------------------------
-
-constexpr uint32_t kThreads = 256;
-constexpr uint32_t kPerThread = kTileElements / kThreads;
-
-// The job's geometry as the batch kernels see it; chunk z of the batch is first_chunk + z.
+// The job's geometry as the kernels see it; chunk z of the launch is first_chunk + z.
 struct BatchGeometry {
   GeneratorParams gen;
   ChunkGrid grid;
@@ -158,7 +84,7 @@ __device__ ChunkSelection selection_of(const BatchGeometry& g, uint32_t z) {
   return s;
 }
 
-// Element j of chunk z's selection from the batch's buffer.
+// Element j of chunk z's selection from the launch's buffer.
 template <typename T>
 struct StoredBatch {
   const T* data;
@@ -184,75 +110,121 @@ struct GeneratedBatch {
   }
 };
 
-__device__ __forceinline__ SelectionStats shuffle_down(const SelectionStats& v, int delta) {
-  return SelectionStats{__shfl_down_sync(0xffffffffu, v.sum, delta),
-                        __shfl_down_sync(0xffffffffu, v.min, delta),
-                        __shfl_down_sync(0xffffffffu, v.max, delta)};
+constexpr uint32_t kThreads = 256;
+constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they are added
+constexpr uint32_t kMinPerThread = 16;  // elements per thread at least (a block's fixed costs)
+constexpr uint32_t kWaves = 2;          // whole waves of resident blocks per launch
+// A digit of a chunk's accumulator takes at most one piece (< 2^32) per element and two per
+// thread, so int64 holds the block-level sums without carrying below 2^30 selected elements per
+// chunk; above that each block carries its digits before adding them (kernels.cuh's limit is 2^31).
+constexpr uint64_t kCarryBlocksAbove = uint64_t{1} << 30;
+
+// Serial carry of a block's digits (one thread): digits 0..66 into [0, 2^32).
+__device__ void carry_digits(BlockExact& b) {
+  long long carry = 0;
+  for (int i = 0; i + 1 < kExactDigits; ++i) {
+    const long long t = static_cast<long long>(b.digit[i]) + carry;
+    b.digit[i] = static_cast<unsigned long long>(t & 0xffffffffll);
+    carry = t >> 32;
+  }
+  b.digit[kExactDigits - 1] += static_cast<unsigned long long>(carry);
 }
 
-// The block's values combined by a fixed tree (lane i takes lane i + d, for d = 16 .. 1, in each
-// warp; then the warps' results the same way); the result is valid in thread 0.
-__device__ SelectionStats block_combine(SelectionStats v) {
-  __shared__ SelectionStats warp_stats[kThreads / 32];
-  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-#pragma unroll
-  for (int d = 16; d > 0; d /= 2) v = StatsOp{}(v, shuffle_down(v, d));
-  if (lane == 0) warp_stats[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < kThreads / 32 ? warp_stats[lane] : kEmptyStats;
-#pragma unroll
-    for (int d = kThreads / 64; d > 0; d /= 2) v = StatsOp{}(v, shuffle_down(v, d));
-  }
-  return v;
-}
-
-// Block (t, z) reduces tile t of chunk z: selected elements t * kTileElements + m * kThreads + tid
-// for m = 0 .. kPerThread - 1, each thread in order of m, then block_combine. With one tile per
-// chunk (the job's chunks hold at most kTileElements elements) the tile is the chunk's result and
-// goes to out[z]; otherwise to tiles[z * tiles_per_chunk + t].
-template <typename Source>
-__global__ void __launch_bounds__(kThreads)
-    tile_kernel(BatchGeometry g, Source source, uint32_t tiles_per_chunk, bool one_tile,
-                SelectionStats* __restrict__ out) {
-  const uint32_t z = blockIdx.y, t = blockIdx.x;
-  const ChunkSelection s = selection_of(g, z);
-  const uint64_t n = s.count();
-  const uint64_t first = uint64_t(t) * kTileElements;
-  SelectionStats* dest = one_tile ? out + z : out + uint64_t(z) * tiles_per_chunk + t;
-  if (first >= n) {
-    if (one_tile && t == 0 && threadIdx.x == 0) *dest = kEmptyStats;
-    return;
-  }
-  const auto element = source.for_chunk(g, z, s);
-  SelectionStats acc = kEmptyStats;
-  if (first + kTileElements <= n) {
-#pragma unroll
-    for (uint32_t m = 0; m < kPerThread; ++m)
-      acc = StatsOp{}(acc, element(uint32_t(first + m * kThreads + threadIdx.x)));
-  } else {
-    for (uint32_t m = 0; m < kPerThread; ++m) {
-      const uint64_t j = first + m * kThreads + threadIdx.x;
-      if (j < n) acc = StatsOp{}(acc, element(uint32_t(j)));
+__device__ __forceinline__ void take(double v, Expansion& e, double& lo, double& hi,
+                                     BlockExact& b) {
+  if (fabs(v) <= 1.7976931348623157e308) {
+    const double rest = e.add(v);
+    if (rest != 0.0) add_exact(b, rest);  // rare: see Expansion::add
+    lo = fmin(lo, v);
+    hi = fmax(hi, v);
+  } else {  // NaN (kept out of min and max) or an infinity
+    add_special(b, v);
+    if (v == v) {
+      lo = fmin(lo, v);
+      hi = fmax(hi, v);
     }
   }
-  acc = block_combine(acc);
-  if (threadIdx.x == 0) *dest = acc;
 }
 
-// Block z combines chunk z's tiles: thread i takes tiles i, i + kThreads, ... in order, then
-// block_combine.
+// Block (x, z) adds chunk z's selected elements [x * per_block, (x + 1) * per_block), thread t
+// taking every kThreads-th from the t-th, into acc[z].
+template <typename Source>
 __global__ void __launch_bounds__(kThreads)
-    combine_tiles_kernel(BatchGeometry g, const SelectionStats* __restrict__ tiles,
-                         uint32_t tiles_per_chunk, SelectionStats* __restrict__ out) {
-  const uint32_t z = blockIdx.x;
-  const uint64_t n = selection_of(g, z).count();
-  const uint32_t n_tiles = uint32_t((n + kTileElements - 1) / kTileElements);
-  SelectionStats acc = kEmptyStats;
-  for (uint32_t t = threadIdx.x; t < n_tiles; t += kThreads)
-    acc = StatsOp{}(acc, tiles[uint64_t(z) * tiles_per_chunk + t]);
-  acc = block_combine(acc);
-  if (threadIdx.x == 0) out[z] = acc;
+    accumulate_kernel(BatchGeometry g, Source source, uint32_t per_thread, bool carry_blocks,
+                      ChunkAccumulator* __restrict__ acc) {
+  __shared__ BlockExact block;
+  __shared__ double warp_min[kThreads / 32], warp_max[kThreads / 32];
+  const uint32_t z = blockIdx.y;
+  const ChunkSelection s = selection_of(g, z);
+  const uint64_t n = s.count();
+  const uint64_t first = uint64_t(blockIdx.x) * per_thread * kThreads;
+  if (first >= n) return;  // the whole block
+  for (uint32_t i = threadIdx.x; i < kExactDigits; i += kThreads) block.digit[i] = 0;
+  if (threadIdx.x == 0) block.nan = block.pos_inf = block.neg_inf = 0;
+  __syncthreads();
+
+  const auto element = source.for_chunk(g, z, s);
+  const uint64_t block_end = first + uint64_t(per_thread) * kThreads;
+  const uint32_t end = uint32_t(block_end < n ? block_end : n);
+  Expansion e;
+  double lo = __longlong_as_double(0x7ff0000000000000ll), hi = -lo;
+  uint32_t j = uint32_t(first) + threadIdx.x;
+  for (; j + (kUnroll - 1) * kThreads < end; j += kUnroll * kThreads) {
+    double v[kUnroll];
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) v[u] = element(j + u * kThreads);
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) take(v[u], e, lo, hi, block);
+  }
+  for (; j < end; j += kThreads) take(element(j), e, lo, hi, block);
+  __syncwarp();
+  add_exact_warp(block, e.hi);
+  add_exact_warp(block, e.lo);
+
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) {
+    lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, d));
+    hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, d));
+  }
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    warp_min[warp] = lo;
+    warp_max[warp] = hi;
+  }
+  __syncthreads();
+  if (carry_blocks && threadIdx.x == 0) carry_digits(block);
+  if (carry_blocks) __syncthreads();
+
+  ChunkAccumulator& out = acc[z];
+  const uint32_t t = threadIdx.x;
+  if (t < kExactDigits) {
+    const unsigned long long d = block.digit[t];
+    if (d != 0) atomicAdd(reinterpret_cast<unsigned long long*>(&out.exact.digit[t]), d);
+  } else if (t == kExactDigits && block.nan != 0) {
+    atomicAdd(&out.exact.nan, block.nan);
+  } else if (t == kExactDigits + 1 && block.pos_inf != 0) {
+    atomicAdd(&out.exact.pos_inf, block.pos_inf);
+  } else if (t == kExactDigits + 2 && block.neg_inf != 0) {
+    atomicAdd(&out.exact.neg_inf, block.neg_inf);
+  } else if (t == kExactDigits + 3) {
+    double m = warp_min[0], x = warp_max[0];
+    for (uint32_t w = 1; w < kThreads / 32; ++w) {
+      m = fmin(m, warp_min[w]);
+      x = fmax(x, warp_max[w]);
+    }
+    if (m <= x) {  // else every element of the block was a NaN
+      atomicMax(&out.min_key, ~order_key(m));
+      atomicMax(&out.max_key, order_key(x));
+    }
+  }
+}
+
+// Thread z turns chunk z's accumulator into its result (compact_result, exact_result.h).
+__global__ void __launch_bounds__(64)
+    finalize_kernel(uint32_t count, const ChunkAccumulator* __restrict__ acc,
+                    ChunkResult* __restrict__ out) {
+  const uint32_t z = blockIdx.x * blockDim.x + threadIdx.x;
+  if (z < count) out[z] = compact_result(acc[z]);
 }
 
 // At most ceil(length / step) indices of a window of `length` are selected.
@@ -260,19 +232,12 @@ uint64_t most_selected(uint64_t length, uint64_t step) {
   return length / step + (length % step != 0 ? 1 : 0);
 }
 
-// Tiles a full chunk of the job may need: the bound for every chunk of the batch.
-uint32_t tiles_per_chunk(const BatchWork& b) {
-  const ChunkGrid& grid = b.first.grid;
+// The most elements a chunk of the job selects: the bound for every chunk of the launch.
+uint64_t most_selected(const ChunkWork& w) {
+  const ChunkGrid& grid = w.grid;
   const uint64_t rows = std::min(grid.chunk_rows, grid.rows);
   const uint64_t cols = std::min(grid.chunk_cols, grid.cols);
-  const uint64_t n = most_selected(rows, b.first.row_sel.step) *
-                     most_selected(cols, b.first.col_sel.step);
-  return uint32_t(std::max<uint64_t>(1, (n + kTileElements - 1) / kTileElements));
-}
-
-// One tile per chunk whatever the selection: decided by the job's chunk size alone.
-bool one_tile(const BatchWork& b) {
-  return b.first.grid.chunk_rows * b.first.grid.chunk_cols <= kTileElements;
+  return most_selected(rows, w.row_sel.step) * most_selected(cols, w.col_sel.step);
 }
 
 BatchGeometry batch_geometry(const BatchWork& b) {
@@ -281,25 +246,45 @@ BatchGeometry batch_geometry(const BatchWork& b) {
                        w.scale, w.offset};
 }
 
+// Blocks of accumulate_kernel<Source> one SM holds at once (its registers decide), asked once.
 template <typename Source>
-void reduce_batch_with(const BatchWork& b, Source source, void* scratch, SelectionStats* d_stats,
-                       cudaStream_t stream) {
-  const BatchGeometry g = batch_geometry(b);
-  const uint32_t tiles = tiles_per_chunk(b);
-  const bool single = one_tile(b);
-  const dim3 grid{tiles, b.count, 1};
-  SelectionStats* tile_out = single ? d_stats : static_cast<SelectionStats*>(scratch);
-  tile_kernel<<<grid, kThreads, 0, stream>>>(g, source, tiles, single, tile_out);
-  PSCHED_CUDA_CHECK(cudaGetLastError());
-  if (single) return;
-  combine_tiles_kernel<<<b.count, kThreads, 0, stream>>>(g, tile_out, tiles, d_stats);
+uint32_t resident_blocks() {
+  static const uint32_t blocks = [] {
+    int b = 0;
+    PSCHED_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &b, accumulate_kernel<Source>, int(kThreads), 0));
+    return uint32_t(std::max(b, 1));
+  }();
+  return blocks;
+}
+
+template <typename Source>
+void reduce_with(const BatchWork& b, Source source, ChunkAccumulator* acc, ChunkResult* results,
+                 int sm_count, cudaStream_t stream) {
+  const uint64_t n = most_selected(b.first);
+  PSCHED_CUDA_CHECK(cudaMemsetAsync(acc, 0, sizeof(ChunkAccumulator) * b.count, stream));
+  if (n > 0) {
+    // kWaves whole waves over the whole launch (the chunks' blocks take equal runs), each
+    // thread taking at least kMinPerThread elements.
+    const uint64_t target_threads =
+        uint64_t(std::max(sm_count, 1)) * resident_blocks<Source>() * kWaves * kThreads;
+    const uint64_t per_thread = std::max<uint64_t>(
+        kMinPerThread, (n * b.count + target_threads - 1) / target_threads);
+    const uint64_t blocks = (n + per_thread * kThreads - 1) / (per_thread * kThreads);
+    const dim3 grid{uint32_t(blocks), b.count, 1};
+    accumulate_kernel<<<grid, kThreads, 0, stream>>>(batch_geometry(b), source,
+                                                     uint32_t(per_thread),
+                                                     n > kCarryBlocksAbove, acc);
+    PSCHED_CUDA_CHECK(cudaGetLastError());
+  }
+  finalize_kernel<<<(b.count + 63) / 64, 64, 0, stream>>>(b.count, acc, results);
   PSCHED_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
-void reduce_generated_batch(const BatchWork& b, void* scratch, SelectionStats* d_stats,
-                            cudaStream_t stream) {
-  auto run = [&](auto source) { reduce_batch_with(b, source, scratch, d_stats, stream); };
+void reduce_generated(const BatchWork& b, ChunkAccumulator* acc, ChunkResult* results,
+                      int sm_count, cudaStream_t stream) {
+  auto run = [&](auto source) { reduce_with(b, source, acc, results, sm_count, stream); };
   switch (b.first.gen.kind) {
     case Generator::kNormal: return run(GeneratedBatch<Generator::kNormal, T>{});
     case Generator::kUniform: return run(GeneratedBatch<Generator::kUniform, T>{});
@@ -310,46 +295,23 @@ void reduce_generated_batch(const BatchWork& b, void* scratch, SelectionStats* d
 
 }  // namespace
 
-size_t reduce_temp_bytes(const ChunkWork& w) {
-  const uint32_t n = selected_items(w);
-  size_t bytes = 0;
-  visit_selection(w, nullptr, [&](auto in) {
-    PSCHED_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, in,
-                                                static_cast<SelectionStats*>(nullptr), n,
-                                                StatsOp{}, kEmptyStats));
-  });
-  return bytes;
-}
-
-void launch_reduce(const ChunkWork& w, const void* buffer, void* temp, size_t temp_bytes,
-                   SelectionStats* d_stats, cudaStream_t stream) {
-  const uint32_t n = selected_items(w);
-  visit_selection(w, buffer, [&](auto in) {
-    PSCHED_CUDA_CHECK(cub::DeviceReduce::Reduce(temp, temp_bytes, in, d_stats, n, StatsOp{},
-                                                kEmptyStats, stream));
-  });
-  PSCHED_CUDA_CHECK(cudaGetLastError());
-}
-
-size_t batch_scratch_bytes(const BatchWork& b) {
-  if (one_tile(b)) return 0;
-  return size_t(b.count) * tiles_per_chunk(b) * sizeof(SelectionStats);
-}
-
-void launch_reduce_batch(const BatchWork& b, const void* buffer, void* scratch,
-                         SelectionStats* d_stats, cudaStream_t stream) {
+void launch_reduce(const BatchWork& b, const void* buffer, ChunkAccumulator* acc,
+                   ChunkResult* results, int sm_count, cudaStream_t stream) {
   if (b.count == 0 || b.count > kMaxBatchChunks)
     throw std::invalid_argument("reduce: batch of " + std::to_string(b.count) + " chunks");
+  // validate() bounds a chunk to kMaxChunkElements (2^31) elements, so selections fit 32 bits.
+  if (most_selected(b.first) > kMaxChunkElements)
+    throw std::invalid_argument("reduce: chunks of more than 2^31 elements");
   const bool f64 = b.first.dtype == DType::kFloat64;
   if (b.first.fused) {
-    if (f64) reduce_generated_batch<double>(b, scratch, d_stats, stream);
-    else reduce_generated_batch<float>(b, scratch, d_stats, stream);
+    if (f64) reduce_generated<double>(b, acc, results, sm_count, stream);
+    else reduce_generated<float>(b, acc, results, sm_count, stream);
   } else if (f64) {
-    reduce_batch_with(b, StoredBatch<double>{static_cast<const double*>(buffer)}, scratch, d_stats,
-                      stream);
+    reduce_with(b, StoredBatch<double>{static_cast<const double*>(buffer)}, acc, results,
+                sm_count, stream);
   } else {
-    reduce_batch_with(b, StoredBatch<float>{static_cast<const float*>(buffer)}, scratch, d_stats,
-                      stream);
+    reduce_with(b, StoredBatch<float>{static_cast<const float*>(buffer)}, acc, results, sm_count,
+                stream);
   }
 }
 

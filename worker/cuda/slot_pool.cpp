@@ -18,9 +18,10 @@ void create_slot(StreamSlot& s) {
   // Blocking sync: the completion thread sleeps in cudaEventSynchronize instead of spinning.
   for (cudaEvent_t& e : s.stop)
     PSCHED_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
-  // Room for the results of the largest batch.
-  PSCHED_CUDA_CHECK(cudaMalloc(&s.device_stats, sizeof(SelectionStats) * kMaxBatchChunks));
-  PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_stats, sizeof(SelectionStats) * kMaxBatchChunks));
+  // Room for the accumulators and results of the largest batch.
+  PSCHED_CUDA_CHECK(cudaMalloc(&s.accumulators, sizeof(ChunkAccumulator) * kMaxBatchChunks));
+  PSCHED_CUDA_CHECK(cudaMalloc(&s.device_results, sizeof(ChunkResult) * kMaxBatchChunks));
+  PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_results, sizeof(ChunkResult) * kMaxBatchChunks));
 }
 
 void destroy_slot(StreamSlot& s) noexcept {
@@ -35,9 +36,9 @@ void destroy_slot(StreamSlot& s) noexcept {
   };
   if (s.stream) check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize");
   if (s.buffer) check(cudaFree(s.buffer), "cudaFree(buffer)");
-  if (s.temp) check(cudaFree(s.temp), "cudaFree(temp)");
-  if (s.device_stats) check(cudaFree(s.device_stats), "cudaFree(stats)");
-  if (s.host_stats) check(cudaFreeHost(s.host_stats), "cudaFreeHost(stats)");
+  if (s.accumulators) check(cudaFree(s.accumulators), "cudaFree(accumulators)");
+  if (s.device_results) check(cudaFree(s.device_results), "cudaFree(results)");
+  if (s.host_results) check(cudaFreeHost(s.host_results), "cudaFreeHost(results)");
   for (cudaEvent_t e : s.stop)
     if (e) check(cudaEventDestroy(e), "cudaEventDestroy(stop)");
   if (s.start) check(cudaEventDestroy(s.start), "cudaEventDestroy(start)");
@@ -63,7 +64,7 @@ SlotPool::SlotPool(int slots, uint64_t budget_bytes)
 // The slot returned either holds enough memory, or can grow within the budget, or every other slot
 // holding memory is idle, so prepare() can free theirs. While the budget is short and a busy slot
 // holds memory, this waits for that slot and reuses its buffer rather than free and reallocate.
-int SlotPool::claim(uint64_t buffer_bytes, uint64_t temp_bytes) {
+int SlotPool::claim(uint64_t buffer_bytes) {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     released_.wait(lock, [&] { return shut_down_ || !free_.empty(); });
@@ -73,8 +74,7 @@ int SlotPool::claim(uint64_t buffer_bytes, uint64_t temp_bytes) {
       return slots_[size_t(a)].footprint() < slots_[size_t(b)].footprint();
     });
     const StreamSlot& s = slots_[size_t(*best)];
-    const bool ready = (s.buffer_bytes >= buffer_bytes && s.temp_bytes >= temp_bytes) ||
-                       fits(s, buffer_bytes, temp_bytes);
+    const bool ready = s.buffer_bytes >= buffer_bytes || fits(s, buffer_bytes);
     bool busy_memory = false;
     for (size_t i = 0; i < slots_.size() && !ready; ++i) {
       const bool idle = std::find(free_.begin(), free_.end(), int(i)) != free_.end();
@@ -90,28 +90,21 @@ int SlotPool::claim(uint64_t buffer_bytes, uint64_t temp_bytes) {
   }
 }
 
-void SlotPool::prepare(int slot, uint64_t buffer_bytes, uint64_t temp_bytes) {
+void SlotPool::prepare(int slot, uint64_t buffer_bytes) {
   StreamSlot& s = slots_[size_t(slot)];
-  if (s.buffer_bytes >= buffer_bytes && s.temp_bytes >= temp_bytes) return;
-  // Keep what is already larger than needed only while the budget allows it.
-  uint64_t want_buffer = std::max(s.buffer_bytes, buffer_bytes);
-  uint64_t want_temp = std::max(s.temp_bytes, temp_bytes);
-  if (!fits(s, want_buffer, want_temp)) {
-    want_buffer = buffer_bytes;
-    want_temp = temp_bytes;
-  }
-  if (!fits(s, want_buffer, want_temp)) release_idle_memory(slot);
-  if (!fits(s, want_buffer, want_temp))  // claim() promised otherwise
+  if (s.buffer_bytes >= buffer_bytes) return;
+  if (!fits(s, buffer_bytes)) release_idle_memory(slot);
+  if (!fits(s, buffer_bytes))  // claim() promised otherwise
     throw std::logic_error(fmt::format(
         "cuda backend: {} MiB do not fit the budget of {} MiB with {} MiB held by other slots",
-        format_mib(want_buffer + want_temp), format_mib(budget_bytes_),
+        format_mib(buffer_bytes), format_mib(budget_bytes_),
         format_mib(allocated_bytes_ - s.footprint())));
   try {
-    resize(s, want_buffer, want_temp);
+    resize(s, buffer_bytes);
   } catch (const CudaError& e) {
     // Memory taken by someone else since the budget was set: retry without our idle slots'.
     if (e.code() != cudaErrorMemoryAllocation || !release_idle_memory(slot)) throw;
-    resize(s, want_buffer, want_temp);
+    resize(s, buffer_bytes);
   }
 }
 
@@ -148,15 +141,14 @@ bool SlotPool::release_idle_memory(int keep) {
   for (int i : idle) {
     StreamSlot& s = slots_[size_t(i)];
     if (i == keep || s.footprint() == 0) continue;
-    resize(s, 0, 0);
+    resize(s, 0);
     freed = true;
   }
   return freed;
 }
 
-void SlotPool::resize(StreamSlot& s, uint64_t buffer_bytes, uint64_t temp_bytes) {
+void SlotPool::resize(StreamSlot& s, uint64_t buffer_bytes) {
   if (s.buffer_bytes != buffer_bytes) reallocate(s.buffer, s.buffer_bytes, buffer_bytes);
-  if (s.temp_bytes != temp_bytes) reallocate(s.temp, s.temp_bytes, temp_bytes);
 }
 
 // Replaces the allocation with one of exactly want bytes (0: none). The slot is idle (its last

@@ -1,6 +1,6 @@
 // SlotPool: the CUDA backend's stream slots and who holds them. A slot is one CUDA stream with
-// everything a chunk in flight needs on it (chunk buffer, CUB temporary storage, the result in
-// device and pinned host memory, events). The dispatcher thread claims a free slot for a chunk and
+// everything a chunk in flight needs on it (chunk buffer, the chunks' exact accumulators, their
+// results in device and pinned host memory, events). The dispatcher thread claims a free slot for a chunk and
 // sizes its memory; the completion thread releases it once the chunk is done. Buffers are
 // allocated when a job first needs them and kept, within the memory budget, so steady state
 // allocates nothing.
@@ -27,12 +27,12 @@ struct StreamSlot {
   int next_stop = 0;
   void* buffer = nullptr;  // the materialized chunk
   uint64_t buffer_bytes = 0;
-  void* temp = nullptr;  // CUB temporary storage, or a batch's tile results
-  uint64_t temp_bytes = 0;
-  SelectionStats* device_stats = nullptr;  // kMaxBatchChunks results
-  SelectionStats* host_stats = nullptr;    // the same, pinned
+  // kMaxBatchChunks of each, allocated with the slot (4.7 MB of accumulators).
+  ChunkAccumulator* accumulators = nullptr;  // device
+  ChunkResult* device_results = nullptr;
+  ChunkResult* host_results = nullptr;  // pinned
 
-  uint64_t footprint() const { return buffer_bytes + temp_bytes; }
+  uint64_t footprint() const { return buffer_bytes; }
 };
 
 class SlotPool {
@@ -48,11 +48,11 @@ class SlotPool {
   // The slot's stream, events and results; its memory fields belong to the dispatcher thread.
   StreamSlot& slot(int index) { return slots_[size_t(index)]; }
 
-  // Dispatcher thread: a free slot for a chunk needing these sizes (which fit the budget), waiting
-  // while none is free or the budget is short; -1 once shut down.
-  int claim(uint64_t buffer_bytes, uint64_t temp_bytes);
-  // Dispatcher thread, after claim(): gives the slot at least these sizes. Throws CudaError.
-  void prepare(int slot, uint64_t buffer_bytes, uint64_t temp_bytes);
+  // Dispatcher thread: a free slot for a chunk needing this buffer (which fits the budget),
+  // waiting while none is free or the budget is short; -1 once shut down.
+  int claim(uint64_t buffer_bytes);
+  // Dispatcher thread, after claim(): gives the slot at least this buffer. Throws CudaError.
+  void prepare(int slot, uint64_t buffer_bytes);
   // Completion thread: the slot's work is done (its stop event or stream synchronized).
   void release(int slot);
   // Wakes a waiting claim() and fails every later one.
@@ -61,11 +61,11 @@ class SlotPool {
   void destroy() noexcept;
 
  private:
-  bool fits(const StreamSlot& s, uint64_t buffer_bytes, uint64_t temp_bytes) const {
-    return allocated_bytes_ - s.footprint() + buffer_bytes + temp_bytes <= budget_bytes_;
+  bool fits(const StreamSlot& s, uint64_t buffer_bytes) const {
+    return allocated_bytes_ - s.footprint() + buffer_bytes <= budget_bytes_;
   }
   bool release_idle_memory(int keep);
-  void resize(StreamSlot& s, uint64_t buffer_bytes, uint64_t temp_bytes);
+  void resize(StreamSlot& s, uint64_t buffer_bytes);
   void reallocate(void*& ptr, uint64_t& bytes, uint64_t want);
 
   std::vector<StreamSlot> slots_;

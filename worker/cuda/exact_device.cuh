@@ -1,0 +1,86 @@
+// The device side of the exact sum (common/exact_sum.h): whatever a thread's TwoSum expansion
+// (exact_result.h) cannot hold, and at the end the expansion itself, goes into its block's
+// ExactSum in shared memory as the three 32-bit pieces of ExactSum::add, a warp at a time where
+// the warp's pieces share their digits. Kernel syntax: nvcc only (reduce.cu).
+#pragma once
+
+#include <cstdint>
+
+#include "common/exact_sum.h"
+
+namespace psched::gpu {
+
+// A block's exact sum in shared memory: ExactSum's digits, added to with 64-bit atomics (two's
+// complement makes unsigned adds of negative pieces right), and its special counts.
+struct BlockExact {
+  unsigned long long digit[kExactDigits];
+  unsigned int nan, pos_inf, neg_inf;
+};
+
+// x's share of ExactSum::add(x) for a finite x: pieces p0..p2 (signed) for digits i .. i + 2;
+// i = -1 for a zero.
+struct ExactPieces {
+  int i;
+  long long p0, p1, p2;
+};
+
+__device__ __forceinline__ ExactPieces exact_pieces(double x) {
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
+  const int biased = int((bits >> 52) & 0x7ff);
+  unsigned long long m = bits & ((1ull << 52) - 1);
+  if (biased == 0 && m == 0) return ExactPieces{-1, 0, 0, 0};
+  if (biased > 0) m |= 1ull << 52;
+  const int p = (biased > 0 ? biased : 1) + 13;
+  const int i = p >> 5, s = p & 31;
+  const unsigned long long low = m << s;
+  const unsigned long long high = s == 0 ? 0 : m >> (64 - s);
+  const long long sign = (bits >> 63) ? -1 : 1;
+  return ExactPieces{i, sign * (long long)(low & 0xffffffffu), sign * (long long)(low >> 32),
+                     sign * (long long)high};
+}
+
+__device__ __forceinline__ void add_pieces(BlockExact& b, int i, long long p0, long long p1,
+                                           long long p2) {
+  if (p0 != 0) atomicAdd(&b.digit[i], static_cast<unsigned long long>(p0));
+  if (p1 != 0) atomicAdd(&b.digit[i + 1], static_cast<unsigned long long>(p1));
+  if (p2 != 0) atomicAdd(&b.digit[i + 2], static_cast<unsigned long long>(p2));
+}
+
+// Any thread: x (finite) into the block's sum.
+__device__ __forceinline__ void add_exact(BlockExact& b, double x) {
+  const ExactPieces p = exact_pieces(x);
+  if (p.i >= 0) add_pieces(b, p.i, p.p0, p.p1, p.p2);
+}
+
+// Any thread: a NaN or an infinity, counted.
+__device__ __forceinline__ void add_special(BlockExact& b, double x) {
+  if (x != x) atomicAdd(&b.nan, 1u);
+  else if (x > 0) atomicAdd(&b.pos_inf, 1u);
+  else atomicAdd(&b.neg_inf, 1u);
+}
+
+// All 32 lanes of a converged warp, each with a finite x: when every nonzero x has its pieces in
+// the same three digits (the common case: a warp's running sums share their exponent), the warp
+// adds its pieces by shuffles (32 pieces of < 2^32 stay far inside int64) and lane 0 makes three
+// atomics; otherwise every lane adds its own.
+__device__ __forceinline__ void add_exact_warp(BlockExact& b, double x) {
+  const ExactPieces p = exact_pieces(x);
+  int top = p.i;
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) top = max(top, __shfl_xor_sync(0xffffffffu, top, d));
+  if (top < 0) return;  // all zero
+  if (!__all_sync(0xffffffffu, p.i == top || p.i < 0)) {
+    if (p.i >= 0) add_pieces(b, p.i, p.p0, p.p1, p.p2);
+    return;
+  }
+  long long p0 = p.p0, p1 = p.p1, p2 = p.p2;
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) {
+    p0 += __shfl_xor_sync(0xffffffffu, p0, d);
+    p1 += __shfl_xor_sync(0xffffffffu, p1, d);
+    p2 += __shfl_xor_sync(0xffffffffu, p2, d);
+  }
+  if (threadIdx.x % 32 == 0) add_pieces(b, top, p0, p1, p2);
+}
+
+}  // namespace psched::gpu

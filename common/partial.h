@@ -27,6 +27,11 @@ PSCHED_HD PartialSum combine(const PartialSum& a, const PartialSum& b) {
   return r;
 }
 
+// Whether two partials of the same chunk are identical in every bit of every field (not ==: -0.0
+// and 0.0 differ, and a NaN equals itself bit for bit). Verify (scheduler/verify.h) compares the
+// copies of a chunk with this and nothing else: a field added to PartialSum is compared here.
+bool same_bits(const PartialSum& a, const PartialSum& b);
+
 // Pairwise tree over partials[0..n) in index order: a fixed shape for a given n, so the result is a
 // pure function of the chunk partials.
 PartialSum combine_in_order(const std::vector<PartialSum>& partials);

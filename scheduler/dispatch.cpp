@@ -29,6 +29,9 @@ uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job) {
   return std::max<uint64_t>(1, (slot_elements + chunk_elements - 1) / chunk_elements);
 }
 
+// Whether `job` has chunks or verify copies waiting for a worker.
+bool has_work(const Job& job) { return job.has_queued() || job.verify.has_queued(); }
+
 }  // namespace
 
 void Scheduler::dispatch() {
@@ -38,7 +41,7 @@ void Scheduler::dispatch() {
   // every worker).
   uint64_t left = workers_.size();
   for (auto& [id, w] : workers_) {
-    if (std::none_of(jobs_.begin(), jobs_.end(), [](const auto& j) { return j.second->has_queued(); }))
+    if (std::none_of(jobs_.begin(), jobs_.end(), [](const auto& j) { return has_work(*j.second); }))
       return;
     dispatch_to(*w, left--);
   }
@@ -59,7 +62,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
   auto picked_of = [&](Job* job) -> Picked& {
     for (Picked& p : picked)
       if (p.job == job) return p;
-    const uint64_t part = (job->queued() + workers - 1) / workers;
+    const uint64_t part = (job->queued() + job->verify.queued() + workers - 1) / workers;
     picked.push_back(Picked{job, std::max(part, least_worth_splitting(worker, *job)), {}});
     return picked.back();
   };
@@ -68,13 +71,14 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
   // or the worker's window is full for every job (then the jobs need not be looked at: with
   // thousands of jobs that scan was the scheduler's whole cost).
   const uint64_t widest = worker.widest_window();
+  std::vector<uint64_t> copies;  // verify copies taken for one job
   for (bool progress = worker.in_flight.size() < widest; progress;) {
     progress = false;
     auto it = jobs_.upper_bound(round_robin_after_);
     for (size_t tried = 0; tried < jobs_.size() && worker.in_flight.size() < widest; ++tried, ++it) {
       if (it == jobs_.end()) it = jobs_.begin();
       Job* job = it->second.get();
-      if (!job->has_queued()) continue;
+      if (!has_work(*job)) continue;
       const uint64_t window = worker.window_for(*job);
       if (worker.in_flight.size() >= window) continue;
       // This job's share of the free window (all of it when it is the only job), but never less
@@ -86,12 +90,8 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
       Picked& pick = picked_of(job);
       share = std::min(share, pick.part_left);
       if (share == 0) continue;
-      pick.part_left -= share;
       auto& ranges = pick.ranges;
-      while (share > 0 && job->has_queued()) {
-        uint64_t first = 0;
-        const uint64_t n = job->take_run(worker.id, share < UINT32_MAX ? share : UINT32_MAX, first);
-        share -= n;
+      auto add_range = [&](uint64_t first, uint64_t n) {
         worker.in_flight.add(job->id(), n);
         counters_.tasks_dispatched += n;
         if (!ranges.empty() && ranges.back().first + ranges.back().second == first &&
@@ -100,7 +100,23 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
         } else {
           ranges.emplace_back(first, uint32_t(n));
         }
+      };
+      // Verify copies first: the partials they wait to compare with are held until they are in.
+      uint64_t taken = 0;
+      if (job->verify.has_queued()) {
+        copies.clear();
+        taken = job->verify.take(worker.id, share, someone_else(), copies);
+        for (const uint64_t chunk : copies) add_range(chunk, 1);
       }
+      while (taken < share && job->has_queued()) {
+        uint64_t first = 0;
+        const uint64_t want = share - taken;
+        const uint64_t n = job->take_run(worker.id, want < UINT32_MAX ? want : UINT32_MAX, first);
+        taken += n;
+        add_range(first, n);
+      }
+      if (taken == 0) continue;  // only verify copies this worker already computed
+      pick.part_left -= taken;
       round_robin_after_ = job->id();
       progress = true;
     }

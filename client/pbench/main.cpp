@@ -21,6 +21,7 @@
 #include "common/token.h"
 #include "cluster_report.h"
 #include "local_cluster.h"
+#include "verify_report.h"
 #include "pclient/client.h"
 
 namespace {
@@ -42,6 +43,7 @@ struct Flags {
   std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
   int connect_timeout_ms = 5000;
   int spin_us = -1;
+  double verify = 0;  // --verify: share of chunks computed twice (0: off)
 
   bool local_mode() const { return gpus > 0 || cpus > 0; }
 };
@@ -119,6 +121,12 @@ void add_output_flags(CLI::App& app, Flags& f) {
   app.add_flag("--json", f.json, "Print one JSON object instead of text");
   app.add_flag("--check", f.check, "Verify the result: exact closed form for arange/constant, mean bound for "
                                    "normal/uniform; exit 1 on any difference");
+  app.add_option("--verify", f.verify,
+                 "Compute every chunk (or this fraction of them, a seeded draw) a second time on "
+                 "another worker and compare the partials bit for bit; exit 1 on any mismatch")
+      ->expected(0, 1)
+      ->default_str("1.0")
+      ->type_name("[FRACTION]");
   app.add_flag("-q,--quiet", f.quiet, "No progress bar");
   app.add_flag("--cluster-info", f.cluster_info, "Print the cluster's workers (backend, device, memory) and exit");
   app.add_option("--log-level", f.log_level, "Local mode: log level of the daemons")->capture_default_str();
@@ -149,6 +157,8 @@ void complete_job(Flags& f) {
     *field = *index;
   }
   pclient::validate(job);
+  if (psched::Status st = psched::validate_verify_fraction(f.verify); !st)
+    throw pclient::Error("--verify: " + st.message());
 }
 
 // Local mode: starts psched and the workers, and points `connect` at them.
@@ -186,6 +196,7 @@ struct Runs {
   pclient::Result last;
   std::vector<pclient::WorkerInfo> before, after;  // the workers around the last run
   std::string problem;                             // --check: what is wrong (empty: ok)
+  std::string verify_problem;                      // --verify: copies that differed (empty: none)
 };
 
 Runs run_jobs(pclient::Client& client, const Flags& f) {
@@ -197,6 +208,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   Runs runs;
   pclient::RunOptions run_options;
   if (tty) run_options.on_progress = draw_progress;
+  run_options.verify = f.verify;
   for (int i = 0; i < f.repeat; ++i) {
     if (i == f.repeat - 1) runs.before = client.workers();  // the last run's own share
     runs.last = client.run(f.job, run_options);
@@ -207,6 +219,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   const pclient::Result& r = runs.last;
   const psched::PartialSum got{r.sum, r.count, r.min, r.max};
   if (f.check) runs.problem = psched::check_result(pclient::job_spec_of(f.job), got);
+  runs.verify_problem = pbench::verify_problem(r);
   return runs;
 }
 
@@ -239,6 +252,7 @@ void report_json(const Flags& f, const Runs& runs) {
     out["empty_selection"] = true;
   }
   if (f.check) out["check"] = runs.problem.empty() ? "ok" : runs.problem;
+  if (f.verify > 0) out["verify"] = pbench::verify_json(result);
   std::cout << out.dump() << std::endl;
 }
 
@@ -274,6 +288,7 @@ void report_text(const Flags& f, const Runs& runs) {
     std::printf("Busy: the %d workers computed for %.0f%% of the wall time (mean; their own timings)\n",
                 active, 100.0 * busy / active);
   if (f.check) std::printf("Check: %s\n", runs.problem.empty() ? "ok" : runs.problem.c_str());
+  if (f.verify > 0) pbench::print_verify(result);
   std::fflush(stdout);
 }
 
@@ -324,6 +339,7 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   }
   client.close();
   if (!runs.problem.empty()) return fail("check failed: " + runs.problem);
+  if (!runs.verify_problem.empty()) return fail(runs.verify_problem);
   return 0;
 }
 

@@ -56,6 +56,28 @@ awk -v s="$fseconds" -v f="$fused_floor_ms" -v n="$chunks" 'BEGIN {
   floor = f * n / 1000; printf "fused: %.3f s end to end; floor %.3f s (%.4f ms/chunk); ratio %.3f (target <= 1.2)\n", s, floor, f, s / floor }'
 echo "fused vs materialized: sum $(json_field "$fused" sum) vs $(json_field "$deepops" sum), count $(json_field "$fused" count) vs $(json_field "$deepops" count)"
 
+echo "== verify: the DeepOps benchmark on every GPU, plain and with --verify 1.0 / 0.05, interleaved"
+# With one GPU the copies run on it too (pbench says so); with several each goes to another GPU.
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[[ $ngpu -ge 1 ]] || ngpu=1
+: >"$out/verify_plain.s"; : >"$out/verify_all.s"; : >"$out/verify_005.s"
+for _ in 1 2; do
+  for v in plain all 005; do
+    case $v in plain) extra=() ;; all) extra=(--verify 1.0) ;; 005) extra=(--verify 0.05) ;; esac
+    r=$("$bin/pbench" -g "$ngpu" --json --check "${extra[@]}") || fail "verify ($v) run"
+    [[ "$(json_field "$r" check)" == "ok" ]] || fail "verify ($v) check: $(json_field "$r" check)"
+    [[ $v == plain || "$(json_field "$r" mismatch_count)" == "0" ]] || fail "verify ($v) found mismatches"
+    json_field "$r" seconds >>"$out/verify_$v.s"
+  done
+done
+vp=$(sort -g "$out/verify_plain.s" | head -1)
+va=$(sort -g "$out/verify_all.s" | head -1)
+v5=$(sort -g "$out/verify_005.s" | head -1)
+awk -v p="$vp" -v a="$va" -v f="$v5" -v n="$ngpu" 'BEGIN {
+  printf "verify 1.0 on %d GPUs: %.3f s best | plain %.3f s: ratio %.2f (target <= 2.1)\n", n, a, p, a / p
+  printf "verify 0.05 on %d GPUs: %.3f s best | plain %.3f s: ratio %.2f (target <= 1.1)\n", n, f, p, f / p
+  exit !(a / p <= 2.1 && f / p <= 1.1) }' || fail "verify above its target ratio"
+
 echo "== GPU and CPU backends through the whole stack: exact on arange, same bits on both"
 args=(-x 20000 -y 30000 --chunk-x 3000 --chunk-y 7000 --generator arange --start 0 --step 1 --row-step 3 --col-step 5 --offset -2 --json --check)
 gpu=$("$bin/pbench" -g 1 "${args[@]}") || fail "GPU arange"

@@ -101,6 +101,16 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
   result.workers = r.getWorkers();
   result.retries = r.getRetries();
   result.scheduler_seconds = r.getSeconds();
+  result.verified_chunks = r.getVerifiedChunks();
+  result.same_worker_chunks = r.getSameWorkerChunks();
+  result.mismatch_count = r.getMismatchCount();
+  for (auto m : r.getMismatches()) {
+    VerifyMismatch& out = result.mismatches.emplace_back();
+    out.chunk = m.getChunk();
+    for (auto c : m.getCopies())
+      out.copies.push_back({c.getWorkerId(), c.getWorkerName().cStr(), c.getDeviceName().cStr(),
+                            c.getSum(), c.getCount(), c.getMin(), c.getMax(), c.getSuspect()});
+  }
   return result;
 }
 
@@ -295,6 +305,8 @@ std::vector<WorkerInfo> Client::wait_for_workers(size_t n, int timeout_ms) {
 Result Client::run(const Job& job, const RunOptions& options) {
   const psched::JobSpec spec = job_spec_of(job);
   if (psched::Status st = psched::validate(spec); !st) throw Error(st.message());
+  if (psched::Status st = psched::validate_verify_fraction(options.verify); !st)
+    throw Error(st.message());
   const auto t0 = std::chrono::steady_clock::now();
   for (uint32_t resubmissions = 0;; ++resubmissions) {
     try {
@@ -349,6 +361,7 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
     submit.setTag(tag);
     psched::to_wire(spec, submit.initSpec());
     submit.setWantPartials(options.want_partials);
+    submit.setVerifyFraction(options.verify);
   });
   uint64_t job_id = 0;
   Result result;

@@ -107,6 +107,12 @@ Status check_magnitudes(const JobSpec& s) {
 
 }  // namespace
 
+Status validate_verify_fraction(double fraction) {
+  if (!(fraction >= 0 && fraction <= 1))  // NaN fails too
+    return Status::error(fmt::format("verify fraction must be in [0, 1] (got {})", fraction));
+  return Status::ok();
+}
+
 Status validate(const JobSpec& s) {
   if (s.rows == 0) return Status::error("rows (-x) must be > 0 (got 0)");
   if (s.cols == 0) return Status::error("cols (-y) must be > 0 (got 0)");

@@ -72,6 +72,9 @@ constexpr uint64_t kMaxChunkElements = uint64_t{1} << 31;
 
 // Checks every field; the message names the field, the value and what was expected.
 Status validate(const JobSpec& spec);
+// A job's verify option (Submit.verifyFraction, pbench --verify): the share of chunks computed twice,
+// 0 (off) to 1 (every chunk).
+Status validate_verify_fraction(double fraction);
 
 // Selection stops clamped to the array ("to the end" made concrete). Call after validate().
 JobSpec normalized(const JobSpec& spec);

@@ -115,6 +115,9 @@ struct Submit {
   tag @0 :UInt64;              # client's own number, echoed in JobAccepted
   spec @1 :JobSpec;
   wantPartials @2 :Bool;       # stream every chunk's partial in Progress
+  verifyFraction @3 :Float64;  # share of chunks computed a second time on another worker and
+                               # compared bit for bit (docs/design.md, "Verify"): 0 = off,
+                               # 1 = every chunk; which ones is a seeded draw (the spec's seed)
 }
 
 struct Cancel {
@@ -170,6 +173,29 @@ struct JobResult {
   seconds @7 :Float64;         # scheduler time from accept to the last chunk
   retries @8 :UInt64;          # chunks run again after a worker was lost or failed
   exact @9 :ExactSum;          # the exact sum of the selected elements; `sum` is it rounded once
+  verifiedChunks @10 :UInt64;  # chunks computed twice (or more) and compared (Submit.verifyFraction)
+  sameWorkerChunks @11 :UInt64;  # of those, chunks whose copies all ran on one worker: there was
+                                 # no other worker to compare against
+  mismatchCount @12 :UInt64;   # verified chunks whose copies differed in any bit
+  mismatches @13 :List(VerifyMismatch);  # the first kMaxReportedMismatches of them
+}
+
+# One copy of a verified chunk: who computed it and what it got.
+struct VerifyCopy {
+  workerId @0 :UInt32;
+  workerName @1 :Text;
+  deviceName @2 :Text;
+  sum @3 :Float64;
+  count @4 :UInt64;
+  min @5 :Float64;
+  max @6 :Float64;
+  suspect @7 :Bool;            # this copy is the odd one out (or one of two that disagree)
+}
+
+# A verified chunk whose copies disagree: two copies, or three when a third worker broke the tie.
+struct VerifyMismatch {
+  chunk @0 :UInt64;
+  copies @1 :List(VerifyCopy);
 }
 
 struct JobFailed {

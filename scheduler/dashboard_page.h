@@ -78,7 +78,7 @@ footer { color:var(--muted); font-size:12px; padding:0 24px 18px; }
     <table id="workers"><thead><tr>
       <th>Name</th><th>Host</th><th>Backend</th><th>Device</th><th>Memory used / total</th>
       <th>Utilisation</th><th class="num">In flight</th><th class="num">Chunks done</th>
-      <th class="num">Throughput</th></tr></thead><tbody></tbody></table>
+      <th class="num">Throughput</th><th class="num">Verify mismatches</th></tr></thead><tbody></tbody></table>
     <div class="empty" id="workers-empty">No workers connected.</div>
   </section>
   <section><h2>Running jobs</h2>
@@ -175,7 +175,8 @@ function render(s) {
     tile(s.tasks.queued + " / " + s.tasks.running, "tasks queued / running"),
     tile(rate(total), "throughput"), tile(bytes(c.bytes_reduced), "reduced"),
     tile(c.jobs_completed + " / " + c.jobs_failed + " / " + c.jobs_cancelled,
-         "jobs done / failed / cancelled"));
+         "jobs done / failed / cancelled"),
+    tile(s.verify.mismatches + " / " + s.verify.chunks, "verify: suspect copies / chunks compared"));
   fill("workers", s.workers.map(w => {
     const used = w.memory_used_bytes, total = w.memory_total_bytes;
     const mem = used === null ? el("span", "small", "– / " + bytes(total))
@@ -186,7 +187,8 @@ function render(s) {
       (w.compute_capability ? " sm " + w.compute_capability : "");
     return row([w.name, w.host, backend, w.device, mem, util,
       {cls: "num", text: w.tasks_in_flight + " / " + w.slots},
-      {cls: "num", text: w.chunks_done}, {cls: "num", text: rate(w.throughput_bytes_per_second)}]);
+      {cls: "num", text: w.chunks_done}, {cls: "num", text: rate(w.throughput_bytes_per_second)},
+      {cls: "num", text: w.verify_mismatches}]);
   }));
   fill("jobs", s.jobs.map(j => {
     const per = el("div", "small");

@@ -58,14 +58,15 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
   auto picked_of = [&](Job* job) -> Picked& {
     auto [it, fresh] = picked_index.try_emplace(job->id(), picked.size());
     if (!fresh) return picked[it->second];
-    const uint64_t part = (job->queued() + workers - 1) / workers;
+    const uint64_t part = (job->queued() + job->verify.queued() + workers - 1) / workers;
     picked.push_back(Picked{job, std::max(part, least_worth_splitting(worker, *job)), {}});
     return picked.back();
   };
 
-  // Passes over the jobs with queued chunks in turn, starting after the last one served, until no
-  // job can take more or the worker's window is full for every job.
+  // Passes over the jobs with work (queued chunks or verify copies) in turn, starting after the
+  // last one served, until no job can take more or the worker's window is full for every job.
   const uint64_t widest = worker.widest_window();
+  std::vector<uint64_t> copies;  // verify copies taken for one job
   for (bool progress = worker.in_flight.size() < widest; progress;) {
     progress = false;
     const size_t candidates = queued_jobs_.size();
@@ -76,6 +77,10 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
       if (it == queued_jobs_.end()) it = queued_jobs_.begin();
       const JobId job_id = *it++;  // moved on first: the job may leave the set below
       Job* job = jobs_.at(job_id).get();
+      if (!job->has_work()) {
+        queued_jobs_.erase(job_id);
+        continue;
+      }
       const uint64_t window = worker.window_for(*job);
       if (worker.in_flight.size() >= window) continue;
       // This job's share of the free window (all of it when it is the only job), but never less
@@ -87,12 +92,8 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
       Picked& pick = picked_of(job);
       share = std::min(share, pick.part_left);
       if (share == 0) continue;
-      pick.part_left -= share;
       auto& ranges = pick.ranges;
-      while (share > 0 && job->has_queued()) {
-        uint64_t first = 0;
-        const uint64_t n = job->take_run(worker.id, share < UINT32_MAX ? share : UINT32_MAX, first);
-        share -= n;
+      auto add_range = [&](uint64_t first, uint64_t n) {
         worker.in_flight.add(job->id(), n);
         counters_.tasks_dispatched += n;
         if (!ranges.empty() && ranges.back().first + ranges.back().second == first &&
@@ -101,8 +102,24 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
         } else {
           ranges.emplace_back(first, uint32_t(n));
         }
+      };
+      // Verify copies first: the partials they wait to compare with are held until they are in.
+      uint64_t taken = 0;
+      if (job->verify.has_queued()) {
+        copies.clear();
+        taken = job->verify.take(worker.id, share, someone_else(), copies);
+        for (const uint64_t chunk : copies) add_range(chunk, 1);
       }
-      if (!job->has_queued()) queued_jobs_.erase(job_id);
+      while (taken < share && job->has_queued()) {
+        uint64_t first = 0;
+        const uint64_t want = share - taken;
+        const uint64_t n = job->take_run(worker.id, want < UINT32_MAX ? want : UINT32_MAX, first);
+        taken += n;
+        add_range(first, n);
+      }
+      if (!job->has_work()) queued_jobs_.erase(job_id);
+      if (taken == 0) continue;  // only verify copies this worker already computed
+      pick.part_left -= taken;
       round_robin_after_ = job->id();
       progress = true;
     }

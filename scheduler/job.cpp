@@ -26,7 +26,7 @@ double Job::seconds() const {
 }
 
 // The one place a chunk changes state. Legal moves: queued->running, running->done,
-// running->queued.
+// running->queued, running->verifying->done.
 void Job::transition(uint64_t chunk, TaskState to, WorkerId worker) {
   const TaskState from = TaskState(states_[chunk]);
   switch (to) {
@@ -34,8 +34,12 @@ void Job::transition(uint64_t chunk, TaskState to, WorkerId worker) {
       PSCHED_ASSERT(from == TaskState::kQueued, chunk, int(from), worker);
       running_on_[chunk] = worker;
       break;
-    case TaskState::kDone:
+    case TaskState::kVerifying:
       PSCHED_ASSERT(from == TaskState::kRunning, chunk, int(from), worker);
+      break;
+    case TaskState::kDone:
+      PSCHED_ASSERT(from == TaskState::kRunning || from == TaskState::kVerifying, chunk, int(from),
+                    worker);
       ++done_;
       workers_used_[worker] = true;
       break;
@@ -86,6 +90,12 @@ bool Job::finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
   if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
       running_on_[chunk] != worker)
     return false;
+  record(chunk, worker, partial);
+  return true;
+}
+
+// Running or verifying chunk is done with `partial`: the one place a chunk's partial joins the job.
+void Job::record(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
   // A partial off the wire is not normalised (its terms add up to 2^21 adds per digit); normalising
   // after each merge keeps the total's digits far from overflow for any number of chunks.
   total_.exact.add(partial.exact);
@@ -96,7 +106,19 @@ bool Job::finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
   running_sum_ += partial.sum;
   transition(chunk, TaskState::kDone, worker);
   if (want_partials_) unsent_partials.emplace_back(chunk, partial);
+}
+
+bool Job::hold_for_verify(uint64_t chunk, WorkerId worker) {
+  if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
+      running_on_[chunk] != worker)
+    return false;
+  transition(chunk, TaskState::kVerifying, worker);
   return true;
+}
+
+void Job::finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
+  PSCHED_REQUIRE(chunk < states_.size() && TaskState(states_[chunk]) == TaskState::kVerifying, chunk);
+  record(chunk, worker, partial);
 }
 
 uint32_t Job::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name,

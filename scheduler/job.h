@@ -17,14 +17,14 @@
 
 #include "common/job_spec.h"
 #include "common/partial.h"
+#include "scheduler/ids.h"
+#include "scheduler/verify.h"
 
 namespace psched {
 
-using WorkerId = uint32_t;
-using ClientId = uint32_t;
-using JobId = uint64_t;
-
-enum class TaskState : uint8_t { kQueued, kRunning, kDone };
+// kVerifying: the chunk's first copy is in and held by the job's ChunkVerifier (scheduler/verify.h)
+// until another worker's copy agrees or a majority is found; only then is it done.
+enum class TaskState : uint8_t { kQueued, kRunning, kVerifying, kDone };
 
 class Job {
  public:
@@ -57,6 +57,11 @@ class Job {
   // Running chunk finished with `partial`; returns false (and changes nothing) unless the chunk is
   // running on `worker`.
   bool finish(uint64_t chunk, WorkerId worker, const PartialSum& partial);
+  // Verify: a running chunk's first copy is in and `verify` holds it (kVerifying); returns false
+  // unless the chunk is running on `worker`. finish_verified() completes it with the partial that
+  // verification settled on, credited to `worker` (the first copy's).
+  bool hold_for_verify(uint64_t chunk, WorkerId worker);
+  void finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial);
   // Running chunk goes back to the queue: its worker left (blame = false), or died or failed it
   // (blame = true, counted against the chunk). Returns how many times the chunk has now failed.
   uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame);
@@ -69,9 +74,12 @@ class Job {
   // here (chunk, partial) until the next Progress carries it.
   std::chrono::steady_clock::time_point last_progress{};
   std::vector<std::pair<uint64_t, PartialSum>> unsent_partials;
+  // Submit.verifyFraction's state: its own structure (scheduler/verify.h), off by default.
+  ChunkVerifier verify;
 
  private:
   void transition(uint64_t chunk, TaskState to, WorkerId worker);
+  void record(uint64_t chunk, WorkerId worker, const PartialSum& partial);
 
   JobId id_;
   ClientId client_;

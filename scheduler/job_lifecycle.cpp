@@ -28,7 +28,10 @@ std::vector<std::string> distinct(const std::vector<std::string>& names) {
 
 void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   JobSpec spec = from_wire(submit.getSpec());
-  if (Status st = validate(spec); !st) {
+  const double verify_fraction = submit.getVerifyFraction();
+  Status st = validate(spec);
+  if (st) st = validate_verify_fraction(verify_fraction);
+  if (!st) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
       f.setJobId(0);
@@ -56,6 +59,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   const JobId id = next_job_id_++;
   auto job = std::make_unique<Job>(id, client.id, std::make_shared<const JobSpec>(job_spec),
                                    submit.getWantPartials());
+  job->verify = ChunkVerifier(verify_fraction, job_spec.seed);
   ++counters_.jobs_submitted;
   if (spdlog::should_log(spdlog::level::info))  // describe() is not free: tiny jobs notice
     spdlog::info("job {} from client '{}': {} ({} chunks)", id, client.name, describe(spec),
@@ -101,9 +105,11 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   // and no one to complete it.
   for (auto r : batch.getResults()) {
     const uint64_t chunk = r.getChunk();
-    const bool held = chunk < job.chunks() && job.state(chunk) == TaskState::kRunning &&
-                      job.running_on(chunk) == worker.id;
-    const bool duplicate = chunk < job.chunks() && job.state(chunk) == TaskState::kDone;
+    const bool held = chunk < job.chunks() &&
+                      ((job.state(chunk) == TaskState::kRunning && job.running_on(chunk) == worker.id) ||
+                       job.verify.running_on(chunk) == worker.id);
+    const bool duplicate = chunk < job.chunks() && (job.state(chunk) == TaskState::kDone ||
+                                                    job.state(chunk) == TaskState::kVerifying);
     if (held || duplicate) continue;
     protocol_error(*worker.conn,
                    fmt::format("result for chunk {} of job {} that was not assigned to this worker",
@@ -111,24 +117,41 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     return;
   }
   uint64_t finished = 0;
-  for (auto r : batch.getResults())
-    if (job.finish(r.getChunk(), worker.id, from_wire(r))) ++finished;
+  // Verify copies queued by this batch: for other workers, so every window is topped up, not only
+  // this worker's (which may not take them).
+  const uint64_t copies_before = job.verify.queued();
+  for (auto r : batch.getResults()) {
+    const uint64_t chunk = r.getChunk();
+    const PartialSum partial = from_wire(r);
+    // A drawn chunk's first copy waits for another; a running verify copy settles it.
+    if (job.verify.drawn(chunk) && job.hold_for_verify(chunk, worker.id)) {
+      job.verify.first_copy(chunk, copy_of(worker, partial));
+    } else if (!job.finish(chunk, worker.id, partial)) {
+      if (job.verify.running_on(chunk) != worker.id) continue;
+      on_verify_copy(job, worker, chunk, partial);
+    }
+    ++finished;
+  }
   worker.in_flight.remove(job_id, finished);
   worker.chunks_done += finished;
   worker.bytes_reduced += finished * chunk_bytes;
   counters_.tasks_done += finished;
   counters_.bytes_reduced += finished * chunk_bytes;
-  bool requeued = false;
+  bool requeued = job.verify.queued() > copies_before;
+  if (requeued) queued_jobs_.insert(job_id);  // copies for other workers to compute
   for (auto f : batch.getFailures()) {
     const uint64_t chunk = f.getChunk();
-    if (chunk >= job.chunks() || job.state(chunk) != TaskState::kRunning ||
-        job.running_on(chunk) != worker.id)
+    if (chunk >= job.chunks()) continue;
+    const bool copy = job.verify.running_on(chunk) == worker.id;
+    if (!copy && (job.state(chunk) != TaskState::kRunning || job.running_on(chunk) != worker.id))
       continue;
     worker.in_flight.remove(job_id, 1);
     ++counters_.tasks_failed;
     const std::string message = printable(f.getMessage().cStr(), 1000);
-    spdlog::warn("job {} chunk {} failed on worker '{}': {}", job_id, chunk, worker.name, message);
-    const uint32_t failures = job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
+    spdlog::warn("job {} chunk {} {}failed on worker '{}': {}", job_id, chunk,
+                 copy ? "(verify copy) " : "", worker.name, message);
+    const uint32_t failures = copy ? job.verify.requeue(chunk, worker.id, /*blame=*/true)
+                                   : job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
     queued_jobs_.insert(job_id);
     ++counters_.tasks_requeued;
     requeued = true;
@@ -185,6 +208,9 @@ void Scheduler::complete_job(Job& job) {
   ++counters_.jobs_completed;
   spdlog::info("job {} done: {} chunks in {:.3f} s on {} workers, sum {:.17g}, count {}", job.id(),
                job.chunks(), job.seconds(), job.workers_used(), total.sum, total.count);
+  if (job.verify.on())
+    spdlog::info("job {} verify: {} chunks compared, {} mismatches", job.id(),
+                 job.verify.verified(), job.verify.mismatch_count());
   auto cit = clients_.find(job.client());
   if (cit != clients_.end()) {
     send_message(*cit->second->conn, [&](wire::Message::Builder m) {
@@ -199,6 +225,7 @@ void Scheduler::complete_job(Job& job) {
       r.setSeconds(job.seconds());
       r.setRetries(job.retries());
       to_wire(total.exact, r.initExact());
+      write_verify_report(job, r);
     });
   }
   remember_job(job, "done", "");
@@ -295,8 +322,12 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
     auto jit = jobs_.find(job_id);
     if (jit == jobs_.end()) continue;
     Job& job = *jit->second;
-    for (const uint64_t chunk : job.running_chunks_of(id)) {
-      const uint32_t failures = job.requeue(chunk, id, w->name, /*blame=*/!graceful);
+    std::vector<std::pair<uint64_t, bool>> lost;  // (chunk, a verify copy)
+    for (const uint64_t chunk : job.running_chunks_of(id)) lost.emplace_back(chunk, false);
+    for (const uint64_t chunk : job.verify.running_chunks_of(id)) lost.emplace_back(chunk, true);
+    for (const auto& [chunk, copy] : lost) {
+      const uint32_t failures = copy ? job.verify.requeue(chunk, id, /*blame=*/!graceful)
+                                     : job.requeue(chunk, id, w->name, /*blame=*/!graceful);
       queued_jobs_.insert(job_id);
       ++counters_.tasks_requeued;
       if (!graceful && failures >= config_.allowed_failures)

@@ -128,6 +128,19 @@ void worker_families(Exposition& e, const Scheduler& s) {
   }
 }
 
+// Verify (scheduler/verify.h): mismatches are counted per worker name and kept after the worker
+// leaves, so a GPU that computed wrong stays on record for the next scrape.
+void verify_families(Exposition& e, const SchedulerCounters& c) {
+  e.family("psched_verify_chunks_total", "counter",
+           "Chunks computed on two (or three) workers and compared bit for bit (verify jobs).");
+  e.sample("psched_verify_chunks_total", "", c.verify_chunks);
+  e.family("psched_verify_mismatches_total", "counter",
+           "Verified chunks whose copy from this worker was a suspect: the odd one out of three, or "
+           "one of two copies that differ.");
+  for (const auto& [name, n] : c.verify_mismatches)
+    e.sample("psched_verify_mismatches_total", fmt::format("worker=\"{}\"", label_value(name)), n);
+}
+
 }  // namespace
 
 std::string metrics_text(const Scheduler& s) {
@@ -156,7 +169,7 @@ std::string metrics_text(const Scheduler& s) {
   e.sample("psched_jobs_total", "state=\"cancelled\"", c.jobs_cancelled);
 
   uint64_t queued = 0, running = 0;
-  for (const auto& [id, job] : s.jobs()) queued += job->queued();
+  for (const auto& [id, job] : s.jobs()) queued += job->queued() + job->verify.queued();
   for (const auto& [id, w] : s.workers()) running += w->in_flight.size();
   e.family("psched_tasks", "gauge", "Chunk tasks of running jobs, by state.");
   e.sample("psched_tasks", "state=\"queued\"", queued);
@@ -178,6 +191,7 @@ std::string metrics_text(const Scheduler& s) {
   e.sample("psched_protocol_errors_total", "", c.protocol_errors);
 
   histogram(e, c.chunk_seconds);
+  verify_families(e, c);
   worker_families(e, s);
   return e.take();
 }

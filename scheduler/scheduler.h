@@ -64,6 +64,10 @@ struct SchedulerCounters {
   uint64_t bytes_reduced = 0;
   uint64_t connections_refused = 0, protocol_errors = 0;
   ChunkSecondsHistogram chunk_seconds;  // filled from ResultBatch busy seconds
+  // Verify (scheduler/verify.h): chunks whose copies were compared, and suspect copies by worker
+  // name (kept after a worker leaves: a Prometheus counter never goes back).
+  uint64_t verify_chunks = 0;
+  std::map<std::string, uint64_t> verify_mismatches;
 };
 
 // A finished job as the dashboard shows it: the job table forgets jobs once they end.
@@ -121,6 +125,17 @@ class Scheduler {
   // sharing: how many workers share what each job has left (0: every worker); the worker takes at
   // most its part.
   void dispatch_to(WorkerRecord& worker, uint64_t sharing = 0);
+
+  // job_verify.cpp: verify copies in and out of workers.
+  // Whether a connected worker outside `excluded` exists (a verify copy's other worker).
+  bool worker_outside(const std::vector<WorkerId>& excluded) const;
+  ChunkVerifier::SomeoneElse someone_else() const {
+    return [this](const std::vector<WorkerId>& excluded) { return worker_outside(excluded); };
+  }
+  VerifyCopy copy_of(const WorkerRecord& worker, const PartialSum& partial) const;
+  // A verify copy of `chunk` came back from `worker`: settle the chunk when the copies decide it.
+  void on_verify_copy(Job& job, WorkerRecord& worker, uint64_t chunk, const PartialSum& partial);
+  void write_verify_report(const Job& job, wire::JobResult::Builder out) const;
 
   void send_progress(Job& job, bool force);
   void complete_job(Job& job);

@@ -31,7 +31,8 @@ double capacity(const WorkerRecord& w) {
   return 0.0;
 }
 
-json worker_json(const WorkerRecord& w, const WorkerRates& rates, Clock::time_point now) {
+json worker_json(const WorkerRecord& w, const WorkerRates& rates, Clock::time_point now,
+                 uint64_t verify_mismatches) {
   const WorkerRates::Rate rate = rates.rate(w, now);
   json j = {{"id", w.id},
             {"name", w.name},
@@ -49,7 +50,8 @@ json worker_json(const WorkerRecord& w, const WorkerRates& rates, Clock::time_po
             {"busy_seconds", w.busy_seconds},
             {"uptime_seconds", seconds_between(w.joined, now)},
             {"throughput_bytes_per_second", rate.bytes_per_second},
-            {"chunks_per_second", rate.chunks_per_second}};
+            {"chunks_per_second", rate.chunks_per_second},
+            {"verify_mismatches", verify_mismatches}};
   // Workers that do not report memory in use send 0: say "unknown" rather than "empty".
   j["memory_used_bytes"] = w.memory_used_bytes ? json(w.memory_used_bytes) : json(nullptr);
   j["utilisation"] = rate.utilisation >= 0 ? json(rate.utilisation) : json(nullptr);
@@ -159,13 +161,22 @@ json status_json(const Scheduler& s, const WorkerRates& rates, const std::string
   uint64_t queued = 0, running = 0;
   json workers = json::array();
   for (const auto& [id, w] : s.workers()) {
-    workers.push_back(worker_json(*w, rates, now));
+    auto bad = c.verify_mismatches.find(w->name);
+    workers.push_back(
+        worker_json(*w, rates, now, bad == c.verify_mismatches.end() ? 0 : bad->second));
     running += w->in_flight.size();
   }
   json jobs = json::array();
   for (const auto& [id, job] : s.jobs()) {
     jobs.push_back(running_job_json(s, *job));
-    queued += job->queued();
+    queued += job->queued() + job->verify.queued();
+  }
+  // Verify mismatches by worker name, including workers that have left since.
+  uint64_t mismatches = 0;
+  json mismatches_by_worker = json::object();
+  for (const auto& [name, n] : c.verify_mismatches) {
+    mismatches_by_worker[name] = n;
+    mismatches += n;
   }
   json recent = json::array();
   for (const JobSummary& r : s.recent_jobs()) recent.push_back(recent_job_json(r));
@@ -181,6 +192,10 @@ json status_json(const Scheduler& s, const WorkerRates& rates, const std::string
           {"jobs", std::move(jobs)},
           {"recent_jobs", std::move(recent)},
           {"tasks", {{"queued", queued}, {"running", running}}},
+          {"verify",
+           {{"chunks", c.verify_chunks},
+            {"mismatches", mismatches},
+            {"mismatches_by_worker", std::move(mismatches_by_worker)}}},
           {"counters",
            {{"jobs_submitted", c.jobs_submitted},
             {"jobs_completed", c.jobs_completed},

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/address.h"
 #include "common/chunk_grid.h"
@@ -272,6 +273,12 @@ void Worker::on_outcome(ChunkOutcome outcome) {
   auto it = job_of_key_.find(outcome.job_id);
   if (it == job_of_key_.end()) return;  // dropped job, or one of an earlier connection
   outcome.job_id = it->second;
+  if (outcome.ok && config_.flip_chunk >= 0 && outcome.chunk == uint64_t(config_.flip_chunk)) {
+    uint64_t bits;
+    std::memcpy(&bits, &outcome.partial.sum, sizeof bits);
+    bits ^= 1;
+    std::memcpy(&outcome.partial.sum, &bits, sizeof bits);
+  }
   add_pending(std::move(outcome));
 }
 

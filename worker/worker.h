@@ -32,6 +32,9 @@ struct WorkerConfig {
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   uint32_t scheduler_max_frame_bytes = kDefaultMaxFrameBytes;  // what the scheduler accepts (from Welcome)
   int64_t crash_on_chunk = -1;    // test-only fault switch (PSCHED_TEST_CRASH_ON_CHUNK)
+  // Test-only fault switch (PSCHED_TEST_FLIP_CHUNK): this chunk's partial sum (of every job) goes
+  // back with its last bit flipped, a device that silently computes wrong, for verify's tests.
+  int64_t flip_chunk = -1;
 };
 
 class Worker {

@@ -22,6 +22,7 @@
 #include "common/token.h"
 #include "cluster_report.h"
 #include "local_cluster.h"
+#include "verify_report.h"
 #include "pclient/client.h"
 
 namespace {
@@ -44,6 +45,7 @@ struct Flags {
   int connect_timeout_ms = 5000;
   int reconnect_s = 0;
   int spin_us = -1;
+  double verify = 0;  // --verify: share of chunks computed twice (0: off)
 
   bool local_mode() const { return gpus > 0 || cpus > 0; }
 };
@@ -126,6 +128,12 @@ void add_output_flags(CLI::App& app, Flags& f) {
   app.add_flag("--json", f.json, "Print one JSON object instead of text");
   app.add_flag("--check", f.check, "Verify the result: exact closed form for arange/constant, mean bound for "
                                    "normal/uniform; exit 1 on any difference");
+  app.add_option("--verify", f.verify,
+                 "Compute every chunk (or this fraction of them, a seeded draw) a second time on "
+                 "another worker and compare the partials bit for bit; exit 1 on any mismatch")
+      ->expected(0, 1)
+      ->default_str("1.0")
+      ->type_name("[FRACTION]");
   app.add_flag("-q,--quiet", f.quiet, "No progress bar");
   app.add_flag("--cluster-info", f.cluster_info, "Print the cluster's workers (backend, device, memory) and exit");
   app.add_option("--log-level", f.log_level, "Local mode: log level of the daemons")->capture_default_str();
@@ -156,6 +164,8 @@ void complete_job(Flags& f) {
     *field = *index;
   }
   pclient::validate(job);
+  if (psched::Status st = psched::validate_verify_fraction(f.verify); !st)
+    throw pclient::Error("--verify: " + st.message());
 }
 
 // Local mode: starts psched and the workers, and points `connect` at them.
@@ -193,6 +203,7 @@ struct Runs {
   pclient::Result last;
   std::vector<pclient::WorkerInfo> before, after;  // the workers around the last run
   std::string problem;                             // --check: what is wrong (empty: ok)
+  std::string verify_problem;                      // --verify: copies that differed (empty: none)
 };
 
 Runs run_jobs(pclient::Client& client, const Flags& f) {
@@ -204,6 +215,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   Runs runs;
   pclient::RunOptions run_options;
   if (tty) run_options.on_progress = draw_progress;
+  run_options.verify = f.verify;
   for (int i = 0; i < f.repeat; ++i) {
     if (i == f.repeat - 1) runs.before = client.workers();  // the last run's own share
     runs.last = client.run(f.job, run_options);
@@ -213,6 +225,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   runs.after = client.workers();
   const pclient::Result& r = runs.last;
   if (f.check) runs.problem = psched::check_result(pclient::job_spec_of(f.job), pclient::partial_of(r));
+  runs.verify_problem = pbench::verify_problem(r);
   return runs;
 }
 
@@ -248,6 +261,7 @@ void report_json(const Flags& f, const Runs& runs) {
     out["empty_selection"] = true;
   }
   if (f.check) out["check"] = runs.problem.empty() ? "ok" : runs.problem;
+  if (f.verify > 0) out["verify"] = pbench::verify_json(result);
   std::cout << out.dump() << std::endl;
 }
 
@@ -286,6 +300,7 @@ void report_text(const Flags& f, const Runs& runs) {
     std::printf("Busy: the %d workers computed for %.0f%% of the wall time (mean; their own timings)\n",
                 active, 100.0 * busy / active);
   if (f.check) std::printf("Check: %s\n", runs.problem.empty() ? "ok" : runs.problem.c_str());
+  if (f.verify > 0) pbench::print_verify(result);
   std::fflush(stdout);
 }
 
@@ -337,6 +352,7 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   }
   client.close();
   if (!runs.problem.empty()) return fail("check failed: " + runs.problem);
+  if (!runs.verify_problem.empty()) return fail(runs.verify_problem);
   return 0;
 }
 

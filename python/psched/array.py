@@ -430,7 +430,8 @@ class Reduction:
 
     def compute(self, client=None, **kwargs):
         """Runs the job and returns a psched.Result (a float: this reduction's value). Blocks;
-        Ctrl-C cancels the job. kwargs: progress (None: a bar on long jobs, True, False), devices."""
+        Ctrl-C cancels the job. kwargs: progress (None: a bar on long jobs, True, False), devices,
+        verify (share of chunks computed twice and compared; result.mismatches)."""
         from .client import default_client
         return (client or default_client()).run(self, **kwargs)
 

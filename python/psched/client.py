@@ -116,7 +116,7 @@ class Client:
                 raise TimeoutError(f"only {len(workers)} of {n} workers registered within {timeout} s")
             time.sleep(0.02)
 
-    def _run(self, reduction, progress, devices, cancel, interruptible):
+    def _run(self, reduction, progress, devices, cancel, interruptible, verify=0.0):
         from .array import Reduction
         if not isinstance(reduction, Reduction):
             raise TypeError(f"psched computes reductions (x.sum(), x.mean(), ...), not {type(reduction).__name__}")
@@ -124,22 +124,25 @@ class Client:
         before = self._native.workers() if devices else None
         bar = _ProgressBar(progress) if progress is not False else None
         try:
-            figures = self._native.run(job, bar, cancel, interruptible)
+            figures = self._native.run(job, bar, cancel, interruptible, float(verify))
         finally:
             if bar is not None:
                 bar.close()
         per_device = device_figures(before, self._native.workers(), figures["wall_seconds"]) if devices else []
         return Result(reduction.kind, figures, per_device, job.bytes())
 
-    def run(self, reduction, *, progress=None, devices=True):
+    def run(self, reduction, *, progress=None, devices=True, verify=0.0):
         """Runs the reduction's job here, blocking; Ctrl-C cancels it on the scheduler and raises
         KeyboardInterrupt. progress: None (a bar once the job has run 0.5 s), True, False.
-        devices: each worker's share of the job in result.devices (two more round trips)."""
-        return self._run(reduction, progress, devices, None, threading.current_thread() is threading.main_thread())
+        devices: each worker's share of the job in result.devices (two more round trips).
+        verify: share of chunks (0 to 1) computed again on another worker and compared bit for
+        bit (pbench --verify); result.mismatches lists those whose copies differ."""
+        return self._run(reduction, progress, devices, None, threading.current_thread() is threading.main_thread(),
+                         verify)
 
-    def compute(self, reduction, *, progress=False, devices=True):
+    def compute(self, reduction, *, progress=False, devices=True, verify=0.0):
         """Starts the reduction's job and returns a Future at once (concurrent.futures style)."""
-        return Future(lambda flag: self._run(reduction, progress, devices, flag, False),
+        return Future(lambda flag: self._run(reduction, progress, devices, flag, False, verify),
                       name=f"psched-{reduction.kind}")
 
     def close(self):

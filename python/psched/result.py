@@ -23,7 +23,9 @@ class Result(float):
     sum it is; fractions.Fraction of each adds up exactly), mean, count, min, max; seconds (submit
     to result, this client's clock), scheduler_seconds, chunks, workers (that computed chunks),
     retries, resubmissions (after a lost scheduler connection, Client(reconnect=...)), job_id, bytes (the
-    array's), devices (per-worker figures, see device_figures) and kind (what float(self) is)."""
+    array's), devices (per-worker figures, see device_figures), kind (what float(self) is) and,
+    for verify jobs, verified_chunks, same_worker_chunks, mismatch_count and mismatches (each
+    {chunk, copies: [{worker, device, sum, suspect}]})."""
 
     def __new__(cls, kind, figures, devices, nbytes):
         count = figures["count"]
@@ -40,6 +42,8 @@ class Result(float):
         self.chunks, self.workers, self.retries = figures["chunks"], figures["workers"], figures["retries"]
         self.resubmissions = figures.get("resubmissions", 0)
         self.job_id = figures["job_id"]
+        self.verified_chunks, self.same_worker_chunks = figures["verified_chunks"], figures["same_worker_chunks"]
+        self.mismatch_count, self.mismatches = figures["mismatch_count"], figures["mismatches"]
         self.bytes = nbytes
         self.devices = devices
         return self

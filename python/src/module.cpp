@@ -66,6 +66,26 @@ py::dict result_dict(const pclient::Result& r) {
   d["resubmissions"] = r.resubmissions;
   d["scheduler_seconds"] = r.scheduler_seconds;
   d["wall_seconds"] = r.wall_seconds;
+  d["verified_chunks"] = r.verified_chunks;
+  d["same_worker_chunks"] = r.same_worker_chunks;
+  d["mismatch_count"] = r.mismatch_count;
+  py::list mismatches;
+  for (const pclient::VerifyMismatch& m : r.mismatches) {
+    py::list copies;
+    for (const pclient::VerifyCopy& c : m.copies) {
+      py::dict cd;
+      cd["worker"] = c.worker_name;
+      cd["device"] = c.device_name;
+      cd["sum"] = c.sum;
+      cd["suspect"] = c.suspect;
+      copies.append(cd);
+    }
+    py::dict md;
+    md["chunk"] = m.chunk;
+    md["copies"] = copies;
+    mismatches.append(md);
+  }
+  d["mismatches"] = mismatches;
   return d;
 }
 
@@ -102,8 +122,10 @@ class NativeClient {
   // Runs the job, blocking. on_progress(chunks_done, chunks_total) is called with the GIL held;
   // `cancel` (if given) stops the job from another thread; with interruptible, a Ctrl-C that
   // arrives while waiting (main thread only) cancels the job and is raised here.
-  py::dict run(const pclient::Job& job, py::object on_progress, CancelFlag* cancel, bool interruptible) {
+  py::dict run(const pclient::Job& job, py::object on_progress, CancelFlag* cancel, bool interruptible,
+               double verify) {
     pclient::RunOptions options;
+    options.verify = verify;
     PyObject *err_type = nullptr, *err_value = nullptr, *err_tb = nullptr;  // a pending Ctrl-C
     if (!on_progress.is_none()) {
       options.on_progress = [&](const pclient::Progress& p) {
@@ -206,7 +228,7 @@ PYBIND11_MODULE(_native, m) {
            py::arg("connect_timeout_ms"), py::arg("reconnect_ms") = 0)
       .def("workers", &NativeClient::workers)
       .def("run", &NativeClient::run, py::arg("job"), py::arg("on_progress") = py::none(),
-           py::arg("cancel") = nullptr, py::arg("interruptible") = false)
+           py::arg("cancel") = nullptr, py::arg("interruptible") = false, py::arg("verify") = 0.0)
       .def("close", &NativeClient::close);
 
   // LocalCluster's children, started as pbench starts its own: fork+exec with PR_SET_PDEATHSIG, so

@@ -135,3 +135,19 @@ def test_compute_returns_a_concurrent_futures_future_of_the_result(client):
     assert len(done) == 3
     assert [f.result() for f in futures] == [(VALUES + i)[::2].sum() for i in range(3)]
     assert futures[0].done() and not futures[0].cancelled() and futures[0].cancel() is False
+
+
+def test_verify_compares_every_chunk_on_the_other_worker_and_finds_no_mismatch(client):
+    x = base()[::2, ::2]
+    got = x.sum().compute(verify=1.0)
+    check(got, VALUES[::2, ::2])
+    assert got.verified_chunks == got.chunks == 5 * 5
+    assert got.same_worker_chunks == 0  # the fixture's cluster has two workers
+    assert got.mismatch_count == 0 and got.mismatches == []
+    plain = x.sum().compute()
+    assert plain.verified_chunks == 0
+
+
+def test_verify_out_of_range_is_refused_with_one_line(client):
+    with pytest.raises(Exception, match=r"verify fraction must be in \[0, 1\] \(got 1.5\)"):
+        base().sum().compute(verify=1.5)

@@ -67,6 +67,21 @@ struct Progress {
   std::vector<ChunkPartial> partials;   // new partials, when asked for
 };
 
+// Verify (RunOptions::verify): one copy of a chunk whose copies disagreed.
+struct VerifyCopy {
+  uint32_t worker_id = 0;
+  std::string worker_name, device_name;
+  double sum = 0;
+  uint64_t count = 0;
+  double min = 0, max = 0;
+  bool suspect = false;  // the odd one out (or, with no majority, one of those that disagree)
+};
+
+struct VerifyMismatch {
+  uint64_t chunk = 0;
+  std::vector<VerifyCopy> copies;  // two, or three when a third worker broke the tie
+};
+
 struct Result {
   uint64_t job_id = 0;
   // The correctly rounded sum of the selected elements: the same bits whatever the chunking,
@@ -87,6 +102,11 @@ struct Result {
   double wall_seconds = 0;              // submit -> result, measured by this client
   uint32_t resubmissions = 0;           // times the job was submitted again after the scheduler
                                         // connection was lost (ConnectOptions::reconnect_ms)
+  // Verify: chunks computed twice (or three times) and compared bit for bit; of those, the ones
+  // whose copies all ran on one worker (no other to compare against); and the mismatches (counted
+  // all, listed up to the first 1000). The result uses each mismatched chunk's majority copy.
+  uint64_t verified_chunks = 0, same_worker_chunks = 0, mismatch_count = 0;
+  std::vector<VerifyMismatch> mismatches;
 };
 
 struct WorkerInfo {
@@ -122,6 +142,9 @@ struct ConnectOptions {
 struct RunOptions {
   std::function<void(const Progress&)> on_progress;
   bool want_partials = false;
+  // Share of chunks (0 to 1) the scheduler computes again on another worker and compares bit for
+  // bit; which ones is a draw seeded by the job's seed, the same every run. 0: off.
+  double verify = 0;
   // Asked every cancel_poll_ms while run() waits (on run()'s thread); once it returns true, run()
   // sends Cancel for the job and throws Cancelled. How a caller that blocks in run() stops it:
   // another thread's flag, or an interpreter's pending Ctrl-C.

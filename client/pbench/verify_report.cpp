@@ -1,0 +1,71 @@
+#include "verify_report.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace pbench {
+
+namespace {
+
+// "chunk 7: 'w1' (cpu model) sum 1.5 [suspect], 'w2' (...) sum 1.4999999999999998"
+std::string describe(const pclient::VerifyMismatch& m) {
+  std::string out = fmt::format("chunk {}:", m.chunk);
+  for (size_t i = 0; i < m.copies.size(); ++i) {
+    const pclient::VerifyCopy& c = m.copies[i];
+    out += fmt::format("{} worker '{}' ({}) sum {:.17g}{}", i == 0 ? "" : ",", c.worker_name,
+                       c.device_name, c.sum, c.suspect ? " [suspect]" : "");
+  }
+  return out;
+}
+
+}  // namespace
+
+void print_verify(const pclient::Result& r) {
+  std::printf("Verify: %llu chunks computed twice and compared bit for bit, %llu mismatches\n",
+              (unsigned long long)r.verified_chunks, (unsigned long long)r.mismatch_count);
+  if (r.same_worker_chunks > 0)
+    std::printf("Verify: %llu of those chunks ran twice on the same worker (no other worker to "
+                "compare against): that finds a worker that is not deterministic, not one that is "
+                "consistently wrong\n",
+                (unsigned long long)r.same_worker_chunks);
+  for (const pclient::VerifyMismatch& m : r.mismatches)
+    std::printf("Verify mismatch: %s\n", describe(m).c_str());
+  if (r.mismatch_count > r.mismatches.size())
+    std::printf("Verify: %llu more mismatches not listed\n",
+                (unsigned long long)(r.mismatch_count - r.mismatches.size()));
+}
+
+nlohmann::json verify_json(const pclient::Result& r) {
+  nlohmann::json mismatches = nlohmann::json::array();
+  for (const pclient::VerifyMismatch& m : r.mismatches) {
+    nlohmann::json copies = nlohmann::json::array();
+    for (const pclient::VerifyCopy& c : m.copies)
+      copies.push_back({{"worker_id", c.worker_id},
+                        {"worker", c.worker_name},
+                        {"device", c.device_name},
+                        {"sum", c.sum},
+                        {"count", c.count},
+                        {"min", c.min},
+                        {"max", c.max},
+                        {"suspect", c.suspect}});
+    mismatches.push_back({{"chunk", m.chunk}, {"copies", copies}});
+  }
+  return {{"verified_chunks", r.verified_chunks},
+          {"same_worker_chunks", r.same_worker_chunks},
+          {"mismatch_count", r.mismatch_count},
+          {"mismatches", mismatches}};
+}
+
+std::string verify_problem(const pclient::Result& r) {
+  if (r.mismatch_count == 0) return "";
+  std::string suspects;
+  for (const pclient::VerifyMismatch& m : r.mismatches)
+    for (const pclient::VerifyCopy& c : m.copies)
+      if (c.suspect && suspects.find("'" + c.worker_name + "'") == std::string::npos)
+        suspects += fmt::format("{}'{}'", suspects.empty() ? "" : ", ", c.worker_name);
+  return fmt::format("verify found {} chunks whose copies differ (suspect workers: {})",
+                     r.mismatch_count, suspects);
+}
+
+}  // namespace pbench

@@ -38,6 +38,8 @@ class Job {
   uint64_t done() const { return done_; }
   bool complete() const { return done_ == states_.size(); }
   bool has_queued() const { return !requeued_.empty() || next_fresh_ < states_.size(); }
+  // Chunks or verify copies waiting for a worker (Scheduler::queued_jobs_ holds the jobs with work).
+  bool has_work() const { return has_queued() || verify.has_queued(); }
   uint64_t queued() const { return requeued_.size() + (states_.size() - next_fresh_); }
   uint64_t retries() const { return retries_; }
   double running_sum() const { return running_sum_; }

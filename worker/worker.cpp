@@ -274,10 +274,14 @@ void Worker::on_outcome(ChunkOutcome outcome) {
   if (it == job_of_key_.end()) return;  // dropped job, or one of an earlier connection
   outcome.job_id = it->second;
   if (outcome.ok && config_.flip_chunk >= 0 && outcome.chunk == uint64_t(config_.flip_chunk)) {
+    // As a GPU that computes wrong would: the chunk's value itself (its exact sum, which the
+    // scheduler merges and rounds) becomes the sum with its last bit flipped.
     uint64_t bits;
     std::memcpy(&bits, &outcome.partial.sum, sizeof bits);
     bits ^= 1;
     std::memcpy(&outcome.partial.sum, &bits, sizeof bits);
+    outcome.partial.exact = ExactSum{};
+    outcome.partial.exact.add(outcome.partial.sum);
   }
   add_pending(std::move(outcome));
 }

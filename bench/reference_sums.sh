@@ -13,21 +13,21 @@ cluster=${PBENCH_CLUSTER:--c 2}
 status=0
 json_field() { grep -o "\"$2\":\"[^\"]*\"\|\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
 
-# name | job flags | a second chunking
+# name | job flags | a chunking | another chunking
 jobs=(
-  "normal 2000^2|-x 2000 -y 2000 --chunk-x 500 --chunk-y 500|--chunk-x 333 --chunk-y 777"
-  "normal 2000^2 float32|-x 2000 -y 2000 --chunk-x 500 --chunk-y 500 --dtype float32|--chunk-x 2000 --chunk-y 7"
-  "uniform(-1, 1) 2000^2|-x 2000 -y 2000 --chunk-x 500 --chunk-y 500 --generator uniform --low -1 --high 1|--chunk-x 1 --chunk-y 2000"
-  "normal 1x1000000 all selected|-x 1 -y 1000000 --chunk-x 1 --chunk-y 100000 --row-step 1 --col-step 1|--chunk-x 1 --chunk-y 99991"
+  "normal 2000^2|-x 2000 -y 2000|--chunk-x 500 --chunk-y 500|--chunk-x 333 --chunk-y 777"
+  "normal 2000^2 float32|-x 2000 -y 2000 --dtype float32|--chunk-x 500 --chunk-y 500|--chunk-x 2000 --chunk-y 7"
+  "uniform(-1, 1) 2000^2|-x 2000 -y 2000 --generator uniform --low -1 --high 1|--chunk-x 500 --chunk-y 500|--chunk-x 1 --chunk-y 2000"
+  "normal 1x1000000 all selected|-x 1 -y 1000000 --row-step 1 --col-step 1|--chunk-x 1 --chunk-y 100000|--chunk-x 1 --chunk-y 99991"
 )
 if [[ "${2:-}" == "--deepops" ]]; then
-  jobs+=("the DeepOps benchmark (2 TB)||--chunk-x 20000 --chunk-y 20000")
+  jobs+=("the DeepOps benchmark (2 TB)||--chunk-x 10000 --chunk-y 10000|--chunk-x 20000 --chunk-y 20000")
 fi
 
 for entry in "${jobs[@]}"; do
-  IFS='|' read -r name flags other <<<"$entry"
+  IFS='|' read -r name flags one other <<<"$entry"
   # shellcheck disable=SC2086  # flags are word lists
-  a=$("$bin/pbench" $cluster $flags -q --json) || { echo "# FAIL: $name: pbench failed" >&2; status=1; continue; }
+  a=$("$bin/pbench" $cluster $flags $one -q --json) || { echo "# FAIL: $name: pbench failed" >&2; status=1; continue; }
   # shellcheck disable=SC2086
   b=$("$bin/pbench" $cluster $flags $other -q --json) || { echo "# FAIL: $name: pbench failed" >&2; status=1; continue; }
   sum_a=$(json_field "$a" sum) sum_b=$(json_field "$b" sum)

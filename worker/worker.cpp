@@ -303,7 +303,9 @@ void Worker::lose_device(ChunkOutcome outcome) {
 
 void Worker::add_pending(ChunkOutcome outcome) {
   if (!conn_ || !conn_->is_open()) return;
-  pending_[outcome.job_id].push_back(std::move(outcome));
+  auto [it, added] = pending_.try_emplace(outcome.job_id);
+  if (added) it->second.swap(spare_outcomes_);
+  it->second.push_back(std::move(outcome));
   if (!flush_posted_) {
     flush_posted_ = true;
     asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
@@ -323,6 +325,7 @@ void Worker::flush_results() {
     build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes,
                          [this](capnp::MessageBuilder& m) { conn_->send(m); });
     outcomes.clear();
+    if (outcomes.capacity() > spare_outcomes_.capacity()) outcomes.swap(spare_outcomes_);
   }
   pending_.clear();
 }

@@ -140,14 +140,16 @@ PartialSum reference_total(const std::vector<double>& x, uint64_t step, uint64_t
 
 TEST_CASE("CPU kernels reduce a strided run exactly, the same bits on every build", "[kernels]") {
   const double inf = std::numeric_limits<double>::infinity();
-  // Smooth data (no spills), data over the whole exponent range (lo's own error spills), and data
-  // with NaN, infinities and huge values (they bypass the lanes).
-  std::vector<std::vector<double>> data(3, std::vector<double>(1000));
+  // Smooth data (no spills), data over the whole exponent range (lo's own error spills), data
+  // with NaN, infinities and huge values, and data whose lane sums overflow (they spill).
+  std::vector<std::vector<double>> data(4, std::vector<double>(1000));
   for (size_t i = 0; i < 1000; ++i) {
     data[0][i] = std::sin(double(i)) * 1e3;
     data[1][i] = std::ldexp(std::sin(double(i)), int(i % 200) * 10 - 1000);
     data[2][i] = i % 97 == 3 ? std::nan("") : i % 89 == 1 ? inf : i % 83 == 2 ? -inf
                : i % 7 == 0 ? 1e300 : std::cos(double(i));
+    // Values that overflow a lane's hi on the way (2 x 0.6e308 - 1 twice is past DBL_MAX).
+    data[3][i] = i % 3 == 0 ? 0.6e308 : i % 3 == 1 ? -0.2e308 : 1e-300 * std::sin(double(i));
   }
   for (size_t d = 0; d < data.size(); ++d) {
     for (uint64_t step : {1, 2, 7}) {

@@ -22,8 +22,8 @@ namespace psched {
 // Eight lanes of sums, minima and maxima: element j of a reduced run goes to lane j % 8. Each lane's
 // sum is a two-term expansion hi + lo kept error-free with TwoSum; what it cannot hold (a nonzero
 // error of lo's own addition: rare, only across a wide range of magnitudes), NaNs, infinities and
-// elements of magnitude 2^960 or more (so that no lane can overflow) go into `exact`, so
-// hi + lo + exact is the exact sum of the elements. Any order gives the same total, so every build
+// elements that would overflow a lane go into `exact`, so hi + lo + exact is the exact sum of the
+// elements. Any order gives the same total, so every build
 // agrees bit for bit.
 struct ReduceLanes {
   double hi[8];

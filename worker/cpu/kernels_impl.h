@@ -408,9 +408,10 @@ void generate(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t 
   }
 }
 
-// Magnitudes from here up (and NaN, infinities) bypass the lanes into the exact accumulator: a lane
-// of at most 2^31 smaller ones stays below 2^991, so neither hi nor lo can overflow and TwoSum
-// stays error-free.
+// On the scalar path, magnitudes from here up (and NaN, infinities) bypass the lanes into the exact
+// accumulator: a lane of at most 2^31 smaller ones stays below 2^991, so neither hi nor lo can
+// overflow and TwoSum stays error-free. (The vector path lets a large value in while nothing
+// overflows; an overflow shows in e2 and sends the register here.)
 constexpr double kLaneLimit = 0x1p960;
 
 // Any lane nonzero (all bits compared: -0.0 counts as nonzero, which only costs a rare spill).
@@ -423,6 +424,17 @@ inline __attribute__((always_inline)) bool any_set(vu m) {
   bool any = false;
   for (int l = 0; l < kW; ++l) any |= m[l] != 0;
   return any;
+#endif
+}
+
+// Lanes 0, 2, 4, ... of a then of b: the even elements of 2 kW consecutive ones.
+inline __attribute__((always_inline)) vd even_lanes(vd a, vd b) {
+#if defined(__AVX512F__)
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#elif defined(__AVX2__)
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#else
+  return __builtin_shufflevector(a, b, 0, 2);
 #endif
 }
 
@@ -440,8 +452,11 @@ inline __attribute__((always_inline)) void lane_add(ReduceLanes& lanes, int l, d
 }
 
 // The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8. Per
-// register: elements bypassing the lanes are zeroed, both TwoSums run, and one test of (bypassed |
-// e2 != 0) sends the rare register with something to spill down the scalar path.
+// register both TwoSums run on the elements as they are, and one test of e2 (lo's own error) finds
+// the rare register that needs the scalar path: a nonzero e2 is something to spill, and a NaN,
+// an infinity or an overflow anywhere in the two TwoSums leaves e2 NaN or infinite. That register's
+// lanes are then put back as they were and its elements added by lane_add, which spills what it
+// must; so the common case costs no test of its own for specials.
 void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset,
             ReduceLanes& lanes) {
   constexpr int kRegs = 8 / kW;
@@ -459,23 +474,35 @@ void reduce(const double* x, uint64_t step, uint64_t n, double scale, double off
       vd v;
       if (step == 1) {
         __builtin_memcpy(&v, p, sizeof(v));
+      } else if (step == 2 && j + uint64_t(q + 1) * kW < n) {
+        // Every other element (the DeepOps benchmark's [::2]): two plain loads and one shuffle
+        // instead of kW single loads. The second load reaches one element past this register's
+        // last, which exists: a later element of the run lies beyond it.
+        vd a, b;
+        __builtin_memcpy(&a, p, sizeof(a));
+        __builtin_memcpy(&b, p + kW, sizeof(b));
+        v = even_lanes(a, b);
       } else {
         for (int l = 0; l < kW; ++l) v[l] = p[uint64_t(l) * step];
       }
       v = v * scale + offset;
       mn[q] = v < mn[q] ? v : mn[q];
       mx[q] = v > mx[q] ? v : mx[q];
-      const vu in_lanes = (vu)((vd)((vu)v & kAbs) < kLaneLimit);  // all ones where it stays
-      const vd w = (vd)((vu)v & in_lanes);
-      const vd t = hi[q] + w, bv = t - hi[q], e = (hi[q] - (t - bv)) + (w - bv);
+      const vd t = hi[q] + v, bv = t - hi[q], e = (hi[q] - (t - bv)) + (v - bv);
       const vd t2 = lo[q] + e, be = t2 - lo[q], e2 = (lo[q] - (t2 - be)) + (e - be);
-      hi[q] = t;
-      lo[q] = t2;
-      if (__builtin_expect(any_set(~in_lanes | ((vu)e2 & kAbs)), 0)) {
+      if (__builtin_expect(any_set((vu)e2 & kAbs), 0)) {
+        // Back to the lanes as they were, then this register's elements one by one.
+        // (Lane by lane, never through the registers' addresses, so that they stay registers.)
         for (int l = 0; l < kW; ++l) {
-          if (!in_lanes[l]) lanes_spill(lanes, v[l]);
-          if (e2[l] != 0) lanes_spill(lanes, e2[l]);
+          lanes.hi[q * kW + l] = hi[q][l];
+          lanes.lo[q * kW + l] = lo[q][l];
+          lane_add(lanes, q * kW + l, v[l]);
+          hi[q][l] = lanes.hi[q * kW + l];
+          lo[q][l] = lanes.lo[q * kW + l];
         }
+      } else {
+        hi[q] = t;
+        lo[q] = t2;
       }
     }
   }

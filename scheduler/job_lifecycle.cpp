@@ -24,6 +24,11 @@ std::vector<std::string> distinct(const std::vector<std::string>& names) {
   return out;
 }
 
+// The workers a chunk (or, for a verify copy, the chunk's copy) failed on, each once.
+std::vector<std::string> failed_on(const Job& job, uint64_t chunk, bool copy) {
+  return distinct(copy ? job.verify.failed_on(chunk) : job.failed_on(chunk));
+}
+
 }  // namespace
 
 void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
@@ -150,14 +155,14 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     const std::string message = printable(f.getMessage().cStr(), 1000);
     spdlog::warn("job {} chunk {} {}failed on worker '{}': {}", job_id, chunk,
                  copy ? "(verify copy) " : "", worker.name, message);
-    const uint32_t failures = copy ? job.verify.requeue(chunk, worker.id, /*blame=*/true)
+    const uint32_t failures = copy ? job.verify.requeue(chunk, worker.id, worker.name, /*blame=*/true)
                                    : job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
     queued_jobs_.insert(job_id);
     ++counters_.tasks_requeued;
     requeued = true;
     if (failures >= config_.allowed_failures) {
       fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, failures,
-                                fmt::join(distinct(job.failed_on(chunk)), ", "), message));
+                                fmt::join(failed_on(job, chunk, copy), ", "), message));
       dispatch();
       return;
     }
@@ -326,7 +331,7 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
     for (const uint64_t chunk : job.running_chunks_of(id)) lost.emplace_back(chunk, false);
     for (const uint64_t chunk : job.verify.running_chunks_of(id)) lost.emplace_back(chunk, true);
     for (const auto& [chunk, copy] : lost) {
-      const uint32_t failures = copy ? job.verify.requeue(chunk, id, /*blame=*/!graceful)
+      const uint32_t failures = copy ? job.verify.requeue(chunk, id, w->name, /*blame=*/!graceful)
                                      : job.requeue(chunk, id, w->name, /*blame=*/!graceful);
       queued_jobs_.insert(job_id);
       ++counters_.tasks_requeued;
@@ -335,7 +340,7 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
                                        "chunk {} was lost {} times with workers that died or "
                                        "were cut off ({}); the last one: {}",
                                        chunk, failures,
-                                       fmt::join(distinct(job.failed_on(chunk)), ", "), why));
+                                       fmt::join(failed_on(job, chunk, copy), ", "), why));
     }
   }
   for (auto& [job_id, message] : to_fail) {

@@ -90,14 +90,21 @@ std::vector<uint64_t> ChunkVerifier::running_chunks_of(WorkerId worker) const {
   return out;
 }
 
-uint32_t ChunkVerifier::requeue(uint64_t chunk, WorkerId worker, bool blame) {
+uint32_t ChunkVerifier::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name,
+                                bool blame) {
   auto it = pending_.find(chunk);
   if (it == pending_.end() || it->second.running_on != worker) return 0;
   Pending& p = it->second;
   p.running_on.reset();
-  if (blame) ++p.failures;
+  if (blame) p.failed_on.push_back(worker_name);
   enqueue(chunk, p, /*front=*/true);
-  return p.failures;
+  return uint32_t(p.failed_on.size());
+}
+
+const std::vector<std::string>& ChunkVerifier::failed_on(uint64_t chunk) const {
+  static const std::vector<std::string> kNone;
+  auto it = pending_.find(chunk);
+  return it == pending_.end() ? kNone : it->second.failed_on;
 }
 
 const VerifyMismatch& ChunkVerifier::record_mismatch(uint64_t chunk, std::vector<VerifyCopy> copies) {

@@ -65,8 +65,10 @@ class ChunkVerifier {
   std::optional<WorkerId> running_on(uint64_t chunk) const;
   std::vector<uint64_t> running_chunks_of(WorkerId worker) const;
   // A running copy goes back to the queue (its worker left, died or failed it); returns how many
-  // times copies of this chunk have failed (blame = true counts).
-  uint32_t requeue(uint64_t chunk, WorkerId worker, bool blame);
+  // times copies of this chunk have failed (blame = true counts, naming `worker_name`).
+  uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame);
+  // The workers a copy of `chunk` failed on (empty when none, or the chunk is settled).
+  const std::vector<std::string>& failed_on(uint64_t chunk) const;
 
   // A running copy came back. Returns the partial the job keeps once the chunk is settled (the
   // copies agree, or a majority or no further worker decides), nullopt when another copy is queued
@@ -84,7 +86,7 @@ class ChunkVerifier {
   struct Pending {
     std::vector<VerifyCopy> copies;       // in so far
     std::optional<WorkerId> running_on;   // the next copy, when running
-    uint32_t failures = 0;
+    std::vector<std::string> failed_on;   // workers a copy failed on (blamed)
   };
   void enqueue(uint64_t chunk, const Pending& p, bool front);
   const VerifyMismatch& record_mismatch(uint64_t chunk, std::vector<VerifyCopy> copies);

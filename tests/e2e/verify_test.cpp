@@ -157,3 +157,10 @@ TEST_CASE("verify with a worker killed mid-job still compares every chunk and th
   CHECK(r.verified_chunks == 200);
   CHECK(r.mismatch_count == 0);
 }
+
+TEST_CASE("pbench --verify outside [0, 1] is refused with one line before anything runs", "[verify]") {
+  std::string out;
+  const int status = run_command({bin_dir() + "/pbench", "-c", "1", "-x", "10", "-y", "10", "--verify", "1.5"}, &out);
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(out == "pbench: --verify: verify fraction must be in [0, 1] (got 1.5)\n");
+}

@@ -147,7 +147,8 @@ TEST_CASE("a copy whose worker leaves goes back to the queue for another", "[ver
   v.first_copy(2, copy(1, partial(2.0)));
   REQUIRE(take(v, 2, 3) == std::vector<uint64_t>{2});
   CHECK(v.running_chunks_of(2) == std::vector<uint64_t>{2});
-  CHECK(v.requeue(2, 2, /*blame=*/true) == 1);
+  CHECK(v.requeue(2, 2, "w2", /*blame=*/true) == 1);
+  CHECK(v.failed_on(2) == std::vector<std::string>{"w2"});
   CHECK(v.queued() == 1);
   REQUIRE(take(v, 3, 3) == std::vector<uint64_t>{2});
   const VerifyMismatch* mismatch = nullptr;

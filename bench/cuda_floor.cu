@@ -21,6 +21,7 @@
 
 #include "worker/cuda/check.h"
 #include "worker/cuda/cuda_backend.h"
+#include "worker/cuda/fast_generators.h"
 #include "worker/cuda/kernels.cuh"
 
 using namespace psched;
@@ -124,18 +125,19 @@ struct StridedPlusOne {
   }
 };
 
-// What another element definition would cost: one Philox block per PAIR of elements, (2m, 2m+1)
-// taking both Box-Muller branches (cos, sin) of block m, as cuRAND's normal2 does. Not psched's
-// definition (common/generators.h: one block per element, cosine branch); measured so the choice
-// can be made on numbers. Chunk 0 of an array with an even number of columns only.
+// What the shared element definition (common/element_math.h: log, sin and cos in explicitly rounded
+// basic operations, the same bits as the CPU) costs against CUDA's own math library: this kernel
+// makes the same Box-Muller pairs (one Philox block per pair, (2m, 2m+1) taking cos and sin, written
+// as double2) with CUDA's log, sqrt and sincospi, FMA-contracted, as the generator did before the
+// shared definition. Chunk 0 of an array with an even number of columns only.
 __global__ void __launch_bounds__(256)
-    generate_pairs_kernel(GeneratorParams gen, uint64_t array_cols, uint32_t rows,
-                          uint32_t pair_cols, double2* __restrict__ out) {
+    generate_cuda_libm_kernel(GeneratorParams gen, uint64_t array_cols, uint32_t rows,
+                              uint32_t pair_cols, double2* __restrict__ out) {
   const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= pair_cols) return;
   for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const uint64_t pair = (uint64_t(r) * array_cols) / 2 + c;
-    const UniformPair u = uniform_pair(gen.seed, pair);
+    const UniformPair u = gpu::uniform_pair_fast(gen.seed, pair);
     const double radius = sqrt(-2.0 * log(1.0 - u.u0));
     double s, co;
     sincospi(2.0 * u.u1, &s, &co);
@@ -156,12 +158,12 @@ double exact_sum_of(const gpu::ChunkAccumulator* acc, const gpu::ChunkResult* re
 
 struct Floor {
   double generate_ms, generate_reference_ms, generate_uniform_ms, generate_arange_ms;
-  double generate_pairs_ms, reduce_ms, sum_only_ms, floor_ms, fused_ms;
+  double generate_cuda_libm_ms, reduce_ms, sum_only_ms, floor_ms, fused_ms;
   double copy_tb_per_s, cub_sum_ms, cub_sum_tb_per_s, mean;
 };
 
 // The generator's other forms beside the one the floor uses: the reference formula, uniform,
-// arange, and one Philox block per pair written as double2.
+// arange, and the normal pairs with CUDA's math library instead of the shared definition.
 void time_generator_variants(const gpu::ChunkWork& work, void* buffer, int sm_count,
                              cudaStream_t stream, int it, Floor& f) {
   f.generate_reference_ms = time_ms(stream, it, [&] {
@@ -181,8 +183,8 @@ void time_generator_variants(const gpu::ChunkWork& work, void* buffer, int sm_co
     const uint32_t grid_y = uint32_t(std::min<uint64_t>(
         {work.box.rows, 65535, std::max<uint64_t>(1, uint64_t(sm_count) * 32 / grid_x)}));
     const dim3 grid{grid_x, grid_y, 1};
-    f.generate_pairs_ms = time_ms(stream, it, [&] {
-      generate_pairs_kernel<<<grid, 256, 0, stream>>>(work.gen, work.array_cols,
+    f.generate_cuda_libm_ms = time_ms(stream, it, [&] {
+      generate_cuda_libm_kernel<<<grid, 256, 0, stream>>>(work.gen, work.array_cols,
                                                       uint32_t(work.box.rows), pair_cols,
                                                       static_cast<double2*>(buffer));
       PSCHED_CUDA_CHECK(cudaGetLastError());
@@ -405,7 +407,7 @@ int main(int argc, char** argv) {
     std::printf("generate_arange_ms=%.4f\n", f.generate_arange_ms);
     std::printf("generate_arange_write_tb_per_s=%.3f\n",
                 double(spec.chunk_bytes()) / (f.generate_arange_ms * 1e-3) / 1e12);
-    std::printf("generate_pairs_ms=%.4f\n", f.generate_pairs_ms);
+    std::printf("generate_cuda_libm_ms=%.4f\n", f.generate_cuda_libm_ms);
     std::printf("strided_reduce_ms=%.4f\n", f.reduce_ms);
     std::printf("strided_sum_only_ms=%.4f\n", f.sum_only_ms);
     std::printf("floor_ms_per_chunk=%.4f\n", f.floor_ms);

@@ -91,6 +91,13 @@ cpu=$("$bin/pbench" -c 1 --nthreads 16 "${nargs[@]}") || fail "CPU normal"
 awk -v g="$(json_field "$gpu" sum)" -v c="$(json_field "$cpu" sum)" 'BEGIN {
   d = (g - c) / c; if (d < 0) d = -d; printf "normal: gpu %.17g cpu %.17g relative difference %.3g\n", g, c, d; exit !(d < 1e-12) }' ||
   fail "normal sums differ by more than 1e-12 between GPU and CPU"
+# The elements are the same bits on both backends (docs/design.md, "The element definition"), so
+# the extremes and the count are too; the sums are summed in other orders.
+for field in count min max; do
+  [[ "$(json_field "$gpu" $field)" == "$(json_field "$cpu" $field)" ]] ||
+    fail "normal $field differs between GPU ($(json_field "$gpu" $field)) and CPU ($(json_field "$cpu" $field))"
+done
+echo "normal: count, min and max identical on GPU and CPU"
 
 echo "== two GPU workers in one job (both on GPU 0), distributed mode"
 dir=$(mktemp -d)

@@ -1,12 +1,14 @@
-// The array's element values, a pure function of the global position (docs/design.md, "The job"): the same
-// array whatever the chunking and whichever backend or worker makes a chunk. Shared by the CPU backend
-// and the CUDA kernels. Arithmetic is written with explicitly rounded multiply and add (never fused),
-// so arange and constant are bit-identical on host and device.
+// The array's element values, a pure function of the global position (docs/design.md, "The element
+// definition"): the same array whatever the chunking and whichever backend or worker makes a chunk.
+// This is the scalar reference; the CPU's vector kernels and the CUDA kernels compute the same IEEE
+// operations in the same order (common/element_math.h for log, sin and cos; explicitly rounded
+// multiply and add, never fused), so every generator gives the same bits on host and device.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
+#include "common/element_math.h"
 #include "common/platform.h"
 
 namespace psched {
@@ -73,16 +75,35 @@ PSCHED_HD UniformPair uniform_pair(uint64_t seed, uint64_t index) {
   return UniformPair{double(a) * kTwoPowMinus53, double(b) * kTwoPowMinus53};
 }
 
-// Standard normal by Box-Muller from the Philox block of the element's pair: elements 2m and 2m + 1
-// share block m (two 53-bit uniforms u0, u1) and take the cosine and the sine branch,
+// The arithmetic the scalar reference runs in: plain doubles on the host, explicitly rounded
+// intrinsics on the device (element_math.h).
+#if defined(__CUDA_ARCH__)
+using ReferenceOps = element_math::DeviceOps;
+#else
+using ReferenceOps = element_math::HostOps;
+#endif
+
+// Standard normals by Box-Muller from one Philox block: elements 2m and 2m + 1 share block m (two
+// 53-bit uniforms u0, u1) and take the cosine and the sine branch,
 //   z(2m) = r cos(2 pi u1), z(2m + 1) = r sin(2 pi u1), r = sqrt(-2 log(1 - u0)),
-// as cuRAND's normal2 does: one block and one log per two elements. 1 - u0 lies in (0, 1].
+// as cuRAND's normal2 does: one block and one log per two elements. log, sin and cos are
+// element_math.h's, so every backend gets these bits.
+struct NormalPair {
+  double even, odd;
+};
+
+PSCHED_HD NormalPair box_muller(UniformPair u) {
+  using Real = ReferenceOps::Real;
+  const Real radius = element_math::box_muller_radius<ReferenceOps>(ReferenceOps::from_double(u.u0));
+  const element_math::SinCos<Real> angle =
+      element_math::sincos_2pi<ReferenceOps>(ReferenceOps::from_double(u.u1));
+  return NormalPair{ReferenceOps::to_double(radius * angle.cos),
+                    ReferenceOps::to_double(radius * angle.sin)};
+}
+
 PSCHED_HD double standard_normal(uint64_t seed, uint64_t index) {
-  const UniformPair u = uniform_pair(seed, index >> 1);
-  const double radius = sqrt(-2.0 * log(1.0 - u.u0));
-  constexpr double kTwoPi = 6.283185307179586476925286766559;
-  const double angle = kTwoPi * u.u1;
-  return radius * ((index & 1) ? sin(angle) : cos(angle));
+  const NormalPair z = box_muller(uniform_pair(seed, index >> 1));
+  return (index & 1) ? z.odd : z.even;
 }
 
 // Generator parameters in the form the per-element functions take (a POD; copied to kernels).

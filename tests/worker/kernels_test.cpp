@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "common/generators.h"
 #include "common/partial.h"
+#include "tests/support/edge_uniforms.h"
 #include "worker/cpu/kernels.h"
 
 using namespace psched;
@@ -36,13 +38,14 @@ const uint64_t kFirsts[] = {0, 5, (uint64_t{1} << 32) - 3, uint64_t{1} << 40, (u
 
 }  // namespace
 
-TEST_CASE("CPU kernels give arange, constant and uniform bit for bit as element_value", "[kernels]") {
+TEST_CASE("CPU kernels give every generator bit for bit as element_value, float32 as its rounding", "[kernels]") {
   const GeneratorParams gens[] = {{Generator::kArange, 5.0, 3.0, 0}, {Generator::kArange, -0.1, 1e-3, 0}, {Generator::kConstant, 2.5, 0.0, 0},
-                                  {Generator::kUniform, -2.0, 3.0, 7}, {Generator::kUniform, 0.0, 1.0, 0xdeadbeefcafef00du}};
+                                  {Generator::kUniform, -2.0, 3.0, 7}, {Generator::kUniform, 0.0, 1.0, 0xdeadbeefcafef00du},
+                                  {Generator::kNormal, 10.0, 1.0, 42}, {Generator::kNormal, 0.0, 1.0, ~uint64_t{0}}};
   for (const CpuKernels* k : runnable_builds()) {
     for (const GeneratorParams& g : gens) {
       for (uint64_t first : kFirsts) {
-        for (uint64_t stride : {1, 3, 1000}) {
+        for (uint64_t stride : {1, 2, 3, 1000}) {
           INFO(k->isa << " kind " << int(g.kind) << " first " << first << " stride " << stride);
           const auto v = generated(*k, g, first, stride, 37);
           for (uint64_t i = 0; i < v.size(); ++i)
@@ -56,67 +59,48 @@ TEST_CASE("CPU kernels give arange, constant and uniform bit for bit as element_
   }
 }
 
-TEST_CASE("CPU kernels give normal within 1e-14 relative of element_value, the same bits on every build",
-          "[kernels]") {
-  // The vectorised log and cos differ from glibc's by an ulp or two; the bound here is what the
-  // README promises (max measured: see bench/README.md). The element's scale is max(|v|, std).
-  const GeneratorParams g{Generator::kNormal, 10.0, 1.0, 42};
-  const GeneratorParams unit{Generator::kNormal, 0.0, 1.0, 3};
+TEST_CASE("every CPU build gives the scalar reference's normal bits on millions of (seed, index) pairs", "[kernels]") {
+  // 2^20 elements from each of four (seed, first index) places, float64 and float32: the
+  // reference once, every build against it. Pairs (2m, 2m + 1) share a block: computed once.
   const auto builds = runnable_builds();
-  double worst = 0;
-  for (const GeneratorParams& gen : {g, unit}) {
-    const uint64_t n = 1 << 20;
-    const auto base = generated(*builds[0], gen, 1000, 1, n);
-    for (const CpuKernels* k : builds) {
-      INFO(k->isa);
-      const auto v = generated(*k, gen, 1000, 1, n);
-      REQUIRE(std::memcmp(v.data(), base.data(), n * sizeof(double)) == 0);
+  const uint64_t n = uint64_t{1} << 20;
+  const std::pair<uint64_t, uint64_t> places[] = {
+      {42, 0}, {3, (uint64_t{1} << 32) - 1000}, {0xfeedface12345678u, uint64_t{1} << 45}, {~uint64_t{0}, 12344}};
+  for (const auto& [seed, first] : places) {
+    const GeneratorParams g{Generator::kNormal, 10.0, 2.0, seed};
+    std::vector<double> want(n);
+    for (uint64_t i = 0; i < n; i += 2) {  // first is even
+      const NormalPair z = box_muller(uniform_pair(seed, (first + i) >> 1));
+      want[i] = mul_add_rounded(g.param1, z.even, g.param0);
+      want[i + 1] = mul_add_rounded(g.param1, z.odd, g.param0);
     }
-    for (uint64_t i = 0; i < n; ++i) {
-      const double ref = element_value(gen, 1000 + i);
-      const double err = std::fabs(base[i] - ref) / std::max(std::fabs(ref), gen.param1);
-      worst = std::max(worst, err);
-    }
-    // Strided runs (each lane finds its own block and branch) give the same bits as a whole run
-    // (each block computed once for its pair), from odd and even starts alike.
     for (const CpuKernels* k : builds) {
-      for (uint64_t start : {1000, 1001, 1003}) {
-        for (uint64_t stride : {1, 2, 3}) {
-          INFO(k->isa << " start " << start << " stride " << stride);
-          const auto v = generated(*k, gen, start, stride, 101);
-          for (uint64_t i = 0; i < v.size(); ++i)
-            REQUIRE(same_bits(v[i], base[start - 1000 + i * stride]));
-        }
+      INFO(k->isa << " seed " << seed << " first " << first);
+      const auto v = generated(*k, g, first, 1, n);
+      const auto f = generated(*k, g, first, 1, n, /*to_float=*/true);
+      uint64_t differ = 0, differ_f32 = 0;
+      for (uint64_t i = 0; i < n; ++i) {
+        differ += !same_bits(v[i], want[i]);
+        differ_f32 += !same_bits(f[i], double(float(want[i])));
       }
+      CHECK(differ == 0);
+      CHECK(differ_f32 == 0);
     }
   }
-  INFO("worst relative deviation " << worst);
-  CHECK(worst < 1e-14);
-  CHECK(worst > 0);  // our own log/cos: if this ever reads 0, the kernel is calling glibc's
 }
 
-TEST_CASE("the kernels' log and cos hold their bound at the edges of their ranges", "[kernels]") {
-  // Search the counter space for u0 near 0 and 1 (log near 0 and log of tiny values) and u1 near
-  // a multiple of 1/4 (sin and cos near their zeros and extremes, the quadrant boundaries): brute
-  // force over a few million indices keeps the test honest without reimplementing Philox.
-  const GeneratorParams unit{Generator::kNormal, 0.0, 1.0, 11};
-  const CpuKernels& k = cpu_kernels();
-  const uint64_t n = 1 << 22;
-  const auto v = generated(k, unit, 0, 1, n);
-  double worst = 0;
-  uint64_t edges = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    const UniformPair u = uniform_pair(unit.seed, i >> 1);  // elements 2m and 2m + 1 share block m
-    bool edge = u.u0 < 1e-5 || u.u0 > 1 - 1e-5;
-    for (double q : {0.0, 0.25, 0.5, 0.75, 1.0}) edge = edge || std::fabs(u.u1 - q) < 1e-5;
-    if (!edge) continue;
-    ++edges;
-    const double ref = element_value(unit, i);
-    worst = std::max(worst, std::fabs(v[i] - ref) / std::max(std::fabs(ref), 1.0));
+TEST_CASE("every CPU build gives the scalar reference's Box-Muller pair at the edge uniforms", "[kernels]") {
+  const auto [u0, u1] = test::edge_uniform_pairs();
+  for (const CpuKernels* k : runnable_builds()) {
+    std::vector<double> even(u0.size()), odd(u0.size());
+    k->box_muller(u0.data(), u1.data(), u0.size(), even.data(), odd.data());
+    for (size_t i = 0; i < u0.size(); ++i) {
+      INFO(k->isa << " u0 " << u0[i] << " u1 " << u1[i]);
+      const NormalPair want = box_muller(UniformPair{u0[i], u1[i]});
+      REQUIRE(same_bits(even[i], want.even));
+      REQUIRE(same_bits(odd[i], want.odd));
+    }
   }
-  INFO("edges " << edges << " worst " << worst);
-  CHECK(edges > 100);
-  CHECK(worst < 1e-14);
 }
 
 namespace {

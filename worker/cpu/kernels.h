@@ -5,10 +5,8 @@
 // operations on every element and sums them exactly, so an element and a chunk's partial have the
 // same bits on every machine whichever build runs.
 //
-// Against element_value() (common/generators.h): constant, arange and uniform are bit-identical;
-// normal uses our own log, sin and cos (fdlibm's log, a Cody-Waite reduction and Taylor series; no
-// FMA) and agrees to a few ulp (max measured 4.7e-16 relative; tests/worker/kernels_test.cpp
-// bounds it at 1e-14).
+// Every generator is bit-identical to element_value() (common/generators.h): normal's log, sin and
+// cos are common/element_math.h's, the same operations on vector lanes (tests/worker/kernels_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +54,9 @@ struct CpuKernels {
   // j % 8 of `lanes`, exactly.
   void (*reduce)(const double* x, uint64_t step, uint64_t n, double scale, double offset,
                  ReduceLanes& lanes);
+  // For i < n: the Box-Muller pair of uniforms (u0[i], u1[i]) as the normal generator computes it
+  // (box_muller() in common/generators.h), so tests can feed edge values Philox rarely draws.
+  void (*box_muller)(const double* u0, const double* u1, uint64_t n, double* even, double* odd);
 };
 
 // Orders this thread's non-temporal stores before what follows (sfence); a no-op elsewhere.

@@ -4,6 +4,6 @@
 namespace psched {
 
 extern const CpuKernels kCpuKernelsBaseline;
-const CpuKernels kCpuKernelsBaseline{"baseline", generate, reduce};
+const CpuKernels kCpuKernelsBaseline{"baseline", generate, reduce, box_muller_pairs};
 
 }  // namespace psched

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "common/element_math.h"
 #include "worker/cpu/kernels.h"
 
 namespace psched {
@@ -33,7 +34,6 @@ typedef uint64_t vu __attribute__((vector_size(8 * kW)));
 typedef int64_t vi __attribute__((vector_size(8 * kW)));
 typedef float vf __attribute__((vector_size(4 * kW)));
 
-constexpr double from_bits(uint64_t b) { return __builtin_bit_cast(double, b); }
 constexpr uint64_t kLow32 = 0xffffffffu;
 
 // Per lane: (a mod 2^32) * m as a full 64-bit product.
@@ -148,95 +148,15 @@ inline __attribute__((always_inline)) vd to_double(vu x) {
   return hi * 4294967296.0 + lo;
 }
 
-// log(x) for x in [2^-1022, 1]: fdlibm's __ieee754_log (e_log.c), without its special cases
-// (zero, negative, subnormal, infinite inputs never reach it). Error < 1 ulp.
-inline __attribute__((always_inline)) vd log_lanes(vd x) {
-  constexpr double ln2_hi = from_bits(0x3fe62e42fee00000u);
-  constexpr double ln2_lo = from_bits(0x3dea39ef35793c76u);
-  constexpr double Lg1 = from_bits(0x3fe5555555555593u);
-  constexpr double Lg2 = from_bits(0x3fd999999997fa04u);
-  constexpr double Lg3 = from_bits(0x3fd2492494229359u);
-  constexpr double Lg4 = from_bits(0x3fcc71c51d8e78afu);
-  constexpr double Lg5 = from_bits(0x3fc7466496cb03deu);
-  constexpr double Lg6 = from_bits(0x3fc39a09d078c69fu);
-  constexpr double Lg7 = from_bits(0x3fc2f112df3e5244u);
-  // x is positive: its high word needs no sign handling, and logical shifts do (SSE2 and AVX2
-  // have no 64-bit arithmetic shift).
-  const vu bits = (vu)x;
-  const vu high = bits >> 32;
-  vi k = (vi)(high >> 20) - 1023;
-  const vi hx = (vi)(high & 0x000fffff);
-  const vi i = (hx + 0x95f64) & 0x100000;
-  // x or x/2 normalised into [sqrt(2)/2, sqrt(2)).
-  const vd m = (vd)((((vu)(hx | (i ^ 0x3ff00000))) << 32) | (bits & kLow32));
-  k += (vi)((vu)i >> 20);
-  const vd f = m - 1.0;
-  const vd s = f / (2.0 + f);
-  // k is small: its double is exact through the 1.5 * 2^52 exponent trick.
-  const vd dk = (vd)(k + 0x4338000000000000) - 6755399441055744.0;
-  const vd z = s * s;
-  const vd w = z * z;
-  const vd t1 = w * (Lg2 + w * (Lg4 + w * Lg6));
-  const vd t2 = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7)));
-  const vi near = (hx - 0x6147a) | (0x6b851 - hx);
-  const vd R = t2 + t1;
-  const vd hfsq = 0.5 * f * f;
-  const vd wide = dk * ln2_hi - ((hfsq - (s * (hfsq + R) + dk * ln2_lo)) - f);
-  const vd narrow = dk * ln2_hi - ((s * (f - R) - dk * ln2_lo) - f);
-  // fdlibm takes `wide` when near > 0; near is never 0, so its sign bit decides.
-  return select_bits(((vu)near >> 63) - 1, wide, narrow);
-}
-
-// c[0] z^(N-1) + ... + c[N-1] by Horner's rule: p = c[i] + z * p, highest power first.
-template <int N>
-inline __attribute__((always_inline)) vd horner(vd z, const double (&c)[N]) {
-  vd p = vd{} + c[0];
-#pragma GCC unroll 16
-  for (int i = 1; i < N; ++i) p = c[i] + z * p;
-  return p;
-}
-
-// sin(y) and cos(y) for y in [0, 2*pi]: y = k * pi/2 + x with |x| <= pi/4 by the first two steps
-// of fdlibm's Cody-Waite reduction (pi/2 to 118 bits, the first step exact; no double in [0, 2*pi]
-// lies within 2^-55 of a multiple of pi/2, so x keeps 60+ good bits), then both Taylor series on
-// [-pi/4, pi/4] (sin to x^17, cos to x^16: truncation < 1e-19) with the reduction's tail folded in
-// (as fdlibm's __sin and __cos), and the quadrant k mod 4 picks and signs them.
-inline __attribute__((always_inline)) void sincos_lanes(vd y, vd& sin_y, vd& cos_y) {
-  constexpr double pio2_1 = from_bits(0x3ff921fb54400000u);
-  constexpr double pio2_2 = from_bits(0x3dd0b4611a600000u);
-  constexpr double pio2_2t = from_bits(0x3ba3198a2e037073u);
-  constexpr double two_over_pi = from_bits(0x3fe45f306dc9c883u);
-  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  const vd nr = y * two_over_pi + kRound;        // k = round(2y / pi) in 0..4
-  const vu quadrant = (vu)nr & 3;
-  const vd fn = nr - kRound;
-  vd r = y - fn * pio2_1;  // exact
-  const vd t = r;
-  vd w = fn * pio2_2;
-  r = t - w;
-  w = fn * pio2_2t - ((t - r) - w);
-  const vd x = r - w;
-  const vd tail = (r - x) - w;
-  const vd z = x * x;
-  // sin(x + tail) = x + x^3 * S(x^2) + tail * (1 - x^2 / 2)
-  constexpr double kSin[] = {1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0,
-                             -1.0 / 39916800.0,       1.0 / 362880.0,        -1.0 / 5040.0,
-                             1.0 / 120.0,             -1.0 / 6.0};
-  const vd ps = horner(z, kSin);
-  const vd sn = x + (tail * (1.0 - 0.5 * z) + (x * z) * ps);
-  // cos(x + tail) = 1 - x^2 / 2 + x^4 * C(x^2) - tail * x, the 1 - x^2 / 2 kept exact-ish
-  constexpr double kCos[] = {1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0,
-                             -1.0 / 3628800.0,        1.0 / 40320.0,        -1.0 / 720.0,
-                             1.0 / 24.0};
-  const vd pc = horner(z, kCos);
-  const vd hz = 0.5 * z;
-  const vd one_minus = 1.0 - hz;
-  const vd cs = one_minus + (((1.0 - one_minus) - hz) + ((z * z) * pc - x * tail));
-  // Quadrant q: sin(y) = sin x, cos x, -sin x, -cos x; cos(y) = cos x, -sin x, -cos x, sin x.
-  const vu odd = vu{} - (quadrant & 1);
-  sin_y = (vd)((vu)select_bits(odd, cs, sn) ^ ((quadrant & 2) << 62));
-  cos_y = (vd)((vu)select_bits(odd, sn, cs) ^ (((quadrant + 1) & 2) << 62));
-}
+// The arithmetic of element_math.h (log, sin, cos of the normal generator) on one register of
+// lanes. A type local to this file, so the functions instantiated with it stay internal too.
+struct VecOps {
+  using Real = vd;
+  using Bits = vu;
+  static inline __attribute__((always_inline)) Bits bits(Real x) { return (vu)x; }
+  static inline __attribute__((always_inline)) Real real(Bits b) { return (vd)b; }
+  static inline __attribute__((always_inline)) Real sqrt(Real x) { return sqrt_lanes(x); }
+};
 
 // kW elements (index, index + stride, ...) of generator g per call.
 struct Source {
@@ -281,13 +201,13 @@ void generate_with(const Source& src, bool to_float, uint64_t first, uint64_t st
 }
 
 // normal (common/generators.h): elements 2m and 2m + 1 share Philox block m and its radius, and
-// take r cos(2 pi u1) and r sin(2 pi u1). Computed in stages over kNormalVecs registers of blocks:
-// Philox, then log and sqrt, then sin and cos, then the scaling. Each stage's iterations are
+// take r cos(2 pi u1) and r sin(2 pi u1), with element_math.h's operations, so the same bits as
+// box_muller(). Computed in stages over kNormalVecs registers of blocks: Philox, then the radius
+// (log and sqrt), then sin and cos, then the scaling. Each stage's iterations are
 // independent and short, so the core overlaps many of them; one element's whole chain (~250
 // cycles of latency) run end to end lets it overlap two.
 constexpr int kNormalVecs = 16;
 constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
-constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 // Lanes l < kW of a and b interleaved: a0 b0 a1 b1 ..., as two registers.
 inline __attribute__((always_inline)) void interleave(vd a, vd b, vd& lo, vd& hi) {
@@ -320,8 +240,12 @@ void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, 
       u1[v] = to_double(b) * kTwoPowMinus53;
       block += kW;
     }
-    for (int v = 0; v < vecs; ++v) radius[v] = sqrt_lanes(-2.0 * log_lanes(1.0 - radius[v]));
-    for (int v = 0; v < vecs; ++v) sincos_lanes(kTwoPi * u1[v], sines[v], u1[v]);
+    for (int v = 0; v < vecs; ++v) radius[v] = element_math::box_muller_radius<VecOps>(radius[v]);
+    for (int v = 0; v < vecs; ++v) {
+      const element_math::SinCos<vd> angle = element_math::sincos_2pi<VecOps>(u1[v]);
+      sines[v] = angle.sin;
+      u1[v] = angle.cos;
+    }
     for (int v = 0; v < vecs; ++v) {
       const vd even = as_stored(src.scale * (radius[v] * u1[v]) + src.offset, to_float);
       const vd odd = as_stored(src.scale * (radius[v] * sines[v]) + src.offset, to_float);
@@ -357,8 +281,12 @@ void normal_strided(const Source& src, bool to_float, uint64_t first, uint64_t s
       odd[v] = vu{} - (index & 1);
       index += step;
     }
-    for (int v = 0; v < vecs; ++v) radius[v] = sqrt_lanes(-2.0 * log_lanes(1.0 - radius[v]));
-    for (int v = 0; v < vecs; ++v) sincos_lanes(kTwoPi * u1[v], sines[v], u1[v]);
+    for (int v = 0; v < vecs; ++v) radius[v] = element_math::box_muller_radius<VecOps>(radius[v]);
+    for (int v = 0; v < vecs; ++v) {
+      const element_math::SinCos<vd> angle = element_math::sincos_2pi<VecOps>(u1[v]);
+      sines[v] = angle.sin;
+      u1[v] = angle.cos;
+    }
     for (int v = 0; v < vecs; ++v) {
       const vd z = radius[v] * select_bits(odd[v], sines[v], u1[v]);
       const vd x = as_stored(src.scale * z + src.offset, to_float);
@@ -405,6 +333,24 @@ void generate(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t 
     default:
       generate_with<constant_lanes>(src, to_float, first, stride, n, out, streaming);
       break;
+  }
+}
+
+// The normal generator's pair arithmetic on given uniforms, kW pairs at a time (kernels.h).
+void box_muller_pairs(const double* u0, const double* u1, uint64_t n, double* even, double* odd) {
+  for (uint64_t i = 0; i < n; i += kW) {
+    vd a{}, b{};
+    for (uint64_t l = 0; l < kW && i + l < n; ++l) {
+      a[l] = u0[i + l];
+      b[l] = u1[i + l];
+    }
+    const vd radius = element_math::box_muller_radius<VecOps>(a);
+    const element_math::SinCos<vd> angle = element_math::sincos_2pi<VecOps>(b);
+    const vd c = radius * angle.cos, s = radius * angle.sin;
+    for (uint64_t l = 0; l < kW && i + l < n; ++l) {
+      even[i + l] = c[l];
+      odd[i + l] = s[l];
+    }
   }
 }
 

@@ -1,8 +1,8 @@
-// Device-tuned forms of common/generators.h for the CUDA kernels. The uniforms are bit-identical
-// (Philox is integer arithmetic; this form just uses 32-bit multiplies, where the shared one's
-// 64-bit products cost the GPU several instructions each); the normal differs from the CPU's only
-// in rounding (cospi(2u) for cos(2 pi u)). Plain C++ where it can be, so the host can check the
-// Philox against the shared definition.
+// Device-tuned forms of common/generators.h for the CUDA kernels, bit-identical to it: Philox is
+// integer arithmetic, and this form just uses 32-bit multiplies where the shared one's 64-bit
+// products cost the GPU several instructions each; the normal's log, sin and cos are the shared
+// element_math.h definition in explicitly rounded device arithmetic. Plain C++ where it can be, so
+// the host can check the Philox against the shared definition.
 #pragma once
 
 #include <cstdint>
@@ -46,20 +46,10 @@ PSCHED_HD UniformPair uniform_pair_fast(uint64_t seed, uint64_t index) {
 }
 
 #if defined(__CUDACC__)
-// The Box-Muller pair of block m (elements 2m and 2m + 1 of standard_normal), to rounding:
-// cos/sin(2 pi u) as sincospi(2 u), where 2 u is exact and no argument reduction by an inexact pi
-// is needed. The per-element form below uses the same instructions, so fused and materialized
-// chunks get the same bits.
-struct NormalPair {
-  double even, odd;
-};
-
+// The Box-Muller pair of block m (elements 2m and 2m + 1 of standard_normal). The per-element form
+// below uses the same instructions, so fused and materialized chunks get the same bits.
 __device__ __forceinline__ NormalPair standard_normal_pair_fast(uint64_t seed, uint64_t pair) {
-  const UniformPair u = uniform_pair_fast(seed, pair);
-  const double radius = sqrt(-2.0 * log(1.0 - u.u0));
-  double s, c;
-  sincospi(2.0 * u.u1, &s, &c);
-  return NormalPair{radius * c, radius * s};
+  return box_muller(uniform_pair_fast(seed, pair));
 }
 
 __device__ __forceinline__ double standard_normal_fast(uint64_t seed, uint64_t index) {
@@ -67,8 +57,7 @@ __device__ __forceinline__ double standard_normal_fast(uint64_t seed, uint64_t i
   return (index & 1) ? z.odd : z.even;
 }
 
-// element_value(g, index) for a generator kind fixed at compile time: normal to rounding, the
-// others bit for bit.
+// element_value(g, index), bit for bit, for a generator kind fixed at compile time.
 template <Generator Kind>
 __device__ __forceinline__ double element_value_fast(const GeneratorParams& g, uint64_t index) {
   if constexpr (Kind == Generator::kNormal) {

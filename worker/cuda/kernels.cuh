@@ -50,10 +50,9 @@ struct BatchWork {
   uint64_t stride_elements = 0;
 };
 
-// kFast evaluates elements with fast_generators.h (normal values agree with the CPU reference to
-// rounding, as they would anyway: libm is not CUDA's math library; the rest bit for bit);
-// kReference evaluates common/generators.h's element_value() verbatim. The backend uses kFast;
-// the floor benchmark measures both.
+// kFast evaluates elements with fast_generators.h (32-bit Philox multiplies, one thread per normal
+// pair); kReference evaluates common/generators.h's element_value() verbatim. Both give the CPU
+// reference's bits. The backend uses kFast; the floor benchmark measures both.
 enum class ElementFormula { kFast, kReference };
 
 // Writes the box's elements, row-major, as work.dtype into buffer (work.box_bytes() bytes).

@@ -38,6 +38,7 @@ struct Flags {
   int gpus = 0, cpus = 0, repeat = 1, nthreads = 0;
   bool distributed = false, json = false, check = false, quiet = false, cluster_info = false;
   std::string scheduler, scheduler_file, token_file, memory_limit, log_level = "warning";
+  psched::TlsFiles tls;
   double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
   std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
   int connect_timeout_ms = 5000;
@@ -58,12 +59,13 @@ void add_mode_flags(CLI::App& app, Flags& f) {
 }
 
 void add_cluster_flags(CLI::App& app, Flags& f) {
-  app.add_option("--scheduler", f.scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST")
+  app.add_option("--scheduler", f.scheduler, "Scheduler address: tcp://HOST:PORT, tls://HOST:PORT, HOST:PORT or HOST")
       ->check(psched::cli::non_empty());
   app.add_option("--scheduler-file", f.scheduler_file, "Read the scheduler address from this file")
       ->check(psched::cli::non_empty());
   app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)")
       ->check(psched::cli::non_empty());
+  psched::cli::add_tls_flags(app, f.tls, "this client's");
   app.add_option("--nthreads", f.nthreads, "Local CPU mode: threads per worker (default: cores / N)")
       ->transform(psched::cli::unsigned_in(1, 4096));
   app.add_option("--memory-limit", f.memory_limit, "Local mode: --memory-limit for each worker");
@@ -290,13 +292,17 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   } else {
     connect.address = f.scheduler;
     connect.scheduler_file = f.scheduler_file;
+    connect.tls_ca_file = f.tls.ca_file;
+    connect.tls_cert_file = f.tls.cert_file;
+    connect.tls_key_file = f.tls.key_file;
     // One timeout for the whole way to the scheduler, said once when there is something to wait for.
     connect.scheduler_file_timeout_ms = f.connect_timeout_ms;
     if (!f.scheduler_file.empty() && f.scheduler.empty())
       if (auto now = psched::read_scheduler_file(f.scheduler_file); !now)
         std::cerr << "pbench: waiting up to " << f.connect_timeout_ms << " ms for the scheduler file ("
                   << now.message() << ")" << std::endl;
-    if (f.scheduler.empty() && f.scheduler_file.empty()) connect.address = "tcp://127.0.0.1:8786";
+    // No scheme: TLS exactly when --tls-* are given.
+    if (f.scheduler.empty() && f.scheduler_file.empty()) connect.address = "127.0.0.1:8786";
   }
   pclient::Client client = pclient::Client::connect(connect);
   std::vector<pclient::WorkerInfo> workers;

@@ -163,6 +163,7 @@ psched::Status start_local(const Flags& f, pbench::LocalCluster& local, pclient:
   lo.memory_limit = f.memory_limit;
   lo.log_level = f.log_level;
   lo.spin_us = f.spin_us;
+  lo.tls = f.tls;
   if (psched::Status st = local.start(lo); !st) return st;
   connect.scheduler_file = local.scheduler_file();
   return psched::Status::ok();
@@ -287,14 +288,14 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   connect.token = token;
   connect.connect_timeout_ms = f.connect_timeout_ms;
   connect.spin_us = f.spin_us;
+  connect.tls_ca_file = f.tls.ca_file;
+  connect.tls_cert_file = f.tls.cert_file;
+  connect.tls_key_file = f.tls.key_file;
   if (f.local_mode()) {
     if (psched::Status st = start_local(f, local, connect); !st) return fail(st.message());
   } else {
     connect.address = f.scheduler;
     connect.scheduler_file = f.scheduler_file;
-    connect.tls_ca_file = f.tls.ca_file;
-    connect.tls_cert_file = f.tls.cert_file;
-    connect.tls_key_file = f.tls.key_file;
     // One timeout for the whole way to the scheduler, said once when there is something to wait for.
     connect.scheduler_file_timeout_ms = f.connect_timeout_ms;
     if (!f.scheduler_file.empty() && f.scheduler.empty())

@@ -162,6 +162,22 @@ TEST_CASE("a job through TLS on every connection (workers, client, pbench) is ex
   CHECK_THROWS_WITH(pclient::Client::connect(no_token), Catch::Contains("token"));
 }
 
+TEST_CASE("pbench -c 2 with --tls-* runs its local cluster over TLS and the job is exact", "[security][tls]") {
+  Certs certs;
+  std::vector<std::string> argv = {bin_dir() + "/pbench", "-c", "2", "--nthreads", "1", "-x", "300", "-y", "300",
+                                   "--chunk-x", "100", "--chunk-y", "100", "--generator", "arange", "--check", "-q"};
+  // One pair for the whole local cluster. The client refuses a tcp:// scheduler file when it has
+  // --tls-*, so an exact result means psched and both workers spoke TLS.
+  const auto tls = certs.args("client");
+  argv.insert(argv.end(), tls.begin(), tls.end());
+  std::string out;
+  const int status = run_command(argv, &out, 60000);
+  INFO(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(contains(out, "Check: ok"));
+}
+
 TEST_CASE("a worker of another CA is refused: it says the scheduler's certificate is not signed by its CA",
           "[security][tls]") {
   Certs certs;

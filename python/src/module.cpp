@@ -72,11 +72,15 @@ py::dict result_dict(const pclient::Result& r) {
 class NativeClient {
  public:
   NativeClient(const std::string& address, const std::string& scheduler_file, const std::string& token,
-               const std::string& name, int connect_timeout_ms) {
+               const std::string& name, int connect_timeout_ms, const std::string& tls_ca_file,
+               const std::string& tls_cert_file, const std::string& tls_key_file) {
     pclient::ConnectOptions o;
     o.address = address;
     o.scheduler_file = scheduler_file;
     o.token = token;
+    o.tls_ca_file = tls_ca_file;
+    o.tls_cert_file = tls_cert_file;
+    o.tls_key_file = tls_key_file;
     o.name = name;
     o.connect_timeout_ms = connect_timeout_ms;
     o.scheduler_file_timeout_ms = connect_timeout_ms;
@@ -198,9 +202,11 @@ PYBIND11_MODULE(_native, m) {
       .def("is_set", &CancelFlag::is_set);
 
   py::class_<NativeClient>(m, "Client")
-      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, int>(),
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, int,
+                    const std::string&, const std::string&, const std::string&>(),
            py::arg("address"), py::arg("scheduler_file"), py::arg("token"), py::arg("name"),
-           py::arg("connect_timeout_ms"))
+           py::arg("connect_timeout_ms"), py::arg("tls_ca_file") = "", py::arg("tls_cert_file") = "",
+           py::arg("tls_key_file") = "")
       .def("workers", &NativeClient::workers)
       .def("run", &NativeClient::run, py::arg("job"), py::arg("on_progress") = py::none(),
            py::arg("cancel") = nullptr, py::arg("interruptible") = false)

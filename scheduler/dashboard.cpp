@@ -352,6 +352,9 @@ Status Dashboard::start(const std::string& address) {
   if (!server.auth.required())
     spdlog::warn("the dashboard, /api/status and /metrics are open to anyone who can reach {} (no cluster "
                  "token: give --token-file to require it)", impl_->url);
+  else if (!server.tls)
+    spdlog::warn("the dashboard asks for the cluster token over plain HTTP, where anyone on the path can "
+                 "read it: give --tls-ca-file, --tls-cert and --tls-key to serve HTTPS");
   server.accept();
   server.sample();
   return Status::ok();

@@ -16,7 +16,9 @@
 #   4. tiny tasks: pbench -c 2, one-element chunks, in chunks per second;
 #   5. tiny-job latency: a 1000-element, 10-chunk job on a running cluster (psched + 2 workers),
 #      --repeat 30, median against two loopback round trips;
-#   6. scheduler memory: psched's peak RSS for a MEM_CHUNKS-chunk job, in bytes per chunk.
+#   6. scheduler memory: psched's peak RSS for a MEM_CHUNKS-chunk job, in bytes per chunk;
+#   7. TLS against plain TCP (bench/tls_compare.sh): the DeepOps benchmark, tiny tasks and the
+#      10-chunk job latency on a running plain cluster and a running mutual-TLS one, in turns.
 # Best of REPEAT and the median are printed; on a shared machine read the best.
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/cpu.sh BIN_DIR [OUT_DIR]}" && pwd)
@@ -154,6 +156,9 @@ awk -v sb="$deepops_best" -v sm="$deepops_median" -v f="$floor_gbps" -v fc="$flo
   printf "scheduler memory:       %.1f bytes per chunk (peak RSS over a %d-chunk job) | target <= 100\n", bpc, mc
 }' | tee "$out/summary.txt"
 awk -v bpc="$bytes_per_chunk" 'BEGIN { exit !(bpc <= 100) }' || fail "scheduler memory above 100 bytes per chunk"
+
+echo "== 7. TLS against plain TCP"
+"$(dirname "$0")/tls_compare.sh" "$bin" "$out/tls" || fail "TLS comparison"
 echo "cpu.sh: outputs in $out"
 [[ $status -eq 0 ]] && echo "cpu.sh: all runs completed" || echo "cpu.sh: some runs FAILED"
 exit $status

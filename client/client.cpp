@@ -19,6 +19,7 @@
 #include "common/framing.h"
 #include "common/job_spec.h"
 #include "common/scheduler_file.h"
+#include "common/tls.h"
 #include "common/wire_convert.h"
 
 namespace pclient {
@@ -226,6 +227,16 @@ std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
   }
   auto address = psched::parse_address(address_text);
   if (!address) throw Error(address.message());
+  const psched::TlsFiles tls_files{options.tls_ca_file, options.tls_cert_file, options.tls_key_file};
+  auto use_tls = psched::use_tls_for(*address, tls_files.any());
+  if (!use_tls) throw Error(use_tls.message());
+  psched::Transport transport{nullptr, psched::TlsRole::kClient};
+  if (*use_tls) {
+    auto context = psched::make_tls_context(tls_files, psched::TlsRole::kClient);
+    if (!context) throw Error(context.message());
+    transport.tls = *context;
+    address->scheme = psched::Scheme::kTls;
+  }
 
   auto impl = std::make_unique<Client::Impl>();
   Client::Impl& s = *impl;
@@ -233,10 +244,12 @@ std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
   s.spin = options.spin_us < 0 ? psched::kDefaultSpin : std::chrono::microseconds(options.spin_us);
   tcp::socket socket = connect_socket(s.io, *address, options.connect_timeout_ms);
 
-  s.conn = std::make_shared<psched::FramedConnection>(std::move(socket), psched::kDefaultMaxFrameBytes);
+  s.conn = std::make_shared<psched::FramedConnection>(std::move(socket), psched::kDefaultMaxFrameBytes,
+                                                      transport);
   s.conn->start({[&s](psched::wire::Message::Reader m) { s.on_message(m); },
                  [&s](const std::string& why) {
-                   if (s.closed_why.empty()) s.closed_why = "connection to the scheduler lost: " + why;
+                   if (s.closed_why.empty())
+                     s.closed_why = s.conn->refused_by_tls() ? why : "connection to the scheduler lost: " + why;
                  }});
   std::string token = options.token;
   if (token.empty()) {
@@ -263,6 +276,8 @@ std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
   try {
     s.wait(options.connect_timeout_ms, "the scheduler's Welcome");
   } catch (const Error& e) {
+    if (s.conn->refused_by_tls())
+      throw Error(fmt::format("scheduler {}: {}", address->to_string(), s.closed_why));
     // Silence or bytes that are not our protocol: most likely something else listens there.
     throw Error(fmt::format("scheduler {} did not accept us: {} (is a psched scheduler listening there?)",
                             address->to_string(), e.what()));

@@ -8,20 +8,28 @@
 namespace psched {
 
 std::string Address::to_string() const {
-  if (host.find(':') != std::string::npos) return fmt::format("tcp://[{}]:{}", host, port);
-  return fmt::format("tcp://{}:{}", host, port);
+  const char* prefix = scheme == Scheme::kTls ? "tls" : "tcp";
+  if (host.find(':') != std::string::npos) return fmt::format("{}://[{}]:{}", prefix, host, port);
+  return fmt::format("{}://{}:{}", prefix, host, port);
 }
 
 Result<Address> parse_address(const std::string& text, uint16_t default_port) {
   auto bad = [&](const char* why) {
     return Status::error(fmt::format("invalid address '{}': {} (expected tcp://HOST:PORT, "
-                                     "HOST:PORT or HOST)", text, why));
+                                     "tls://HOST:PORT, HOST:PORT or HOST)", text, why));
   };
   std::string rest = text;
-  if (rest.rfind("tcp://", 0) == 0) rest = rest.substr(6);
-  else if (rest.find("://") != std::string::npos) return bad("only tcp:// is supported");
-  if (rest.empty()) return bad("no host");
   Address a;
+  if (rest.rfind("tcp://", 0) == 0) {
+    rest = rest.substr(6);
+    a.scheme = Scheme::kTcp;
+  } else if (rest.rfind("tls://", 0) == 0) {
+    rest = rest.substr(6);
+    a.scheme = Scheme::kTls;
+  } else if (rest.find("://") != std::string::npos) {
+    return bad("only tcp:// and tls:// are supported");
+  }
+  if (rest.empty()) return bad("no host");
   a.port = default_port;
   std::string port_text;
   if (rest[0] == '[') {

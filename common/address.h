@@ -1,5 +1,5 @@
-// Scheduler addresses as users write them: tcp://host:port, host:port, host (port 8786), with IPv6
-// in brackets ([::1]:8786). Parsing never resolves; resolution happens where the connection is made.
+// Scheduler addresses as users write them: tcp://host:port, tls://host:port (TLS, common/tls.h),
+// host:port, host (port 8786), with IPv6 in brackets ([::1]:8786). Parsing never resolves; resolution happens where the connection is made.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +12,14 @@ namespace psched {
 constexpr uint16_t kDefaultSchedulerPort = 8786;
 constexpr uint16_t kDefaultDashboardPort = 8787;
 
+// What the address says of the transport: nothing (host:port), tcp:// or tls://.
+enum class Scheme : uint8_t { kUnspecified, kTcp, kTls };
+
 struct Address {
   std::string host;
   uint16_t port = kDefaultSchedulerPort;
-  std::string to_string() const;  // tcp://host:port
+  Scheme scheme = Scheme::kUnspecified;
+  std::string to_string() const;  // tls://host:port for kTls, else tcp://host:port
 };
 
 Result<Address> parse_address(const std::string& text, uint16_t default_port = kDefaultSchedulerPort);

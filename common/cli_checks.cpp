@@ -108,4 +108,14 @@ std::function<std::string(const CLI::App*, const CLI::Error&)> one_line_failure(
   };
 }
 
+void add_tls_flags(CLI::App& app, TlsFiles& files, const std::string& whose) {
+  app.add_option("--tls-ca-file", files.ca_file,
+                 "TLS: the cluster CA (PEM) that signs every peer's certificate; turns TLS on")
+      ->check(non_empty())->group("TLS");
+  app.add_option("--tls-cert", files.cert_file, "TLS: " + whose + " certificate (PEM), signed by the CA")
+      ->check(non_empty())->group("TLS");
+  app.add_option("--tls-key", files.key_file, "TLS: " + whose + " private key (PEM), mode 600")
+      ->check(non_empty())->group("TLS");
+}
+
 }  // namespace psched::cli

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace psched::cli {
 
@@ -34,6 +35,10 @@ Result<uint64_t> from_end(int64_t index, uint64_t length);
 // For ->check() on a text option where an empty value would otherwise mean "the default"
 // (--scheduler "" must not become 127.0.0.1:8786).
 CLI::Validator non_empty();
+
+// --tls-ca-file, --tls-cert and --tls-key, the same three options on every binary. `whose` says
+// whose certificate it is in the help ("the scheduler's", "this worker's").
+void add_tls_flags(CLI::App& app, TlsFiles& files, const std::string& whose);
 
 // For app.failure_message(): a refused command line is one line on stderr, "PROGRAM: --OPTION:
 // what is wrong (see --help)", as every other error of our binaries is.

@@ -1,4 +1,6 @@
-// FramedConnection: one TCP peer speaking psched frames, on an Asio event loop. It reads frames
+// FramedConnection: one TCP peer speaking psched frames, on an Asio event loop, in the clear or
+// through TLS (a Transport with a context: the handshake comes first; the framing below is the same
+// code for both, written against either stream). It reads frames
 // into word-aligned buffers, hands each decoded Message to on_message, and coalesces outgoing frames
 // so that all frames queued while a write is in flight go out in one write. A bad frame, a
 // Cap'n Proto error or an exception from the handler closes this connection only (after an Error
@@ -13,17 +15,28 @@
 #pragma once
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <capnp/message.h>
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "common/tls.h"
 #include "proto/psched.capnp.h"
 
 namespace psched {
+
+// How a connection's bytes travel: plain TCP (no context) or TLS with `context` as `role`. A TLS
+// server tells a plain-TCP peer, in a plain Error frame, that it speaks TLS; any server tells a
+// TLS peer in the same way that it does not.
+struct Transport {
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  TlsRole role = TlsRole::kServer;
+};
 
 class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
  public:
@@ -36,7 +49,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   static constexpr size_t kMaxUnsentBytes = size_t{64} << 20;
   static constexpr size_t kKeepBodyBytes = size_t{64} << 10;
 
-  FramedConnection(boost::asio::ip::tcp::socket socket, uint32_t max_frame_bytes);
+  FramedConnection(boost::asio::ip::tcp::socket socket, uint32_t max_frame_bytes,
+                   Transport transport = {});
 
   void start(Handlers handlers);
   void send(capnp::MessageBuilder& message);
@@ -58,8 +72,21 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   bool is_open() const { return state_ != State::kClosed; }
   const std::string& remote() const { return remote_; }
   size_t queued_bytes() const { return out_.size() + writing_.size(); }
+  // True once TLS itself refused the peer (a certificate, a protocol mismatch): the same settings
+  // will not do better on a retry.
+  bool refused_by_tls() const { return refused_by_tls_; }
 
  private:
+  using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+  boost::asio::ip::tcp::socket& socket();  // the TCP socket under either stream
+  // Runs f(stream) with the plain socket or the TLS stream: the framing is written once.
+  template <typename F>
+  void with_stream(F&& f) { std::visit(std::forward<F>(f), stream_); }
+  void await_first_byte();  // TLS server: a handshake record, or a plain peer told to use TLS
+  void handshake();
+  void refuse_plain_peer();
+  // Why a read or write failed, in words (TLS failures described by tls.h).
+  std::string why_failed(const boost::system::error_code& ec, const char* eof_text);
   void read_header();
   void read_next();  // read_header, unless too much is unsent: then after the next write
   void read_body(uint32_t bytes);
@@ -68,7 +95,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void arm_idle_timer();
   void transition(State to);
 
-  boost::asio::ip::tcp::socket socket_;
+  std::variant<boost::asio::ip::tcp::socket, TlsStream> stream_;
+  TlsRole role_;
+  bool refused_by_tls_ = false;
   boost::asio::steady_timer idle_timer_;
   std::chrono::milliseconds idle_{0};
   std::chrono::steady_clock::time_point last_rx_;

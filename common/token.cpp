@@ -36,4 +36,11 @@ Result<std::string> load_token(const std::string& path) {
   return token;
 }
 
+bool same_token(std::string_view presented, std::string_view expected) {
+  unsigned diff = presented.size() == expected.size() ? 0u : 1u;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= unsigned(expected[i]) ^ unsigned(i < presented.size() ? presented[i] : 0);
+  return diff == 0;
+}
+
 }  // namespace psched

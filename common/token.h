@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -10,5 +11,8 @@ namespace psched {
 
 // Empty path: PSCHED_TOKEN or "" (no token). Trailing whitespace and newlines are stripped.
 Result<std::string> load_token(const std::string& path);
+
+// Whether `presented` is `expected`, in time that depends on the expected token's length only.
+bool same_token(std::string_view presented, std::string_view expected);
 
 }  // namespace psched

@@ -10,6 +10,8 @@ BUILD_PACKAGES=(
   libboost-dev            # Asio, Beast (header-only)
   capnproto libcapnp-dev  # the wire
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libssl-dev              # TLS (OpenSSL 3; its static archives for the portable binaries)
+  openssl                 # deploy/make-certs.sh
   python3-dev pybind11-dev  # the Python client (psched module); skipped where they are missing
 )
 TEST_PACKAGES=(
@@ -19,6 +21,7 @@ TEST_PACKAGES=(
   curl                    # dashboard tests
   prometheus              # promtool check metrics, and a real Prometheus scraping psched
   chromium chromium-driver  # the dashboard's browser test
+  libnss3-tools           # certutil: the HTTPS dashboard test trusts its CA in Chromium's NSS db
   openssh-server openssh-client  # deploy/ssh tests against a real sshd
   slurm-wlm munge         # deploy/slurm test on a single-node Slurm
   shellcheck iproute2 python3-yaml  # script lint, network namespaces, manifest checks

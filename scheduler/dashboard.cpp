@@ -1,11 +1,13 @@
 // The dashboard's HTTP server: one acceptor and one HttpSession per connection, all on the
 // scheduler's loop. Every request is bounded (8 KiB of headers, 4 KiB of body, 10 s to arrive and
 // 10 s to be written) and at most kMaxSessions connections are kept: the oldest goes when a new
-// one arrives, so idle or slow clients can neither starve the page nor hurt the scheduler.
+// one arrives, so idle or slow clients can neither starve the page nor hurt the scheduler. With TLS
+// on the sessions speak HTTPS (the scheduler's certificate), and DashboardAuth gates every request.
 #include "scheduler/dashboard.h"
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -13,8 +15,10 @@
 #include <charconv>
 #include <list>
 #include <optional>
+#include <variant>
 
 #include "common/address.h"
+#include "scheduler/dashboard_auth.h"
 #include "scheduler/dashboard_page.h"
 #include "scheduler/metrics.h"
 #include "scheduler/scheduler.h"
@@ -76,7 +80,13 @@ class HttpSession;
 // still queued on the loop) finds a stopped server instead of a dangling one.
 struct DashboardServer : std::enable_shared_from_this<DashboardServer> {
   DashboardServer(asio::io_context& io, const Scheduler& scheduler)
-      : io(io), scheduler(scheduler), acceptor(io), sampler(io), accept_retry(io) {}
+      : io(io),
+        scheduler(scheduler),
+        tls(scheduler.config().dashboard_tls),
+        auth(scheduler.config().token, tls != nullptr),
+        acceptor(io),
+        sampler(io),
+        accept_retry(io) {}
 
   void accept();
   void sample();
@@ -85,6 +95,8 @@ struct DashboardServer : std::enable_shared_from_this<DashboardServer> {
 
   asio::io_context& io;
   const Scheduler& scheduler;
+  std::shared_ptr<asio::ssl::context> tls;  // HTTPS when set
+  DashboardAuth auth;
   tcp::acceptor acceptor;
   asio::steady_timer sampler, accept_retry;
   WorkerRates rates;
@@ -96,7 +108,7 @@ struct DashboardServer : std::enable_shared_from_this<DashboardServer> {
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket socket, std::shared_ptr<DashboardServer> server)
-      : stream_(std::move(socket)), server_(std::move(server)) {
+      : stream_(make_stream(std::move(socket), server->tls.get())), server_(std::move(server)) {
     position_ = server_->sessions.insert(server_->sessions.end(), this);
   }
   ~HttpSession() { unlist(); }
@@ -107,20 +119,42 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
   void close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.close();
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().close();
+  }
+  // The first request, after the TLS handshake when there is one (under the same deadline).
+  void start() {
+    auto* tls = std::get_if<TlsStream>(&stream_);
+    if (!tls) return read();
+    lowest().expires_after(kRequestTimeout);
+    tls->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->server_->stopped) return self->close();
+      self->read();
+    });
   }
   void read() {
     parser_.emplace();
     parser_->header_limit(kHeaderLimitBytes);
     parser_->body_limit(kBodyLimitBytes);
-    stream_.expires_after(kRequestTimeout);
-    auto self = shared_from_this();
-    http::async_read(stream_, buffer_, *parser_,
-                     [self](beast::error_code ec, size_t) { self->on_read(ec); });
+    lowest().expires_after(kRequestTimeout);
+    std::visit([this](auto& stream) {
+      http::async_read(stream, buffer_, *parser_,
+                       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+    }, stream_);
   }
 
  private:
+  using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+  using Stream = std::variant<beast::tcp_stream, TlsStream>;
+  static Stream make_stream(tcp::socket socket, asio::ssl::context* tls) {
+    if (!tls) return Stream(std::in_place_index<0>, std::move(socket));
+    return Stream(std::in_place_index<1>, std::move(socket), *tls);
+  }
+  beast::tcp_stream& lowest() {
+    return std::visit([](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); },
+                      stream_);
+  }
+
   void on_read(beast::error_code ec) {
     if (server_->stopped || ec == beast::error::timeout || ec == http::error::end_of_stream ||
         ec == asio::error::operation_aborted) {
@@ -138,7 +172,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     if (ec) return close();  // reset, broken pipe, ...
     const Request& request = parser_->get();
-    response_ = server_->respond(request);
+    if (auto refused = server_->auth.gate(request)) response_ = std::move(*refused);
+    else response_ = server_->respond(request);
     response_.keep_alive(request.keep_alive());
     write();
   }
@@ -153,15 +188,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void write() {
-    stream_.expires_after(kRequestTimeout);
-    auto self = shared_from_this();
-    http::async_write(stream_, response_, [self](beast::error_code ec, size_t) {
-      if (ec || self->server_->stopped || self->response_.need_eof()) return self->close();
-      self->read();
-    });
+    lowest().expires_after(kRequestTimeout);
+    std::visit([this](auto& stream) {
+      http::async_write(stream, response_, [self = shared_from_this()](beast::error_code ec, size_t) {
+        if (ec || self->server_->stopped || self->response_.need_eof()) return self->close();
+        self->read();
+      });
+    }, stream_);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_{kHeaderLimitBytes + kBodyLimitBytes};
   std::optional<http::request_parser<http::string_body>> parser_;
   Response response_;
@@ -187,7 +223,7 @@ void DashboardServer::accept() {
       oldest->unlist();
       oldest->close();
     }
-    std::make_shared<HttpSession>(std::move(socket), self)->read();
+    std::make_shared<HttpSession>(std::move(socket), self)->start();
     self->accept();
   });
 }
@@ -307,11 +343,18 @@ Status Dashboard::start(const std::string& address) {
     char name[256] = {};
     host = gethostname(name, sizeof(name) - 1) == 0 && name[0] ? name : "127.0.0.1";
   }
+  const char* scheme = server.tls ? "https" : "http";
   impl_->url = host.find(':') != std::string::npos
-                   ? fmt::format("http://[{}]:{}", host, impl_->port)
-                   : fmt::format("http://{}:{}", host, impl_->port);
+                   ? fmt::format("{}://[{}]:{}", scheme, host, impl_->port)
+                   : fmt::format("{}://{}:{}", scheme, host, impl_->port);
   server.url = impl_->url;
   spdlog::info("dashboard at {}", impl_->url);
+  if (!server.auth.required())
+    spdlog::warn("the dashboard, /api/status and /metrics are open to anyone who can reach {} (no cluster "
+                 "token: give --token-file to require it)", impl_->url);
+  else if (!server.tls)
+    spdlog::warn("the dashboard asks for the cluster token over plain HTTP, where anyone on the path can "
+                 "read it: give --tls-ca-file, --tls-cert and --tls-key to serve HTTPS");
   server.accept();
   server.sample();
   return Status::ok();

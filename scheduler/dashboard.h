@@ -33,7 +33,7 @@ class Dashboard {
   Status start(const std::string& address);
   void stop();
   uint16_t port() const;
-  std::string url() const;  // http://host:port, or "" when disabled
+  std::string url() const;  // http://host:port (https:// with TLS), or "" when disabled
 
  private:
   struct Impl;

@@ -25,6 +25,7 @@ struct Flags {
   psched::SchedulerConfig config;
   std::string log_level = "info";
   std::string token_file;
+  psched::TlsFiles tls;
   uint32_t worker_timeout_s = 30;
   uint32_t handshake_timeout_s = 5;
   int64_t spin_us = psched::kDefaultSpin.count();
@@ -45,6 +46,7 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--token-file", f.token_file,
                  "File holding a shared token that every worker and client must present "
                  "(or set PSCHED_TOKEN)");
+  psched::cli::add_tls_flags(app, f.tls, "the scheduler's");
   app.add_option("--worker-timeout", f.worker_timeout_s,
                  "Seconds of silence after which a worker is declared dead")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 86400));
@@ -98,6 +100,16 @@ std::optional<int> complete(Flags& f) {
     return 2;
   }
   config.token = *token;
+  if (f.tls.any()) {
+    auto tls = psched::make_tls_context(f.tls, psched::TlsRole::kServer);
+    auto https = psched::make_tls_context(f.tls, psched::TlsRole::kHttpsServer);
+    if (!tls || !https) {
+      std::cerr << "psched: " << (tls ? https.message() : tls.message()) << "\n";
+      return 2;
+    }
+    config.tls = *tls;
+    config.dashboard_tls = *https;
+  }
   return std::nullopt;
 }
 

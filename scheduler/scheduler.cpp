@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <optional>
 
+#include "common/address.h"
 #include "common/logging.h"
 #include "common/scheduler_file.h"
+#include "common/token.h"
 #include "common/wire_convert.h"
 
 namespace psched {
@@ -34,13 +36,6 @@ namespace {
 // connection cannot make us buffer --max-frame bytes.
 constexpr uint32_t kMaxHelloFrameBytes = 64u << 10;
 
-bool same_token(const std::string& a, const std::string& b) {
-  // Constant time in the length of the expected token.
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  for (size_t i = 0; i < b.size(); ++i) diff |= unsigned(b[i]) ^ unsigned(i < a.size() ? a[i] : 0);
-  return diff == 0;
-}
-
 }  // namespace
 
 Scheduler::Scheduler(asio::io_context& io, SchedulerConfig config)
@@ -56,8 +51,7 @@ std::string Scheduler::address() const {
     char name[256] = {};
     host = gethostname(name, sizeof(name) - 1) == 0 && name[0] ? name : "127.0.0.1";
   }
-  if (host.find(':') != std::string::npos) return fmt::format("tcp://[{}]:{}", host, port_);
-  return fmt::format("tcp://{}:{}", host, port_);
+  return Address{host, port_, config_.tls ? Scheme::kTls : Scheme::kTcp}.to_string();
 }
 
 Status Scheduler::start() {
@@ -84,6 +78,7 @@ Status Scheduler::start() {
   port_ = acceptor_.local_endpoint().port();
   spdlog::info("psched {} listening on {} (protocol {})", PSCHED_VERSION, address(),
                wire::PROTOCOL_VERSION);
+  if (config_.tls) spdlog::info("TLS is on: every peer must present a certificate signed by the cluster CA");
   if (!config_.token.empty()) spdlog::info("token authentication is on");
   accept();
   heartbeat();
@@ -104,7 +99,8 @@ void Scheduler::accept() {
     if (!ec) {
       auto peer = std::make_shared<Peer>();
       auto conn = std::make_shared<FramedConnection>(
-          std::move(socket), std::min(config_.max_frame_bytes, kMaxHelloFrameBytes));
+          std::move(socket), std::min(config_.max_frame_bytes, kMaxHelloFrameBytes),
+          Transport{config_.tls, TlsRole::kServer});
       peer->conn = conn;
       peer->remote = conn->remote();
       // Connections before Hello have their own limit: past it the oldest makes room, so silent
@@ -185,9 +181,16 @@ void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& w
   }
   if (shutting_down_ && connections_ == 0 && on_drained_) asio::post(io_, std::move(on_drained_));
   switch (peer->kind) {
-    case Peer::Kind::kNew:
-      spdlog::debug("{}: closed before Hello: {}", peer->remote, why);
+    case Peer::Kind::kNew: {
+      const auto conn = peer->conn.lock();
+      if (conn && conn->refused_by_tls()) {
+        ++counters_.connections_refused;
+        tls_refusals_.warn(fmt::format("{}: refused: {}", peer->remote, why));
+      } else {
+        spdlog::debug("{}: closed before Hello: {}", peer->remote, why);
+      }
       return;
+    }
     case Peer::Kind::kWorker:
       remove_worker(peer->id, why, /*graceful=*/false);
       return;
@@ -222,7 +225,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
       return;
     }
     const auto token = hello.getToken();  // all its bytes: a NUL must not end the comparison early
-    if (!same_token(std::string(token.begin(), token.size()), config_.token)) {
+    if (!same_token(std::string_view(token.begin(), token.size()), config_.token)) {
       protocol_error(conn, "invalid token");
       return;
     }

@@ -47,6 +47,10 @@ struct SchedulerConfig {
   std::string dashboard_address = ":8787";  // "none" disables the dashboard
   std::string scheduler_file;       // written once listening
   std::string token;                // required from every peer when not empty
+  // TLS on every connection (mutual, tls.h) when set; the dashboard serves HTTPS with its
+  // certificate. Null: plain TCP.
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  std::shared_ptr<boost::asio::ssl::context> dashboard_tls;  // same certificate, no client's asked
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   uint32_t heartbeat_ms = 1000;         // at most: the Scheduler lowers it (heartbeat_ms_for)
   uint32_t worker_timeout_ms = 30000;     // a worker silent this long is dead
@@ -174,7 +178,7 @@ class Scheduler {
   uint32_t connections_ = 0;
   SchedulerCounters counters_;
   PendingConnections pending_;       // connections before Hello (admission.h)
-  RateLimitedLog connection_refusals_, job_refusals_;
+  RateLimitedLog connection_refusals_, job_refusals_, tls_refusals_;
   std::deque<JobSummary> recent_jobs_;  // the last kRecentJobs finished jobs, newest first
   static constexpr size_t kRecentJobs = 20;
 };

@@ -55,6 +55,7 @@ struct Flags {
   psched::BackendChoice backend;
   std::string gpus = "all";
   std::string token_file;
+  psched::TlsFiles tls;
   std::string log_level = "info";
   int nworkers = 1;
   int64_t spin_us = psched::kDefaultSpin.count();
@@ -64,7 +65,7 @@ struct Flags {
 void add_flags(CLI::App& app, Flags& f) {
   app.failure_message(psched::cli::one_line_failure("pcuda-worker"));
   app.add_option("scheduler", f.config.scheduler_address,
-                 "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST (port 8786)")
+                 "Scheduler address: tcp://HOST:PORT, tls://HOST:PORT, HOST:PORT or HOST (port 8786)")
       ->check(psched::cli::non_empty());
   app.add_option("--scheduler-file", f.config.scheduler_file,
                  "Read the scheduler's address from this file (waiting for it to appear)")
@@ -91,6 +92,7 @@ void add_flags(CLI::App& app, Flags& f) {
                  "Exit when no scheduler is reachable for this many seconds (default: never)")
       ->transform(psched::cli::unsigned_in(0, 31536000));
   app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)");
+  psched::cli::add_tls_flags(app, f.tls, "this worker's");
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")
@@ -117,6 +119,14 @@ std::optional<int> complete(Flags& f) {
     return 2;
   }
   f.config.token = *token;
+  if (f.tls.any()) {
+    auto tls = psched::make_tls_context(f.tls, psched::TlsRole::kClient);
+    if (!tls) {
+      std::cerr << "pcuda-worker: " << tls.message() << "\n";
+      return 2;
+    }
+    f.config.tls = *tls;
+  }
   // Test-only fault switches: environment only, never reachable from the network.
   if (const char* crash = std::getenv("PSCHED_TEST_CRASH_ON_CHUNK")) f.config.crash_on_chunk = std::atoll(crash);
   if (const char* delay = std::getenv("PSCHED_TEST_CHUNK_DELAY_MS")) f.backend.test_delay_ms = std::atoi(delay);
@@ -141,6 +151,9 @@ psched::SupervisedChild child_worker(const Flags& f, std::string label, const st
   if (!f.config.scheduler_address.empty()) c.spec.args.push_back(f.config.scheduler_address);
   if (!f.config.scheduler_file.empty())
     c.spec.args.insert(c.spec.args.end(), {"--scheduler-file", f.config.scheduler_file});
+  if (f.tls.any())
+    c.spec.args.insert(c.spec.args.end(), {"--tls-ca-file", f.tls.ca_file, "--tls-cert", f.tls.cert_file,
+                                           "--tls-key", f.tls.key_file});
   if (f.config.death_timeout_s > 0)
     c.spec.args.insert(c.spec.args.end(), {"--death-timeout", std::to_string(f.config.death_timeout_s)});
   return c;

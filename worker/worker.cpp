@@ -12,6 +12,7 @@
 #include "common/address.h"
 #include "common/chunk_grid.h"
 #include "common/scheduler_file.h"
+#include "common/tls.h"
 #include "common/wire_convert.h"
 #include "worker/result_batches.h"
 
@@ -74,6 +75,12 @@ void Worker::connect() {
     give_up(address.message(), 2);
     return;
   }
+  auto tls = use_tls_for(*address, config_.tls != nullptr);
+  if (!tls) {
+    give_up(tls.message(), 2);
+    return;
+  }
+  if (*tls) address->scheme = Scheme::kTls;
   auto resolver = std::make_shared<tcp::resolver>(io_);
   auto socket = std::make_shared<tcp::socket>(io_);
   resolver->async_resolve(
@@ -97,7 +104,7 @@ void Worker::connect() {
                                 schedule_reconnect();
                                 return;
                               }
-                              on_connected(std::move(*socket));
+                              on_connected(std::move(*socket), addr.scheme == Scheme::kTls);
                             });
       });
 }
@@ -116,11 +123,12 @@ void Worker::schedule_reconnect() {
   });
 }
 
-void Worker::on_connected(tcp::socket socket) {
+void Worker::on_connected(tcp::socket socket, bool tls) {
   if (link_ == Link::kLeaving) return;  // a connect that completed after we decided to leave
   ++generation_;
   transition(Link::kConnected);
-  conn_ = std::make_shared<FramedConnection>(std::move(socket), config_.max_frame_bytes);
+  conn_ = std::make_shared<FramedConnection>(std::move(socket), config_.max_frame_bytes,
+                                             Transport{tls ? config_.tls : nullptr, TlsRole::kClient});
   const uint32_t generation = generation_;
   conn_->start({[this, generation](wire::Message::Reader m) {
                   if (generation == generation_) on_message(m);
@@ -348,6 +356,11 @@ void Worker::on_disconnected(const std::string& why) {
   jobs_.clear();
   job_of_key_.clear();
   pending_.clear();
+  // A certificate refused, or the other protocol: the same settings will not do better next time.
+  if (link_ != Link::kWelcomed && conn_ && conn_->refused_by_tls()) {
+    give_up(fmt::format("cannot connect to the scheduler: {}", why), 1);
+    return;
+  }
   if (link_ == Link::kWelcomed) {
     spdlog::warn("lost the scheduler: {}; reconnecting", why);
     disconnected_since_ = std::chrono::steady_clock::now();

@@ -26,6 +26,9 @@ struct WorkerConfig {
   std::string scheduler_file;     // used when no address is given: wait for it, then read it
   std::string name;
   std::string token;
+  // TLS settings checked at start (tls.h): addresses without a scheme use TLS when set; tls://
+  // needs them. Null: plain TCP only.
+  std::shared_ptr<boost::asio::ssl::context> tls;
   uint32_t death_timeout_s = 0;   // 0: never give up
   uint32_t heartbeat_ms = 1000;
   uint32_t scheduler_timeout_ms = 30000;  // scheduler silent this long: reconnect
@@ -54,7 +57,7 @@ class Worker {
  private:
   void connect();
   void schedule_reconnect();
-  void on_connected(boost::asio::ip::tcp::socket socket);
+  void on_connected(boost::asio::ip::tcp::socket socket, bool tls);
   void on_message(wire::Message::Reader message);
   void on_disconnected(const std::string& why);
   void on_task_batch(wire::TaskBatch::Reader batch);

@@ -74,6 +74,11 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   sched.args = {"--host", "127.0.0.1", "--port", "0", "--dashboard-address", "none",
                 "--scheduler-file", scheduler_file_, "--log-level", o.log_level};
   if (o.spin_us >= 0) sched.args.insert(sched.args.end(), {"--spin-us", std::to_string(o.spin_us)});
+  const std::vector<std::string> tls_args =
+      o.tls.any() ? std::vector<std::string>{"--tls-ca-file", o.tls.ca_file, "--tls-cert", o.tls.cert_file,
+                                             "--tls-key", o.tls.key_file}
+                  : std::vector<std::string>{};
+  sched.args.insert(sched.args.end(), tls_args.begin(), tls_args.end());
   auto pid = psched::spawn_child(sched);
   if (!pid) return pid.status();
   pids_.push_back(*pid);
@@ -108,6 +113,7 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
     }
     if (!o.memory_limit.empty()) w.args.insert(w.args.end(), {"--memory-limit", o.memory_limit});
     if (o.spin_us >= 0) w.args.insert(w.args.end(), {"--spin-us", std::to_string(o.spin_us)});
+    w.args.insert(w.args.end(), tls_args.begin(), tls_args.end());
     auto wpid = psched::spawn_child(w);
     if (!wpid) return wpid.status();
     pids_.push_back(*wpid);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace pbench {
 
@@ -20,6 +21,7 @@ struct LocalClusterOptions {
   std::string log_level = "warning";
   int spin_us = -1;      // the daemons' --spin-us (-1: their default)
   std::string bin_dir;   // where psched and pcuda-worker live (default: next to pbench)
+  psched::TlsFiles tls;  // mutual TLS: the same CA, certificate and key for psched and every worker
 };
 
 class LocalCluster {

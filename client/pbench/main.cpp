@@ -40,6 +40,7 @@ struct Flags {
   int gpus = 0, cpus = 0, repeat = 1, nthreads = 0;
   bool distributed = false, json = false, check = false, quiet = false, cluster_info = false;
   std::string scheduler, scheduler_file, token_file, memory_limit, log_level = "warning";
+  psched::TlsFiles tls;
   double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
   std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
   int connect_timeout_ms = 5000;
@@ -62,12 +63,13 @@ void add_mode_flags(CLI::App& app, Flags& f) {
 }
 
 void add_cluster_flags(CLI::App& app, Flags& f) {
-  app.add_option("--scheduler", f.scheduler, "Scheduler address: tcp://HOST:PORT, HOST:PORT or HOST")
+  app.add_option("--scheduler", f.scheduler, "Scheduler address: tcp://HOST:PORT, tls://HOST:PORT, HOST:PORT or HOST")
       ->check(psched::cli::non_empty());
   app.add_option("--scheduler-file", f.scheduler_file, "Read the scheduler address from this file")
       ->check(psched::cli::non_empty());
   app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)")
       ->check(psched::cli::non_empty());
+  psched::cli::add_tls_flags(app, f.tls, "this client's");
   app.add_option("--nthreads", f.nthreads, "Local CPU mode: threads per worker (default: cores / N)")
       ->transform(psched::cli::unsigned_in(1, 4096));
   app.add_option("--memory-limit", f.memory_limit, "Local mode: --memory-limit for each worker");
@@ -178,6 +180,7 @@ psched::Status start_local(const Flags& f, pbench::LocalCluster& local, pclient:
   lo.memory_limit = f.memory_limit;
   lo.log_level = f.log_level;
   lo.spin_us = f.spin_us;
+  lo.tls = f.tls;
   if (psched::Status st = local.start(lo); !st) return st;
   connect.scheduler_file = local.scheduler_file();
   return psched::Status::ok();
@@ -313,6 +316,9 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   connect.connect_timeout_ms = f.connect_timeout_ms;
   connect.reconnect_ms = f.reconnect_s * 1000;
   connect.spin_us = f.spin_us;
+  connect.tls_ca_file = f.tls.ca_file;
+  connect.tls_cert_file = f.tls.cert_file;
+  connect.tls_key_file = f.tls.key_file;
   if (f.local_mode()) {
     if (psched::Status st = start_local(f, local, connect); !st) return fail(st.message());
   } else {
@@ -324,7 +330,8 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
       if (auto now = psched::read_scheduler_file(f.scheduler_file); !now)
         std::cerr << "pbench: waiting up to " << f.connect_timeout_ms << " ms for the scheduler file ("
                   << now.message() << ")" << std::endl;
-    if (f.scheduler.empty() && f.scheduler_file.empty()) connect.address = "tcp://127.0.0.1:8786";
+    // No scheme: TLS exactly when --tls-* are given.
+    if (f.scheduler.empty() && f.scheduler_file.empty()) connect.address = "127.0.0.1:8786";
   }
   pclient::Client client = pclient::Client::connect(connect);
   std::vector<pclient::WorkerInfo> workers;

@@ -17,6 +17,7 @@ if [[ -n "${PSCHED_SSH_OPTS:-}" ]]; then read -r -a SSH_EXTRA <<<"$PSCHED_SSH_OP
 PREFIX=${PSCHED_PREFIX:-}            # remote install prefix: PREFIX/bin/psched
 LOG_DIR=${PSCHED_LOG_DIR:-}          # remote log + pid directory (default /tmp/psched-$USER there)
 TOKEN_FILE=${PSCHED_TOKEN_FILE:-}    # remote path of the cluster token file
+TLS_DIR=${PSCHED_TLS_DIR:-}          # remote directory of make-certs.sh output (mutual TLS)
 
 # The default prefix: this kit's own install (PREFIX/share/psched/deploy/ssh) when PREFIX/bin/psched
 # exists there; otherwise the daemons are looked up on the remote PATH.
@@ -37,6 +38,8 @@ COMMON_OPTIONS_HELP="Common options:
   --log-dir DIR       directory on the hosts for logs, pid files and the scheduler file
                       (\$PSCHED_LOG_DIR; default /tmp/psched-\$USER)
   --token-file FILE   cluster token file, path on the hosts (\$PSCHED_TOKEN_FILE)
+  --tls-dir DIR       mutual TLS: directory on the hosts with deploy/make-certs.sh's output; each
+                      HOST uses DIR/ca.pem, DIR/HOST.pem and DIR/HOST.key (\$PSCHED_TLS_DIR)
   -h, --help          this help"
 
 die() {
@@ -50,7 +53,7 @@ common_option() {
   SHIFT_N=0
   local need=""
   case "$1" in
-    -p | -l | -i | -o | --ssh-opts | --prefix | --log-dir | --token-file)
+    -p | -l | -i | -o | --ssh-opts | --prefix | --log-dir | --token-file | --tls-dir)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       need=$2
       SHIFT_N=2
@@ -58,7 +61,7 @@ common_option() {
     --*=*)
       local key=${1%%=*}
       case "$key" in
-        --ssh-opts | --prefix | --log-dir | --token-file) ;;
+        --ssh-opts | --prefix | --log-dir | --token-file | --tls-dir) ;;
         *) return 0 ;;
       esac
       common_option "$key" "${1#*=}"
@@ -80,7 +83,16 @@ common_option() {
     --prefix) PREFIX=$need ;;
     --log-dir) LOG_DIR=$need ;;
     --token-file) TOKEN_FILE=$need ;;
+    --tls-dir) TLS_DIR=$need ;;
   esac
+}
+
+# tls_args HOST: sets TLS_ARGS to HOST's --tls-* options under --tls-dir (empty without it).
+TLS_ARGS=()
+tls_args() {
+  TLS_ARGS=()
+  [[ -n "$TLS_DIR" ]] || return 0
+  TLS_ARGS=(--tls-ca-file "$TLS_DIR/ca.pem" --tls-cert "$TLS_DIR/$1.pem" --tls-key "$TLS_DIR/$1.key")
 }
 
 # launch_option "$@": common_option, plus the options both launch scripts take: --scheduler-file

@@ -10,7 +10,7 @@ usage: $(basename "$0") [OPTIONS] HOST [-- PSCHED_ARGS...]
 
 Starts the psched scheduler on HOST over ssh, detached (setsid + nohup, output appended to a log in
 --log-dir), waits until it has written its scheduler file and prints the scheduler's address
-(tcp://HOST:PORT) on stdout. PSCHED_ARGS go to psched (e.g. --port 8786 --dashboard-address :8787,
+(tcp://HOST:PORT, tls://HOST:PORT with --tls-dir) on stdout. PSCHED_ARGS go to psched (e.g. --port 8786 --dashboard-address :8787,
 --host ADDR to listen on and advertise one address only).
 
 Options:
@@ -40,6 +40,8 @@ done
 [[ -n "$host" ]] || { usage >&2; exit 2; }
 check_wait
 [[ -z "$TOKEN_FILE" ]] || daemon_args=(--token-file "$TOKEN_FILE" "${daemon_args[@]}")
+tls_args "$host"
+daemon_args=("${TLS_ARGS[@]}" "${daemon_args[@]}")
 
 run_remote "$host" start-daemon.sh psched "$PREFIX" "$LOG_DIR" "$SCHEDULER_FILE" "$WAIT_S" \
   "${daemon_args[@]}"

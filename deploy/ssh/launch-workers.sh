@@ -11,8 +11,8 @@ usage: $(basename "$0") [OPTIONS] SCHEDULER_ADDR HOST... [-- WORKER_ARGS...]
 
 Starts one pcuda-worker on each HOST over ssh (all hosts in parallel), detached (setsid + nohup,
 output appended to a log in --log-dir). Each uses all of its host's GPUs (one worker process per
-GPU), or the CPU where there is none. SCHEDULER_ADDR is tcp://HOST:PORT, HOST:PORT or HOST (port
-8786), as launch-scheduler.sh prints it. WORKER_ARGS go to every pcuda-worker (e.g. --gpus 0,1,
+GPU), or the CPU where there is none. SCHEDULER_ADDR is tcp://HOST:PORT, tls://HOST:PORT, HOST:PORT
+or HOST (port 8786), as launch-scheduler.sh prints it. WORKER_ARGS go to every pcuda-worker (e.g. --gpus 0,1,
 --memory-limit 16GB, --death-timeout 60, --backend cpu --nthreads 8).
 Waits until each worker has registered with the scheduler (--wait) and prints one line per host.
 Exits non-zero if a worker could not be started or exited while starting.
@@ -54,8 +54,9 @@ fi
 
 start_worker() {
   local host=$1 out
+  tls_args "$host"
   if out=$(run_remote "$host" start-daemon.sh pcuda-worker "$PREFIX" "$LOG_DIR" "" "$WAIT_S" \
-    "${daemon_args[@]}"); then
+    "${daemon_args[@]}" "${TLS_ARGS[@]}"); then
     echo "$host: pcuda-worker pid ${out%% *}, log ${out#* }"
   else
     echo "$host: FAILED to start pcuda-worker"

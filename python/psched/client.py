@@ -56,25 +56,30 @@ class Client:
 
     address: tcp://host:port, host:port or host (port 8786); default $PSCHED_SCHEDULER_ADDRESS or
     tcp://127.0.0.1:8786. token / token_file: the cluster's token (default $PSCHED_TOKEN).
+    tls: (ca_file, cert_file, key_file) for a mutual-TLS cluster (tls:// addresses; a LocalCluster's
+    own by default).
     reconnect: seconds to wait for the scheduler to come back when the connection to it is lost
     while a job runs (psched killed or restarted), then submit the job again (the same bits);
     0 (the default) raises psched.Error at once.
     """
 
-    def __init__(self, address=None, *, scheduler_file=None, token=None, token_file=None, timeout=5.0,
-                 name="psched-python", set_as_default=True, reconnect=0.0):
+    def __init__(self, address=None, *, scheduler_file=None, token=None, token_file=None, tls=None,
+                 timeout=5.0, name="psched-python", set_as_default=True, reconnect=0.0):
         self.cluster, self.address, self._closed = None, address, True
         if address is not None and not isinstance(address, str):
             self.cluster = address  # a LocalCluster (or anything with scheduler_file)
             scheduler_file, address = address.scheduler_file, None
             token = token if token is not None else getattr(self.cluster, "token", None)
+            tls = tls if tls is not None else getattr(self.cluster, "tls", None)
         if address is None and scheduler_file is None:
             address = os.environ.get("PSCHED_SCHEDULER_ADDRESS", "tcp://127.0.0.1:8786")
         if token is None and token_file is not None:
             token = _native.load_token(os.fspath(token_file))
         self._scheduler_file = os.fspath(scheduler_file) if scheduler_file else ""
+        ca_file, cert_file, key_file = (os.fspath(f) for f in tls) if tls else ("", "", "")
         self._native = _native.Client(address or "", self._scheduler_file, token or "", name,
-                                      int(timeout * 1000), int(reconnect * 1000))
+                                      int(timeout * 1000), ca_file, cert_file, key_file,
+                                      int(reconnect * 1000))
         self.address = address or self._read_scheduler_file().get("address", "")
         self._closed = False
         if set_as_default:

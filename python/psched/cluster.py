@@ -40,10 +40,11 @@ class LocalCluster:
     """LocalCluster(gpus=N) or LocalCluster(cpus=N, threads_per_worker=T): N workers on this host.
 
     memory_limit: each worker's --memory-limit; token: require this token (clients made with
-    Client(cluster) present it); bin_dir: where psched and pcuda-worker are (default: next to this
+    Client(cluster) present it); tls: (ca_file, cert_file, key_file), mutual TLS on every connection
+    with this one pair (Client(cluster) uses it too); bin_dir: where psched and pcuda-worker are (default: next to this
     package's build or install, $PSCHED_BIN_DIR, PATH)."""
 
-    def __init__(self, gpus=0, cpus=0, threads_per_worker=0, *, memory_limit=None, token=None,
+    def __init__(self, gpus=0, cpus=0, threads_per_worker=0, *, memory_limit=None, token=None, tls=None,
                  dashboard=True, log_level="warning", bin_dir=None, timeout=120.0):
         if gpus and cpus:
             raise ValueError("LocalCluster: give gpus or cpus, not both")
@@ -54,6 +55,9 @@ class LocalCluster:
         self.n_workers = gpus or cpus
         self.backend = "cuda" if gpus else "cpu"
         self.token = token
+        self.tls = tuple(os.fspath(f) for f in tls) if tls else None
+        if self.tls and len(self.tls) != 3:
+            raise ValueError("LocalCluster: tls is (ca_file, cert_file, key_file)")
         self._bin = _find_bin_dir(bin_dir)
         self._dir = tempfile.mkdtemp(prefix="psched-local.")
         self.scheduler_file = os.path.join(self._dir, "scheduler.json")
@@ -87,6 +91,10 @@ class LocalCluster:
                 f.write(self.token)
             sched += ["--token-file", token_file]
             common += ["--token-file", token_file]
+        if self.tls:
+            tls_args = ["--tls-ca-file", self.tls[0], "--tls-cert", self.tls[1], "--tls-key", self.tls[2]]
+            sched += tls_args
+            common += tls_args
         if memory_limit:
             common += ["--memory-limit", str(memory_limit)]
         specs = [("psched", sched, {})]
@@ -136,7 +144,8 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"local psched did not write {self.scheduler_file} within {timeout} s")
             time.sleep(0.02)
-        client = _native.Client("", self.scheduler_file, self.token or "", "psched-local-cluster", 5000)
+        client = _native.Client("", self.scheduler_file, self.token or "", "psched-local-cluster", 5000,
+                                *(self.tls or ("", "", "")))
         try:
             while len(client.workers()) < self.n_workers:
                 self._check_children()

@@ -94,11 +94,15 @@ py::dict result_dict(const pclient::Result& r) {
 class NativeClient {
  public:
   NativeClient(const std::string& address, const std::string& scheduler_file, const std::string& token,
-               const std::string& name, int connect_timeout_ms, int reconnect_ms) {
+               const std::string& name, int connect_timeout_ms, const std::string& tls_ca_file,
+               const std::string& tls_cert_file, const std::string& tls_key_file, int reconnect_ms) {
     pclient::ConnectOptions o;
     o.address = address;
     o.scheduler_file = scheduler_file;
     o.token = token;
+    o.tls_ca_file = tls_ca_file;
+    o.tls_cert_file = tls_cert_file;
+    o.tls_key_file = tls_key_file;
     o.name = name;
     o.connect_timeout_ms = connect_timeout_ms;
     o.scheduler_file_timeout_ms = connect_timeout_ms;
@@ -223,9 +227,11 @@ PYBIND11_MODULE(_native, m) {
       .def("is_set", &CancelFlag::is_set);
 
   py::class_<NativeClient>(m, "Client")
-      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, int, int>(),
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, int,
+                    const std::string&, const std::string&, const std::string&, int>(),
            py::arg("address"), py::arg("scheduler_file"), py::arg("token"), py::arg("name"),
-           py::arg("connect_timeout_ms"), py::arg("reconnect_ms") = 0)
+           py::arg("connect_timeout_ms"), py::arg("tls_ca_file") = "", py::arg("tls_cert_file") = "",
+           py::arg("tls_key_file") = "", py::arg("reconnect_ms") = 0)
       .def("workers", &NativeClient::workers)
       .def("run", &NativeClient::run, py::arg("job"), py::arg("on_progress") = py::none(),
            py::arg("cancel") = nullptr, py::arg("interruptible") = false, py::arg("verify") = 0.0)

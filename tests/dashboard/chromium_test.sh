@@ -29,14 +29,6 @@ job_has_progress() {
 }
 wait_until 30 job_has_progress || fail "the job never showed progress on /api/status"
 
-browser() {
-  local profile
-  profile=$(mktemp -d "$WORK_DIR/chromium.XXXXXX")
-  timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$profile" --virtual-time-budget=5000 "$@" 2>>"$WORK_DIR/chromium.log"
-}
-
 browser --dump-dom "$DASHBOARD/" >"$WORK_DIR/dom.html" || fail "chromium --dump-dom failed"
 for want in '>chrome-worker-a<' '>chrome-worker-b<' 'class="progress"' 'role="progressbar"' \
   '>#2<' 'class="state done"' '>live<'; do

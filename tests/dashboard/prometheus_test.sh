@@ -21,32 +21,7 @@ scrape_configs:
       - targets: ['127.0.0.1:$DASHBOARD_PORT']
 EOF
 
-prometheus_ready() { curl -fsS --max-time 2 "$PROM/-/ready" >/dev/null 2>&1; }
-
-# The free port may be taken between choosing and binding: try a few.
-PROM=
-for _ in 1 2 3; do
-  port=$(free_port)
-  prometheus --config.file="$WORK_DIR/prometheus.yml" \
-    --storage.tsdb.path="$WORK_DIR/tsdb" \
-    --web.listen-address="127.0.0.1:$port" >"$WORK_DIR/prometheus.log" 2>&1 &
-  prom_pid=$!
-  PIDS+=("$prom_pid")
-  PROM="http://127.0.0.1:$port"
-  if wait_until 30 prometheus_ready; then break; fi
-  kill "$prom_pid" 2>/dev/null || true
-  PROM=
-done
-[[ -n "$PROM" ]] || fail "prometheus did not start"
-
-# query EXPR: prints the API's JSON answer.
-query() { curl -fsS --max-time 5 -G "$PROM/api/v1/query" --data-urlencode "query=$1"; }
-
-has_sample() {
-  local answer
-  answer=$(query "$1") || return 1
-  grep -q "$2" <<<"$answer"
-}
+start_prometheus "$WORK_DIR/prometheus.yml"
 
 wait_until 30 has_sample 'psched_workers' '"value":\[[0-9.e+]*,"1"\]' ||
   fail "prometheus never stored psched_workers = 1: $(query psched_workers)"

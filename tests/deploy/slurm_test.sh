@@ -184,9 +184,10 @@ export PSCHED_WORKER_ARGS="--backend cpu --nthreads 1"
 export PSCHED_WAIT=60
 sbatch_script=$src/deploy/slurm/psched.sbatch
 
-say "job 1: exact arange --check"
+say "job 1: exact arange --check, mutual TLS with a CA made for the job"
 export PBENCH_ARGS="-x 2000 -y 3000 --chunk-x 500 --chunk-y 700 --generator arange --row-step 1 --col-step 1 --check"
-job1=$(sbatch --parsable -N1 --time=5 --chdir="$T" --output="$T/job-%j.out" "$sbatch_script") ||
+job1=$(PSCHED_TLS=job PSCHED_MAKE_CERTS=$src/deploy/make-certs.sh \
+  sbatch --parsable -N1 --time=5 --chdir="$T" --output="$T/job-%j.out" "$sbatch_script") ||
   die_with_logs "sbatch failed"
 job1=${job1%%;*}
 result=$(wait_job "$job1" 120)
@@ -195,6 +196,9 @@ cat "$T/job-$job1.out"
 out=$(cat "$T/job-$job1.out")
 [[ "$out" == *"Check: ok"* ]] || die_with_logs "job 1 has no 'Check: ok'"
 [[ "$out" == *"1 worker process(es) registered"* ]] || die_with_logs "job 1: worker not registered"
+[[ "$out" == *"mutual TLS with the certificates in"* ]] || die_with_logs "job 1 did not turn TLS on"
+[[ "$out" == *"psched.sbatch: scheduler tls://"* ]] || die_with_logs "job 1's scheduler is not on tls://"
+[[ ! -e "$T/shared/psched-$job1/tls" ]] || die_with_logs "job 1 left its certificates"
 [[ "$out" == *"psched.sbatch: cluster stopped"* ]] || die_with_logs "job 1 did not stop its cluster"
 [[ ! -e "$T/shared/psched-$job1/scheduler.json" ]] || die_with_logs "job 1 left its scheduler file"
 grep -q 'leaving' "$T/shared/psched-$job1/pcuda-worker-$node.log" || die_with_logs "job 1: the worker did not leave cleanly"

@@ -2,8 +2,9 @@
 # deploy/ssh across two "hosts": two network namespaces made by this test (joined by a veth pair,
 # addresses 198.18.0.1 and 198.18.0.2 from the benchmarking range, which exist only inside them),
 # each with its own PID and UTS namespace (hostnames psched-host-a/b) and its own sshd on port 22.
-# The scheduler runs on host A (default ports 8786/8787), one worker on each host; pbench runs an
-# exact job from host A; then cleanup.sh in its default killall-like mode (every process named
+# The cluster runs with mutual TLS and a token, certificates from deploy/make-certs.sh (--tls-dir):
+# the scheduler on host A (default ports 8786/8787, the dashboard HTTPS and 401 without the token),
+# one worker on each host; pbench runs an exact job from host A over TLS; then cleanup.sh in its default killall-like mode (every process named
 # psched or pcuda-worker on the host, which here means in that host's PID namespace only) stops them,
 # and the test checks that nothing but sshd is left in either namespace.
 # Skips with a message where the machine cannot make namespaces.
@@ -110,19 +111,28 @@ in_ns() {
 }
 say "hosts up: A = 198.18.0.1 ($ns_a), B = 198.18.0.2 ($ns_b)"
 
-say "launch-scheduler.sh on host A (ports 8786/8787)"
-addr=$(in_a "$kit/launch-scheduler.sh" "${ssh_opts[@]}" --prefix "$prefix" --log-dir "$T/run" \
+say "make-certs.sh: a CA and a certificate per host (and one for pbench); a cluster token"
+"$src/deploy/make-certs.sh" "$T/certs" 198.18.0.1 198.18.0.2 client
+(umask 077 && echo "netns-token-$RANDOM$RANDOM" >"$T/token")
+tls=(--tls-dir "$T/certs" --token-file "$T/token")
+
+say "launch-scheduler.sh on host A (ports 8786/8787), mutual TLS"
+addr=$(in_a "$kit/launch-scheduler.sh" "${ssh_opts[@]}" "${tls[@]}" --prefix "$prefix" --log-dir "$T/run" \
   198.18.0.1 -- --host 198.18.0.1)
 echo "$addr"
-[[ "$addr" == tcp://198.18.0.1:8786 ]] || fail "launch-scheduler.sh printed '$addr'"
+[[ "$addr" == tls://198.18.0.1:8786 ]] || fail "launch-scheduler.sh printed '$addr'"
 if command -v curl >/dev/null; then
-  health=$(in_a curl -fsS --max-time 5 http://198.18.0.1:8787/health) || fail "no dashboard on 8787"
+  health=$(in_a curl -fsS --max-time 5 --cacert "$T/certs/ca.pem" https://198.18.0.1:8787/health) ||
+    fail "no HTTPS dashboard on 8787"
   [[ "$health" == ok ]] || fail "/health said '$health'"
-  echo "dashboard http://198.18.0.1:8787/health: $health"
+  echo "dashboard https://198.18.0.1:8787/health: $health"
+  code=$(in_a curl -sS -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$T/certs/ca.pem" \
+    https://198.18.0.1:8787/metrics)
+  [[ "$code" == 401 ]] || fail "/metrics without the token answered $code, not 401"
 fi
 
 say "launch-workers.sh on hosts A and B (each supervising 2 CPU worker processes)"
-in_a "$kit/launch-workers.sh" "${ssh_opts[@]}" --prefix "$prefix" --log-dir "$T/run" "$addr" \
+in_a "$kit/launch-workers.sh" "${ssh_opts[@]}" "${tls[@]}" --prefix "$prefix" --log-dir "$T/run" "$addr" \
   198.18.0.1 198.18.0.2 -- --backend cpu --nworkers 2 --nthreads 1
 [[ -f "$T/run/pids-psched-host-a" && -f "$T/run/pids-psched-host-b" ]] || fail "no pid files per host"
 procs_a=$(in_ns "$ns_a")
@@ -130,8 +140,9 @@ procs_b=$(in_ns "$ns_b")
 [[ "$procs_a" == *" psched"* && "$procs_a" == *" pcuda-worker"* ]] || fail "host A runs: $procs_a"
 [[ "$procs_b" == *" pcuda-worker"* && "$procs_b" != *" psched"* ]] || fail "host B runs: $procs_b"
 
-say "pbench -d from host A (exact arange, --check)"
-in_a "$bin/pbench" -d --scheduler "$addr" -x 2000 -y 3000 --chunk-x 500 --chunk-y 700 \
+say "pbench -d from host A over TLS (exact arange, --check)"
+in_a "$bin/pbench" -d --scheduler "$addr" --token-file "$T/token" --tls-ca-file "$T/certs/ca.pem" \
+  --tls-cert "$T/certs/client.pem" --tls-key "$T/certs/client.key" -x 2000 -y 3000 --chunk-x 500 --chunk-y 700 \
   --generator arange --row-step 1 --col-step 1 --check --json | tee "$T/pbench.json"
 grep -q '"check":"ok"' "$T/pbench.json" || fail "pbench check"
 grep -q '"cluster_workers":4' "$T/pbench.json" || fail "pbench did not see 4 workers"

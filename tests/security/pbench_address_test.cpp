@@ -89,7 +89,7 @@ TEST_CASE("pbench with addresses that do not resolve or parse", "[security][pben
   check_one_clear_line(pbench_at("tcp://nosuch.invalid:8786"),
                        "cannot connect to scheduler tcp://nosuch.invalid:8786");
   check_one_clear_line(pbench_at("tcp://127.0.0.1:99999"), "port must be a number from 0 to 65535");
-  check_one_clear_line(pbench_at("http://127.0.0.1:8786"), "only tcp:// is supported");
+  check_one_clear_line(pbench_at("http://127.0.0.1:8786"), "only tcp:// and tls:// are supported");
   check_one_clear_line(pbench_at("tcp://:8786"), "invalid address");
   check_one_clear_line(pbench_at("tcp://a b:1"), "bad character in host");
 }

@@ -29,6 +29,7 @@ TestCluster::TestCluster(const SchedulerOptions& options) {
 
 void TestCluster::start_scheduler(const SchedulerOptions& options, uint16_t port) {
   std::remove(scheduler_file_.c_str());
+  client_tls_ = options.client_tls;
   ChildSpec spec;
   spec.path = bin_dir() + "/psched";
   spec.args = {"--host", "127.0.0.1", "--port", std::to_string(port), "--scheduler-file", scheduler_file_,
@@ -50,7 +51,7 @@ void TestCluster::start_scheduler(const SchedulerOptions& options, uint16_t port
       // The file names the host; tests talk to loopback explicitly.
       auto parsed = parse_address(address_);
       port_ = parsed ? parsed->port : 0;
-      address_ = "tcp://127.0.0.1:" + std::to_string(port_);
+      address_ = Address{"127.0.0.1", port_, parsed ? parsed->scheme : Scheme::kTcp}.to_string();
       return;
     }
     int status = 0;
@@ -77,7 +78,7 @@ TestCluster::~TestCluster() {
 pid_t TestCluster::add_worker(const WorkerOptions& options) {
   ChildSpec spec;
   spec.path = bin_dir() + "/pcuda-worker";
-  spec.args = {address_, "--backend", "cpu", "--nthreads", std::to_string(options.threads), "--log-level",
+  spec.args = {options.address.empty() ? address_ : options.address, "--backend", "cpu", "--nthreads", std::to_string(options.threads), "--log-level",
                "debug"};
   if (!options.name.empty()) spec.args.insert(spec.args.end(), {"--name", options.name});
   spec.args.insert(spec.args.end(), options.extra_args.begin(), options.extra_args.end());
@@ -101,6 +102,9 @@ pclient::Client TestCluster::client(const std::string& token) {
   o.address = address_;
   o.token = token;
   o.name = "test";
+  o.tls_ca_file = client_tls_.ca_file;
+  o.tls_cert_file = client_tls_.cert_file;
+  o.tls_key_file = client_tls_.key_file;
   return pclient::Client::connect(o);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/tls.h"
 #include "pclient/client.h"
 
 namespace psched::test {
@@ -21,10 +22,12 @@ struct SchedulerOptions {
   std::vector<std::string> extra_args;  // e.g. {"--worker-timeout", "2"}
   std::map<std::string, std::string> env;
   std::string dashboard = "none";       // or "127.0.0.1:0"
+  psched::TlsFiles client_tls;          // what client() and wait_for_workers() present (TLS clusters)
 };
 
 struct WorkerOptions {
   int threads = 1;
+  std::string address;  // empty: the cluster's
   std::string name;
   std::vector<std::string> extra_args;
   std::map<std::string, std::string> env;
@@ -37,7 +40,7 @@ class TestCluster {
   TestCluster(const TestCluster&) = delete;
   TestCluster& operator=(const TestCluster&) = delete;
 
-  const std::string& address() const { return address_; }       // tcp://127.0.0.1:PORT
+  const std::string& address() const { return address_; }       // tcp:// (or tls://) 127.0.0.1:PORT
   const std::string& dashboard() const { return dashboard_; }   // http://... or ""
   const std::string& scheduler_file() const { return scheduler_file_; }
   const std::string& dir() const { return dir_; }
@@ -62,6 +65,7 @@ class TestCluster {
   std::string dir_, scheduler_file_, address_, dashboard_;
   pid_t scheduler_pid_ = -1;
   uint16_t port_ = 0;
+  psched::TlsFiles client_tls_;
   std::vector<pid_t> workers_;
   std::map<pid_t, std::string> logs_;
   int next_log_ = 0;

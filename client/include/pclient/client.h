@@ -122,9 +122,12 @@ struct WorkerInfo {
 };
 
 struct ConnectOptions {
-  std::string address;            // tcp://host:port, host:port or host; or:
+  std::string address;            // tcp://host:port, tls://host:port, host:port or host; or:
   std::string scheduler_file;     // read the address from this file (waiting for it)
   std::string token;              // empty: $PSCHED_TOKEN
+  // Mutual TLS (PEM files): the cluster CA, this client's certificate and key. Needed for a tls://
+  // address; an address without a scheme uses TLS when they are given; tcp:// with them is refused.
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
   std::string name = "pclient";
   int connect_timeout_ms = 5000;
   int scheduler_file_timeout_ms = 30000;

@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "support/test_cluster.h"
@@ -44,4 +47,33 @@ TEST_CASE("an empty selection says so instead of a mean of 0", "[pbench][check]"
   CHECK(j["count"] == 0);
   CHECK(j["empty_selection"] == true);
   CHECK(j["mean"].is_null());
+}
+
+// The README's reference values (common/reference_sums.cpp): a normal job in the table checks bit
+// for bit in any chunking, and a sum one ulp off fails it. (One chunk's last bit among many is below
+// the total's ulp and changes nothing; pbench --verify is what catches that.)
+TEST_CASE("a normal job in the reference table passes --check bit for bit, and a one-bit fault fails it",
+          "[pbench][check]") {
+  const std::vector<std::string> job = {"-x", "2000", "-y", "2000", "--chunk-x", "300", "--chunk-y", "700",
+                                        "--check", "--json"};
+  std::vector<std::string> argv = {bin_dir() + "/pbench", "-c", "2", "--nthreads", "1"};
+  argv.insert(argv.end(), job.begin(), job.end());
+  std::string out;
+  int status = run_command(argv, &out);
+  INFO(out);
+  REQUIRE(WEXITSTATUS(status) == 0);
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["check"] == "ok");
+  CHECK(j["sum"].get<double>() == 0x1.4fafc3100e88bp+23);
+
+  // One chunk holding the whole array, and every local worker (they inherit the fault switch)
+  // returns its sum one bit off: the job's sum is one ulp off, and --check says so.
+  const std::vector<std::string> one_chunk = {"/usr/bin/env", "PSCHED_TEST_FLIP_CHUNK=0", bin_dir() + "/pbench",
+                                              "-c", "1", "--nthreads", "1", "-x", "2000", "-y", "2000",
+                                              "--chunk-x", "2000", "--chunk-y", "2000", "--check", "--json"};
+  status = run_command(one_chunk, &out);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 1);
+  j = nlohmann::json::parse(out.substr(0, out.find('\n')));  // then "pbench: check failed: ..."
+  CHECK(j["check"].get<std::string>().find("reference value") != std::string::npos);
 }

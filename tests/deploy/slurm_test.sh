@@ -212,7 +212,10 @@ job2=$(sbatch --parsable -N1 --time=5 --chdir="$T" --output="$T/job-%j.out" "$sb
 job2=${job2%%;*}
 for _ in $(seq 300); do
   grep -q 'psched.sbatch: pbench -d' "$T/job-$job2.out" 2>/dev/null && break
-  [[ "$(job_state "$job2")" == RUNNING* || "$(job_state "$job2")" == PENDING* ]] || break
+  # Stop waiting once the job has ended; a job being set up (CONFIGURING) or not yet known to
+  # scontrol (an empty state, seen on a loaded machine) has not.
+  state=$(job_state "$job2")
+  [[ -z "${state// /}" || "$state" == RUNNING* || "$state" == PENDING* || "$state" == CONFIGURING* ]] || break
   sleep 0.2
 done
 grep -q 'psched.sbatch: pbench -d' "$T/job-$job2.out" || die_with_logs "job 2 never started pbench"

@@ -73,6 +73,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     a.setChunks(job->chunks());
   });
   client.jobs.insert(id);
+  if (submit.getWantTimeline()) want_timeline_.insert(id);
   tracked_chunks_ += job->chunks();
   jobs_[id] = std::move(job);
   dispatch();
@@ -114,9 +115,13 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
                                chunk, job_id));
     return;
   }
-  uint64_t finished = 0;
+  uint64_t finished = 0, first_chunk = UINT64_MAX;
   for (auto r : batch.getResults())
-    if (job.finish(r.getChunk(), worker.id, from_wire(r))) ++finished;
+    if (job.finish(r.getChunk(), worker.id, from_wire(r))) {
+      ++finished;
+      first_chunk = std::min<uint64_t>(first_chunk, r.getChunk());
+    }
+  observe_results(worker, job, finished, first_chunk, busy);
   worker.in_flight.remove(job_id, finished);
   worker.chunks_done += finished;
   worker.bytes_reduced += finished * chunk_bytes;
@@ -201,6 +206,7 @@ void Scheduler::complete_job(Job& job) {
       r.setWorkers(uint32_t(job.workers_used()));
       r.setSeconds(job.seconds());
       r.setRetries(job.retries());
+      report_devices(job, r);
     });
   }
   remember_job(job, "done", "");
@@ -245,6 +251,8 @@ void Scheduler::forget_job(Job& job) {
   auto cit = clients_.find(job.client());
   if (cit != clients_.end()) cit->second->jobs.erase(id);
   tracked_chunks_ -= job.chunks();
+  job_devices_.finish(id);
+  want_timeline_.erase(id);
   jobs_.erase(id);  // destroys `job`
 }
 

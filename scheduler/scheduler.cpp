@@ -297,6 +297,7 @@ void Scheduler::on_worker_message(WorkerRecord& worker, wire::Message::Reader me
   switch (message.which()) {
     case wire::Message::HEARTBEAT:
       worker.memory_used_bytes = message.getHeartbeat().getMemoryUsedBytes();
+      if (message.getHeartbeat().hasGpu()) on_gpu_health(worker, message.getHeartbeat().getGpu());
       return;
     case wire::Message::RESULT_BATCH:
       on_results(worker, message.getResultBatch());

@@ -18,6 +18,7 @@
 #include "common/connection.h"
 #include "common/framing.h"
 #include "worker/backend.h"
+#include "worker/nvml.h"
 
 namespace psched {
 
@@ -32,6 +33,7 @@ struct WorkerConfig {
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   uint32_t scheduler_max_frame_bytes = kDefaultMaxFrameBytes;  // what the scheduler accepts (from Welcome)
   int64_t crash_on_chunk = -1;    // test-only fault switch (PSCHED_TEST_CRASH_ON_CHUNK)
+  std::string cpu_affinity;       // CPUs this process is pinned to, as announced ("": not pinned)
 };
 
 class Worker {
@@ -39,6 +41,8 @@ class Worker {
   Worker(boost::asio::io_context& io, WorkerConfig config, std::unique_ptr<Backend> backend);
   ~Worker();
 
+  // Heartbeats carry this GPU's health from now on (call before start()).
+  void watch_gpu(std::unique_ptr<NvmlSampler> sampler) { gpu_ = std::move(sampler); }
   void start();
   // Tells the scheduler we are leaving (it re-queues our chunks at once), then stops; on_left runs
   // once the goodbye is written (or at once when not connected).
@@ -72,6 +76,7 @@ class Worker {
   boost::asio::io_context& io_;
   WorkerConfig config_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<NvmlSampler> gpu_;  // null: no NVML (CPU backend, no driver library)
   DeviceInfo device_;
   std::shared_ptr<FramedConnection> conn_;
   boost::asio::steady_timer retry_timer_;

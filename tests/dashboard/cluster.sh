@@ -91,3 +91,20 @@ free_port() {
     fi
   done
 }
+
+# Headless Chromium with a throwaway profile and nothing fetched on its own: browser ARGS... URL.
+browser() {
+  local profile
+  profile=$(mktemp -d "$WORK_DIR/chromium.XXXXXX")
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$profile" --virtual-time-budget=5000 "$@" 2>>"$WORK_DIR/chromium.log"
+}
+
+# screenshot PNG WIDTH,HEIGHT URL: Chromium's picture of URL kept at PNG for a human to look at.
+screenshot() {
+  mkdir -p "$(dirname "$1")"
+  rm -f "$1"
+  browser --screenshot="$1" --window-size="$2" "$3" >/dev/null || fail "chromium --screenshot failed"
+  [[ -s "$1" ]] || fail "no screenshot at $1"
+}

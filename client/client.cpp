@@ -113,6 +113,9 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
     out.power_watts = figure(d.getPowerWatts());
     out.sm_utilisation_pct = figure(d.getSmUtilisationPct());
     out.throttle_reasons = d.getThrottleReasons();
+    for (auto p : d.getSeries())
+      out.series.push_back(DeviceReport::Point{p.getSeconds(), p.getSmClockMhz(), p.getTemperatureC(),
+                                               p.getPowerWatts(), p.getSmUtilisationPct()});
     result.devices.push_back(std::move(out));
   }
   result.timeline.reserve(r.getTimeline().size());

@@ -48,6 +48,14 @@ void MinMeanMax::add(double v) {
   ++n;
 }
 
+void add_point(std::vector<GpuPoint>& series, const GpuPoint& point) {
+  if (series.size() >= kMaxGpuPoints) {
+    for (size_t i = 0; i < series.size() / 2; ++i) series[i] = series[2 * i];
+    series.resize(series.size() / 2);
+  }
+  series.push_back(point);
+}
+
 void GpuRunStats::add(const GpuHealth& h) {
   if (h.samples == 0) return;
   uuid = h.uuid;

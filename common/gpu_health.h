@@ -63,6 +63,17 @@ struct MinMeanMax {
   double mean() const { return n ? sum / double(n) : 0; }
 };
 
+// One heartbeat's figures at a time in a run, for charts.
+struct GpuPoint {
+  double at_s = 0;
+  float sm_clock_mhz = 0, temperature_c = 0, power_watts = 0, sm_utilisation_pct = 0;
+};
+
+// A series keeps at most this many points: when full, every other one is dropped, so a long run
+// keeps its whole span at a coarser step (memory per device and job stays ~12 kB).
+constexpr size_t kMaxGpuPoints = 512;
+void add_point(std::vector<GpuPoint>& series, const GpuPoint& point);
+
 // A GPU's figures over a run, one add() per heartbeat's health.
 struct GpuRunStats {
   std::string uuid;

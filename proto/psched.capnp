@@ -220,6 +220,16 @@ struct DeviceReport {
   smUtilisationPct @15 :MinMeanMax;
   throttleReasons @16 :UInt64;  # OR over the job
   uuid @17 :Text;
+  series @18 :List(GpuPoint);   # the heartbeats' figures over the job, at most 512 (thinned evenly)
+}
+
+# One heartbeat's GPU figures during a job, for the report's charts.
+struct GpuPoint {
+  seconds @0 :Float64;          # since the job was accepted
+  smClockMhz @1 :Float32;
+  temperatureC @2 :Float32;
+  powerWatts @3 :Float32;
+  smUtilisationPct @4 :Float32;
 }
 
 # One ResultBatch in the task stream, on the scheduler's clock (scheduler/task_stream.h).

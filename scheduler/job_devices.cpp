@@ -68,7 +68,7 @@ void JobDevices::add_results(JobId job, const DeviceShare& who, uint64_t chunks,
   it->second.busy_seconds += busy_seconds;
 }
 
-void JobDevices::add_health(WorkerId worker, const GpuHealth& health) {
+void JobDevices::add_health(WorkerId worker, const GpuHealth& health, double at_s) {
   for (auto& [job, running] : running_) {
     if (!running) continue;
     auto& devices = jobs_[job];
@@ -76,6 +76,10 @@ void JobDevices::add_health(WorkerId worker, const GpuHealth& health) {
     if (it == devices.end()) continue;
     if (!it->second.gpu) it->second.gpu.emplace();
     it->second.gpu->add(health);
+    if (health.samples > 0)
+      add_point(series_[job][worker],
+                GpuPoint{at_s, float(health.sm_clock_mhz), float(health.temperature_c),
+                         float(health.power_watts), float(health.sm_utilisation_pct)});
   }
 }
 
@@ -86,6 +90,7 @@ void JobDevices::finish(JobId job) {
   finished_.push_back(job);
   while (finished_.size() > kJobsKept) {
     jobs_.erase(finished_.front());
+    series_.erase(finished_.front());
     running_.erase(finished_.front());
     finished_.pop_front();
   }
@@ -100,13 +105,25 @@ std::vector<DeviceShare> JobDevices::shares(JobId job) const {
   return out;
 }
 
-bool JobDevices::slow(WorkerId worker) const {
-  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
-    if (!it->second.count(worker)) continue;
-    for (const DeviceShare& d : shares(it->first))
-      if (d.worker == worker) return d.slow;
+std::set<WorkerId> JobDevices::slow_workers() const {
+  std::set<WorkerId> seen, slow;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {  // newest job first
+    bool fresh = false;
+    for (const auto& [worker, d] : it->second) fresh |= !seen.count(worker);
+    if (!fresh) continue;
+    for (const DeviceShare& d : shares(it->first)) {
+      if (!seen.insert(d.worker).second) continue;
+      if (d.slow) slow.insert(d.worker);
+    }
   }
-  return false;
+  return slow;
+}
+
+const std::vector<GpuPoint>* JobDevices::series(JobId job, WorkerId worker) const {
+  auto it = series_.find(job);
+  if (it == series_.end()) return nullptr;
+  auto w = it->second.find(worker);
+  return w == it->second.end() ? nullptr : &w->second;
 }
 
 }  // namespace psched

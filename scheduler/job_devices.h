@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,18 +44,22 @@ class JobDevices {
   void add_results(JobId job, const DeviceShare& who, uint64_t chunks, uint64_t bytes,
                    double busy_seconds);
   // The worker's GPU health joins the figures of every running job it has worked on.
-  void add_health(WorkerId worker, const GpuHealth& health);
+  // at_s: the scheduler's clock (seconds since it started).
+  void add_health(WorkerId worker, const GpuHealth& health, double at_s);
   // The job ended: its figures stay (for reports and the dashboard) until kJobsKept newer ones.
   void finish(JobId job);
   // The job's devices with throughput and stragglers marked, by worker id; empty if unknown.
   std::vector<DeviceShare> shares(JobId job) const;
-  // Whether the worker is a straggler in the newest job it worked on.
-  bool slow(WorkerId worker) const;
+  // The workers that are stragglers in the newest job each worked on (one pass over every job).
+  std::set<WorkerId> slow_workers() const;
+  // The worker's GPU figures at each heartbeat during the job (scheduler clock); null if none.
+  const std::vector<GpuPoint>* series(JobId job, WorkerId worker) const;
 
   static constexpr size_t kJobsKept = 64;
 
  private:
   std::map<JobId, std::map<WorkerId, DeviceShare>> jobs_;
+  std::map<JobId, std::map<WorkerId, std::vector<GpuPoint>>> series_;  // apart: shares() stays cheap
   std::map<JobId, bool> running_;
   std::deque<JobId> finished_;  // oldest first
 };

@@ -137,9 +137,10 @@ void gpu_families(Exposition& e, const Scheduler& s) {
   e.family("psched_worker_slow", "gauge",
            "1 when the worker is a straggler in the newest job it worked on: its throughput is 10% "
            "or more below the job's median.");
+  const std::set<WorkerId> slow = s.job_devices().slow_workers();
   for (const auto& [id, w] : s.workers())
     e.sample("psched_worker_slow", fmt::format("worker=\"{}\",id=\"{}\"", label_value(w->name), id),
-             uint64_t(s.job_devices().slow(id) ? 1 : 0));
+             uint64_t(slow.count(id)));
 
   static const Family<GpuHealth> kFamilies[] = {
       {"psched_gpu_sm_utilisation_ratio", "gauge",

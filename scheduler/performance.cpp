@@ -23,7 +23,7 @@ void Scheduler::on_gpu_health(WorkerRecord& worker, wire::GpuHealth::Reader in) 
   for (double* v : {&h.sm_utilisation_pct, &h.mem_utilisation_pct, &h.sm_clock_mhz,
                     &h.power_watts, &h.power_limit_watts})
     if (!std::isfinite(*v) || *v < 0) *v = 0;
-  job_devices_.add_health(worker.id, h);
+  job_devices_.add_health(worker.id, h, seconds_since_start());
   worker.gpu = std::move(h);
 }
 
@@ -56,6 +56,7 @@ void to_wire(const MinMeanMax& m, wire::MinMeanMax::Builder out) {
 
 void Scheduler::report_devices(const Job& job, wire::JobResult::Builder result) const {
   const std::vector<DeviceShare> shares = job_devices_.shares(job.id());
+  const double accepted = seconds_since_start() - job.seconds();  // the job's clock starts here
   auto list = result.initDevices(uint32_t(shares.size()));
   for (size_t i = 0; i < shares.size(); ++i) {
     const DeviceShare& d = shares[i];
@@ -80,10 +81,21 @@ void Scheduler::report_devices(const Job& job, wire::JobResult::Builder result) 
       out.setThrottleReasons(d.gpu->throttle_reasons);
       out.setUuid(d.gpu->uuid);
     }
+    if (const std::vector<GpuPoint>* points = job_devices_.series(job.id(), d.worker)) {
+      auto series = out.initSeries(uint32_t(points->size()));
+      for (size_t k = 0; k < points->size(); ++k) {
+        const GpuPoint& p = (*points)[k];
+        auto o = series[uint32_t(k)];
+        o.setSeconds(std::max(0.0, p.at_s - accepted));
+        o.setSmClockMhz(p.sm_clock_mhz);
+        o.setTemperatureC(p.temperature_c);
+        o.setPowerWatts(p.power_watts);
+        o.setSmUtilisationPct(p.sm_utilisation_pct);
+      }
+    }
   }
   if (!want_timeline_.count(job.id())) return;
-  // The job's segments, on a clock that starts when it was accepted. Bounded by the task stream.
-  const double accepted = seconds_since_start() - job.seconds();
+  // The job's segments, on the job's clock. Bounded by the task stream.
   const std::vector<TaskSegment> segments =
       task_stream_.since(accepted, task_stream_.capacity(), job.id());
   auto timeline = result.initTimeline(uint32_t(segments.size()));

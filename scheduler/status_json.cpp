@@ -154,9 +154,10 @@ json status_json(const Scheduler& s, const WorkerRates& rates, const std::string
   const SchedulerCounters& c = s.counters();
   uint64_t queued = 0, running = 0;
   json workers = json::array();
+  const std::set<WorkerId> slow = s.job_devices().slow_workers();
   for (const auto& [id, w] : s.workers()) {
     workers.push_back(worker_json(*w, rates, now));
-    workers.back()["slow"] = s.job_devices().slow(id);
+    workers.back()["slow"] = slow.count(id) > 0;
     running += w->in_flight.size();
   }
   json jobs = json::array();

@@ -78,6 +78,19 @@ nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
   return list;
 }
 
+namespace {
+
+// [[seconds, SM clock MHz, temperature C, power W, SM utilisation %], ...]: compact for the report.
+nlohmann::json series_json(const std::vector<pclient::DeviceReport::Point>& series) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : series)
+    out.push_back({std::round(p.seconds * 1e3) / 1e3, p.sm_clock_mhz, p.temperature_c, p.power_watts,
+                   p.sm_utilisation_pct});
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json run_devices_json(const pclient::Result& result) {
   auto figure = [](const pclient::Figure& f) {
     return nlohmann::json{{"min", f.min}, {"mean", f.mean}, {"max", f.max}};
@@ -99,7 +112,8 @@ nlohmann::json run_devices_json(const pclient::Result& result) {
                   {"power_watts", figure(d.power_watts)},
                   {"sm_utilisation_pct", figure(d.sm_utilisation_pct)},
                   {"throttle_reasons", d.throttle_reasons},
-                  {"throttle", psched::throttle_reason_names(d.throttle_reasons)}};
+                  {"throttle", psched::throttle_reason_names(d.throttle_reasons)},
+                  {"series", series_json(d.series)}};
     list.push_back(std::move(j));
   }
   return list;

@@ -246,6 +246,8 @@ void report_json(const Flags& f, const Runs& runs) {
   for (auto& d : out["devices"]) {
     for (const auto& s : shares)
       if (s["worker"] == d["name"]) d["run"] = s;
+    // The per-heartbeat series is the report's (--report-json); the summary line stays short.
+    if (d.contains("run") && d["run"]["gpu"].is_object()) d["run"]["gpu"].erase("series");
   }
   for (const auto& s : shares)
     if (s["slow"].get<bool>()) stragglers.push_back({{"worker", s["worker"]}, {"cause", s["cause"]}});

@@ -104,6 +104,11 @@ canvas { display:block; width:100%; color:#1d2330; }
 <h2>Timeline per worker <span class="muted">(one bar per result batch, on the scheduler's clock)</span></h2>
 <canvas id="timeline"></canvas>
 <h2>Throughput over time</h2><canvas id="throughput"></canvas>
+<h2>GPUs over the run <span class="muted">(one line per GPU, from its heartbeats; none without NVML)</span></h2>
+<div id="gpu-none" class="muted"></div>
+<h3>SM clock (MHz)</h3><canvas id="gpu-clock"></canvas>
+<h3>Temperature (°C)</h3><canvas id="gpu-temp"></canvas>
+<h3>Power (W)</h3><canvas id="gpu-power"></canvas>
 <script id="report-data" type="application/json">)PSCHED_REPORT";
 
 constexpr std::string_view kPageScript = R"PSCHED_REPORT(</script>
@@ -161,6 +166,27 @@ drawLanes(document.getElementById("timeline"), R.timeline.lanes, R.timeline.segm
   g.stroke(); g.fillStyle = "#677084"; g.font = "12px system-ui";
   g.fillText(bytes(ymax) + "/s", 2, 14); g.fillText("0", 2, h - 20); g.fillText(xmax.toFixed(2) + " s", w - 60, h - 4);
 })();
+// lines: [{name, points: [[x, y], ...]}], drawn on one scale, coloured like the task stream.
+function lineChart(c, lines, unit) {
+  const w = c.clientWidth || 900, h = 160;
+  c.width = w; c.height = h; c.style.height = h + "px";
+  const g = c.getContext("2d"), all = lines.flatMap(l => l.points);
+  if (!all.length) return;
+  const xmax = Math.max(...all.map(p => p[0]), 1e-6), ymax = Math.max(...all.map(p => p[1]), 1e-6);
+  lines.forEach((l, k) => {
+    g.strokeStyle = laneColour(k + 1); g.lineWidth = 2; g.beginPath();
+    l.points.forEach((p, i) => { const x = 60 + (w - 70) * p[0] / xmax, y = h - 20 - (h - 30) * p[1] / ymax;
+                                 i ? g.lineTo(x, y) : g.moveTo(x, y); });
+    g.stroke(); g.fillStyle = laneColour(k + 1); g.fillText(l.name, 70 + 120 * k, 12);
+  });
+  g.fillStyle = "#677084"; g.font = "12px system-ui";
+  g.fillText(ymax.toFixed(0) + " " + unit, 2, 24); g.fillText("0", 2, h - 20);
+  g.fillText(xmax.toFixed(2) + " s", w - 60, h - 4);
+}
+const gpus = R.devices.filter(d => d.gpu && d.gpu.series && d.gpu.series.length);
+if (!gpus.length) document.getElementById("gpu-none").textContent = "No NVML figures in this run.";
+for (const [id, col, unit] of [["gpu-clock", 1, "MHz"], ["gpu-temp", 2, "°C"], ["gpu-power", 3, "W"]])
+  lineChart(document.getElementById(id), gpus.map(d => ({name: d.worker, points: d.gpu.series.map(p => [p[0], p[col]])})), unit);
 document.body.setAttribute("data-rendered", "yes");
 </script></body></html>
 )PSCHED_REPORT";

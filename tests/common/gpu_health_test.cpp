@@ -103,3 +103,13 @@ TEST_CASE("a run's GPU figures are the min, mean and max of its heartbeats, idle
   CHECK(run.sm_clock_mhz.max == 2100);
   CHECK(run.sm_clock_mhz.n == 3);
 }
+
+TEST_CASE("a run's GPU series keeps its whole span at most kMaxPoints long, thinned evenly") {
+  std::vector<GpuPoint> series;
+  for (int t = 0; t < 2000; ++t) add_point(series, GpuPoint{double(t)});
+  CHECK(series.size() <= kMaxGpuPoints);
+  CHECK(series.size() > kMaxGpuPoints / 2);
+  CHECK(series.front().at_s == 0);
+  CHECK(series.back().at_s == 1999);
+  for (size_t i = 1; i < series.size(); ++i) CHECK(series[i - 1].at_s < series[i].at_s);
+}

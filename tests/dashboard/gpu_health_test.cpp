@@ -177,6 +177,15 @@ TEST_CASE("a slowed worker is named the straggler with its cause, and the task s
   for (const json& s : rep["timeline"]["segments"]) timeline_chunks += s[3].get<uint64_t>();
   CHECK(timeline_chunks == 400);
   CHECK(rep["throughput"].size() == 100);
+  for (const json& d : rep["devices"]) {  // each GPU's heartbeats over the job, on the job's clock
+    REQUIRE(d["gpu"]["series"].size() >= 1);
+    for (const json& p : d["gpu"]["series"]) {
+      CHECK(p[0].get<double>() >= 0);
+      CHECK(p[1] == 1755.0);  // SM clock
+      CHECK(p[2] == 61.0);    // temperature
+      CHECK(p[3] == 412.0);   // power
+    }
+  }
   const std::string page = read_file(html);
   CHECK(page.find("<title>psched performance report</title>") != std::string::npos);
   CHECK(page.find("\"stragglers\":[{\"cause\":\"throttled: hw_thermal_slowdown\"") != std::string::npos);

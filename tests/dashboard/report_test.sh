@@ -22,7 +22,8 @@ grep -q '^Stragglers (10% or more below the median device): report-slow' "$WORK_
 
 browser --dump-dom "file://$WORK_DIR/report.html" >"$WORK_DIR/dom.html" || fail "chromium --dump-dom failed"
 for want in 'data-rendered="yes"' '<canvas id="timeline"' '<canvas id="throughput"' \
-  '>report-fast<' '>report-slow<' 'class="slow">report-slow on ' '>#1 arange<'; do
+  '>report-fast<' '>report-slow<' 'class="slow">report-slow on ' '>#1 arange<' \
+  'No NVML figures in this run.'; do
   grep -qF "$want" "$WORK_DIR/dom.html" || fail "the rendered report has no '$want'"
 done
 

@@ -85,6 +85,11 @@ struct DeviceReport {
   Figure sm_clock_mhz, temperature_c, power_watts, sm_utilisation_pct;
   uint32_t sm_clock_max_mhz = 0;
   uint64_t throttle_reasons = 0;  // NVML clock throttle reason bits seen during the job
+  struct Point {
+    double seconds = 0;  // since the job was accepted
+    float sm_clock_mhz = 0, temperature_c = 0, power_watts = 0, sm_utilisation_pct = 0;
+  };
+  std::vector<Point> series;  // the worker's heartbeats during the job (at most 512)
 };
 
 // One result batch in the job's task stream, on the scheduler's clock from the job's start: it

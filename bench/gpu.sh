@@ -5,7 +5,8 @@
 # cmake -DPSCHED_CUDA=ON -DCMAKE_BUILD_TYPE=Release). Prints the floor (kernels alone, no scheduler),
 # then the DeepOps benchmark end to end through pbench -g 1 as a ratio to it, the fused variant against
 # its own floor, GPU-vs-CPU exactness through the whole stack, two GPU workers in one job, and the
-# memory-limit error path. Exits non-zero if any check fails.
+# memory-limit error path, NVML's figures during the benchmark (plausible, and their cost) and the
+# performance report. Exits non-zero if any check fails.
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/gpu.sh BIN_DIR [OUT_DIR]}" && pwd)
 out=${2:-$(mktemp -d)}
@@ -38,6 +39,49 @@ seconds=$(json_field "$deepops" seconds)
 chunks=$(json_field "$deepops" chunks)
 awk -v s="$seconds" -v f="$floor_ms" -v n="$chunks" 'BEGIN {
   floor = f * n / 1000; printf "DeepOps benchmark: %.3f s end to end; floor %.3f s (%.4f ms/chunk x %d); ratio %.3f (target <= 1.15)\n", s, floor, f, n, s / floor }'
+
+echo "== NVML: GPU health during the DeepOps benchmark, the performance report, NVML's cost"
+# The run's devices[].run.gpu (min/mean/max over the job) and devices[].gpu (the last heartbeat)
+# must be plausible for a busy datacentre GPU; the report is written and, where Chromium exists,
+# rendered. NVML off (its library pointed nowhere, the test switch) against on, same session.
+nvml=$("$bin/pbench" -g 1 --json --check --repeat 2 --report "$out/report.html" --report-json "$out/report.json") ||
+  fail "DeepOps benchmark with the report"
+echo "$nvml" >"$out/deepops_nvml.json"
+python3 - "$out/deepops_nvml.json" "$out/report.json" <<'PY' || fail "NVML figures implausible"
+import json, sys
+run = json.load(open(sys.argv[1])); report = json.load(open(sys.argv[2]))
+ok = True
+def check(cond, what):
+    global ok
+    print(("ok   " if cond else "FAIL ") + what); ok &= bool(cond)
+for d in run["devices"]:
+    g, r = d.get("gpu"), (d.get("run") or {}).get("gpu")
+    check(g is not None and r is not None, f"{d['name']}: NVML figures present")
+    if not g or not r: continue
+    print(f"{d['name']} {g['uuid']} bus {g['pci_bus_id']}: util {r['sm_utilisation_pct']}, clock {r['sm_clock_mhz']} "
+          f"(max {r['sm_clock_max_mhz']}), temp {r['temperature_c']}, power {r['power_watts']} (limit {g['power_limit_watts']}), "
+          f"memory {g['memory_used_bytes']}/{g['memory_total_bytes']}, ECC {g['ecc_corrected']}/{g['ecc_uncorrected']}, "
+          f"PCIe gen{g['pcie_generation']} x{g['pcie_width']}/x{g['pcie_max_width']}, throttle '{r['throttle']}', cpus {d['cpu_affinity']}")
+    check(r["sm_utilisation_pct"]["mean"] >= 50, "SM utilisation high during the job (mean >= 50%)")
+    check(g["memory_used_bytes"] > 0, "memory used > 0")
+    check(10 <= r["temperature_c"]["min"] and r["temperature_c"]["max"] <= 100, "temperature within 10..100 C")
+    check(20 <= r["power_watts"]["min"] and r["power_watts"]["max"] <= 1.2 * g["power_limit_watts"], "power within 20 W..1.2 x limit")
+    check(0 < r["sm_clock_mhz"]["max"] <= r["sm_clock_max_mhz"], "SM clock <= its maximum")
+    check(g["pcie_width"] > 0 and g["pcie_generation"] > 0, "PCIe link known")
+check(len(report["timeline"]["segments"]) > 0, "report: timeline has segments")
+check(len(report["devices"]) == len(run["devices"]), "report: every device")
+sys.exit(0 if ok else 1)
+PY
+size=$(stat -c %s "$out/report.html"); echo "report.html: $size bytes"
+if command -v chromium >/dev/null; then
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$out/report.html" >"$out/report-dom.html" 2>/dev/null
+  grep -q 'data-rendered="yes"' "$out/report-dom.html" || fail "the report did not render in Chromium"
+fi
+off=$(PSCHED_TEST_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$bin/pbench" -g 1 --json --check --repeat 2) ||
+  fail "DeepOps benchmark without NVML"
+echo "$off" >"$out/deepops_no_nvml.json"
+awk -v on="$(json_field "$nvml" seconds)" -v off="$(json_field "$off" seconds)" 'BEGIN {
+  printf "NVML + task stream + report on: %.3f s, NVML off: %.3f s; on/off %.4f (target <= 1.01)\n", on, off, on / off }'
 
 echo "== chunk-size sweep: the same arrays in smaller chunks (batched launches) against the floor"
 # The floor per element is the 10000^2 chunk's (generate + strided reduce) over its 1e8 elements.

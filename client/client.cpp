@@ -112,6 +112,36 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
       out.copies.push_back({c.getWorkerId(), c.getWorkerName().cStr(), c.getDeviceName().cStr(),
                             c.getSum(), c.getCount(), c.getMin(), c.getMax(), c.getSuspect()});
   }
+  auto figure = [](psched::wire::MinMeanMax::Reader m) { return Figure{m.getMin(), m.getMean(), m.getMax()}; };
+  for (auto d : r.getDevices()) {
+    DeviceReport out;
+    out.worker_id = d.getWorkerId();
+    out.name = d.getName().cStr();
+    out.host = d.getHost().cStr();
+    out.device = d.getDevice().cStr();
+    out.uuid = d.getUuid().cStr();
+    out.chunks = d.getChunks();
+    out.bytes = d.getBytes();
+    out.busy_seconds = d.getBusySeconds();
+    out.bytes_per_second = d.getBytesPerSecond();
+    out.slow = d.getSlow();
+    out.cause = d.getCause().cStr();
+    out.has_gpu = d.getHasGpu();
+    out.sm_clock_mhz = figure(d.getSmClockMhz());
+    out.sm_clock_max_mhz = d.getSmClockMaxMhz();
+    out.temperature_c = figure(d.getTemperatureC());
+    out.power_watts = figure(d.getPowerWatts());
+    out.sm_utilisation_pct = figure(d.getSmUtilisationPct());
+    out.throttle_reasons = d.getThrottleReasons();
+    for (auto p : d.getSeries())
+      out.series.push_back(DeviceReport::Point{p.getSeconds(), p.getSmClockMhz(), p.getTemperatureC(),
+                                               p.getPowerWatts(), p.getSmUtilisationPct()});
+    result.devices.push_back(std::move(out));
+  }
+  result.timeline.reserve(r.getTimeline().size());
+  for (auto t : r.getTimeline())
+    result.timeline.push_back(
+        TaskSegment{t.getWorkerId(), t.getFirstChunk(), t.getChunks(), t.getStartSeconds(), t.getEndSeconds()});
   return result;
 }
 
@@ -377,6 +407,7 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
     psched::to_wire(spec, submit.initSpec());
     submit.setWantPartials(options.want_partials);
     submit.setVerifyFraction(options.verify);
+    submit.setWantTimeline(options.want_timeline);
   });
   uint64_t job_id = 0;
   Result result;

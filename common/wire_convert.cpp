@@ -107,6 +107,35 @@ PartialSum partial_from_wire(Reader in) {
 PartialSum from_wire(wire::ChunkPartial::Reader in) { return partial_from_wire(in); }
 PartialSum from_wire(wire::JobResult::Reader in) { return partial_from_wire(in); }
 
+void to_wire(const GpuHealth& h, wire::GpuHealth::Builder out) {
+  out.setUuid(h.uuid);
+  out.setPciBusId(h.pci_bus_id);
+  out.setSamples(h.samples);
+  out.setSmUtilisationPct(h.sm_utilisation_pct);
+  out.setMemUtilisationPct(h.mem_utilisation_pct);
+  out.setMemoryUsedBytes(h.memory_used_bytes);
+  out.setMemoryTotalBytes(h.memory_total_bytes);
+  out.setSmClockMhz(h.sm_clock_mhz);
+  out.setSmClockMinMhz(h.sm_clock_min_mhz);
+  out.setSmClockMaxMhz(h.sm_clock_max_mhz);
+  out.setTemperatureC(h.temperature_c);
+  out.setPowerWatts(h.power_watts);
+  out.setPowerLimitWatts(h.power_limit_watts);
+  out.setThrottleReasons(h.throttle_reasons);
+  out.setEccCorrected(h.ecc_corrected);
+  out.setEccUncorrected(h.ecc_uncorrected);
+  out.setEccSupported(h.ecc_supported);
+  out.setPcieGeneration(h.pcie_generation);
+  out.setPcieWidth(h.pcie_width);
+  out.setPcieMaxWidth(h.pcie_max_width);
+}
+
+GpuHealth from_wire(wire::GpuHealth::Reader in) {
+  GpuHealth h;
+  read_gpu_health(in, h);
+  return h;
+}
+
 void to_wire(const WorkerInfo& w, wire::WorkerInfo::Builder out) {
   out.setId(w.id);
   out.setName(w.name);
@@ -124,6 +153,8 @@ void to_wire(const WorkerInfo& w, wire::WorkerInfo::Builder out) {
   out.setChunksDone(w.chunks_done);
   out.setBytesReduced(w.bytes_reduced);
   out.setBusySeconds(w.busy_seconds);
+  out.setCpuAffinity(w.cpu_affinity);
+  if (w.gpu) to_wire(*w.gpu, out.initGpu());
 }
 
 WorkerInfo from_wire(wire::WorkerInfo::Reader in) {

@@ -28,8 +28,36 @@ PartialSum from_wire(wire::ChunkPartial::Reader in);
 // A job's result as a PartialSum (its exact sum rebuilt from the terms).
 PartialSum from_wire(wire::JobResult::Reader in);
 
+void to_wire(const GpuHealth& h, wire::GpuHealth::Builder out);
+GpuHealth from_wire(wire::GpuHealth::Reader in);
+
 void to_wire(const WorkerInfo& info, wire::WorkerInfo::Builder out);
 WorkerInfo from_wire(wire::WorkerInfo::Reader in);
+
+// The one reading of a wire GpuHealth, into ours or libpclient's pclient::GpuHealth (same names).
+template <typename Health>
+void read_gpu_health(wire::GpuHealth::Reader in, Health& h) {
+  h.uuid = in.getUuid().cStr();
+  h.pci_bus_id = in.getPciBusId().cStr();
+  h.samples = in.getSamples();
+  h.sm_utilisation_pct = in.getSmUtilisationPct();
+  h.mem_utilisation_pct = in.getMemUtilisationPct();
+  h.memory_used_bytes = in.getMemoryUsedBytes();
+  h.memory_total_bytes = in.getMemoryTotalBytes();
+  h.sm_clock_mhz = in.getSmClockMhz();
+  h.sm_clock_min_mhz = in.getSmClockMinMhz();
+  h.sm_clock_max_mhz = in.getSmClockMaxMhz();
+  h.temperature_c = in.getTemperatureC();
+  h.power_watts = in.getPowerWatts();
+  h.power_limit_watts = in.getPowerLimitWatts();
+  h.throttle_reasons = in.getThrottleReasons();
+  h.ecc_corrected = in.getEccCorrected();
+  h.ecc_uncorrected = in.getEccUncorrected();
+  h.ecc_supported = in.getEccSupported();
+  h.pcie_generation = in.getPcieGeneration();
+  h.pcie_width = in.getPcieWidth();
+  h.pcie_max_width = in.getPcieMaxWidth();
+}
 
 // The one reading of a wire WorkerInfo, into any struct with WorkerInfo's field names: ours, and
 // libpclient's public pclient::WorkerInfo (which cannot include this header's types). A field the
@@ -52,6 +80,9 @@ void read_worker_info(wire::WorkerInfo::Reader in, Info& w) {
   w.chunks_done = in.getChunksDone();
   w.bytes_reduced = in.getBytesReduced();
   w.busy_seconds = in.getBusySeconds();
+  w.cpu_affinity = in.getCpuAffinity().cStr();
+  w.gpu.reset();
+  if (in.hasGpu()) read_gpu_health(in.getGpu(), w.gpu.emplace());
 }
 
 }  // namespace psched

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "common/gpu_health.h"
 
 namespace psched {
 
@@ -28,6 +31,9 @@ struct WorkerInfo : DeviceInfo {
   uint64_t chunks_done = 0;
   uint64_t bytes_reduced = 0;  // array bytes created + reduced
   double busy_seconds = 0;     // backend compute seconds, by the worker's own timings
+  std::string cpu_affinity;    // CPUs the worker is pinned to ("0-15,32-47"; "": not pinned)
+  std::optional<GpuHealth> gpu;  // the latest NVML health (scheduler: from heartbeats); none
+                                 // without NVML
 };
 
 }  // namespace psched

@@ -75,6 +75,10 @@ struct WorkerInfo {
                                # at most 65536 chunks (0: slots only)
   busySeconds @15 :Float64;    # backend compute seconds the worker reported so far, filled by
                                # the scheduler in ClusterInfo (GPU: event-timed, overlap removed)
+  cpuAffinity @16 :Text;       # CPUs the worker is pinned to, as a list like "0-15,32-47"
+                               # ("": not pinned)
+  gpu @17 :GpuHealth;          # the latest GPU health (from heartbeats), filled by the scheduler
+                               # in ClusterInfo; absent without NVML
 }
 
 struct Hello {
@@ -105,9 +109,35 @@ struct Goodbye {
   reason @0 :Text;
 }
 
+# A GPU's health as NVML reports it, aggregated over the samples a worker took since its last
+# heartbeat (worker/nvml.h samples every kNvmlSampleInterval). common/gpu_health.h is its C++ twin.
+struct GpuHealth {
+  uuid @0 :Text;                 # NVML's GPU-xxxxxxxx-... identifier
+  pciBusId @1 :Text;             # domain:bus:device.function
+  samples @2 :UInt32;            # NVML samples behind the figures below (0: none yet)
+  smUtilisationPct @3 :Float64;  # mean of NVML's "gpu" utilisation (% of time a kernel ran)
+  memUtilisationPct @4 :Float64; # mean of NVML's "memory" utilisation (% of time memory was busy)
+  memoryUsedBytes @5 :UInt64;    # device memory in use at the last sample (every process)
+  memoryTotalBytes @6 :UInt64;
+  smClockMhz @7 :Float64;        # mean SM clock
+  smClockMinMhz @8 :UInt32;      # lowest SM clock sampled
+  smClockMaxMhz @9 :UInt32;      # the device's maximum SM clock
+  temperatureC @10 :UInt32;      # highest GPU temperature sampled
+  powerWatts @11 :Float64;       # mean power draw
+  powerLimitWatts @12 :Float64;  # enforced power limit
+  throttleReasons @13 :UInt64;   # NVML clock throttle reason bits, OR of every sample
+  eccCorrected @14 :UInt64;      # volatile ECC error counts (since the driver loaded)
+  eccUncorrected @15 :UInt64;
+  eccSupported @16 :Bool;        # false: ECC off or not reported, the counts mean nothing
+  pcieGeneration @17 :UInt32;    # current link generation and width (0: unknown)
+  pcieWidth @18 :UInt32;
+  pcieMaxWidth @19 :UInt32;      # the widest the link can train to
+}
+
 struct Heartbeat {
   # Workers report device memory in use; the scheduler sends empty heartbeats.
   memoryUsedBytes @0 :UInt64;
+  gpu @1 :GpuHealth;             # GPU workers with NVML only; absent otherwise (hasGpu() false)
 }
 
 # Client -> scheduler.
@@ -118,6 +148,7 @@ struct Submit {
   verifyFraction @3 :Float64;  # share of chunks computed a second time on another worker and
                                # compared bit for bit (docs/design.md, "Verify"): 0 = off,
                                # 1 = every chunk; which ones is a seeded draw (the spec's seed)
+  wantTimeline @4 :Bool;       # JobResult carries the job's task stream (for pbench --report)
 }
 
 struct Cancel {
@@ -178,6 +209,8 @@ struct JobResult {
                                  # no other worker to compare against
   mismatchCount @12 :UInt64;   # verified chunks whose copies differed in any bit
   mismatches @13 :List(VerifyMismatch);  # the first kMaxReportedMismatches of them
+  devices @14 :List(DeviceReport);   # how each worker did in this job, stragglers marked
+  timeline @15 :List(TaskSegment);   # the job's task stream, when Submit asked for it
 }
 
 # One copy of a verified chunk: who computed it and what it got.
@@ -196,6 +229,54 @@ struct VerifyCopy {
 struct VerifyMismatch {
   chunk @0 :UInt64;
   copies @1 :List(VerifyCopy);
+}
+
+# One GPU figure over a job: lowest, mean and highest of the heartbeats that came while it ran.
+struct MinMeanMax {
+  min @0 :Float64;
+  mean @1 :Float64;
+  max @2 :Float64;
+}
+
+# How one worker did in one job (scheduler/job_devices.h).
+struct DeviceReport {
+  workerId @0 :UInt32;
+  name @1 :Text;
+  host @2 :Text;
+  device @3 :Text;
+  chunks @4 :UInt64;
+  bytes @5 :UInt64;
+  busySeconds @6 :Float64;     # device time the worker reported for its chunks
+  bytesPerSecond @7 :Float64;  # bytes / device seconds (busy seconds over its parallelism)
+  slow @8 :Bool;               # a straggler: 10% or more below the job's median bytesPerSecond
+  cause @9 :Text;              # what NVML shows that explains it ("": nothing seen)
+  hasGpu @10 :Bool;            # the figures below are NVML's (false: no NVML on this worker)
+  smClockMhz @11 :MinMeanMax;
+  smClockMaxMhz @12 :UInt32;
+  temperatureC @13 :MinMeanMax;
+  powerWatts @14 :MinMeanMax;
+  smUtilisationPct @15 :MinMeanMax;
+  throttleReasons @16 :UInt64;  # OR over the job
+  uuid @17 :Text;
+  series @18 :List(GpuPoint);   # the heartbeats' figures over the job, at most 512 (thinned evenly)
+}
+
+# One heartbeat's GPU figures during a job, for the report's charts.
+struct GpuPoint {
+  seconds @0 :Float64;          # since the job was accepted
+  smClockMhz @1 :Float32;
+  temperatureC @2 :Float32;
+  powerWatts @3 :Float32;
+  smUtilisationPct @4 :Float32;
+}
+
+# One ResultBatch in the task stream, on the scheduler's clock (scheduler/task_stream.h).
+struct TaskSegment {
+  workerId @0 :UInt32;
+  firstChunk @1 :UInt64;
+  chunks @2 :UInt32;
+  startSeconds @3 :Float64;    # since the job was accepted
+  endSeconds @4 :Float64;
 }
 
 struct JobFailed {

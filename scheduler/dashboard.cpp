@@ -21,6 +21,7 @@
 #include "scheduler/dashboard_auth.h"
 #include "scheduler/dashboard_page.h"
 #include "scheduler/metrics.h"
+#include "scheduler/performance_json.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/status_json.h"
 
@@ -273,11 +274,14 @@ Response DashboardServer::respond(const Request& request) {
     if (path == "/" || path == "/index.html") {
       r.set("Content-Security-Policy",
             "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'");
-      return reply(http::status::ok, "text/html; charset=utf-8", std::string(kDashboardPage));
+      return reply(http::status::ok, "text/html; charset=utf-8", dashboard_page());
     }
     if (path == "/api/status")
       return reply(http::status::ok, "application/json",
                    dump_json(status_json(scheduler, rates, url)) + "\n");
+    if (path == "/api/task-stream")
+      return reply(http::status::ok, "application/json",
+                   dump_json(task_stream_json(scheduler, since_from_query(target))) + "\n");
     if (path == "/metrics")
       return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
                    metrics_text(scheduler));

@@ -4,7 +4,10 @@
 // only: worker and client names come from peers and are never parsed as HTML).
 #pragma once
 
+#include <string>
 #include <string_view>
+
+#include "common/task_lanes_js.h"
 
 namespace psched {
 
@@ -62,6 +65,9 @@ td.per { white-space:normal; }
 .state.cancelled { color:var(--warn); } .state.running { color:var(--accent); }
 .small { color:var(--muted); font-size:12px; }
 footer { color:var(--muted); font-size:12px; padding:0 24px 18px; }
+.warn { color:var(--warn); font-weight:600; } .bad { color:var(--bad); font-weight:600; }
+.slow { color:var(--bad); font-weight:600; }
+#stream { display:block; width:100%; color:var(--ink); }
 </style>
 </head>
 <body>
@@ -80,6 +86,18 @@ footer { color:var(--muted); font-size:12px; padding:0 24px 18px; }
       <th>Utilisation</th><th class="num">In flight</th><th class="num">Chunks done</th>
       <th class="num">Throughput</th><th class="num">Verify mismatches</th></tr></thead><tbody></tbody></table>
     <div class="empty" id="workers-empty">No workers connected.</div>
+  </section>
+  <section><h2>GPUs</h2>
+    <table id="gpus"><thead><tr>
+      <th>Worker</th><th>GPU</th><th>SM / memory util</th><th>Memory used / total</th>
+      <th class="num">SM clock / max</th><th class="num">Temp</th><th class="num">Power / limit</th>
+      <th class="num">ECC corr / uncorr</th><th>PCIe</th><th>CPUs</th><th>Warnings</th>
+      </tr></thead><tbody></tbody></table>
+    <div class="empty" id="gpus-empty">No GPU health: no GPU workers, or NVML is not available to them.</div>
+  </section>
+  <section><h2>Task stream <span class="small">(last 30 s: one bar per result batch, coloured by job;
+    it ends when the batch reached the scheduler)</span></h2>
+    <canvas id="stream" height="40"></canvas>
   </section>
   <section><h2>Running jobs</h2>
     <table id="jobs"><thead><tr>
@@ -100,6 +118,7 @@ footer { color:var(--muted); font-size:12px; padding:0 24px 18px; }
   <a href="metrics">/metrics</a> (Prometheus) · <a href="health">/health</a></footer>
 <script>
 "use strict";
+/*TASK_LANES_JS*/
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -156,6 +175,13 @@ function jobCell(j, note) {
   d.appendChild(el("span", "small", j.description + (note ? " — " + note : "")));
   return {cls: "job", node: d};
 }
+// A worker's name, with a red "straggler" mark when it is 10% or more below its job's median.
+function workerName(w) {
+  const d = el("span");
+  d.appendChild(el("span", null, w.name));
+  if (w.slow) d.appendChild(el("span", "slow", " straggler"));
+  return d;
+}
 function tile(value, key) {
   const t = el("div", "tile");
   t.appendChild(el("div", "v", value));
@@ -185,10 +211,34 @@ function render(s) {
       : progress(w.utilisation, (w.utilisation * 100).toFixed(0) + "%", "util");
     const backend = w.backend + (w.backend === "cpu" ? " ×" + w.threads : "") +
       (w.compute_capability ? " sm " + w.compute_capability : "");
-    return row([w.name, w.host, backend, w.device, mem, util,
+    return row([workerName(w), w.host, backend, w.device, mem, util,
       {cls: "num", text: w.tasks_in_flight + " / " + w.slots},
       {cls: "num", text: w.chunks_done}, {cls: "num", text: rate(w.throughput_bytes_per_second)},
       {cls: "num", text: w.verify_mismatches}]);
+  }));
+  lanes = s.workers.map(w => ({id: w.id, name: w.name, slow: w.slow}));
+  fill("gpus", s.workers.filter(w => w.gpu).map(w => {
+    const g = w.gpu, mem = g.memory_total_bytes ? g.memory_used_bytes / g.memory_total_bytes : 0;
+    const warn = el("span", g.warnings.length ? "bad" : "small",
+                    g.warnings.length ? g.warnings.join("; ") : "none");
+    const clock = {cls: "num" + (g.sm_clock_max_mhz && g.sm_clock_mhz < 0.9 * g.sm_clock_max_mhz &&
+                                  g.sm_utilisation_pct > 50 ? " warn" : ""),
+                   text: g.sm_clock_mhz.toFixed(0) + " / " + g.sm_clock_max_mhz + " MHz"};
+    return row([workerName(w),
+      {cls: "small", text: g.uuid + " @ " + g.pci_bus_id},
+      progress(g.sm_utilisation_pct / 100, g.sm_utilisation_pct.toFixed(0) + "% / " +
+               g.mem_utilisation_pct.toFixed(0) + "%", "util"),
+      progress(mem, bytes(g.memory_used_bytes) + " / " + bytes(g.memory_total_bytes), "mem"),
+      clock,
+      {cls: "num" + (g.temperature_c >= 85 ? " bad" : g.temperature_c >= 80 ? " warn" : ""),
+       text: g.temperature_c + " °C"},
+      {cls: "num", text: g.power_watts.toFixed(0) + " / " + g.power_limit_watts.toFixed(0) + " W"},
+      {cls: "num" + (g.ecc_uncorrected > 0 ? " bad" : g.ecc_corrected > 0 ? " warn" : ""),
+       text: g.ecc_supported ? g.ecc_corrected + " / " + g.ecc_uncorrected : "off"},
+      {cls: g.pcie_width && g.pcie_width < g.pcie_max_width ? "warn" : "",
+       text: g.pcie_generation ? "gen" + g.pcie_generation + " x" + g.pcie_width + " of x" +
+                                 g.pcie_max_width : "–"},
+      w.cpu_affinity || "–", warn]);
   }));
   fill("jobs", s.jobs.map(j => {
     const per = el("div", "small");
@@ -224,10 +274,34 @@ async function refresh() {
   }
   setTimeout(refresh, 1000);
 }
+let lanes = [], streamNow = 0;
+async function refreshStream() {
+  try {
+    const r = await fetch("api/task-stream?since=" + Math.max(0, streamNow - 30), {cache: "no-store"});
+    if (r.ok) {
+      const t = await r.json();
+      const t1 = streamNow = t.now, t0 = Math.max(0, t1 - 30);
+      drawLanes(document.getElementById("stream"), lanes, t.segments.filter(s => s[5] >= t0), t0, t1);
+    }
+  } catch (e) { /* the status poll reports the connection */ }
+  setTimeout(refreshStream, 1000);
+}
 refresh();
+refreshStream();
 </script>
 </body>
 </html>
 )PSCHED_PAGE";
+
+// The page as served: kDashboardPage with the task stream's drawing code in place.
+inline const std::string& dashboard_page() {
+  static const std::string page = [] {
+    std::string p(kDashboardPage);
+    const std::string_view marker = "/*TASK_LANES_JS*/";
+    p.replace(p.find(marker), marker.size(), kTaskLanesJs);
+    return p;
+  }();
+  return page;
+}
 
 }  // namespace psched

@@ -77,6 +77,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   });
   client.jobs.insert(id);
   client.tracked_chunks += job->chunks();
+  if (submit.getWantTimeline()) want_timeline_.insert(id);
   tracked_chunks_ += job->chunks();
   if (job->has_queued()) queued_jobs_.insert(id);
   jobs_[id] = std::move(job);
@@ -121,7 +122,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
                                chunk, job_id));
     return;
   }
-  uint64_t finished = 0;
+  uint64_t finished = 0, first_chunk = UINT64_MAX;
   // Verify copies queued by this batch: for other workers, so every window is topped up, not only
   // this worker's (which may not take them).
   const uint64_t copies_before = job.verify.queued();
@@ -136,7 +137,9 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
       on_verify_copy(job, worker, chunk, partial);
     }
     ++finished;
+    first_chunk = std::min<uint64_t>(first_chunk, chunk);
   }
+  observe_results(worker, job, finished, first_chunk, busy);
   worker.in_flight.remove(job_id, finished);
   worker.chunks_done += finished;
   worker.bytes_reduced += finished * chunk_bytes;
@@ -231,6 +234,7 @@ void Scheduler::complete_job(Job& job) {
       r.setRetries(job.retries());
       to_wire(total.exact, r.initExact());
       write_verify_report(job, r);
+      report_devices(job, r);
     });
   }
   remember_job(job, "done", "");
@@ -287,6 +291,8 @@ void Scheduler::forget_job(Job& job) {
   }
   tracked_chunks_ -= job.chunks();
   queued_jobs_.erase(id);
+  job_devices_.finish(id);
+  want_timeline_.erase(id);
   jobs_.erase(id);  // destroys `job`
 }
 

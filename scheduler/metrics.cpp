@@ -81,6 +81,15 @@ void histogram(Exposition& e, const ChunkSecondsHistogram& h) {
   e.sample("psched_chunk_seconds_count", "", h.count);
 }
 
+// A metric family with one sample per worker, read from a Source (the worker, its GPU health).
+template <typename Source>
+struct Family {
+  const char* name;
+  const char* type;
+  const char* help;
+  double (*value)(const Source&);
+};
+
 void worker_families(Exposition& e, const Scheduler& s) {
   // worker and id together: names are chosen by workers and need not be unique.
   std::map<WorkerId, std::string> labels;
@@ -96,13 +105,7 @@ void worker_families(Exposition& e, const Scheduler& s) {
                          label_value(w->device_name)),
              uint64_t{1});
 
-  struct Gauge {
-    const char* name;
-    const char* type;
-    const char* help;
-    double (*value)(const WorkerRecord&);
-  };
-  static const Gauge kFamilies[] = {
+  static const Family<WorkerRecord> kFamilies[] = {
       {"psched_worker_memory_used_bytes", "gauge",
        "Device memory in use as the worker last reported it (0: not reported).",
        [](const WorkerRecord& w) { return double(w.memory_used_bytes); }},
@@ -122,7 +125,7 @@ void worker_families(Exposition& e, const Scheduler& s) {
        "Backend compute seconds the worker reported.",
        [](const WorkerRecord& w) { return w.busy_seconds; }},
   };
-  for (const Gauge& g : kFamilies) {
+  for (const auto& g : kFamilies) {
     e.family(g.name, g.type, g.help);
     for (const auto& [id, w] : s.workers()) e.sample(g.name, labels[id], g.value(*w));
   }
@@ -139,6 +142,69 @@ void verify_families(Exposition& e, const SchedulerCounters& c) {
            "one of two copies that differ.");
   for (const auto& [name, n] : c.verify_mismatches)
     e.sample("psched_verify_mismatches_total", fmt::format("worker=\"{}\"", label_value(name)), n);
+}
+
+// psched_worker_slow and, per worker with NVML, psched_gpu_* labelled by worker, id, the GPU's
+// uuid and host. Workers without NVML have no psched_gpu_* samples at all (absent, not 0).
+void gpu_families(Exposition& e, const Scheduler& s) {
+  e.family("psched_worker_slow", "gauge",
+           "1 when the worker is a straggler in the newest job it worked on: its throughput is 10% "
+           "or more below the job's median.");
+  const std::set<WorkerId> slow = s.job_devices().slow_workers();
+  for (const auto& [id, w] : s.workers())
+    e.sample("psched_worker_slow", fmt::format("worker=\"{}\",id=\"{}\"", label_value(w->name), id),
+             uint64_t(slow.count(id)));
+
+  static const Family<GpuHealth> kFamilies[] = {
+      {"psched_gpu_sm_utilisation_ratio", "gauge",
+       "Share of time a kernel ran (NVML utilisation.gpu), mean over the last heartbeat.",
+       [](const GpuHealth& h) { return h.sm_utilisation_pct / 100; }},
+      {"psched_gpu_memory_utilisation_ratio", "gauge",
+       "Share of time device memory was read or written (NVML utilisation.memory).",
+       [](const GpuHealth& h) { return h.mem_utilisation_pct / 100; }},
+      {"psched_gpu_memory_used_bytes", "gauge", "Device memory in use, every process.",
+       [](const GpuHealth& h) { return double(h.memory_used_bytes); }},
+      {"psched_gpu_memory_total_bytes", "gauge", "Device memory.",
+       [](const GpuHealth& h) { return double(h.memory_total_bytes); }},
+      {"psched_gpu_sm_clock_hertz", "gauge", "SM clock, mean over the last heartbeat.",
+       [](const GpuHealth& h) { return h.sm_clock_mhz * 1e6; }},
+      {"psched_gpu_sm_clock_max_hertz", "gauge", "The device's maximum SM clock.",
+       [](const GpuHealth& h) { return h.sm_clock_max_mhz * 1e6; }},
+      {"psched_gpu_temperature_celsius", "gauge", "GPU temperature, highest over the last heartbeat.",
+       [](const GpuHealth& h) { return double(h.temperature_c); }},
+      {"psched_gpu_power_watts", "gauge", "Power draw, mean over the last heartbeat.",
+       [](const GpuHealth& h) { return h.power_watts; }},
+      {"psched_gpu_power_limit_watts", "gauge", "Enforced power limit.",
+       [](const GpuHealth& h) { return h.power_limit_watts; }},
+      {"psched_gpu_throttle_reasons", "gauge",
+       "NVML clock throttle reason bits seen over the last heartbeat (0: none).",
+       [](const GpuHealth& h) { return double(h.throttle_reasons); }},
+      {"psched_gpu_throttled", "gauge",
+       "1 when a reason that slows a busy GPU (power cap, thermal, hardware slowdown) was seen.",
+       [](const GpuHealth& h) { return (h.throttle_reasons & throttle::kSlowing) ? 1.0 : 0.0; }},
+      {"psched_gpu_ecc_corrected_errors", "gauge",
+       "Corrected ECC errors since the driver loaded (volatile count).",
+       [](const GpuHealth& h) { return double(h.ecc_corrected); }},
+      {"psched_gpu_ecc_uncorrected_errors", "gauge",
+       "Uncorrected ECC errors since the driver loaded (volatile count).",
+       [](const GpuHealth& h) { return double(h.ecc_uncorrected); }},
+      {"psched_gpu_pcie_link_generation", "gauge", "Current PCIe link generation.",
+       [](const GpuHealth& h) { return double(h.pcie_generation); }},
+      {"psched_gpu_pcie_link_width", "gauge", "Current PCIe link width (lanes).",
+       [](const GpuHealth& h) { return double(h.pcie_width); }},
+      {"psched_gpu_pcie_link_max_width", "gauge", "Widest PCIe link the GPU can train to.",
+       [](const GpuHealth& h) { return double(h.pcie_max_width); }},
+  };
+  std::map<WorkerId, std::string> labels;
+  for (const auto& [id, w] : s.workers())
+    if (w->gpu)
+      labels[id] = fmt::format("worker=\"{}\",id=\"{}\",uuid=\"{}\",host=\"{}\"", label_value(w->name),
+                               id, label_value(w->gpu->uuid), label_value(w->host));
+  for (const auto& g : kFamilies) {
+    e.family(g.name, g.type, g.help);
+    for (const auto& [id, w] : s.workers())
+      if (w->gpu) e.sample(g.name, labels[id], g.value(*w->gpu));
+  }
 }
 
 }  // namespace
@@ -193,6 +259,7 @@ std::string metrics_text(const Scheduler& s) {
   histogram(e, c.chunk_seconds);
   verify_families(e, c);
   worker_families(e, s);
+  gpu_families(e, s);
   return e.take();
 }
 

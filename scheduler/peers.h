@@ -46,6 +46,14 @@ class InFlight {
 // The most chunks a worker's window may hold, however small they are.
 constexpr uint64_t kMaxWindowChunks = uint64_t{1} << 16;
 
+// Device seconds per second a worker can deliver: a CUDA worker reports busy time without overlap
+// (one device), a CPU worker one chunk per thread at a time. 0: a backend we cannot judge.
+inline double parallelism(const WorkerInfo& w) {
+  if (w.backend == "cuda") return 1.0;
+  if (w.backend == "cpu") return double(w.threads > 0 ? w.threads : 1);
+  return 0.0;
+}
+
 // A worker as it announced itself (WorkerInfo: id and totals kept here), plus what only the
 // scheduler tracks.
 struct WorkerRecord : WorkerInfo {

@@ -252,6 +252,8 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     w->host = printable(w->host, 256);
     w->backend = printable(w->backend, 32);
     w->device_name = printable(w->device_name, 256);
+    w->cpu_affinity = printable(w->cpu_affinity, 256);
+    w->gpu.reset();  // GPU health comes from heartbeats only, checked there (performance.cpp)
     w->slots = std::clamp<uint32_t>(w->slots, 1, 4096);
     // Totals are ours to count, whatever the Hello said.
     w->chunks_done = 0;
@@ -300,6 +302,7 @@ void Scheduler::on_worker_message(WorkerRecord& worker, wire::Message::Reader me
   switch (message.which()) {
     case wire::Message::HEARTBEAT:
       worker.memory_used_bytes = message.getHeartbeat().getMemoryUsedBytes();
+      if (message.getHeartbeat().hasGpu()) on_gpu_health(worker, message.getHeartbeat().getGpu());
       return;
     case wire::Message::RESULT_BATCH:
       on_results(worker, message.getResultBatch());

@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,7 +24,9 @@
 #include "scheduler/admission.h"
 #include "scheduler/chunk_seconds_histogram.h"
 #include "scheduler/job.h"
+#include "scheduler/job_devices.h"
 #include "scheduler/peers.h"
+#include "scheduler/task_stream.h"
 
 namespace psched {
 
@@ -107,6 +110,9 @@ class Scheduler {
   const std::map<ClientId, std::unique_ptr<ClientRecord>>& clients() const { return clients_; }
   const std::deque<JobSummary>& recent_jobs() const { return recent_jobs_; }  // newest first
   const SchedulerCounters& counters() const { return counters_; }
+  const TaskStream& task_stream() const { return task_stream_; }
+  const JobDevices& job_devices() const { return job_devices_; }
+  double seconds_since_start() const;  // the task stream's clock
   const SchedulerConfig& config() const { return config_; }
   std::chrono::steady_clock::time_point started() const { return started_; }
 
@@ -123,6 +129,13 @@ class Scheduler {
   void on_submit(ClientRecord& client, wire::Submit::Reader submit);
   void on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch);
   void send_cluster_info(ClientRecord& client, uint64_t tag);
+
+  // performance.cpp: what the scheduler records of how devices do (GPU health from heartbeats,
+  // the task stream, each job's devices and stragglers) and the JobResult's report of it.
+  void on_gpu_health(WorkerRecord& worker, wire::GpuHealth::Reader health);
+  void observe_results(WorkerRecord& worker, const Job& job, uint64_t finished,
+                       uint64_t first_chunk, double busy_seconds);
+  void report_devices(const Job& job, wire::JobResult::Builder result) const;
 
   // dispatch.cpp: fill every worker's window (or one worker's) from the queued chunks of all jobs.
   void dispatch();
@@ -180,6 +193,9 @@ class Scheduler {
   PendingConnections pending_;       // connections before Hello (admission.h)
   RateLimitedLog connection_refusals_, job_refusals_, tls_refusals_;
   std::deque<JobSummary> recent_jobs_;  // the last kRecentJobs finished jobs, newest first
+  TaskStream task_stream_;
+  JobDevices job_devices_;
+  std::set<JobId> want_timeline_;  // running jobs whose JobResult carries their task stream
   static constexpr size_t kRecentJobs = 20;
 };
 

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/wire_convert.h"
+#include "scheduler/performance_json.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {
@@ -21,14 +22,6 @@ constexpr uint64_t kMaxChunksScanned = 1 << 16;
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// How many busy seconds per second the worker can deliver: a CUDA worker reports busy time
-// without overlap (one device), a CPU worker one chunk per thread at a time.
-double capacity(const WorkerRecord& w) {
-  if (w.backend == "cuda") return 1.0;
-  if (w.backend == "cpu") return double(std::max<uint32_t>(w.threads, 1));
-  return 0.0;
 }
 
 json worker_json(const WorkerRecord& w, const WorkerRates& rates, Clock::time_point now,
@@ -55,6 +48,8 @@ json worker_json(const WorkerRecord& w, const WorkerRates& rates, Clock::time_po
   // Workers that do not report memory in use send 0: say "unknown" rather than "empty".
   j["memory_used_bytes"] = w.memory_used_bytes ? json(w.memory_used_bytes) : json(nullptr);
   j["utilisation"] = rate.utilisation >= 0 ? json(rate.utilisation) : json(nullptr);
+  j["gpu"] = w.gpu ? gpu_json(*w.gpu) : json(nullptr);
+  j["cpu_affinity"] = w.cpu_affinity;
   j["compute_capability"] = w.backend == "cuda"
                                 ? json(fmt::format("{}.{}", w.compute_major, w.compute_minor))
                                 : json(nullptr);
@@ -103,6 +98,7 @@ json running_job_json(const Scheduler& s, const Job& job) {
     }
   }
   j["per_worker"] = std::move(per_worker);
+  j["devices"] = devices_json(s.job_devices().shares(job.id()));
   return j;
 }
 
@@ -150,7 +146,7 @@ WorkerRates::Rate WorkerRates::rate(const WorkerRecord& w, Clock::time_point now
   if (dt <= 0) return r;
   r.bytes_per_second = double(w.bytes_reduced - first.bytes_reduced) / dt;
   r.chunks_per_second = double(w.chunks_done - first.chunks_done) / dt;
-  if (const double cap = capacity(w); cap > 0)
+  if (const double cap = parallelism(w); cap > 0)
     r.utilisation = std::clamp((w.busy_seconds - first.busy_seconds) / dt / cap, 0.0, 1.0);
   return r;
 }
@@ -160,10 +156,12 @@ json status_json(const Scheduler& s, const WorkerRates& rates, const std::string
   const SchedulerCounters& c = s.counters();
   uint64_t queued = 0, running = 0;
   json workers = json::array();
+  const std::set<WorkerId> slow = s.job_devices().slow_workers();
   for (const auto& [id, w] : s.workers()) {
     auto bad = c.verify_mismatches.find(w->name);
     workers.push_back(
         worker_json(*w, rates, now, bad == c.verify_mismatches.end() ? 0 : bad->second));
+    workers.back()["slow"] = slow.count(id) > 0;
     running += w->in_flight.size();
   }
   json jobs = json::array();
@@ -179,7 +177,10 @@ json status_json(const Scheduler& s, const WorkerRates& rates, const std::string
     mismatches += n;
   }
   json recent = json::array();
-  for (const JobSummary& r : s.recent_jobs()) recent.push_back(recent_job_json(r));
+  for (const JobSummary& r : s.recent_jobs()) {
+    recent.push_back(recent_job_json(r));
+    recent.back()["devices"] = devices_json(s.job_devices().shares(r.id));
+  }
   return {{"scheduler",
            {{"version", PSCHED_VERSION},
             {"protocol_version", wire::PROTOCOL_VERSION},

@@ -62,6 +62,9 @@ class Backend {
   // Memory in use now, for heartbeats and the dashboard: device memory in use on the GPU (CUDA), the
   // process's resident memory (CPU). Called from the worker's event loop thread.
   virtual uint64_t memory_used_bytes() const = 0;
+  // The GPU's PCI bus id ("00000000:3B:00.0"), by which NVML finds it (worker/nvml.h); "" for
+  // backends without a GPU.
+  virtual std::string pci_bus_id() const { return {}; }
 };
 
 }  // namespace psched

@@ -3,9 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -60,6 +63,7 @@ struct Flags {
   int nworkers = 1;
   int64_t spin_us = psched::kDefaultSpin.count();
   bool version = false;
+  bool no_pin = false;  // --no-pin: leave the GPU worker on every CPU
 };
 
 void add_flags(CLI::App& app, Flags& f) {
@@ -99,6 +103,8 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()->transform(psched::cli::unsigned_in(0, 1000000));
   app.add_option("--log-level", f.log_level, "trace, debug, info, warning, error")->capture_default_str();
   app.add_flag("--version", f.version, "Print the version and the compiled backends");
+  app.add_flag("--no-pin", f.no_pin,
+               "GPU workers: do not pin each worker to the CPUs nearest its GPU (NVML's affinity)");
 }
 
 // What the flags do not say: logging, the token, test-only fault switches from the environment.
@@ -156,6 +162,7 @@ psched::SupervisedChild child_worker(const Flags& f, std::string label, const st
                                            "--tls-key", f.tls.key_file});
   if (f.config.death_timeout_s > 0)
     c.spec.args.insert(c.spec.args.end(), {"--death-timeout", std::to_string(f.config.death_timeout_s)});
+  if (f.no_pin) c.spec.args.push_back("--no-pin");
   return c;
 }
 
@@ -213,6 +220,45 @@ psched::Result<std::vector<psched::SupervisedChild>> children_to_supervise(const
   return children;
 }
 
+// NVML for the backend's GPU, when there is one and the driver's library loads: one log line when
+// it does not, and the worker runs on without GPU health. The test-only switches point it at
+// another library (PSCHED_TEST_NVML_LIBRARY) and give a CPU worker a bus id to look up
+// (PSCHED_TEST_NVML_PCI_BUS_ID), so that CI without a GPU drives the path through a stand-in.
+std::unique_ptr<psched::NvmlDevice> open_nvml(const psched::Backend& backend) {
+  std::string bus_id = backend.pci_bus_id();
+  std::string library = "libnvidia-ml.so.1";
+  if (const char* b = std::getenv("PSCHED_TEST_NVML_PCI_BUS_ID")) bus_id = b;
+  if (const char* l = std::getenv("PSCHED_TEST_NVML_LIBRARY")) library = l;
+  if (bus_id.empty()) return nullptr;  // no GPU: nothing to watch, nothing to say
+  auto device = psched::NvmlDevice::open(library, bus_id);
+  if (!device) {
+    spdlog::warn("no GPU health from NVML ({}); the worker runs on without it", device.message());
+    return nullptr;
+  }
+  spdlog::info("NVML watches GPU {}", bus_id);
+  return std::move(*device);
+}
+
+// Pins this process to the CPUs nearest its GPU (NVML's ideal affinity), as dask-cuda does, before
+// the backend and sampler start their threads (they inherit it). Returns the CPUs as a list, ""
+// when not pinned. Only a CUDA backend is pinned: the test switch's stand-in GPU must not move CPU
+// workers.
+std::string pin_near_gpu(const psched::NvmlDevice& nvml, const psched::Backend& backend) {
+  if (backend.pci_bus_id().empty()) return "";
+  const std::vector<int> cpus = nvml.cpu_affinity();
+  if (cpus.empty()) return "";
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus)
+    if (c < CPU_SETSIZE) CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    spdlog::warn("cannot pin to the GPU's CPUs {}: {}", psched::cpu_list(cpus), std::strerror(errno));
+    return "";
+  }
+  spdlog::info("pinned to CPUs {} (nearest the GPU; --no-pin turns this off)", psched::cpu_list(cpus));
+  return psched::cpu_list(cpus);
+}
+
 // This process is the worker: backend + Worker on one event loop until it leaves.
 int run_worker(const Flags& f) {
   auto made = psched::make_backend(f.backend);
@@ -221,7 +267,11 @@ int run_worker(const Flags& f) {
     return 1;
   }
   boost::asio::io_context io;
-  psched::Worker worker(io, f.config, std::move(*made));
+  psched::WorkerConfig config = f.config;
+  std::unique_ptr<psched::NvmlDevice> nvml = open_nvml(**made);
+  if (nvml && !f.no_pin) config.cpu_affinity = pin_near_gpu(*nvml, **made);
+  psched::Worker worker(io, config, std::move(*made));
+  if (nvml) worker.watch_gpu(std::make_unique<psched::NvmlSampler>(std::move(nvml)));
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;

@@ -152,6 +152,7 @@ void Worker::on_connected(tcp::socket socket, bool tls) {
     self.pid = uint32_t(getpid());
     self.slots = uint32_t(backend_->slots());
     self.window_elements = backend_->window_elements();
+    self.cpu_affinity = config_.cpu_affinity;
     to_wire(self, hello.initWorker());
   });
 }
@@ -343,7 +344,12 @@ void Worker::heartbeat() {
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !conn_ || !conn_->is_open() || link_ != Link::kWelcomed) return;
     const uint64_t used = backend_->memory_used_bytes();
-    send_message(*conn_, [&](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(used); });
+    const std::optional<GpuHealth> gpu = gpu_ ? std::optional(gpu_->take()) : std::nullopt;
+    send_message(*conn_, [&](wire::Message::Builder m) {
+      auto hb = m.initHeartbeat();
+      hb.setMemoryUsedBytes(used);
+      if (gpu) to_wire(*gpu, hb.initGpu());
+    });
     heartbeat();
   });
 }

@@ -18,6 +18,7 @@
 #include "common/connection.h"
 #include "common/framing.h"
 #include "worker/backend.h"
+#include "worker/nvml.h"
 
 namespace psched {
 
@@ -38,6 +39,7 @@ struct WorkerConfig {
   // Test-only fault switch (PSCHED_TEST_FLIP_CHUNK): this chunk's partial sum (of every job) goes
   // back with its last bit flipped, a device that silently computes wrong, for verify's tests.
   int64_t flip_chunk = -1;
+  std::string cpu_affinity;       // CPUs this process is pinned to, as announced ("": not pinned)
 };
 
 class Worker {
@@ -45,6 +47,8 @@ class Worker {
   Worker(boost::asio::io_context& io, WorkerConfig config, std::unique_ptr<Backend> backend);
   ~Worker();
 
+  // Heartbeats carry this GPU's health from now on (call before start()).
+  void watch_gpu(std::unique_ptr<NvmlSampler> sampler) { gpu_ = std::move(sampler); }
   void start();
   // Tells the scheduler we are leaving (it re-queues our chunks at once), then stops; on_left runs
   // once the goodbye is written (or at once when not connected).
@@ -78,6 +82,7 @@ class Worker {
   boost::asio::io_context& io_;
   WorkerConfig config_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<NvmlSampler> gpu_;  // null: no NVML (CPU backend, no driver library)
   DeviceInfo device_;
   std::shared_ptr<FramedConnection> conn_;
   boost::asio::steady_timer retry_timer_;

@@ -1,6 +1,8 @@
 // What pbench prints about the cluster and about each worker's share of a run (cluster_report.h).
 #include "cluster_report.h"
 
+#include "common/gpu_health.h"
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -42,6 +44,18 @@ RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::Work
   return r;
 }
 
+nlohmann::json gpu_health_json(const pclient::GpuHealth& h) {
+  return {{"uuid", h.uuid}, {"pci_bus_id", h.pci_bus_id}, {"sm_utilisation_pct", h.sm_utilisation_pct},
+          {"mem_utilisation_pct", h.mem_utilisation_pct}, {"memory_used_bytes", h.memory_used_bytes},
+          {"memory_total_bytes", h.memory_total_bytes}, {"sm_clock_mhz", h.sm_clock_mhz},
+          {"sm_clock_max_mhz", h.sm_clock_max_mhz}, {"temperature_c", h.temperature_c},
+          {"power_watts", h.power_watts}, {"power_limit_watts", h.power_limit_watts},
+          {"throttle_reasons", h.throttle_reasons}, {"ecc_supported", h.ecc_supported},
+          {"ecc_corrected", h.ecc_corrected}, {"ecc_uncorrected", h.ecc_uncorrected},
+          {"pcie_generation", h.pcie_generation}, {"pcie_width", h.pcie_width},
+          {"pcie_max_width", h.pcie_max_width}};
+}
+
 nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
                             const std::vector<pclient::WorkerInfo>* before, double seconds) {
   nlohmann::json list = nlohmann::json::array();
@@ -50,6 +64,9 @@ nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
                         {"memory_total_bytes", w.memory_total_bytes}, {"threads", w.threads},
                         {"chunks_done", w.chunks_done}, {"busy_seconds", w.busy_seconds}};
     if (w.backend == "cuda") d["compute_capability"] = std::to_string(w.compute_major) + "." + std::to_string(w.compute_minor);
+    d["cpu_affinity"] = w.cpu_affinity;
+    d["gpu_uuid"] = w.gpu ? nlohmann::json(w.gpu->uuid) : nlohmann::json(nullptr);
+    d["gpu"] = w.gpu ? gpu_health_json(*w.gpu) : nlohmann::json(nullptr);
     if (before && seconds > 0) {
       const RunShare r = run_share(w, *before, seconds);
       d["run_chunks"] = r.chunks;
@@ -57,6 +74,47 @@ nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
       d["run_busy_fraction"] = r.busy_fraction;
     }
     list.push_back(d);
+  }
+  return list;
+}
+
+namespace {
+
+// [[seconds, SM clock MHz, temperature C, power W, SM utilisation %], ...]: compact for the report.
+nlohmann::json series_json(const std::vector<pclient::DeviceReport::Point>& series) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : series)
+    out.push_back({std::round(p.seconds * 1e3) / 1e3, p.sm_clock_mhz, p.temperature_c, p.power_watts,
+                   p.sm_utilisation_pct});
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json run_devices_json(const pclient::Result& result) {
+  auto figure = [](const pclient::Figure& f) {
+    return nlohmann::json{{"min", f.min}, {"mean", f.mean}, {"max", f.max}};
+  };
+  const double span = result.scheduler_seconds > 0 ? result.scheduler_seconds : result.wall_seconds;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& d : result.devices) {
+    const double device_seconds = d.bytes_per_second > 0 ? double(d.bytes) / d.bytes_per_second : 0;
+    nlohmann::json j = {{"worker_id", d.worker_id}, {"worker", d.name}, {"host", d.host},
+                        {"device", d.device}, {"chunks", d.chunks}, {"bytes", d.bytes},
+                        {"busy_seconds", d.busy_seconds}, {"bytes_per_second", d.bytes_per_second},
+                        {"busy_share", span > 0 ? device_seconds / span : 0.0},
+                        {"slow", d.slow}, {"cause", d.cause}, {"gpu", nullptr}};
+    if (d.has_gpu)
+      j["gpu"] = {{"uuid", d.uuid},
+                  {"sm_clock_mhz", figure(d.sm_clock_mhz)},
+                  {"sm_clock_max_mhz", d.sm_clock_max_mhz},
+                  {"temperature_c", figure(d.temperature_c)},
+                  {"power_watts", figure(d.power_watts)},
+                  {"sm_utilisation_pct", figure(d.sm_utilisation_pct)},
+                  {"throttle_reasons", d.throttle_reasons},
+                  {"throttle", psched::throttle_reason_names(d.throttle_reasons)},
+                  {"series", series_json(d.series)}};
+    list.push_back(std::move(j));
   }
   return list;
 }

@@ -28,10 +28,15 @@ struct RunShare {
 RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::WorkerInfo>& before,
                    double seconds);
 
+// A worker's latest NVML health as JSON.
+nlohmann::json gpu_health_json(const pclient::GpuHealth& h);
 // The workers as JSON; with `before` and the last run's wall seconds, each device also gets its
 // share of that run.
 nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
                             const std::vector<pclient::WorkerInfo>* before = nullptr, double seconds = 0);
+// How each worker did in a job, as the scheduler reported it: throughput, busy share of the job's
+// time, straggler and cause, and its GPU's min/mean/max figures (null without NVML).
+nlohmann::json run_devices_json(const pclient::Result& result);
 // "2 workers: 2 x cuda NVIDIA H100 80GB HBM3 (79.1 GiB, sm_90)" style, grouped by kind of device.
 std::string summarize(const std::vector<pclient::WorkerInfo>& workers);
 // --cluster-info: the workers, as text or JSON.

@@ -21,6 +21,8 @@
 #include "common/scheduler_file.h"
 #include "common/token.h"
 #include "cluster_report.h"
+#include "report.h"
+#include "common/gpu_health.h"
 #include "local_cluster.h"
 #include "verify_report.h"
 #include "pclient/client.h"
@@ -41,6 +43,7 @@ struct Flags {
   bool distributed = false, json = false, check = false, quiet = false, cluster_info = false;
   std::string scheduler, scheduler_file, token_file, memory_limit, log_level = "warning";
   psched::TlsFiles tls;
+  std::string report_html, report_json;  // --report, --report-json: files to write after the run
   double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
   std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
   int connect_timeout_ms = 5000;
@@ -128,6 +131,9 @@ void add_output_flags(CLI::App& app, Flags& f) {
   app.add_option("--repeat", f.repeat, "Run the job N times in one session")->capture_default_str()
       ->transform(psched::cli::unsigned_in(1, 1000000));
   app.add_flag("--json", f.json, "Print one JSON object instead of text");
+  app.add_option("--report", f.report_html,
+                 "Write a self-contained HTML performance report of the (last) run to this file");
+  app.add_option("--report-json", f.report_json, "Write the performance report's data as JSON to this file");
   app.add_flag("--check", f.check, "Verify the result: exact closed form for arange/constant, mean bound for "
                                    "normal/uniform; exit 1 on any difference");
   app.add_option("--verify", f.verify,
@@ -219,6 +225,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   pclient::RunOptions run_options;
   if (tty) run_options.on_progress = draw_progress;
   run_options.verify = f.verify;
+  run_options.want_timeline = !f.report_html.empty() || !f.report_json.empty();
   for (int i = 0; i < f.repeat; ++i) {
     if (i == f.repeat - 1) runs.before = client.workers();  // the last run's own share
     runs.last = client.run(f.job, run_options);
@@ -258,6 +265,18 @@ void report_json(const Flags& f, const Runs& runs) {
                         {"chunk_cols", job.chunk_cols},
                         {"fused", job.fused},
                         {"devices", devices_json(runs.after, &runs.before, seconds)}};
+  // Each device's share of the job as the scheduler measured it, GPU figures and stragglers.
+  const nlohmann::json shares = pbench::run_devices_json(result);
+  nlohmann::json stragglers = nlohmann::json::array();
+  for (auto& d : out["devices"]) {
+    for (const auto& s : shares)
+      if (s["worker"] == d["name"]) d["run"] = s;
+    // The per-heartbeat series is the report's (--report-json); the summary line stays short.
+    if (d.contains("run") && d["run"]["gpu"].is_object()) d["run"]["gpu"].erase("series");
+  }
+  for (const auto& s : shares)
+    if (s["slow"].get<bool>()) stragglers.push_back({{"worker", s["worker"]}, {"cause", s["cause"]}});
+  out["stragglers"] = std::move(stragglers);
   if (f.repeat > 1) out["runs"] = runs.seconds;
   if (result.count == 0) {  // no mean, min or max of nothing: say so rather than print 0
     out["mean"] = nullptr;
@@ -302,9 +321,49 @@ void report_text(const Flags& f, const Runs& runs) {
   if (active > 0 && seconds > 0)
     std::printf("Busy: the %d workers computed for %.0f%% of the wall time (mean; their own timings)\n",
                 active, 100.0 * busy / active);
+  for (const auto& d : result.devices) {
+    if (!d.has_gpu) continue;
+    std::printf("GPU %s: SM clock %.0f/%.0f/%.0f MHz (max %u), %.0f-%.0f C, %.0f/%.0f/%.0f W, util %.0f%%%s%s\n",
+                d.name.c_str(), d.sm_clock_mhz.min, d.sm_clock_mhz.mean, d.sm_clock_mhz.max, d.sm_clock_max_mhz,
+                d.temperature_c.min, d.temperature_c.max, d.power_watts.min, d.power_watts.mean,
+                d.power_watts.max, d.sm_utilisation_pct.mean, d.throttle_reasons ? ", throttled: " : "",
+                psched::throttle_reason_names(d.throttle_reasons).c_str());
+  }
+  std::vector<std::string> slow;
+  for (const auto& d : result.devices)
+    if (d.slow) slow.push_back(d.name + " (" + human_bytes(d.bytes_per_second) + "/s" +
+                               (d.cause.empty() ? "" : "; " + d.cause) + ")");
+  if (result.devices.size() > 1) {
+    std::string line;
+    for (const auto& s : slow) line += (line.empty() ? "" : ", ") + s;
+    std::printf("Stragglers (10%% or more below the median device): %s\n", slow.empty() ? "none" : line.c_str());
+  }
   if (f.check) std::printf("Check: %s\n", runs.problem.empty() ? "ok" : runs.problem.c_str());
   if (f.verify > 0) pbench::print_verify(result);
   std::fflush(stdout);
+}
+
+// --report and --report-json: the last run's performance report (report.h).
+psched::Status write_reports(const Flags& f, const Runs& runs) {
+  if (f.report_html.empty() && f.report_json.empty()) return psched::Status::ok();
+  const auto t0 = std::chrono::steady_clock::now();
+  const nlohmann::json report = pbench::report_json(f.job, runs.last, runs.after);
+  std::string written;
+  if (!f.report_json.empty()) {
+    const std::string text = report.dump() + "\n";
+    if (psched::Status st = pbench::write_file(f.report_json, text); !st) return st;
+    written += f.report_json + " (" + std::to_string(text.size()) + " bytes) ";
+  }
+  if (!f.report_html.empty()) {
+    const std::string page = pbench::report_html(report);
+    if (psched::Status st = pbench::write_file(f.report_html, page); !st) return st;
+    written += f.report_html + " (" + std::to_string(page.size()) + " bytes) ";
+  }
+  // On stderr: --json's stdout stays one object.
+  std::fprintf(stderr, "Report: %swritten in %.3f s (%zu timeline segments)\n", written.c_str(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+               runs.last.timeline.size());
+  return psched::Status::ok();
 }
 
 // Connects (starting the local cluster first in local mode), waits for the workers, runs and
@@ -352,6 +411,7 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
     return 0;
   }
   const Runs runs = run_jobs(client, f);
+  if (psched::Status st = write_reports(f, runs); !st) return fail(st.message());
   if (f.json) {
     report_json(f, runs);
   } else {

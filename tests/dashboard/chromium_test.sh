@@ -31,16 +31,12 @@ wait_until 30 job_has_progress || fail "the job never showed progress on /api/st
 
 browser --dump-dom "$DASHBOARD/" >"$WORK_DIR/dom.html" || fail "chromium --dump-dom failed"
 for want in '>chrome-worker-a<' '>chrome-worker-b<' 'class="progress"' 'role="progressbar"' \
-  '>#2<' 'class="state done"' '>live<'; do
+  '>#2<' 'class="state done"' '>live<' '<canvas id="stream"' 'id="gpus-empty"'; do
   grep -qF "$want" "$WORK_DIR/dom.html" || fail "the rendered page has no '$want'"
 done
 grep -qF 'id="jobs" style="display: none' "$WORK_DIR/dom.html" &&
   fail "the running job is not listed"
 
-mkdir -p "$ARTIFACTS"
-rm -f "$ARTIFACTS/dashboard.png"
-browser --screenshot="$ARTIFACTS/dashboard.png" --window-size=1200,900 "$DASHBOARD/" >/dev/null ||
-  fail "chromium --screenshot failed"
-[[ -s "$ARTIFACTS/dashboard.png" ]] || fail "no screenshot at $ARTIFACTS/dashboard.png"
+screenshot "$ARTIFACTS/dashboard.png" 1200,900 "$DASHBOARD/"
 cp "$WORK_DIR/dom.html" "$ARTIFACTS/dashboard-dom.html"
 echo "PASS: the page lists both workers and the running job; screenshot: $ARTIFACTS/dashboard.png"

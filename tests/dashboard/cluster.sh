@@ -135,3 +135,11 @@ browser() {
     --disable-background-networking --disable-component-update --disable-sync \
     --user-data-dir="$profile" --virtual-time-budget=5000 "$@" 2>>"$WORK_DIR/chromium.log"
 }
+
+# screenshot PNG WIDTH,HEIGHT URL: Chromium's picture of URL kept at PNG for a human to look at.
+screenshot() {
+  mkdir -p "$(dirname "$1")"
+  rm -f "$1"
+  browser --screenshot="$1" --window-size="$2" "$3" >/dev/null || fail "chromium --screenshot failed"
+  [[ -s "$1" ]] || fail "no screenshot at $1"
+}

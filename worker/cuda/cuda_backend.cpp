@@ -33,6 +33,9 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp
   info_.compute_major = prop.major;
   info_.compute_minor = prop.minor;
   sm_count_ = std::max(prop.multiProcessorCount, 1);
+  // NVML's spelling of the bus id (function 0: a GPU is always function 0).
+  pci_bus_id_ = fmt::format("{:08X}:{:02X}:{:02X}.0", unsigned(prop.pciDomainID),
+                            unsigned(prop.pciBusID), unsigned(prop.pciDeviceID));
 }
 
 // The only place life_ changes: forward only (created -> running -> stopping -> stopped, or

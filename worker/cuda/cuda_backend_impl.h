@@ -62,6 +62,7 @@ class CudaBackend final : public Backend {
   void drop_job(uint64_t job_id) override;
   void stop() override;
   uint64_t memory_used_bytes() const override;
+  std::string pci_bus_id() const override { return pci_bus_id_; }
 
  private:
   void transition(Life to);  // mutex_ held
@@ -79,6 +80,7 @@ class CudaBackend final : public Backend {
 
   const CudaBackendOptions options_;
   DeviceInfo info_;
+  std::string pci_bus_id_;
   int sm_count_ = 1;
   SlotPool pool_;
 

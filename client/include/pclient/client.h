@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -82,6 +83,40 @@ struct VerifyMismatch {
   std::vector<VerifyCopy> copies;  // two, or three when a third worker broke the tie
 };
 
+// One GPU figure over a job: lowest, mean and highest of the worker's heartbeats while it ran.
+struct Figure {
+  double min = 0, mean = 0, max = 0;
+};
+
+// How one worker did in a job, as the scheduler saw it.
+struct DeviceReport {
+  uint32_t worker_id = 0;
+  std::string name, host, device, uuid;
+  uint64_t chunks = 0, bytes = 0;
+  double busy_seconds = 0;      // device time the worker reported
+  double bytes_per_second = 0;  // bytes / device seconds
+  bool slow = false;            // a straggler: 10% or more below the job's median
+  std::string cause;            // what NVML shows that explains it ("": nothing seen)
+  bool has_gpu = false;         // the figures below are NVML's
+  Figure sm_clock_mhz, temperature_c, power_watts, sm_utilisation_pct;
+  uint32_t sm_clock_max_mhz = 0;
+  uint64_t throttle_reasons = 0;  // NVML clock throttle reason bits seen during the job
+  struct Point {
+    double seconds = 0;  // since the job was accepted
+    float sm_clock_mhz = 0, temperature_c = 0, power_watts = 0, sm_utilisation_pct = 0;
+  };
+  std::vector<Point> series;  // the worker's heartbeats during the job (at most 512)
+};
+
+// One result batch in the job's task stream, on the scheduler's clock from the job's start: it
+// ended when the batch reached the scheduler and began its device time earlier.
+struct TaskSegment {
+  uint32_t worker_id = 0;
+  uint64_t first_chunk = 0;
+  uint32_t chunks = 0;
+  double start_seconds = 0, end_seconds = 0;
+};
+
 struct Result {
   uint64_t job_id = 0;
   // The correctly rounded sum of the selected elements: the same bits whatever the chunking,
@@ -107,6 +142,24 @@ struct Result {
   // all, listed up to the first 1000). The result uses each mismatched chunk's majority copy.
   uint64_t verified_chunks = 0, same_worker_chunks = 0, mismatch_count = 0;
   std::vector<VerifyMismatch> mismatches;
+  std::vector<DeviceReport> devices;    // per worker that took part
+  std::vector<TaskSegment> timeline;    // when RunOptions::want_timeline
+};
+
+// A GPU's health as NVML reports it, aggregated over the worker's last heartbeat interval.
+struct GpuHealth {
+  std::string uuid, pci_bus_id;
+  uint32_t samples = 0;
+  double sm_utilisation_pct = 0, mem_utilisation_pct = 0;  // means
+  uint64_t memory_used_bytes = 0, memory_total_bytes = 0;
+  double sm_clock_mhz = 0;                                 // mean
+  uint32_t sm_clock_min_mhz = 0, sm_clock_max_mhz = 0;     // lowest sampled; the device's maximum
+  uint32_t temperature_c = 0;                              // highest sampled
+  double power_watts = 0, power_limit_watts = 0;
+  uint64_t throttle_reasons = 0;                           // NVML clock throttle reason bits
+  uint64_t ecc_corrected = 0, ecc_uncorrected = 0;
+  bool ecc_supported = false;
+  uint32_t pcie_generation = 0, pcie_width = 0, pcie_max_width = 0;
 };
 
 struct WorkerInfo {
@@ -119,6 +172,8 @@ struct WorkerInfo {
   uint64_t window_elements = 0;  // ... and elements, when chunks are small (0: slots only)
   uint64_t chunks_done = 0, bytes_reduced = 0;
   double busy_seconds = 0;  // compute time the worker reported so far (its own timings)
+  std::string cpu_affinity;  // CPUs the worker is pinned to ("": not pinned)
+  std::optional<GpuHealth> gpu;  // none without NVML (CPU workers, no driver library)
 };
 
 struct ConnectOptions {
@@ -148,6 +203,7 @@ struct RunOptions {
   // Share of chunks (0 to 1) the scheduler computes again on another worker and compares bit for
   // bit; which ones is a draw seeded by the job's seed, the same every run. 0: off.
   double verify = 0;
+  bool want_timeline = false;  // Result::timeline: the job's task stream (for reports)
   // Asked every cancel_poll_ms while run() waits (on run()'s thread); once it returns true, run()
   // sends Cancel for the job and throws Cancelled. How a caller that blocks in run() stops it:
   // another thread's flag, or an interpreter's pending Ctrl-C.

@@ -1,0 +1,129 @@
+#include "scheduler/job_devices.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace psched {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// What NVML shows that makes this GPU slower than its peers: throttling, a lower SM clock than
+// theirs, a PCIe link narrower than it can train to. "" when nothing stands out.
+std::string slow_cause(const DeviceShare& d, double median_clock_mhz) {
+  if (!d.gpu) return "";
+  std::vector<std::string> why;
+  if (const std::string t = throttle_reason_names(d.gpu->throttle_reasons); !t.empty())
+    why.push_back("throttled: " + t);
+  // 5%: boost clocks of healthy peers wander by a few percent.
+  if (median_clock_mhz > 0 && d.gpu->sm_clock_mhz.mean() < 0.95 * median_clock_mhz)
+    why.push_back(fmt::format("SM clock {:.0f} MHz vs median {:.0f} MHz", d.gpu->sm_clock_mhz.mean(),
+                              median_clock_mhz));
+  if (d.gpu->pcie_width > 0 && d.gpu->pcie_width < d.gpu->pcie_max_width)
+    why.push_back(fmt::format("PCIe x{} of x{}", d.gpu->pcie_width, d.gpu->pcie_max_width));
+  std::string out;
+  for (const auto& w : why) out += (out.empty() ? "" : "; ") + w;
+  return out;
+}
+
+}  // namespace
+
+void mark_stragglers(std::vector<DeviceShare>& shares) {
+  std::vector<double> rates, clocks;
+  for (DeviceShare& d : shares) {
+    const double device_seconds = d.busy_seconds / std::max(d.parallelism, 1.0);
+    d.bytes_per_second = device_seconds > 0 ? double(d.bytes) / device_seconds : 0;
+    d.slow = false;
+    d.cause.clear();
+    if (d.bytes_per_second > 0) rates.push_back(d.bytes_per_second);
+    if (d.gpu && d.gpu->sm_clock_mhz.n > 0) clocks.push_back(d.gpu->sm_clock_mhz.mean());
+  }
+  if (rates.size() < 2) return;
+  const double m = median(rates);
+  const double median_clock = clocks.empty() ? 0 : median(clocks);
+  for (DeviceShare& d : shares) {
+    if (d.bytes_per_second <= 0 || d.bytes_per_second > (1 - kStragglerShortfall) * m) continue;
+    d.slow = true;
+    d.cause = slow_cause(d, median_clock);
+  }
+}
+
+void JobDevices::add_results(JobId job, const DeviceShare& who, uint64_t chunks, uint64_t bytes,
+                             double busy_seconds) {
+  auto& devices = jobs_[job];
+  running_.emplace(job, true);
+  auto [it, fresh] = devices.try_emplace(who.worker, who);
+  if (fresh) {
+    it->second.chunks = it->second.bytes = 0;
+    it->second.busy_seconds = 0;
+  }
+  it->second.chunks += chunks;
+  it->second.bytes += bytes;
+  it->second.busy_seconds += busy_seconds;
+}
+
+void JobDevices::add_health(WorkerId worker, const GpuHealth& health, double at_s) {
+  for (auto& [job, running] : running_) {
+    if (!running) continue;
+    auto& devices = jobs_[job];
+    auto it = devices.find(worker);
+    if (it == devices.end()) continue;
+    if (!it->second.gpu) it->second.gpu.emplace();
+    it->second.gpu->add(health);
+    if (health.samples > 0)
+      add_point(series_[job][worker],
+                GpuPoint{at_s, float(health.sm_clock_mhz), float(health.temperature_c),
+                         float(health.power_watts), float(health.sm_utilisation_pct)});
+  }
+}
+
+void JobDevices::finish(JobId job) {
+  auto it = running_.find(job);
+  if (it == running_.end() || !it->second) return;
+  it->second = false;
+  finished_.push_back(job);
+  while (finished_.size() > kJobsKept) {
+    jobs_.erase(finished_.front());
+    series_.erase(finished_.front());
+    running_.erase(finished_.front());
+    finished_.pop_front();
+  }
+}
+
+std::vector<DeviceShare> JobDevices::shares(JobId job) const {
+  std::vector<DeviceShare> out;
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return out;
+  for (const auto& [worker, d] : it->second) out.push_back(d);
+  mark_stragglers(out);
+  return out;
+}
+
+std::set<WorkerId> JobDevices::slow_workers() const {
+  std::set<WorkerId> seen, slow;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {  // newest job first
+    bool fresh = false;
+    for (const auto& [worker, d] : it->second) fresh |= !seen.count(worker);
+    if (!fresh) continue;
+    for (const DeviceShare& d : shares(it->first)) {
+      if (!seen.insert(d.worker).second) continue;
+      if (d.slow) slow.insert(d.worker);
+    }
+  }
+  return slow;
+}
+
+const std::vector<GpuPoint>* JobDevices::series(JobId job, WorkerId worker) const {
+  auto it = series_.find(job);
+  if (it == series_.end()) return nullptr;
+  auto w = it->second.find(worker);
+  return w == it->second.end() ? nullptr : &w->second;
+}
+
+}  // namespace psched

@@ -1,0 +1,72 @@
+#include "scheduler/performance_json.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "scheduler/scheduler.h"
+
+namespace psched {
+
+using nlohmann::json;
+
+json gpu_json(const GpuHealth& h) {
+  return {{"uuid", h.uuid},
+          {"pci_bus_id", h.pci_bus_id},
+          {"samples", h.samples},
+          {"sm_utilisation_pct", h.sm_utilisation_pct},
+          {"mem_utilisation_pct", h.mem_utilisation_pct},
+          {"memory_used_bytes", h.memory_used_bytes},
+          {"memory_total_bytes", h.memory_total_bytes},
+          {"sm_clock_mhz", h.sm_clock_mhz},
+          {"sm_clock_min_mhz", h.sm_clock_min_mhz},
+          {"sm_clock_max_mhz", h.sm_clock_max_mhz},
+          {"temperature_c", h.temperature_c},
+          {"power_watts", h.power_watts},
+          {"power_limit_watts", h.power_limit_watts},
+          {"throttle_reasons", h.throttle_reasons},
+          {"throttle", throttle_reason_names(h.throttle_reasons)},
+          {"ecc_supported", h.ecc_supported},
+          {"ecc_corrected", h.ecc_corrected},
+          {"ecc_uncorrected", h.ecc_uncorrected},
+          {"pcie_generation", h.pcie_generation},
+          {"pcie_width", h.pcie_width},
+          {"pcie_max_width", h.pcie_max_width},
+          {"warnings", gpu_warnings(h)}};
+}
+
+json devices_json(const std::vector<DeviceShare>& shares) {
+  json out = json::array();
+  for (const DeviceShare& d : shares)
+    out.push_back({{"worker_id", d.worker},
+                   {"worker", d.name},
+                   {"host", d.host},
+                   {"chunks", d.chunks},
+                   {"bytes", d.bytes},
+                   {"busy_seconds", d.busy_seconds},
+                   {"bytes_per_second", d.bytes_per_second},
+                   {"slow", d.slow},
+                   {"cause", d.cause}});
+  return out;
+}
+
+double since_from_query(std::string_view target) {
+  const size_t q = target.find("since=");
+  if (q == std::string_view::npos) return 0;
+  const std::string text(target.substr(q + 6, 32));  // digits, at most: the rest is ignored
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && std::isfinite(v) && v > 0 ? v : 0;
+}
+
+json task_stream_json(const Scheduler& s, double since_s) {
+  json segments = json::array();
+  for (const TaskSegment& t : s.task_stream().since(since_s, kMaxSegmentsServed))
+    segments.push_back(json::array({t.job, t.worker, t.first_chunk, t.chunks, t.start_s, t.end_s}));
+  json workers = json::object();
+  for (const auto& [id, w] : s.workers()) workers[std::to_string(id)] = w->name;
+  return {{"now", s.seconds_since_start()}, {"workers", std::move(workers)},
+          {"segments", std::move(segments)}};
+}
+
+}  // namespace psched

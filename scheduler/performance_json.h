@@ -1,0 +1,29 @@
+// The JSON of what performance.cpp records, for /api/status and /api/task-stream: a GPU's health
+// with its warnings, a job's devices with stragglers marked, the task stream's recent segments.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+#include <vector>
+
+#include "common/gpu_health.h"
+#include "scheduler/job_devices.h"
+
+namespace psched {
+
+class Scheduler;
+
+nlohmann::json gpu_json(const GpuHealth& h);
+nlohmann::json devices_json(const std::vector<DeviceShare>& shares);
+// Segments that ended after since_s (scheduler seconds), the newest kMaxSegmentsServed of them:
+// {"now": S, "segments": [[job, worker, first_chunk, chunks, start_s, end_s], ...]}.
+nlohmann::json task_stream_json(const Scheduler& s, double since_s);
+
+// The `since` of a request target "/api/task-stream?since=12.5" (0 when absent or not a number).
+double since_from_query(std::string_view target);
+
+// One poll of the dashboard draws at most this many segments (about 200 kB of JSON).
+constexpr size_t kMaxSegmentsServed = 5000;
+
+}  // namespace psched

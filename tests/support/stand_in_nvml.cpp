@@ -1,0 +1,107 @@
+// A stand-in for the driver's libnvidia-ml.so.1, for machines without a GPU (CI): the entry points
+// worker/nvml.cpp looks up, with the C ABI of nvml.h, answering fixed plausible figures for one
+// GPU. Environment variables change what it reports, so tests can make a GPU throttle or lose
+// PCIe lanes: STAND_IN_NVML_THROTTLE (reason bits), STAND_IN_NVML_SM_CLOCK (MHz),
+// STAND_IN_NVML_PCIE_WIDTH, STAND_IN_NVML_NO_GPU (no device found). Only tests load it, through
+// pcuda-worker's test switch PSCHED_TEST_NVML_LIBRARY.
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+struct Utilization {
+  unsigned int gpu, memory;
+};
+struct Memory {
+  unsigned long long total, free, used;
+};
+int g_device = 0;  // the handle's target: never dereferenced by the caller
+unsigned env_or(const char* name, unsigned fallback) {
+  const char* v = std::getenv(name);
+  return v ? unsigned(std::strtoul(v, nullptr, 0)) : fallback;
+}
+constexpr int kSuccess = 0, kNotFound = 6, kUninitialized = 1;
+bool g_initialised = false;
+
+}  // namespace
+
+extern "C" {
+
+int nvmlInit_v2() {
+  g_initialised = true;
+  return kSuccess;
+}
+int nvmlShutdown() {
+  g_initialised = false;
+  return kSuccess;
+}
+const char* nvmlErrorString(int r) { return r == kNotFound ? "Not Found" : "Stand-in error"; }
+int nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, void** device) {
+  if (!g_initialised) return kUninitialized;
+  if (std::getenv("STAND_IN_NVML_NO_GPU") || !bus_id || !*bus_id) return kNotFound;
+  *device = &g_device;
+  return kSuccess;
+}
+int nvmlDeviceGetUUID(void*, char* uuid, unsigned length) {
+  std::snprintf(uuid, length, "GPU-5a11d1e0-0000-4000-8000-%012u", env_or("STAND_IN_NVML_ID", 1));
+  return kSuccess;
+}
+int nvmlDeviceGetUtilizationRates(void*, Utilization* u) {
+  u->gpu = 97;
+  u->memory = 64;
+  return kSuccess;
+}
+int nvmlDeviceGetMemoryInfo(void*, Memory* m) {
+  m->total = 80ull << 30;
+  m->used = 12ull << 30;
+  m->free = m->total - m->used;
+  return kSuccess;
+}
+int nvmlDeviceGetClockInfo(void*, int, unsigned* mhz) {
+  *mhz = env_or("STAND_IN_NVML_SM_CLOCK", 1755);
+  return kSuccess;
+}
+int nvmlDeviceGetMaxClockInfo(void*, int, unsigned* mhz) {
+  *mhz = 1980;
+  return kSuccess;
+}
+int nvmlDeviceGetTemperature(void*, int, unsigned* c) {
+  *c = 61;
+  return kSuccess;
+}
+int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {
+  *mw = 412000;
+  return kSuccess;
+}
+int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
+  *mw = 700000;
+  return kSuccess;
+}
+int nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned* g) {
+  *g = 5;
+  return kSuccess;
+}
+int nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned* w) {
+  *w = env_or("STAND_IN_NVML_PCIE_WIDTH", 16);
+  return kSuccess;
+}
+int nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* w) {
+  *w = 16;
+  return kSuccess;
+}
+int nvmlDeviceGetCurrentClocksThrottleReasons(void*, unsigned long long* r) {
+  *r = env_or("STAND_IN_NVML_THROTTLE", 0);
+  return kSuccess;
+}
+int nvmlDeviceGetTotalEccErrors(void*, int type, int, unsigned long long* n) {
+  *n = type == 0 ? 3 : 0;  // three corrected, none uncorrected
+  return kSuccess;
+}
+int nvmlDeviceGetCpuAffinity(void*, unsigned words, unsigned long* mask) {
+  std::memset(mask, 0, words * sizeof(unsigned long));
+  mask[0] = 0x3;  // CPUs 0 and 1
+  return kSuccess;
+}
+
+}  // extern "C"

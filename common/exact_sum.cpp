@@ -78,6 +78,49 @@ bool normalized_is_zero(const ExactSum& s) {
   return true;
 }
 
+// The common case, fast (a chunk's sum: a few digits wide): a normalised, non-negative sum whose
+// nonzero digits are at most three adjacent ones, far from the subnormal and overflow ranges, is an
+// integer m < 2^96 times 2^e. Its first term is m rounded to 53 bits, nearest-even (what
+// round_normalized gives), and the rest, m minus that, is below 2^43 in magnitude: one exact
+// double. Returns false where the general path must run. The tests hold the two paths to the same
+// bits ("the fast path of rounded() and terms() gives the general path's bits").
+bool narrow_terms(const ExactSum& s, double& first, double& rest) {
+  if (s.digit[kExactDigits - 1] != 0) return false;  // negative
+  int h = kExactDigits - 2;
+  while (h >= 0 && s.digit[h] == 0) --h;
+  if (h < 0) {
+    first = rest = 0.0;
+    return true;
+  }
+  const int l = h >= 2 ? h - 2 : 0;
+  for (int i = 0; i < l; ++i)
+    if (s.digit[i] != 0) return false;
+  const int e = kExactDigitBits * l + kExactLowestBit;
+  if (e < -1000 || e > 900) return false;  // both terms stay normal doubles
+  unsigned __int128 m = 0;
+  for (int i = h; i >= l; --i) m = (m << kExactDigitBits) | uint64_t(s.digit[i]);
+  const int width = 128 - (uint64_t(m >> 64) != 0 ? __builtin_clzll(uint64_t(m >> 64))
+                                                  : 64 + __builtin_clzll(uint64_t(m)));
+  int shift = width > 53 ? width - 53 : 0;
+  uint64_t mantissa = uint64_t(m >> shift);
+  if (shift > 0) {
+    const unsigned __int128 dropped = m & (((unsigned __int128)1 << shift) - 1);
+    const unsigned __int128 half = (unsigned __int128)1 << (shift - 1);
+    if (dropped > half || (dropped == half && (mantissa & 1) != 0)) {
+      if (++mantissa == uint64_t{1} << 53) {
+        mantissa >>= 1;
+        ++shift;
+      }
+    }
+  }
+  const __int128 r = __int128(m) - __int128((unsigned __int128)mantissa << shift);  // |r| <= 2^42
+  first = std::ldexp(double(mantissa), e + shift);
+  rest = std::ldexp(double(int64_t(r)), e);
+  return true;
+}
+
+std::vector<double> terms_of_normalized(ExactSum rest);
+
 }  // namespace
 
 void ExactSum::normalize() {
@@ -100,13 +143,43 @@ double ExactSum::rounded() const {
   if (neg_inf != 0) return -std::numeric_limits<double>::infinity();
   ExactSum copy = *this;
   copy.normalize();
+  if (double first, rest; narrow_terms(copy, first, rest)) return first;
   return round_normalized(copy);
 }
+
+namespace exact_sum_detail {
+
+double general_rounded(const ExactSum& s) {
+  ExactSum copy = s;
+  copy.normalize();
+  return round_normalized(copy);
+}
+
+std::vector<double> general_terms(const ExactSum& s) {
+  ExactSum rest;
+  std::memcpy(rest.digit, s.digit, sizeof s.digit);
+  rest.normalize();
+  return terms_of_normalized(rest);
+}
+
+}  // namespace exact_sum_detail
 
 std::vector<double> ExactSum::terms() const {
   ExactSum rest;
   std::memcpy(rest.digit, digit, sizeof digit);
   rest.normalize();
+  if (double first, second; narrow_terms(rest, first, second)) {
+    if (first == 0.0) return {};
+    if (second == 0.0) return {first};
+    return {first, second};
+  }
+  return terms_of_normalized(rest);
+}
+
+namespace {
+
+// Term by term: each the rest rounded to nearest, subtracted exactly.
+std::vector<double> terms_of_normalized(ExactSum rest) {
   std::vector<double> out;
   while (!normalized_is_zero(rest)) {
     const double t = round_normalized(rest);
@@ -118,6 +191,8 @@ std::vector<double> ExactSum::terms() const {
   PSCHED_ASSERT(out.size() <= kExactMaxTerms, out.size());
   return out;
 }
+
+}  // namespace
 
 void ExactSum::add_terms(const double* t, size_t n) {
   for (size_t i = 0; i < n; ++i) add(t[i]);

@@ -98,4 +98,11 @@ struct ExactSum {
 // Every digit and count equal after normalisation: the same exact value and the same specials.
 bool same_value(const ExactSum& a, const ExactSum& b);
 
+// The general paths of rounded() and terms() (whole-accumulator word arithmetic), which skip their
+// fast path for sums no wider than 64 bits; the tests hold the two to the same bits.
+namespace exact_sum_detail {
+double general_rounded(const ExactSum& s);  // the finite part only
+std::vector<double> general_terms(const ExactSum& s);
+}  // namespace exact_sum_detail
+
 }  // namespace psched

@@ -221,3 +221,29 @@ TEST_CASE("partials merge exactly whatever the order", "[partial]") {
   CHECK(r.min == -1e16);
   CHECK(r.max == 1e16);
 }
+
+TEST_CASE("the fast path of rounded() and terms() gives the general path's bits", "[exact_sum]") {
+  std::mt19937_64 rng(1675);
+  std::uniform_real_distribution<double> value(0.0, 20.0);
+  std::uniform_int_distribution<int> scale(-1100, 1000), count(1, 64), kind(0, 5);
+  size_t checked = 0;
+  for (int i = 0; i < 20000; ++i) {
+    ExactSum s;
+    const int n = count(rng), k = kind(rng), e = scale(rng);
+    for (int j = 0; j < n; ++j) {
+      double v = value(rng);
+      if (k == 1) v = std::ldexp(v, e);                       // anywhere in the range
+      if (k == 2) v = j % 2 ? -v : v;                         // cancellation, negative sums
+      if (k == 3) v = std::ldexp(std::floor(v * 1e6), -20);   // few bits: narrow sums
+      if (k == 4) v = std::ldexp(v, j % 2 ? 60 : -60);        // wide sums
+      if (k == 5) v = std::ldexp(1.0, 63) * 2 - std::ldexp(1.0, 10) * j;  // near 2^64
+      s.add(v);
+    }
+    const std::vector<double> fast = s.terms(), general = exact_sum_detail::general_terms(s);
+    REQUIRE(fast.size() == general.size());
+    for (size_t t = 0; t < fast.size(); ++t) CHECK(bits_of(fast[t]) == bits_of(general[t]));
+    CHECK(bits_of(s.rounded()) == bits_of(exact_sum_detail::general_rounded(s)));
+    checked += fast.size();
+  }
+  CHECK(checked > 20000);
+}

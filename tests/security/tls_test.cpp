@@ -359,7 +359,12 @@ TEST_CASE("garbage and half-open handshakes on the TLS port: no crash, bounded m
   CHECK(seconds >= 1.0);  // the half-open ones waited for the handshake timeout, not refused at once
   const long after = rss_kb();
   INFO("scheduler RSS before " << before << " kB, after " << after << " kB");
-  CHECK(after - before < 20 * 1024);
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr long kGrowthLimitKb = 96 * 1024;  // ASan's quarantine holds freed TLS buffers (seen: 30 MB)
+#else
+  constexpr long kGrowthLimitKb = 20 * 1024;  // measured: about 8 MB
+#endif
+  CHECK(after - before < kGrowthLimitKb);
   CHECK(process_alive(cluster.scheduler_pid()));
   check_serves_good_peers(cluster, certs.args("worker"));
 }

@@ -1,5 +1,6 @@
 #include "common/exact_sum.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -7,6 +8,28 @@
 
 namespace psched {
 namespace {
+
+static_assert(kExactDigits % 4 == 0, "digits are scanned four at a time");
+
+// The lowest and highest nonzero digit (kExactDigits and -1 when all are zero), four digits at a
+// time: a chunk's sum has a few nonzero digits among 68, and these scans are most of the work of
+// normalising and splitting it.
+int lowest_nonzero(const int64_t* d) {
+  for (int b = 0; b < kExactDigits; b += 4) {
+    if ((d[b] | d[b + 1] | d[b + 2] | d[b + 3]) == 0) continue;
+    for (int i = b;; ++i)
+      if (d[i] != 0) return i;
+  }
+  return kExactDigits;
+}
+int highest_nonzero(const int64_t* d) {
+  for (int b = kExactDigits - 4; b >= 0; b -= 4) {
+    if ((d[b] | d[b + 1] | d[b + 2] | d[b + 3]) == 0) continue;
+    for (int i = b + 3;; --i)
+      if (d[i] != 0) return i;
+  }
+  return -1;
+}
 
 constexpr int kWords = kExactDigits + 2;  // the magnitude's 32-bit words, digit 67 takes two, one spare
 constexpr int kSubnormalLsb = -1074 - kExactLowestBit;  // bit 14: the weight of the smallest double
@@ -85,16 +108,14 @@ bool normalized_is_zero(const ExactSum& s) {
 // double. Returns false where the general path must run. The tests hold the two paths to the same
 // bits ("the fast path of rounded() and terms() gives the general path's bits").
 bool narrow_terms(const ExactSum& s, double& first, double& rest) {
-  if (s.digit[kExactDigits - 1] != 0) return false;  // negative
-  int h = kExactDigits - 2;
-  while (h >= 0 && s.digit[h] == 0) --h;
+  const int h = highest_nonzero(s.digit);
+  if (h == kExactDigits - 1) return false;  // negative
   if (h < 0) {
     first = rest = 0.0;
     return true;
   }
   const int l = h >= 2 ? h - 2 : 0;
-  for (int i = 0; i < l; ++i)
-    if (s.digit[i] != 0) return false;
+  if (lowest_nonzero(s.digit) < l) return false;
   const int e = kExactDigitBits * l + kExactLowestBit;
   if (e < -1000 || e > 900) return false;  // both terms stay normal doubles
   unsigned __int128 m = 0;
@@ -123,12 +144,19 @@ std::vector<double> terms_of_normalized(ExactSum rest);
 
 }  // namespace
 
+// Carries digit by digit from the lowest nonzero one, and stops past the highest once nothing is
+// carried: a chunk's sum touches a few digits of the 68, so this is a few steps, not 67.
 void ExactSum::normalize() {
-  for (int i = 0; i + 1 < kExactDigits; ++i) {
-    const int64_t carry = digit[i] >> kExactDigitBits;  // arithmetic: floor division by 2^32
-    digit[i] -= carry * (int64_t{1} << kExactDigitBits);
-    digit[i + 1] += carry;
+  const int top = highest_nonzero(digit);
+  int64_t carry = 0;
+  int i = lowest_nonzero(digit);
+  for (; i + 1 < kExactDigits; ++i) {
+    if (i > top && carry == 0) return;
+    const int64_t t = digit[i] + carry;
+    carry = t >> kExactDigitBits;  // arithmetic: floor division by 2^32
+    digit[i] = t - carry * (int64_t{1} << kExactDigitBits);
   }
+  digit[kExactDigits - 1] += carry;
 }
 
 bool ExactSum::finite_is_zero() const {
@@ -193,6 +221,39 @@ std::vector<double> terms_of_normalized(ExactSum rest) {
 }
 
 }  // namespace
+
+ExactTerms::ExactTerms(const ExactSum& s) : nan(s.nan), pos_inf(s.pos_inf), neg_inf(s.neg_inf) {
+  ExactSum rest;
+  std::memcpy(rest.digit, s.digit, sizeof s.digit);
+  rest.normalize();
+  if (double first, second; narrow_terms(rest, first, second)) {
+    if (first != 0.0) inline_[n_++] = first;
+    if (second != 0.0) inline_[n_++] = second;
+    return;
+  }
+  wide_ = terms_of_normalized(rest);
+  n_ = uint32_t(wide_.size());
+  if (n_ <= kInline) {
+    std::copy(wide_.begin(), wide_.end(), inline_);
+    wide_.clear();
+  }
+}
+
+double ExactTerms::rounded() const {
+  if (nan != 0 || (pos_inf != 0 && neg_inf != 0)) return std::numeric_limits<double>::quiet_NaN();
+  if (pos_inf != 0) return std::numeric_limits<double>::infinity();
+  if (neg_inf != 0) return -std::numeric_limits<double>::infinity();
+  return n_ == 0 ? 0.0 : data()[0];
+}
+
+ExactSum ExactTerms::value() const {
+  ExactSum e;
+  e.add_terms(data(), size());
+  e.nan = nan;
+  e.pos_inf = pos_inf;
+  e.neg_inf = neg_inf;
+  return e;
+}
 
 void ExactSum::add_terms(const double* t, size_t n) {
   for (size_t i = 0; i < n; ++i) add(t[i]);

@@ -95,6 +95,34 @@ struct ExactSum {
   void add_terms(const double* terms, size_t n);
 };
 
+// An exact sum in the form the wire carries it (ExactSum in proto/psched.capnp): its finite part as
+// terms() and the special counts. What a worker keeps per chunk between its backend and the wire:
+// ~80 bytes where an ExactSum is 556, and rounded() is the first term, so a chunk's exact sum is
+// normalised and split once. Up to kInline terms (every sum at most ~96 bits wide: a chunk's) live
+// inline; a wider sum's terms are all in `wide`.
+class ExactTerms {
+ public:
+  static constexpr uint32_t kInline = 4;
+
+  ExactTerms() = default;
+  explicit ExactTerms(const ExactSum& s);
+
+  const double* data() const { return n_ > kInline ? wide_.data() : inline_; }
+  size_t size() const { return n_; }
+  // What s.rounded() gives for the ExactSum s these terms came from (the first term is the rest
+  // rounded to nearest, i.e. the whole sum rounded once), specials first.
+  double rounded() const;
+  // The ExactSum rebuilt (same value and specials as the source; digits not normalised).
+  ExactSum value() const;
+
+  uint32_t nan = 0, pos_inf = 0, neg_inf = 0;
+
+ private:
+  double inline_[kInline] = {};
+  uint32_t n_ = 0;
+  std::vector<double> wide_;
+};
+
 // Every digit and count equal after normalisation: the same exact value and the same specials.
 bool same_value(const ExactSum& a, const ExactSum& b);
 

@@ -13,6 +13,26 @@ void merge(PartialSum& into, const PartialSum& p) {
   into.max = p.max > into.max ? p.max : into.max;
 }
 
+CompactPartial compact(const PartialSum& p) {
+  CompactPartial c;
+  c.exact = ExactTerms(p.exact);
+  c.sum = c.exact.rounded();
+  c.count = p.count;
+  c.min = p.min;
+  c.max = p.max;
+  return c;
+}
+
+PartialSum expand(const CompactPartial& c) {
+  PartialSum p;
+  p.exact = c.exact.value();
+  p.sum = c.sum;
+  p.count = c.count;
+  p.min = c.min;
+  p.max = c.max;
+  return p;
+}
+
 PartialSum combine(const PartialSum& a, const PartialSum& b) {
   PartialSum r = a;
   merge(r, b);

@@ -54,15 +54,15 @@ JobSpec from_wire(wire::JobSpec::Reader in) {
   return s;
 }
 
-void to_wire(const ExactSum& e, const std::vector<double>& terms, wire::ExactSum::Builder out) {
-  auto list = out.initTerms(uint32_t(terms.size()));
-  for (size_t i = 0; i < terms.size(); ++i) list.set(uint32_t(i), terms[i]);
+void to_wire(const ExactTerms& e, wire::ExactSum::Builder out) {
+  auto list = out.initTerms(uint32_t(e.size()));
+  for (size_t i = 0; i < e.size(); ++i) list.set(uint32_t(i), e.data()[i]);
   out.setNan(e.nan);
   out.setPosInf(e.pos_inf);
   out.setNegInf(e.neg_inf);
 }
 
-void to_wire(const ExactSum& e, wire::ExactSum::Builder out) { to_wire(e, e.terms(), out); }
+void to_wire(const ExactSum& e, wire::ExactSum::Builder out) { to_wire(ExactTerms(e), out); }
 
 ExactSum from_wire(wire::ExactSum::Reader in) {
   ExactSum e;
@@ -74,18 +74,27 @@ ExactSum from_wire(wire::ExactSum::Reader in) {
   return e;
 }
 
-void to_wire(uint64_t chunk, const PartialSum& p, const std::vector<double>& exact_terms,
-             wire::ChunkPartial::Builder out) {
+namespace {
+
+template <typename Partial>
+void partial_to_wire(uint64_t chunk, const Partial& p, const ExactTerms& exact,
+                     wire::ChunkPartial::Builder out) {
   out.setChunk(chunk);
   out.setSum(p.sum);
   out.setCount(p.count);
   out.setMin(p.min);
   out.setMax(p.max);
-  to_wire(p.exact, exact_terms, out.initExact());
+  to_wire(exact, out.initExact());
+}
+
+}  // namespace
+
+void to_wire(uint64_t chunk, const CompactPartial& p, wire::ChunkPartial::Builder out) {
+  partial_to_wire(chunk, p, p.exact, out);
 }
 
 void to_wire(uint64_t chunk, const PartialSum& p, wire::ChunkPartial::Builder out) {
-  to_wire(chunk, p, p.exact.terms(), out);
+  partial_to_wire(chunk, p, ExactTerms(p.exact), out);
 }
 
 namespace {

@@ -15,14 +15,14 @@ namespace psched {
 void to_wire(const JobSpec& spec, wire::JobSpec::Builder out);
 JobSpec from_wire(wire::JobSpec::Reader in);
 
-// An exact sum as its terms() and special counts; `terms` when the caller has them already.
+// An exact sum as its terms() and special counts.
+void to_wire(const ExactTerms& e, wire::ExactSum::Builder out);
 void to_wire(const ExactSum& e, wire::ExactSum::Builder out);
-void to_wire(const ExactSum& e, const std::vector<double>& terms, wire::ExactSum::Builder out);
 ExactSum from_wire(wire::ExactSum::Reader in);
 
+// A chunk's partial; the sum sent is p.sum as given.
+void to_wire(uint64_t chunk, const CompactPartial& p, wire::ChunkPartial::Builder out);
 void to_wire(uint64_t chunk, const PartialSum& p, wire::ChunkPartial::Builder out);
-void to_wire(uint64_t chunk, const PartialSum& p, const std::vector<double>& exact_terms,
-             wire::ChunkPartial::Builder out);
 // The partial as sent: `sum` is the sender's; receivers that combine partials use `exact`.
 PartialSum from_wire(wire::ChunkPartial::Reader in);
 // A job's result as a PartialSum (its exact sum rebuilt from the terms).

@@ -96,10 +96,14 @@ bool Job::finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
 
 // Running or verifying chunk is done with `partial`: the one place a chunk's partial joins the job.
 void Job::record(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
-  // A partial off the wire is not normalised (its terms add up to 2^21 adds per digit); normalising
-  // after each merge keeps the total's digits far from overflow for any number of chunks.
+  // A partial off the wire is not normalised: a frame holds at most 2^21 terms, so its digits stay
+  // below 2^53 in magnitude. Normalising every kMergesBeforeNormalize merges keeps the total's
+  // digits below 2^62 for any number of chunks, at a normalisation per 256 chunks, not per chunk.
   total_.exact.add(partial.exact);
-  total_.exact.normalize();
+  if (++merges_since_normalize_ == kMergesBeforeNormalize) {
+    total_.exact.normalize();
+    merges_since_normalize_ = 0;
+  }
   total_.count += partial.count;
   total_.min = partial.min < total_.min ? partial.min : total_.min;
   total_.max = partial.max > total_.max ? partial.max : total_.max;

@@ -90,7 +90,9 @@ class Job {
   std::chrono::steady_clock::time_point started_;
   std::vector<uint8_t> states_;
   std::vector<WorkerId> running_on_;
-  PartialSum total_;  // exact sum (normalised after each merge), count, min, max of done chunks
+  PartialSum total_;  // exact sum, count, min, max of the done chunks
+  static constexpr uint32_t kMergesBeforeNormalize = 256;
+  uint32_t merges_since_normalize_ = 0;  // total_.exact's merges since it was last normalised
   std::deque<uint64_t> requeued_;
   uint64_t next_fresh_ = 0;
   uint64_t done_ = 0;

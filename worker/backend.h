@@ -24,7 +24,7 @@ struct ChunkOutcome {
   uint64_t job_id = 0;
   uint64_t chunk = 0;
   bool ok = true;
-  PartialSum partial;
+  CompactPartial partial;  // the exact sum as terms: normalised and split once, on the backend
   std::string error;       // when !ok: one line saying what went wrong
   double busy_seconds = 0;  // compute time the backend spent on this chunk
   // The device is unusable from now on (a sticky CUDA error): the worker reports this outcome,

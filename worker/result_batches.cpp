@@ -12,8 +12,8 @@ namespace {
 // Bytes an outcome adds to a flat message: a ChunkPartial is 5 data words and a pointer to its
 // ExactSum (2 data words, a pointer), whose terms take a word each; a ChunkFailure one data word
 // and a pointer, plus its text (NUL-terminated, padded to a word).
-size_t wire_bytes(const ChunkOutcome& o, size_t exact_terms) {
-  if (o.ok) return 72 + 8 * exact_terms;
+size_t wire_bytes(const ChunkOutcome& o) {
+  if (o.ok) return 72 + 8 * o.partial.exact.size();
   const size_t text = std::min(o.error.size(), kMaxFailureMessageBytes) + 1;
   return 16 + (text + 7) / 8 * 8;
 }
@@ -29,18 +29,14 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
                           const std::function<void(capnp::MessageBuilder&)>& send) {
   const size_t budget = max_frame_bytes > 2 * kBatchOverheadBytes ? max_frame_bytes - kBatchOverheadBytes
                                                                   : kBatchOverheadBytes;
-  // Each partial's exact terms, worked out once for both the sizing and the message.
-  std::vector<std::vector<double>> terms(outcomes.size());
-  for (size_t i = 0; i < outcomes.size(); ++i)
-    if (outcomes[i].ok) terms[i] = outcomes[i].partial.exact.terms();
   size_t begin = 0;
   while (begin < outcomes.size()) {
     size_t end = begin, bytes = 0, ok = 0;
     double busy = 0;
     // At least one outcome per batch: even the largest failure fits kMinMaxFrameBytes.
     while (end < outcomes.size() &&
-           (end == begin || bytes + wire_bytes(outcomes[end], terms[end].size()) <= budget)) {
-      bytes += wire_bytes(outcomes[end], terms[end].size());
+           (end == begin || bytes + wire_bytes(outcomes[end]) <= budget)) {
+      bytes += wire_bytes(outcomes[end]);
       ok += outcomes[end].ok ? 1 : 0;
       busy += outcomes[end].busy_seconds;
       ++end;
@@ -55,7 +51,7 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
     for (size_t i = begin; i < end; ++i) {
       const ChunkOutcome& o = outcomes[i];
       if (o.ok) {
-        to_wire(o.chunk, o.partial, terms[i], results[r++]);
+        to_wire(o.chunk, o.partial, results[r++]);
       } else {
         failures[f].setChunk(o.chunk);
         failures[f++].setMessage(o.error.substr(0, kMaxFailureMessageBytes));

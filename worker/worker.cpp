@@ -289,8 +289,9 @@ void Worker::on_outcome(ChunkOutcome outcome) {
     std::memcpy(&bits, &outcome.partial.sum, sizeof bits);
     bits ^= 1;
     std::memcpy(&outcome.partial.sum, &bits, sizeof bits);
-    outcome.partial.exact = ExactSum{};
-    outcome.partial.exact.add(outcome.partial.sum);
+    ExactSum flipped;
+    flipped.add(outcome.partial.sum);
+    outcome.partial.exact = ExactTerms(flipped);
   }
   add_pending(std::move(outcome));
 }

@@ -243,7 +243,53 @@ TEST_CASE("the fast path of rounded() and terms() gives the general path's bits"
     REQUIRE(fast.size() == general.size());
     for (size_t t = 0; t < fast.size(); ++t) CHECK(bits_of(fast[t]) == bits_of(general[t]));
     CHECK(bits_of(s.rounded()) == bits_of(exact_sum_detail::general_rounded(s)));
+    // The worker's compact form: the same terms, the sum rounded once, the value rebuilt.
+    const ExactTerms compact(s);
+    REQUIRE(compact.size() == general.size());
+    for (size_t t = 0; t < general.size(); ++t) CHECK(bits_of(compact.data()[t]) == bits_of(general[t]));
+    CHECK(bits_of(compact.rounded()) == bits_of(exact_sum_detail::general_rounded(s)));
+    CHECK(same_value(compact.value(), s));
     checked += fast.size();
   }
   CHECK(checked > 20000);
+}
+
+TEST_CASE("ExactTerms keeps the specials and rounds as the accumulator does", "[exact_sum]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const std::vector<double>& values :
+       {std::vector<double>{}, {1.0, std::nan("")}, {inf, 2.0}, {-inf, 2.0}, {inf, -inf},
+        {std::ldexp(1.0, 900), std::ldexp(1.0, -900), -3.0}}) {
+    ExactSum s;
+    for (double v : values) s.add(v);
+    const ExactTerms t(s);
+    CHECK(bits_of(t.rounded()) == bits_of(s.rounded()));
+    CHECK(t.nan == s.nan);
+    CHECK(t.pos_inf == s.pos_inf);
+    CHECK(t.neg_inf == s.neg_inf);
+    CHECK(same_value(t.value(), s));
+  }
+}
+
+TEST_CASE("normalize() carries as the plain digit-by-digit loop does", "[exact_sum]") {
+  // The reference: every digit from the lowest, whatever the digits hold.
+  const auto reference = [](ExactSum s) {
+    for (int i = 0; i + 1 < kExactDigits; ++i) {
+      const int64_t carry = s.digit[i] >> kExactDigitBits;
+      s.digit[i] -= carry * (int64_t{1} << kExactDigitBits);
+      s.digit[i + 1] += carry;
+    }
+    return s;
+  };
+  std::mt19937_64 rng(2311);
+  std::uniform_int_distribution<int> where(0, kExactDigits - 1), how_many(0, 6);
+  std::uniform_int_distribution<int64_t> amount(-(int64_t{1} << 60), int64_t{1} << 60);
+  for (int i = 0; i < 20000; ++i) {
+    ExactSum s;
+    const int n = how_many(rng);
+    for (int j = 0; j < n; ++j) s.digit[where(rng)] += j % 3 == 2 ? amount(rng) % 7 : amount(rng);
+    ExactSum fast = s;
+    fast.normalize();
+    const ExactSum want = reference(s);
+    REQUIRE(std::memcmp(fast.digit, want.digit, sizeof want.digit) == 0);
+  }
 }

@@ -34,7 +34,7 @@ std::vector<PartialSum> partials_in_runs(Backend& backend, Outcomes& outcomes,
     INFO("chunk " << o.chunk << ": " << o.error);
     REQUIRE(o.ok);
     REQUIRE(o.chunk < chunks);
-    partials[o.chunk] = o.partial;
+    partials[o.chunk] = expand(o.partial);
     ++seen[o.chunk];
   }
   for (uint64_t c = 0; c < chunks; ++c) REQUIRE(seen[c] == 1);

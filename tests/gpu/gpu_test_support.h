@@ -140,5 +140,8 @@ inline void require_equal(const PartialSum& gpu, const PartialSum& cpu) {
   CHECK(gpu.min == cpu.min);
   CHECK(gpu.max == cpu.max);
 }
+inline void require_equal(const CompactPartial& gpu, const PartialSum& cpu) {
+  require_equal(expand(gpu), cpu);
+}
 
 }  // namespace psched::gpu_test

@@ -75,7 +75,7 @@ class CudaBackend final : public Backend {
   void complete_loop();
   void finish(InFlight& entry);
   void fill_partial(const StreamSlot& slot, size_t i, size_t count,
-                    std::vector<ChunkAccumulator>& wide, PartialSum& partial);
+                    std::vector<ChunkAccumulator>& wide, CompactPartial& partial);
   double take_busy_ms(const StreamSlot& slot, cudaEvent_t stop);
 
   const CudaBackendOptions options_;

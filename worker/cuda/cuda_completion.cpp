@@ -93,7 +93,7 @@ void CudaBackend::finish(InFlight& entry) {
 // is released: the first wide result of a launch copies all `count` of them into `wide`, so data
 // whose every sum is wide costs one copy per launch, not one per chunk.
 void CudaBackend::fill_partial(const StreamSlot& s, size_t i, size_t count,
-                               std::vector<ChunkAccumulator>& wide, PartialSum& partial) {
+                               std::vector<ChunkAccumulator>& wide, CompactPartial& partial) {
   const ChunkResult& r = s.host_results[i];
   partial.min = r.min;
   partial.max = r.max;
@@ -105,7 +105,7 @@ void CudaBackend::fill_partial(const StreamSlot& s, size_t i, size_t count,
     PSCHED_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     wide = std::move(copy);
   }
-  partial.exact = exact_from(r, r.wide ? &wide[i] : nullptr);
+  partial.exact = ExactTerms(exact_from(r, r.wide ? &wide[i] : nullptr));
   partial.sum = partial.exact.rounded();
 }
 

@@ -64,13 +64,22 @@ void to_wire(const ExactTerms& e, wire::ExactSum::Builder out) {
 
 void to_wire(const ExactSum& e, wire::ExactSum::Builder out) { to_wire(ExactTerms(e), out); }
 
-ExactSum from_wire(wire::ExactSum::Reader in) {
-  ExactSum e;
+namespace {
+
+// Adds the message's exact sum into e (one accumulator per partial, filled in place).
+void add_from_wire(wire::ExactSum::Reader in, ExactSum& e) {
   // A frame holds at most 2^21 terms, far below the 2^31 adds a digit takes before normalising.
   for (double t : in.getTerms()) e.add(t);
   e.nan += in.getNan();
   e.pos_inf += in.getPosInf();
   e.neg_inf += in.getNegInf();
+}
+
+}  // namespace
+
+ExactSum from_wire(wire::ExactSum::Reader in) {
+  ExactSum e;
+  add_from_wire(in, e);
   return e;
 }
 
@@ -107,7 +116,7 @@ PartialSum partial_from_wire(Reader in) {
   p.count = in.getCount();
   p.min = in.getMin();
   p.max = in.getMax();
-  p.exact = from_wire(in.getExact());
+  add_from_wire(in.getExact(), p.exact);
   return p;
 }
 

@@ -131,7 +131,7 @@ void SimWorker::on_device_tick() {
       partial->sum = partial->exact.rounded();
     }
     if (partial) {
-      r.results.emplace_back(run.next, *partial);
+      r.results.emplace_back(run.next, compact(*partial));
     } else {
       r.refused.push_back(run.next);
     }

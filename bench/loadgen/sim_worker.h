@@ -62,7 +62,7 @@ class SimWorker : public SimPeer {
   };
   struct Ready {  // finished chunks of one job, not yet reported
     uint64_t job_id;
-    std::vector<std::pair<uint64_t, PartialSum>> results;
+    std::vector<std::pair<uint64_t, CompactPartial>> results;  // as a real worker keeps them
     std::vector<uint64_t> refused;
     double busy = 0;
   };

@@ -18,6 +18,7 @@
 #include "common/process.h"
 #include "common/tls.h"
 #include "raw_peer.h"
+#include "support/test_certs.h"
 
 using namespace psched::test;
 namespace asio = boost::asio;
@@ -25,37 +26,7 @@ namespace wire = psched::wire;
 
 namespace {
 
-// A cluster CA with pairs for scheduler, worker and client; a second CA ("other") with its own
-// worker; an expired pair of the cluster CA. Removed at the end.
-struct Certs {
-  std::string dir;
-  Certs() {
-    char tmpl[] = "/tmp/psched-tls.XXXXXX";
-    dir = mkdtemp(tmpl);
-    make({dir + "/cluster", "scheduler", "worker", "client"});
-    make({dir + "/other", "worker"});
-    make({"--not-before", "20200101000000Z", "--not-after", "20210101000000Z", dir + "/cluster", "expired"});
-  }
-  ~Certs() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  static void make(std::vector<std::string> args) {
-    args.insert(args.begin(), PSCHED_SOURCE_DIR "/deploy/make-certs.sh");
-    std::string out;
-    const int status = run_command(args, &out);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("make-certs.sh failed: " + out);
-  }
-  psched::TlsFiles files(const std::string& name, const std::string& ca = "cluster") const {
-    return {dir + "/" + ca + "/ca.pem", dir + "/" + ca + "/" + name + ".pem", dir + "/" + ca + "/" + name + ".key"};
-  }
-  std::vector<std::string> args(const std::string& name, const std::string& ca = "cluster") const {
-    const psched::TlsFiles f = files(name, ca);
-    return {"--tls-ca-file", f.ca_file, "--tls-cert", f.cert_file, "--tls-key", f.key_file};
-  }
-};
-
-SchedulerOptions tls_scheduler(const Certs& certs, std::vector<std::string> extra = {}) {
+SchedulerOptions tls_scheduler(const TestCerts& certs, std::vector<std::string> extra = {}) {
   SchedulerOptions o;
   o.extra_args = certs.args("scheduler");
   o.extra_args.insert(o.extra_args.end(), extra.begin(), extra.end());
@@ -122,7 +93,7 @@ std::string tls_attempt(uint16_t port, const std::string& ca, const std::string&
 
 TEST_CASE("a job through TLS on every connection (workers, client, pbench) is exact, with the token too",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   const std::string token_file = certs.dir + "/token";
   std::ofstream(token_file) << "tls-and-token\n";
   chmod(token_file.c_str(), 0600);
@@ -163,7 +134,7 @@ TEST_CASE("a job through TLS on every connection (workers, client, pbench) is ex
 }
 
 TEST_CASE("pbench -c 2 with --tls-* runs its local cluster over TLS and the job is exact", "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   std::vector<std::string> argv = {bin_dir() + "/pbench", "-c", "2", "--nthreads", "1", "-x", "300", "-y", "300",
                                    "--chunk-x", "100", "--chunk-y", "100", "--generator", "arange", "--check", "-q"};
   // One pair for the whole local cluster. The client refuses a tcp:// scheduler file when it has
@@ -180,7 +151,7 @@ TEST_CASE("pbench -c 2 with --tls-* runs its local cluster over TLS and the job 
 
 TEST_CASE("a worker of another CA is refused: it says the scheduler's certificate is not signed by its CA",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   TestCluster cluster(tls_scheduler(certs));
 
   // A worker whose CA is another: it refuses the scheduler's certificate first.
@@ -198,7 +169,7 @@ TEST_CASE("a worker of another CA is refused: it says the scheduler's certificat
 // Each refusal on its own scheduler: refusals are logged at most once a second.
 TEST_CASE("a peer presenting another CA's certificate is refused: the scheduler says the cluster CA did not sign it",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   TestCluster cluster(tls_scheduler(certs));
   const auto other = certs.files("worker", "other");
   CHECK(tls_attempt(port_of(cluster), certs.files("client").ca_file, other.cert_file, other.key_file) ==
@@ -209,7 +180,7 @@ TEST_CASE("a peer presenting another CA's certificate is refused: the scheduler 
 
 TEST_CASE("an expired certificate is refused at start by our binaries, and by the scheduler from anyone else",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   TestCluster cluster(tls_scheduler(certs));
 
   const pid_t expired = cluster.add_worker({.threads = 1, .extra_args = certs.args("expired")});
@@ -228,7 +199,7 @@ TEST_CASE("an expired certificate is refused at start by our binaries, and by th
 
 TEST_CASE("a peer without a client certificate is refused: the scheduler says it presented none",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   TestCluster cluster(tls_scheduler(certs));
   CHECK(tls_attempt(port_of(cluster), certs.files("client").ca_file) ==
         "the scheduler requires a client certificate and we sent none");
@@ -238,7 +209,7 @@ TEST_CASE("a peer without a client certificate is refused: the scheduler says it
 
 TEST_CASE("plain TCP to a TLS scheduler is told the scheduler speaks TLS, and the scheduler names the plain peer",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   TestCluster cluster(tls_scheduler(certs));
   const std::string plain = "tcp://127.0.0.1:" + std::to_string(port_of(cluster));
 
@@ -262,7 +233,7 @@ TEST_CASE("plain TCP to a TLS scheduler is told the scheduler speaks TLS, and th
 
 TEST_CASE("TLS to a plain scheduler: the worker says the scheduler does not speak TLS, the scheduler why",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   TestCluster cluster;
   const std::string address = "tls://127.0.0.1:" + std::to_string(port_of(cluster));
   const pid_t worker = cluster.add_worker({.threads = 1, .address = address, .extra_args = certs.args("worker")});
@@ -277,7 +248,7 @@ TEST_CASE("TLS to a plain scheduler: the worker says the scheduler does not spea
 
 TEST_CASE("partial or inconsistent TLS settings stop psched, pcuda-worker and pbench at start with one line",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   const auto s = certs.files("scheduler");
   const auto w = certs.files("worker");
   const std::string open_key = certs.dir + "/open.key";
@@ -327,7 +298,7 @@ TEST_CASE("partial or inconsistent TLS settings stop psched, pcuda-worker and pb
 
 TEST_CASE("garbage and half-open handshakes on the TLS port: no crash, bounded memory, good peers still served",
           "[security][tls]") {
-  Certs certs;
+  TestCerts certs;
   TestCluster cluster(tls_scheduler(certs, {"--handshake-timeout", "1"}));
   const uint16_t port = port_of(cluster);
   auto rss_kb = [&] {

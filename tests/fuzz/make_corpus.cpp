@@ -1,13 +1,16 @@
-// Writes the seed inputs of the fuzz targets: make_corpus DIR writes DIR/fuzz_scheduler/* and
-// DIR/fuzz_job_spec/*. Their output is kept in tests/fuzz/corpus/ (regenerate after a protocol
+// Writes the seed inputs of the fuzz targets: make_corpus DIR writes DIR/fuzz_scheduler/*,
+// DIR/fuzz_tls/* and DIR/fuzz_job_spec/*. Their output is kept in tests/fuzz/corpus/ (regenerate after a protocol
 // change: build-fuzz/bin/make_corpus tests/fuzz/corpus). Each seed is one conversation a peer
 // could have with psched, so the fuzzer starts from messages the scheduler understands.
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <sstream>
 #include <string>
 
 #include "common/job_spec.h"
@@ -67,6 +70,52 @@ void write(const std::string& dir, const std::string& name, const std::string& b
   std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
 }
 
+std::string read(const std::string& path) {
+  std::stringstream s;
+  s << std::ifstream(path, std::ios::binary).rdbuf();
+  return s.str();
+}
+
+// The ClientHello OpenSSL's client sends first (TLS 1.3, 1.2 allowed), caught in a memory BIO.
+std::string client_hello() {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = SSL_new(ctx);
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl, BIO_new(BIO_s_mem()), out);
+  SSL_connect(ssl);  // wants the ServerHello; the ClientHello is written
+  char* bytes = nullptr;
+  const long n = BIO_get_mem_data(out, &bytes);
+  std::string hello(bytes, size_t(n > 0 ? n : 0));
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  return hello;
+}
+
+// fuzz_tls's seeds: raw bytes on the TLS port, and fuzz_scheduler's seeds (read back from `sched`)
+// behind byte 0, which picks how the peers come (fuzz_tls.cpp): a TLS peer with the cluster's
+// certificate (1; 6 capped at TLS 1.2), none (2), another CA's (3), an expired one (4).
+void write_tls_seeds(const std::string& dir, const std::string& sched) {
+  const std::string hello = client_hello();
+  write(dir, "plain_client_hello", '\0' + hello);
+  write(dir, "plain_half_client_hello", '\0' + hello.substr(0, hello.size() / 2));
+  write(dir, "plain_hello_frame", '\0' + hello_frame(Role::kClient));
+  const struct {
+    char approach;
+    const char* name;
+    const char* seed;
+  } behind_tls[] = {{1, "tls_client_session", "client_session"},
+                    {1, "tls_worker_and_client", "worker_and_client"},
+                    {6, "tls12_worker_and_client", "worker_and_client"},
+                    {1, "tls_hello_worker", "hello_worker"},
+                    {1, "tls_hello_wrong_token", "hello_wrong_token"},
+                    {1, "tls_raw_half_frame", "raw_half_frame"},
+                    {2, "no_cert_client_session", "client_session"},
+                    {7, "no_cert_tls12_client_session", "client_session"},
+                    {3, "other_ca_worker_and_client", "worker_and_client"},
+                    {4, "expired_client_session", "client_session"}};
+  for (const auto& s : behind_tls) write(dir, s.name, s.approach + read(sched + "/" + s.seed));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,10 +124,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string root = argv[1];
-  const std::string sched = root + "/fuzz_scheduler", spec = root + "/fuzz_job_spec";
-  mkdir(root.c_str(), 0755);
-  mkdir(sched.c_str(), 0755);
-  mkdir(spec.c_str(), 0755);
+  const std::string sched = root + "/fuzz_scheduler", tls = root + "/fuzz_tls", spec = root + "/fuzz_job_spec";
+  for (const std::string& dir : {root, sched, tls, spec}) mkdir(dir.c_str(), 0755);
 
   const std::string heartbeat = simple([](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(1); });
   const std::string goodbye = simple([](wire::Message::Builder m) { m.initGoodbye().setReason("done"); });
@@ -172,6 +219,8 @@ int main(int argc, char** argv) {
     in.raw_bytes = std::string("\x0d\x00\x00\x00", 4) + std::string(13, 'x');
     write(sched, "raw_odd_length", encode_input(in));
   }
+
+  write_tls_seeds(tls, sched);
 
   // fuzz_job_spec reads its fields with FuzzedDataProvider: any bytes are a spec. A few shapes.
   write(spec, "zeros", std::string(96, '\0'));

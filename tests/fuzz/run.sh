@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${PSCHED_FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${PSCHED_FUZZ_SECONDS:-60}
-targets=(fuzz_scheduler fuzz_job_spec)
+targets=(fuzz_scheduler fuzz_tls fuzz_job_spec)
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not found (deploy/install-deps.sh --test installs it)" >&2
@@ -34,7 +34,9 @@ for t in "${targets[@]}"; do
     tail -n 40 "$build/fuzz-artifacts/$t.log" >&2
     status=1
   else
-    grep -E "stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb" "$build/fuzz-artifacts/$t.log" |
+    # The coverage reached (DONE cov/ft), and what a target says it reached (fuzz_tls: past the handshake).
+    grep -E "stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb|DONE |^reached: " \
+      "$build/fuzz-artifacts/$t.log" |
       sed "s/^/  $t: /"
   fi
 done

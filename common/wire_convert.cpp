@@ -64,9 +64,6 @@ void to_wire(const ExactTerms& e, wire::ExactSum::Builder out) {
 
 void to_wire(const ExactSum& e, wire::ExactSum::Builder out) { to_wire(ExactTerms(e), out); }
 
-namespace {
-
-// Adds the message's exact sum into e (one accumulator per partial, filled in place).
 void add_from_wire(wire::ExactSum::Reader in, ExactSum& e) {
   // A frame holds at most 2^21 terms, far below the 2^31 adds a digit takes before normalising.
   for (double t : in.getTerms()) e.add(t);
@@ -74,8 +71,6 @@ void add_from_wire(wire::ExactSum::Reader in, ExactSum& e) {
   e.pos_inf += in.getPosInf();
   e.neg_inf += in.getNegInf();
 }
-
-}  // namespace
 
 ExactSum from_wire(wire::ExactSum::Reader in) {
   ExactSum e;

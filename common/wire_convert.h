@@ -19,6 +19,8 @@ JobSpec from_wire(wire::JobSpec::Reader in);
 void to_wire(const ExactTerms& e, wire::ExactSum::Builder out);
 void to_wire(const ExactSum& e, wire::ExactSum::Builder out);
 ExactSum from_wire(wire::ExactSum::Reader in);
+// Adds the message's exact sum (terms and specials) into `into`: in.getTerms().size() adds.
+void add_from_wire(wire::ExactSum::Reader in, ExactSum& into);
 
 // A chunk's partial; the sum sent is p.sum as given.
 void to_wire(uint64_t chunk, const CompactPartial& p, wire::ChunkPartial::Builder out);

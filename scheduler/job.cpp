@@ -87,35 +87,39 @@ std::vector<uint64_t> Job::running_chunks_of(WorkerId worker) const {
 }
 
 bool Job::finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
-  if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
-      running_on_[chunk] != worker)
-    return false;
+  if (!running_here(chunk, worker)) return false;
   record(chunk, worker, partial);
   return true;
 }
 
+void Job::make_room(uint64_t adds) {
+  if (adds_since_normalize_ + adds > kAddsBeforeNormalize) {
+    total_.exact.normalize();
+    adds_since_normalize_ = 0;
+  }
+  adds_since_normalize_ += adds;
+}
+
 // Running or verifying chunk is done with `partial`: the one place a chunk's partial joins the job.
 void Job::record(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
-  // A partial off the wire is not normalised: a frame holds at most 2^21 terms, so its digits stay
-  // below 2^53 in magnitude. Normalising every kMergesBeforeNormalize merges keeps the total's
-  // digits below 2^62 for any number of chunks, at a normalisation per 256 chunks, not per chunk.
+  // A partial off the wire is not normalised: a frame holds at most 2^21 terms, so its digits are
+  // below 2^53 in magnitude, what 2^21 adds could leave; its merge is charged as many.
+  make_room(uint64_t{1} << 21);
   total_.exact.add(partial.exact);
-  if (++merges_since_normalize_ == kMergesBeforeNormalize) {
-    total_.exact.normalize();
-    merges_since_normalize_ = 0;
-  }
-  total_.count += partial.count;
-  total_.min = partial.min < total_.min ? partial.min : total_.min;
-  total_.max = partial.max > total_.max ? partial.max : total_.max;
-  running_sum_ += partial.sum;
-  transition(chunk, TaskState::kDone, worker);
+  record_figures(chunk, worker, ChunkFigures{partial.sum, partial.count, partial.min, partial.max});
   if (want_partials_) unsent_partials.emplace_back(chunk, partial);
 }
 
+void Job::record_figures(uint64_t chunk, WorkerId worker, const ChunkFigures& f) {
+  total_.count += f.count;
+  total_.min = f.min < total_.min ? f.min : total_.min;
+  total_.max = f.max > total_.max ? f.max : total_.max;
+  running_sum_ += f.sum;
+  transition(chunk, TaskState::kDone, worker);
+}
+
 bool Job::hold_for_verify(uint64_t chunk, WorkerId worker) {
-  if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
-      running_on_[chunk] != worker)
-    return false;
+  if (!running_here(chunk, worker)) return false;
   transition(chunk, TaskState::kVerifying, worker);
   return true;
 }
@@ -127,9 +131,7 @@ void Job::finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& par
 
 uint32_t Job::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name,
                       bool blame) {
-  if (chunk >= states_.size() || TaskState(states_[chunk]) != TaskState::kRunning ||
-      running_on_[chunk] != worker)
-    return 0;
+  if (!running_here(chunk, worker)) return 0;
   transition(chunk, TaskState::kQueued, worker);
   if (!blame) return uint32_t(failed_on(chunk).size());
   auto& names = failures_[chunk];

@@ -26,6 +26,13 @@ namespace psched {
 // until another worker's copy agrees or a majority is found; only then is it done.
 enum class TaskState : uint8_t { kQueued, kRunning, kVerifying, kDone };
 
+// A chunk's partial but its exact sum: what Job::finish_adding() takes beside it.
+struct ChunkFigures {
+  double sum;
+  uint64_t count;
+  double min, max;
+};
+
 class Job {
  public:
   Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool want_partials);
@@ -59,6 +66,19 @@ class Job {
   // Running chunk finished with `partial`; returns false (and changes nothing) unless the chunk is
   // running on `worker`.
   bool finish(uint64_t chunk, WorkerId worker, const PartialSum& partial);
+  // finish() for a partial whose exact sum is still in its message (the common case: no verify
+  // draw, no streamed partials): add_exact(ExactSum& total) adds that exact sum into the job's
+  // total with at most `exact_adds` adds of single doubles, so the chunk's own 556-byte
+  // accumulator is never built.
+  template <typename AddExact>
+  bool finish_adding(uint64_t chunk, WorkerId worker, const ChunkFigures& figures,
+                     uint64_t exact_adds, AddExact&& add_exact) {
+    if (!running_here(chunk, worker)) return false;
+    make_room(exact_adds);
+    add_exact(total_.exact);
+    record_figures(chunk, worker, figures);
+    return true;
+  }
   // Verify: a running chunk's first copy is in and `verify` holds it (kVerifying); returns false
   // unless the chunk is running on `worker`. finish_verified() completes it with the partial that
   // verification settled on, credited to `worker` (the first copy's).
@@ -81,7 +101,17 @@ class Job {
 
  private:
   void transition(uint64_t chunk, TaskState to, WorkerId worker);
+  bool running_here(uint64_t chunk, WorkerId worker) const {
+    return chunk < states_.size() && TaskState(states_[chunk]) == TaskState::kRunning &&
+           running_on_[chunk] == worker;
+  }
+  // The one place a chunk's partial joins the job: record() merges its exact sum, record_figures()
+  // the rest (count, min, max, the running sum) and marks the chunk done.
   void record(uint64_t chunk, WorkerId worker, const PartialSum& partial);
+  void record_figures(uint64_t chunk, WorkerId worker, const ChunkFigures& f);
+  // Normalises total_.exact first if `adds` more adds of single doubles could take a digit out of
+  // int64: every add puts less than 2^32 into a digit, and the budget is 2^30 adds.
+  void make_room(uint64_t adds);
 
   JobId id_;
   ClientId client_;
@@ -91,8 +121,8 @@ class Job {
   std::vector<uint8_t> states_;
   std::vector<WorkerId> running_on_;
   PartialSum total_;  // exact sum, count, min, max of the done chunks
-  static constexpr uint32_t kMergesBeforeNormalize = 256;
-  uint32_t merges_since_normalize_ = 0;  // total_.exact's merges since it was last normalised
+  static constexpr uint64_t kAddsBeforeNormalize = uint64_t{1} << 30;
+  uint64_t adds_since_normalize_ = 0;  // total_.exact's adds (or their equivalent) since normalised
   std::deque<uint64_t> requeued_;
   uint64_t next_fresh_ = 0;
   uint64_t done_ = 0;

@@ -128,6 +128,17 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   const uint64_t copies_before = job.verify.queued();
   for (auto r : batch.getResults()) {
     const uint64_t chunk = r.getChunk();
+    // The common case: the chunk's exact terms go straight into the job's total.
+    if (!job.want_partials() && !job.verify.drawn(chunk)) {
+      const auto exact = r.getExact();
+      const ChunkFigures figures{r.getSum(), r.getCount(), r.getMin(), r.getMax()};
+      if (job.finish_adding(chunk, worker.id, figures, exact.getTerms().size(),
+                            [&](ExactSum& total) { add_from_wire(exact, total); })) {
+        ++finished;
+        first_chunk = std::min<uint64_t>(first_chunk, chunk);
+        continue;
+      }
+    }
     const PartialSum partial = from_wire(r);
     // A drawn chunk's first copy waits for another; a running verify copy settles it.
     if (job.verify.drawn(chunk) && job.hold_for_verify(chunk, worker.id)) {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "scheduler/job.h"
 
 using namespace psched;
@@ -75,4 +77,41 @@ TEST_CASE("take_run hands out a run of fresh chunks, a requeued chunk alone", "[
   CHECK_FALSE(job.has_queued());
   CHECK(job.running_chunks_of(3) == std::vector<uint64_t>{0, 1, 3});
   CHECK(job.running_chunks_of(4) == std::vector<uint64_t>{2, 4, 5, 6, 7, 8, 9});
+}
+
+TEST_CASE("finish_adding: terms added in place give the same total as whole partials", "[job]") {
+  // Two jobs of 4000 chunks, each chunk's exact sum 2^62 - 1 (two terms, a carry through two
+  // digits): one takes whole partials, the other adds the terms in place, claiming 2^28 adds each
+  // so that its total is normalised every four chunks; both must end with the same exact total
+  // and figures, and a worker not running the chunk adds nothing.
+  const uint64_t n = 4000;
+  const double big = std::ldexp(1.0, 62), minus_one = -1.0;
+  Job whole(1, 1, spec_with_chunks(n), false), in_place(2, 1, spec_with_chunks(n), false);
+  for (uint64_t c = 0; c < n; ++c) {
+    REQUIRE(whole.take(1) == c);
+    REQUIRE(in_place.take(1) == c);
+    PartialSum p;
+    p.exact.add(big);
+    p.exact.add(minus_one);
+    p.sum = p.exact.rounded();
+    p.count = 1;
+    p.min = p.max = p.sum;
+    REQUIRE(whole.finish(c, 1, p));
+    CHECK_FALSE(in_place.finish_adding(c, 2, ChunkFigures{p.sum, 1, p.sum, p.sum}, 2,
+                                       [](ExactSum&) { FAIL("added for the wrong worker"); }));
+    REQUIRE(in_place.finish_adding(c, 1, ChunkFigures{p.sum, 1, p.sum, p.sum}, uint64_t{1} << 28,
+                                   [&](ExactSum& total) {
+                                     total.add(big);
+                                     total.add(minus_one);
+                                   }));
+  }
+  CHECK(in_place.complete());
+  CHECK(same_bits(whole.result(), in_place.result()));
+  ExactSum want;
+  for (uint64_t c = 0; c < n; ++c) {
+    want.add(big);
+    want.add(minus_one);
+    if (c % 1000 == 999) want.normalize();
+  }
+  CHECK(same_value(in_place.result().exact, want));
 }

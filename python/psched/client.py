@@ -104,7 +104,8 @@ class Client:
         return f"http://{host}:8787/"
 
     def workers(self):
-        """The registered workers: dicts with name, host, backend, device, memory_total_bytes, ..."""
+        """The registered workers: dicts with name, host, backend, device, memory_total_bytes, ...,
+        cpu_affinity and gpu (its latest NVML health, None without NVML; see Result)."""
         return self._native.workers()
 
     def cluster_info(self):
@@ -133,7 +134,8 @@ class Client:
         finally:
             if bar is not None:
                 bar.close()
-        per_device = device_figures(before, self._native.workers(), figures["wall_seconds"]) if devices else []
+        per_device = (device_figures(before, self._native.workers(), figures["wall_seconds"], figures["devices"])
+                      if devices else [])
         return Result(reduction.kind, figures, per_device, job.bytes())
 
     def run(self, reduction, *, progress=None, devices=True, verify=0.0):

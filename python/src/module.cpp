@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "client/pbench/cluster_report.h"
 #include "common/process.h"
 #include "common/token.h"
 #include "pclient/client.h"
@@ -30,6 +31,10 @@ class CancelFlag {
  private:
   std::atomic<bool> flag_{false};
 };
+
+// pbench's JSON as Python objects: one home for the field names a pbench --json reader and a
+// notebook user both see (client/pbench/cluster_report.cpp).
+py::object from_json(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 py::dict worker_dict(const pclient::WorkerInfo& w) {
   py::dict d;
@@ -49,6 +54,8 @@ py::dict worker_dict(const pclient::WorkerInfo& w) {
   d["chunks_done"] = w.chunks_done;
   d["bytes_reduced"] = w.bytes_reduced;
   d["busy_seconds"] = w.busy_seconds;
+  d["cpu_affinity"] = w.cpu_affinity;
+  d["gpu"] = w.gpu ? from_json(pbench::gpu_health_json(*w.gpu)) : py::object(py::none());
   return d;
 }
 
@@ -86,6 +93,7 @@ py::dict result_dict(const pclient::Result& r) {
     mismatches.append(md);
   }
   d["mismatches"] = mismatches;
+  d["devices"] = from_json(pbench::run_devices_json(r));
   return d;
 }
 

@@ -107,19 +107,10 @@ bool normalized_is_zero(const ExactSum& s) {
 // round_normalized gives), and the rest, m minus that, is below 2^43 in magnitude: one exact
 // double. Returns false where the general path must run. The tests hold the two paths to the same
 // bits ("the fast path of rounded() and terms() gives the general path's bits").
-bool narrow_terms(const ExactSum& s, double& first, double& rest) {
-  const int h = highest_nonzero(s.digit);
-  if (h == kExactDigits - 1) return false;  // negative
-  if (h < 0) {
-    first = rest = 0.0;
-    return true;
-  }
-  const int l = h >= 2 ? h - 2 : 0;
-  if (lowest_nonzero(s.digit) < l) return false;
-  const int e = kExactDigitBits * l + kExactLowestBit;
-  if (e < -1000 || e > 900) return false;  // both terms stay normal doubles
-  unsigned __int128 m = 0;
-  for (int i = h; i >= l; --i) m = (m << kExactDigitBits) | uint64_t(s.digit[i]);
+// m 2^e, m < 2^96, split into its first term (m rounded to 53 bits, nearest-even: what
+// round_normalized gives) and the rest, m minus that, below 2^43 in magnitude: one exact double.
+// Both stay normal doubles for e in [-1000, 900].
+void split_narrow(unsigned __int128 m, int e, double& first, double& rest) {
   const int width = 128 - (uint64_t(m >> 64) != 0 ? __builtin_clzll(uint64_t(m >> 64))
                                                   : 64 + __builtin_clzll(uint64_t(m)));
   int shift = width > 53 ? width - 53 : 0;
@@ -137,6 +128,27 @@ bool narrow_terms(const ExactSum& s, double& first, double& rest) {
   const __int128 r = __int128(m) - __int128((unsigned __int128)mantissa << shift);  // |r| <= 2^42
   first = std::ldexp(double(mantissa), e + shift);
   rest = std::ldexp(double(int64_t(r)), e);
+}
+
+// The common case, fast (a chunk's sum: a few digits wide): a normalised, non-negative sum whose
+// nonzero digits are at most three adjacent ones, far from the subnormal and overflow ranges, is an
+// integer m < 2^96 times 2^e (split_narrow). Returns false where the general path must run. The
+// tests hold the two paths to the same bits ("the fast path of rounded() and terms() gives the
+// general path's bits").
+bool narrow_terms(const ExactSum& s, double& first, double& rest) {
+  const int h = highest_nonzero(s.digit);
+  if (h == kExactDigits - 1) return false;  // negative
+  if (h < 0) {
+    first = rest = 0.0;
+    return true;
+  }
+  const int l = h >= 2 ? h - 2 : 0;
+  if (lowest_nonzero(s.digit) < l) return false;
+  const int e = kExactDigitBits * l + kExactLowestBit;
+  if (e < -1000 || e > 900) return false;
+  unsigned __int128 m = 0;
+  for (int i = h; i >= l; --i) m = (m << kExactDigitBits) | uint64_t(s.digit[i]);
+  split_narrow(m, e, first, rest);
   return true;
 }
 
@@ -237,6 +249,29 @@ ExactTerms::ExactTerms(const ExactSum& s) : nan(s.nan), pos_inf(s.pos_inf), neg_
     std::copy(wide_.begin(), wide_.end(), inline_);
     wide_.clear();
   }
+}
+
+ExactTerms ExactTerms::of_magnitude(const uint32_t* digits, int n, int low, bool negative) {
+  int h = n - 1;
+  while (h >= 0 && digits[h] == 0) --h;
+  if (h < 0) return ExactTerms{};
+  const int l = h >= 2 ? h - 2 : 0;
+  const int e = kExactDigitBits * (low + l) + kExactLowestBit;
+  bool narrow = e >= -1000 && e <= 900;
+  for (int k = 0; narrow && k < l; ++k) narrow = digits[k] == 0;
+  if (!narrow) {
+    ExactSum s;
+    for (int k = 0; k < n; ++k) s.digit[low + k] = negative ? -int64_t(digits[k]) : int64_t(digits[k]);
+    return ExactTerms(s);
+  }
+  unsigned __int128 m = 0;
+  for (int k = h; k >= l; --k) m = (m << kExactDigitBits) | digits[k];
+  double first, rest;
+  split_narrow(m, e, first, rest);
+  ExactTerms t;
+  t.inline_[t.n_++] = negative ? -first : first;
+  if (rest != 0.0) t.inline_[t.n_++] = negative ? -rest : rest;
+  return t;
 }
 
 double ExactTerms::rounded() const {

@@ -106,6 +106,10 @@ class ExactTerms {
 
   ExactTerms() = default;
   explicit ExactTerms(const ExactSum& s);
+  // The terms of -+ m 2^(32 low - 1088), m the n 32-bit digits (lowest first) of a magnitude: the
+  // same as ExactTerms of that value's ExactSum, without building one when m spans at most three
+  // digits (the CUDA backend's compact chunk results, worker/cuda/exact_result.h).
+  static ExactTerms of_magnitude(const uint32_t* digits, int n, int low, bool negative);
 
   const double* data() const { return n_ > kInline ? wide_.data() : inline_; }
   size_t size() const { return n_; }

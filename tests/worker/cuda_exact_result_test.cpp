@@ -126,6 +126,13 @@ TEST_CASE("a chunk's compact result holds its exact sum, min and max", "[exact][
       const ChunkResult r = compact_result(a);
       INFO("seed " << seed << " span " << span << " wide " << int(r.wide));
       CHECK(same_value(exact_from(r, &a), a.exact));
+      // The worker's terms straight from the window: those of the accumulator, bit for bit.
+      const ExactTerms want(a.exact), got = exact_terms_from(r, &a);
+      REQUIRE(got.size() == want.size());
+      for (size_t t = 0; t < want.size(); ++t)
+        CHECK(std::memcmp(&got.data()[t], &want.data()[t], sizeof(double)) == 0);
+      const double got_sum = got.rounded(), want_sum = want.rounded();
+      CHECK(std::memcmp(&got_sum, &want_sum, sizeof(double)) == 0);
       CHECK(r.min == lo);
       CHECK(r.max == hi);
       if (span < 60) CHECK_FALSE(r.wide);  // 53 + span bits fit six digits with room to spare

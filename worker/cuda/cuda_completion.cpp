@@ -105,7 +105,7 @@ void CudaBackend::fill_partial(const StreamSlot& s, size_t i, size_t count,
     PSCHED_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     wide = std::move(copy);
   }
-  partial.exact = ExactTerms(exact_from(r, r.wide ? &wide[i] : nullptr));
+  partial.exact = exact_terms_from(r, r.wide ? &wide[i] : nullptr);
   partial.sum = partial.exact.rounded();
 }
 

@@ -170,4 +170,10 @@ inline ExactSum exact_from(const ChunkResult& r, const ChunkAccumulator* wide_ac
   return e;
 }
 
+// The same as ExactTerms, without building the ExactSum when the result is not wide.
+inline ExactTerms exact_terms_from(const ChunkResult& r, const ChunkAccumulator* wide_accumulator) {
+  if (r.wide) return ExactTerms(wide_accumulator->exact);
+  return ExactTerms::of_magnitude(r.window, kResultWindowDigits, r.low, r.negative != 0);
+}
+
 }  // namespace psched::gpu

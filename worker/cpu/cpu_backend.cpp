@@ -146,7 +146,7 @@ class CpuBackend final : public Backend {
         out.device_lost = true;
       } else {
         try {
-          out.partial = compact(reduce_chunk_cpu(*task.spec, task.chunk, scratch));
+          out.partial = reduce_chunk_cpu(*task.spec, task.chunk, scratch);
         } catch (const std::exception& e) {
           out.ok = false;
           out.error = fmt::format("cpu backend: {}", e.what());

@@ -37,22 +37,38 @@ void lanes_spill(ReduceLanes& lanes, double x) {
   lanes.exact.add(x);
 }
 
-void lanes_total(ReduceLanes& lanes, PartialSum& out) {
+namespace {
+
+// The lanes' expansions into lanes.exact (left unnormalised), their min and max into out.
+template <typename Partial>
+void lanes_gather(ReduceLanes& lanes, Partial& out) {
   for (int l = 0; l < 8; ++l) {
     lanes_spill(lanes, lanes.hi[l]);
     lanes_spill(lanes, lanes.lo[l]);
     lanes.hi[l] = lanes.lo[l] = 0.0;
   }
-  lanes.exact.normalize();
   lanes.spills = 0;
-  out.exact = lanes.exact;
-  out.sum = out.exact.rounded();
   out.min = lanes.min[0];
   out.max = lanes.max[0];
   for (int l = 1; l < 8; ++l) {
     out.min = lanes.min[l] < out.min ? lanes.min[l] : out.min;
     out.max = lanes.max[l] > out.max ? lanes.max[l] : out.max;
   }
+}
+
+}  // namespace
+
+void lanes_total(ReduceLanes& lanes, PartialSum& out) {
+  lanes_gather(lanes, out);
+  lanes.exact.normalize();
+  out.exact = lanes.exact;
+  out.sum = out.exact.rounded();
+}
+
+void lanes_total(ReduceLanes& lanes, CompactPartial& out) {
+  lanes_gather(lanes, out);
+  out.exact = ExactTerms(lanes.exact);
+  out.sum = out.exact.rounded();
 }
 
 void streaming_fence() {

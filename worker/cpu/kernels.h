@@ -37,8 +37,10 @@ void lanes_init(ReduceLanes& lanes);
 // their headroom).
 void lanes_spill(ReduceLanes& lanes, double x);
 // The partial of everything reduced into the lanes (count left to the caller): the lanes' exact
-// total and its rounding, min and max over all lanes.
+// total and its rounding, min and max over all lanes; as a CompactPartial, the exact total split
+// into its terms once, without the accumulator copied out (the backend's per-chunk path).
 void lanes_total(ReduceLanes& lanes, PartialSum& out);
+void lanes_total(ReduceLanes& lanes, CompactPartial& out);
 
 struct CpuKernels {
   const char* isa;  // "baseline", "avx2" or "avx512"

@@ -17,8 +17,8 @@ constexpr uint64_t kFusedBlock = 512;
 constexpr uint64_t kStreamingBytes = uint64_t{32} << 20;
 
 // `buffer(n)` gives room for n doubles (called only when the chunk is materialised).
-template <typename Buffer>
-PartialSum reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
+template <typename Partial, typename Buffer>
+Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
   const ChunkGrid grid{s.rows, s.cols, s.chunk_rows, s.chunk_cols};
   const ChunkBox box = grid.box(chunk);
   const GeneratorParams gen{s.generator, s.param0, s.param1, s.seed};
@@ -58,7 +58,7 @@ PartialSum reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
     }
   }
 
-  PartialSum p;
+  Partial p;
   lanes_total(lanes, p);
   p.count = rsel.count * csel.count;
   return p;
@@ -67,14 +67,14 @@ PartialSum reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
 }  // namespace
 
 PartialSum reduce_chunk_cpu(const JobSpec& s, uint64_t chunk, std::vector<double>& scratch) {
-  return reduce_chunk(s, chunk, [&](uint64_t n) {
+  return reduce_chunk<PartialSum>(s, chunk, [&](uint64_t n) {
     scratch.resize(n);
     return scratch.data();
   });
 }
 
-PartialSum reduce_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkBuffer& buffer) {
-  return reduce_chunk(s, chunk, [&](uint64_t n) { return buffer.reserve(n); });
+CompactPartial reduce_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkBuffer& buffer) {
+  return reduce_chunk<CompactPartial>(s, chunk, [&](uint64_t n) { return buffer.reserve(n); });
 }
 
 }  // namespace psched

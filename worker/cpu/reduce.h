@@ -17,7 +17,8 @@ namespace psched {
 // spec must be validated and normalized. scratch is reused between calls (no allocation in steady
 // state); spec.fused skips it and generates only the selected elements.
 PartialSum reduce_chunk_cpu(const JobSpec& spec, uint64_t chunk, std::vector<double>& scratch);
-// The same into `buffer`, the CPU backend's way.
-PartialSum reduce_chunk_cpu(const JobSpec& spec, uint64_t chunk, ChunkBuffer& buffer);
+// The same into `buffer`, the CPU backend's way: the partial as the worker reports it (its exact
+// sum split into terms once, not copied out as an accumulator).
+CompactPartial reduce_chunk_cpu(const JobSpec& spec, uint64_t chunk, ChunkBuffer& buffer);
 
 }  // namespace psched

@@ -101,12 +101,6 @@ bool normalized_is_zero(const ExactSum& s) {
   return true;
 }
 
-// The common case, fast (a chunk's sum: a few digits wide): a normalised, non-negative sum whose
-// nonzero digits are at most three adjacent ones, far from the subnormal and overflow ranges, is an
-// integer m < 2^96 times 2^e. Its first term is m rounded to 53 bits, nearest-even (what
-// round_normalized gives), and the rest, m minus that, is below 2^43 in magnitude: one exact
-// double. Returns false where the general path must run. The tests hold the two paths to the same
-// bits ("the fast path of rounded() and terms() gives the general path's bits").
 // m 2^e, m < 2^96, split into its first term (m rounded to 53 bits, nearest-even: what
 // round_normalized gives) and the rest, m minus that, below 2^43 in magnitude: one exact double.
 // Both stay normal doubles for e in [-1000, 900].
@@ -261,7 +255,8 @@ ExactTerms ExactTerms::of_magnitude(const uint32_t* digits, int n, int low, bool
   for (int k = 0; narrow && k < l; ++k) narrow = digits[k] == 0;
   if (!narrow) {
     ExactSum s;
-    for (int k = 0; k < n; ++k) s.digit[low + k] = negative ? -int64_t(digits[k]) : int64_t(digits[k]);
+    for (int k = 0; k < n; ++k)  // a window may reach past digit 67 with zeros: only nonzero ones
+      if (digits[k] != 0) s.digit[low + k] = negative ? -int64_t(digits[k]) : int64_t(digits[k]);
     return ExactTerms(s);
   }
   unsigned __int128 m = 0;

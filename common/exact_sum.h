@@ -99,7 +99,7 @@ struct ExactSum {
 // terms() and the special counts. What a worker keeps per chunk between its backend and the wire:
 // ~80 bytes where an ExactSum is 556, and rounded() is the first term, so a chunk's exact sum is
 // normalised and split once. Up to kInline terms (every sum at most ~96 bits wide: a chunk's) live
-// inline; a wider sum's terms are all in `wide`.
+// inline; a wider sum's terms are all in a vector.
 class ExactTerms {
  public:
   static constexpr uint32_t kInline = 4;

@@ -138,6 +138,21 @@ TEST_CASE("a chunk's compact result holds its exact sum, min and max", "[exact][
       if (span < 60) CHECK_FALSE(r.wide);  // 53 + span bits fit six digits with room to spare
     }
   }
+  SECTION("a window at the top of the range (its zero digits reach past digit 67)") {
+    for (const bool negative : {false, true}) {
+      ChunkResult r{};
+      r.low = int16_t(kExactDigits - 2);
+      r.window[0] = 5;
+      r.window[1] = 1;
+      r.negative = negative;
+      const ExactTerms want(exact_from(r, nullptr)), got = exact_terms_from(r, nullptr);
+      REQUIRE(got.size() == want.size());
+      for (size_t t = 0; t < want.size(); ++t) CHECK(got.data()[t] == want.data()[t]);
+      CHECK(got.nan == 0);
+      CHECK(got.pos_inf == 0);
+      CHECK(got.neg_inf == 0);
+    }
+  }
   SECTION("specials make a result wide") {
     ChunkAccumulator a{};
     a.exact.add(1.0);

@@ -95,11 +95,7 @@ double round_normalized(const ExactSum& s) {
   return negative ? -magnitude_value : magnitude_value;
 }
 
-bool normalized_is_zero(const ExactSum& s) {
-  for (int i = 0; i < kExactDigits; ++i)
-    if (s.digit[i] != 0) return false;
-  return true;
-}
+bool normalized_is_zero(const ExactSum& s) { return highest_nonzero(s.digit) < 0; }
 
 // m 2^e, m < 2^96, split into its first term (m rounded to 53 bits, nearest-even: what
 // round_normalized gives) and the rest, m minus that, below 2^43 in magnitude: one exact double.
@@ -199,15 +195,8 @@ std::vector<double> general_terms(const ExactSum& s) {
 }  // namespace exact_sum_detail
 
 std::vector<double> ExactSum::terms() const {
-  ExactSum rest;
-  std::memcpy(rest.digit, digit, sizeof digit);
-  rest.normalize();
-  if (double first, second; narrow_terms(rest, first, second)) {
-    if (first == 0.0) return {};
-    if (second == 0.0) return {first};
-    return {first, second};
-  }
-  return terms_of_normalized(rest);
+  const ExactTerms t(*this);  // the one place a sum is split
+  return std::vector<double>(t.data(), t.data() + t.size());
 }
 
 namespace {

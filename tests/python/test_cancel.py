@@ -3,6 +3,7 @@
 import concurrent.futures
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -50,9 +51,28 @@ def test_the_client_runs_the_next_job_after_a_cancel(client, cluster):
     assert pa.ones((10, 10), chunks=5).sum().compute() == 100
 
 
-def interrupt_when_running(cluster):
+def main_thread_waits_in_a_future():
+    # The main thread's stack holds concurrent.futures' Future.result or exception: the wait that
+    # Ctrl-C must interrupt (psched's Future calls it inside its cancel-on-interrupt handler).
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None:
+        if frame.f_code.co_name in ("result", "exception") and frame.f_code.co_filename.endswith(
+                os.path.join("concurrent", "futures", "_base.py")):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def interrupt_when_running(cluster, in_future_wait=False):
+    # SIGINT once the job runs (and, with in_future_wait, once the main thread waits on its future:
+    # a job submitted before this is called may run at once, and a signal landing before the wait
+    # would interrupt the test itself, not the wait).
     def fire():
         wait_until_running(cluster)
+        deadline = time.monotonic() + 10
+        while in_future_wait and not main_thread_waits_in_a_future():
+            assert time.monotonic() < deadline, "the main thread never waited on the future"
+            time.sleep(0.001)
         os.kill(os.getpid(), signal.SIGINT)
     threading.Thread(target=fire, daemon=True).start()
 
@@ -69,7 +89,7 @@ def test_ctrl_c_in_a_blocking_compute_cancels_the_job_and_raises_keyboard_interr
 
 def test_ctrl_c_while_waiting_on_a_future_cancels_its_job(client, cluster):
     future = client.compute(long_job())
-    interrupt_when_running(cluster)
+    interrupt_when_running(cluster, in_future_wait=True)
     with pytest.raises(KeyboardInterrupt):
         future.result()
     assert future.cancelled()

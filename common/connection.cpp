@@ -180,22 +180,27 @@ std::string FramedConnection::why_failed(const boost::system::error_code& ec, co
   return describe_tls_failure(ec, ssl, role_ == TlsRole::kServer ? "the peer" : "the scheduler");
 }
 
-void FramedConnection::set_idle_timeout(std::chrono::milliseconds idle) {
+void FramedConnection::set_idle_timeout(std::chrono::milliseconds idle,
+                                        std::shared_ptr<const LoopWatchdog> watchdog) {
   idle_ = idle;
+  watchdog_ = std::move(watchdog);
   last_rx_ = std::chrono::steady_clock::now();
-  arm_idle_timer();
+  arm_idle_timer(last_rx_);
 }
 
-void FramedConnection::arm_idle_timer() {
+void FramedConnection::arm_idle_timer(std::chrono::steady_clock::time_point silent_since) {
   if (!is_open() || idle_.count() <= 0) return;
-  idle_timer_.expires_at(last_rx_ + idle_);
+  idle_timer_.expires_at(silent_since + idle_);
   idle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || !self->is_open()) return;
-    if (std::chrono::steady_clock::now() - self->last_rx_ >= self->idle_) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto since = self->watchdog_ ? self->watchdog_->silent_since(self->last_rx_, now)
+                                       : self->last_rx_;
+    if (now - since >= self->idle_) {
       self->close(fmt::format("nothing received for {} ms{}", self->idle_.count(),
                               self->read_paused_ ? " (and it does not read what we send)" : ""));
     } else {
-      self->arm_idle_timer();
+      self->arm_idle_timer(since);
     }
   });
 }
@@ -340,6 +345,7 @@ void FramedConnection::flush() {
 void FramedConnection::send_error_and_close(const std::string& message, uint64_t job_id) {
   if (state_ != State::kOpen) return;
   spdlog::debug("{}: sending error and closing: {}", remote_, message);
+  sent_error_ = true;
   capnp::MallocMessageBuilder m(128);
   auto err = m.initRoot<wire::Message>().initError();
   err.setMessage(message);
@@ -354,8 +360,9 @@ void FramedConnection::send_error_and_close(const std::string& message, uint64_t
   if (!write_in_flight_) flush();
   // A peer that never reads must not hold the socket: give the error a moment, then close.
   idle_ = std::chrono::milliseconds(2000);
+  watchdog_.reset();
   last_rx_ = std::chrono::steady_clock::now();
-  arm_idle_timer();
+  arm_idle_timer(last_rx_);
 }
 
 void FramedConnection::close_when_flushed() {

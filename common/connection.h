@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/loop_watchdog.h"
 #include "common/tls.h"
 #include "proto/psched.capnp.h"
 
@@ -61,8 +62,11 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void close_when_flushed();
   // As close_when_flushed, then runs on_closed (instead of the on_close handler).
   void start_closing(std::function<void()> on_closed);
-  // Closes the connection when nothing arrives for idle_ms (0: never). Any frame resets it.
-  void set_idle_timeout(std::chrono::milliseconds idle);
+  // Closes the connection when nothing arrives for idle_ms (0: never). Any frame resets it. With
+  // a watchdog of this connection's loop, silence counts only from the loop's last stall, so a
+  // daemon that was itself stopped reads what arrived before it judges the peer (loop_watchdog.h).
+  void set_idle_timeout(std::chrono::milliseconds idle,
+                        std::shared_ptr<const LoopWatchdog> watchdog = nullptr);
   // Frames longer than this are refused from now on (the scheduler allows small ones before Hello).
   void set_max_frame_bytes(uint32_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
 
@@ -75,6 +79,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // True once TLS itself refused the peer (a certificate, a protocol mismatch): the same settings
   // will not do better on a retry.
   bool refused_by_tls() const { return refused_by_tls_; }
+  // True once we sent the peer an Error and closed (send_error_and_close): a refusal to log.
+  bool sent_error() const { return sent_error_; }
 
  private:
   using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
@@ -92,14 +98,16 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void read_body(uint32_t bytes);
   void dispatch(size_t bytes);
   void flush();
-  void arm_idle_timer();
+  void arm_idle_timer(std::chrono::steady_clock::time_point silent_since);
   void transition(State to);
 
   std::variant<boost::asio::ip::tcp::socket, TlsStream> stream_;
   TlsRole role_;
   bool refused_by_tls_ = false;
+  bool sent_error_ = false;
   boost::asio::steady_timer idle_timer_;
   std::chrono::milliseconds idle_{0};
+  std::shared_ptr<const LoopWatchdog> watchdog_;
   std::chrono::steady_clock::time_point last_rx_;
   uint32_t max_frame_bytes_;
   Handlers handlers_;

@@ -255,6 +255,13 @@ std::string metrics_text(const Scheduler& s) {
   e.family("psched_protocol_errors_total", "counter",
            "Peers disconnected for breaking the protocol (bad Hello, token, frame, message).");
   e.sample("psched_protocol_errors_total", "", c.protocol_errors);
+  e.family("psched_loop_stalls_total", "counter",
+           "Times the scheduler's event loop did not run for over 0.3 s (stopped, paused, starved); "
+           "peers' silence is counted from each stall's end.");
+  e.sample("psched_loop_stalls_total", "", s.watchdog().stalls());
+  e.family("psched_loop_stalled_seconds_total", "counter",
+           "Seconds the scheduler's event loop did not run, over every stall.");
+  e.sample("psched_loop_stalled_seconds_total", "", s.watchdog().stalled_seconds());
 
   histogram(e, c.chunk_seconds);
   verify_families(e, c);

@@ -39,7 +39,11 @@ constexpr uint32_t kMaxHelloFrameBytes = 64u << 10;
 }  // namespace
 
 Scheduler::Scheduler(asio::io_context& io, SchedulerConfig config)
-    : io_(io), config_(std::move(config)), acceptor_(io), heartbeat_timer_(io) {
+    : io_(io),
+      config_(std::move(config)),
+      acceptor_(io),
+      heartbeat_timer_(io),
+      watchdog_(std::make_shared<LoopWatchdog>(io)) {
   config_.heartbeat_ms = heartbeat_ms_for(config_.worker_timeout_ms, config_.heartbeat_ms);
 }
 
@@ -82,6 +86,11 @@ Status Scheduler::start() {
   if (!config_.token.empty()) spdlog::info("token authentication is on");
   accept();
   heartbeat();
+  watchdog_->start([](double seconds) {
+    spdlog::warn("psched's event loop did not run for {:.1f} s (stopped, paused or starved): what "
+                 "peers sent meanwhile is read first, and their silence is counted from now",
+                 seconds);
+  });
   return Status::ok();
 }
 
@@ -118,7 +127,7 @@ void Scheduler::accept() {
       peer->pending = pending_.add(conn);
       conn->start({[this, peer](wire::Message::Reader m) { on_message(peer, m); },
                    [this, peer](const std::string& why) { on_close(peer, why); }});
-      conn->set_idle_timeout(std::chrono::milliseconds(config_.handshake_timeout_ms));
+      conn->set_idle_timeout(std::chrono::milliseconds(config_.handshake_timeout_ms), watchdog_);
     } else {
       // Out of descriptors (EMFILE) and the like: retrying at once would spin; pause instead.
       spdlog::warn("accept failed: {}; pausing accepts for 100 ms", ec.message());
@@ -132,12 +141,22 @@ void Scheduler::accept() {
   });
 }
 
+void Scheduler::reload_credentials(std::shared_ptr<asio::ssl::context> tls,
+                                   std::shared_ptr<asio::ssl::context> dashboard_tls, std::string token) {
+  config_.tls = std::move(tls);
+  config_.dashboard_tls = std::move(dashboard_tls);
+  config_.token = std::move(token);
+}
+
 void Scheduler::heartbeat() {
   if (shutting_down_) return;
   capnp::MallocMessageBuilder m(16);
   m.initRoot<wire::Message>().initHeartbeat();
   for (auto& [id, w] : workers_) w->conn->send(m);
   for (auto& [id, c] : clients_) c->conn->send(m);
+  if (workers_.empty()) {
+    for (auto& [id, job] : jobs_) send_progress(*job, /*force=*/true);  // still no workers
+  }
   heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.heartbeat_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) heartbeat();
@@ -186,6 +205,10 @@ void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& w
       if (conn && conn->refused_by_tls()) {
         ++counters_.connections_refused;
         tls_refusals_.warn(fmt::format("{}: refused: {}", peer->remote, why));
+      } else if (conn && conn->sent_error()) {
+        // Refused by the connection itself (an oversize or malformed frame): said to the peer,
+        // logged here like every refusal.
+        connection_refusals_.warn(fmt::format("{}: refused before Hello: {}", peer->remote, why));
       } else {
         spdlog::debug("{}: closed before Hello: {}", peer->remote, why);
       }
@@ -242,7 +265,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
   peer->pending.reset();
   const uint32_t id = next_peer_id_++;
   const std::string name = hello.hasName() && hello.getName().size() > 0
-                               ? printable(hello.getName().cStr(), 128)
+                               ? printable(hello.getName().cStr(), kMaxPeerNameBytes)
                                : fmt::format("peer-{}", id);
   if (hello.getRole() == wire::Role::WORKER) {
     auto w = std::make_unique<WorkerRecord>();
@@ -262,7 +285,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     w->conn = conn_owner;
     peer->kind = Peer::Kind::kWorker;
     peer->id = id;
-    conn.set_idle_timeout(std::chrono::milliseconds(config_.worker_timeout_ms));
+    conn.set_idle_timeout(std::chrono::milliseconds(config_.worker_timeout_ms), watchdog_);
     if (w->backend == "cuda") {
       spdlog::info("worker {} '{}' joined from {}: cuda {} (sm_{}{}), {:.1f} GiB, window {}", id,
                    name, conn.remote(), w->device_name, w->compute_major, w->compute_minor,
@@ -271,7 +294,9 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
       spdlog::info("worker {} '{}' joined from {}: {} {} threads, window {}", id, name,
                    conn.remote(), w->backend, w->threads, w->slots);
     }
+    const bool first = workers_.empty();
     workers_[id] = std::move(w);
+    if (first && !jobs_.empty()) tell_clients_about_workers();  // the waiting jobs go on
   } else if (hello.getRole() == wire::Role::CLIENT) {
     auto c = std::make_unique<ClientRecord>();
     c->id = id;
@@ -279,7 +304,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     c->conn = conn_owner;
     peer->kind = Peer::Kind::kClient;
     peer->id = id;
-    conn.set_idle_timeout(std::chrono::milliseconds(config_.client_timeout_ms));
+    conn.set_idle_timeout(std::chrono::milliseconds(config_.client_timeout_ms), watchdog_);
     spdlog::debug("client {} '{}' connected from {}", id, name, conn.remote());
     clients_[id] = std::move(c);
   } else {
@@ -368,6 +393,7 @@ void Scheduler::shutdown(const std::string& reason, std::function<void()> on_dra
   boost::system::error_code ec;
   acceptor_.close(ec);
   heartbeat_timer_.cancel();
+  watchdog_->stop();
   while (!jobs_.empty()) fail_job(*jobs_.begin()->second, reason);
   capnp::MallocMessageBuilder m(64);
   m.initRoot<wire::Message>().initGoodbye().setReason(reason);

@@ -20,6 +20,7 @@
 
 #include "common/connection.h"
 #include "common/framing.h"
+#include "common/loop_watchdog.h"
 #include "common/status.h"
 #include "scheduler/admission.h"
 #include "scheduler/chunk_seconds_histogram.h"
@@ -102,6 +103,11 @@ class Scheduler {
   // on_drained runs once every connection is closed.
   void shutdown(const std::string& reason, std::function<void()> on_drained);
 
+  // SIGHUP: new connections from now on use these TLS contexts (null: keep plain TCP) and this
+  // token; connections and jobs already running keep going. Checked whole by the caller first.
+  void reload_credentials(std::shared_ptr<boost::asio::ssl::context> tls,
+                          std::shared_ptr<boost::asio::ssl::context> dashboard_tls, std::string token);
+
   uint16_t port() const { return port_; }
   std::string address() const;
 
@@ -110,6 +116,7 @@ class Scheduler {
   const std::map<ClientId, std::unique_ptr<ClientRecord>>& clients() const { return clients_; }
   const std::deque<JobSummary>& recent_jobs() const { return recent_jobs_; }  // newest first
   const SchedulerCounters& counters() const { return counters_; }
+  const LoopWatchdog& watchdog() const { return *watchdog_; }
   const TaskStream& task_stream() const { return task_stream_; }
   const JobDevices& job_devices() const { return job_devices_; }
   double seconds_since_start() const;  // the task stream's clock
@@ -155,6 +162,9 @@ class Scheduler {
   void write_verify_report(const Job& job, wire::JobResult::Builder out) const;
 
   void send_progress(Job& job, bool force);
+  // Progress to every running job's client now: whether any worker is left to run it (Progress.
+  // noWorkers), when the last one leaves, while none is there (each heartbeat) and when one joins.
+  void tell_clients_about_workers();
   void complete_job(Job& job);
   void fail_job(Job& job, const std::string& message);
   void cancel_job(JobId id);
@@ -168,6 +178,9 @@ class Scheduler {
   SchedulerConfig config_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer heartbeat_timer_;
+  // Our own lateness: a peer's silence counts only while this loop runs (loop_watchdog.h), so a
+  // stalled scheduler never drops its healthy workers on waking.
+  std::shared_ptr<LoopWatchdog> watchdog_;
   uint16_t port_ = 0;
   bool shutting_down_ = false;
   std::function<void()> on_drained_;

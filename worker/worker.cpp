@@ -25,6 +25,7 @@ Worker::Worker(asio::io_context& io, WorkerConfig config, std::unique_ptr<Backen
     : io_(io),
       config_(std::move(config)),
       backend_(std::move(backend)),
+      watchdog_(std::make_shared<LoopWatchdog>(io)),
       retry_timer_(io),
       heartbeat_timer_(io) {
   device_ = backend_->info();
@@ -37,6 +38,10 @@ Worker::~Worker() {
 
 void Worker::start() {
   disconnected_since_ = std::chrono::steady_clock::now();
+  watchdog_->start([](double seconds) {
+    spdlog::warn("this worker's event loop did not run for {:.1f} s (stopped, paused or starved): "
+                 "the scheduler's silence is counted from now", seconds);
+  });
   std::weak_ptr<bool> alive = alive_;
   backend_->start([this, alive](ChunkOutcome outcome) {
     // Backend thread: hand the outcome to the loop. Outcomes that arrive while the loop has not
@@ -136,7 +141,7 @@ void Worker::on_connected(tcp::socket socket, bool tls) {
                 [this, generation](const std::string& why) {
                   if (generation == generation_) on_disconnected(why);
                 }});
-  conn_->set_idle_timeout(std::chrono::milliseconds(config_.scheduler_timeout_ms));
+  conn_->set_idle_timeout(std::chrono::milliseconds(config_.scheduler_timeout_ms), watchdog_);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   send_message(*conn_, [&](wire::Message::Builder m) {
@@ -385,6 +390,7 @@ void Worker::leave(const std::string& reason, std::function<void()> on_left) {
   spdlog::info("leaving: {}", reason);
   retry_timer_.cancel();
   heartbeat_timer_.cancel();
+  watchdog_->stop();
   backend_->stop();
   if (conn_ && conn_->is_open()) {
     send_message(*conn_, [&](wire::Message::Builder m) { m.initGoodbye().setReason(reason); });
@@ -416,6 +422,7 @@ void Worker::give_up(const std::string& why, int code) {
   transition(Link::kLeaving);
   retry_timer_.cancel();
   heartbeat_timer_.cancel();
+  watchdog_->stop();
   backend_->stop();
   if (conn_) conn_->close(why);
   io_.stop();

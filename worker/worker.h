@@ -85,6 +85,9 @@ class Worker {
   std::unique_ptr<NvmlSampler> gpu_;  // null: no NVML (CPU backend, no driver library)
   DeviceInfo device_;
   std::shared_ptr<FramedConnection> conn_;
+  // Silence from the scheduler counts only while this loop runs (a stopped worker that wakes
+  // reads the scheduler's heartbeats before it judges it gone).
+  std::shared_ptr<LoopWatchdog> watchdog_;
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer heartbeat_timer_;
   std::chrono::milliseconds backoff_{100};

@@ -19,6 +19,7 @@
 #include "common/framing.h"
 #include "common/job_spec.h"
 #include "common/scheduler_file.h"
+#include "common/worker_info.h"
 #include "common/tls.h"
 #include "common/wire_convert.h"
 
@@ -77,6 +78,7 @@ Progress progress_of(uint64_t job_id, psched::wire::Progress::Reader p) {
   progress.chunks_done = p.getChunksDone();
   progress.chunks_total = p.getChunksTotal();
   progress.running_sum = p.getRunningSum();
+  progress.no_workers = p.getNoWorkers();
   for (auto c : p.getPartials()) {
     ChunkPartial partial{c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax(), {}};
     for (double t : c.getExact().getTerms()) partial.exact_terms.push_back(t);
@@ -248,6 +250,9 @@ Client Client::connect(const ConnectOptions& options) { return Client(open_sessi
 namespace {
 
 std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
+  if (options.name.size() > psched::kMaxPeerNameBytes)
+    throw Error(fmt::format("client name is {} bytes long; at most {}", options.name.size(),
+                            psched::kMaxPeerNameBytes));
   std::string address_text = options.address;
   if (address_text.empty()) {
     if (options.scheduler_file.empty()) throw Error("no scheduler address or scheduler file given");
@@ -430,6 +435,29 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
     });
   };
   if (options.should_cancel) poll_cancel();
+  // No worker left (Progress.noWorkers): the job is given up after no_workers_timeout_ms, unless
+  // one joins meanwhile.
+  asio::steady_timer no_workers(s.io);
+  bool waiting_for_workers = false;
+  auto watch_workers = [&](psched::wire::Progress::Reader p) {
+    if (!p.getNoWorkers()) {
+      if (waiting_for_workers) no_workers.cancel();
+      waiting_for_workers = false;
+      return;
+    }
+    if (waiting_for_workers || options.no_workers_timeout_ms <= 0) return;
+    waiting_for_workers = true;
+    const uint64_t total = p.getChunksTotal(), left = total - p.getChunksDone();
+    no_workers.expires_after(std::chrono::milliseconds(options.no_workers_timeout_ms));
+    no_workers.async_wait([&, total, left](const boost::system::error_code& ec) {
+      if (ec || s.done) return;
+      failure = fmt::format("no workers: none joined within {:g} s, {} of {} chunks left; the job "
+                            "was cancelled (the limit is --no-workers-timeout)",
+                            options.no_workers_timeout_ms / 1000.0, left, total);
+      s.send([&](psched::wire::Message::Builder m) { m.initCancel().setJobId(job_id); });
+      s.done = true;
+    });
+  };
   s.waiter = [&](psched::wire::Message::Reader m) {
     switch (m.which()) {
       case psched::wire::Message::JOB_ACCEPTED:
@@ -449,8 +477,9 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
         return;
       case psched::wire::Message::PROGRESS: {
         auto p = m.getProgress();
-        if (p.getJobId() != job_id || !options.on_progress) return;
-        options.on_progress(progress_of(job_id, p));
+        if (p.getJobId() != job_id) return;
+        watch_workers(p);
+        if (options.on_progress) options.on_progress(progress_of(job_id, p));
         return;
       }
       case psched::wire::Message::JOB_RESULT: {
@@ -466,6 +495,7 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
   };
   auto stop_polling = [&] {
     cancel_poll.cancel();
+    no_workers.cancel();
     s.io.restart();
     s.io.poll();  // the cancelled poll's handler runs now, while what it refers to still exists
   };

@@ -191,6 +191,9 @@ struct Progress {
   chunksTotal @2 :UInt64;
   runningSum @3 :Float64;      # arrival-order sum of rounded partials, for display only
   partials @4 :List(ChunkPartial);  # only when the job asked for them
+  noWorkers @5 :Bool;          # no worker is connected: the job waits for one to join (sent at
+                               # once when the last one leaves, then with every heartbeat, and
+                               # false again when one joins); the client decides how long to wait
 }
 
 struct JobResult {

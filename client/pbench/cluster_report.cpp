@@ -3,6 +3,8 @@
 
 #include "common/gpu_health.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -31,6 +33,24 @@ void draw_progress(const pclient::Progress& p) {
                std::string(size_t(width - filled), '.').c_str(), int(f * 100),
                (unsigned long long)p.chunks_done, (unsigned long long)p.chunks_total);
   std::fflush(stderr);
+}
+
+std::string workers_state_line(const pclient::Progress& p, WorkersShown& shown) {
+  const auto now = std::chrono::steady_clock::now();
+  const uint64_t left = p.chunks_total - p.chunks_done;
+  if (!p.no_workers) {
+    const bool was_none = shown.none;
+    shown.none = false;
+    return was_none ? fmt::format("a worker joined: the job goes on ({} chunks left)", left) : "";
+  }
+  if (!shown.none) {
+    shown = {true, now, now};
+    return fmt::format("no workers: waiting for one to join, {} chunks left", left);
+  }
+  if (now - shown.last_said < std::chrono::seconds(10)) return "";
+  shown.last_said = now;
+  return fmt::format("still no workers after {:.0f} s: waiting for one to join, {} chunks left",
+                     std::chrono::duration<double>(now - shown.since).count(), left);
 }
 
 RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::WorkerInfo>& before, double seconds) {

@@ -3,6 +3,7 @@
 // parses, runs and reports; this holds the pieces the reports share.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,6 +18,16 @@ namespace pbench {
 std::string human_bytes(double bytes);
 // The terminal progress bar of a running job (stderr).
 void draw_progress(const pclient::Progress& p);
+
+// What a client last said about its job having no worker (Progress::no_workers), so that it says
+// so at once, again every 10 s while it lasts, and once more when a worker joins.
+struct WorkersShown {
+  bool none = false;
+  std::chrono::steady_clock::time_point since, last_said;
+};
+// The line to show a person for this progress ("" when nothing is new): pbench and the Python
+// client say the same words.
+std::string workers_state_line(const pclient::Progress& p, WorkersShown& shown);
 
 // What worker w did in the last run: `before` holds the workers just before it (one that joined
 // since counts from zero). busy_fraction is busy / wall per unit of compute (a CPU worker's busy

@@ -3,12 +3,14 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <chrono>
 #include <iostream>
 #include <thread>
 #include <optional>
 #include <tuple>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "client/job_spec_of.h"
@@ -48,6 +50,7 @@ struct Flags {
   std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
   int connect_timeout_ms = 5000;
   int reconnect_s = 0;
+  int no_workers_timeout_ms = pclient::RunOptions::kDefaultNoWorkersTimeoutMs;  // 0: never
   int spin_us = -1;
   double verify = 0;  // --verify: share of chunks computed twice (0: off)
 
@@ -83,6 +86,15 @@ void add_cluster_flags(CLI::App& app, Flags& f) {
                  "mid-job (psched killed or restarted), then submit the job again: the same bits "
                  "(default 0: fail at once)")
       ->capture_default_str()->transform(psched::cli::unsigned_in(0, 86400));
+  app.add_option_function<std::string>(
+         "--no-workers-timeout",
+         [&f](const std::string& v) {
+           f.no_workers_timeout_ms = v == "never" ? 0 : std::stoi(v) * 1000;
+         },
+         "Seconds a job may wait with no worker connected (none registered yet, or the last one "
+         "left or died) before pbench gives it up, or 'never' (default: " +
+             std::to_string(pclient::RunOptions::kDefaultNoWorkersTimeoutMs / 1000) + ")")
+      ->check(CLI::IsMember({"never"}) | psched::cli::unsigned_in(1, 86400));
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds the client (and, in local mode, the daemons) keep polling after each "
                  "message before sleeping; 0 = sleep at once (default: " +
@@ -178,7 +190,6 @@ void complete_job(Flags& f) {
 
 // Local mode: starts psched and the workers, and points `connect` at them.
 psched::Status start_local(const Flags& f, pbench::LocalCluster& local, pclient::ConnectOptions& connect) {
-  pbench::install_cleanup_handlers();
   pbench::LocalClusterOptions lo;
   lo.cpu_workers = f.cpus;
   lo.gpu_workers = f.gpus;
@@ -223,7 +234,12 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   }
   Runs runs;
   pclient::RunOptions run_options;
-  if (tty) run_options.on_progress = draw_progress;
+  run_options.no_workers_timeout_ms = f.no_workers_timeout_ms;
+  run_options.on_progress = [tty, shown = pbench::WorkersShown{}](const pclient::Progress& p) mutable {
+    if (const std::string line = pbench::workers_state_line(p, shown); !line.empty())
+      std::fprintf(stderr, "%spbench: %s\n", tty ? "\n" : "", line.c_str());
+    if (tty) draw_progress(p);
+  };
   run_options.verify = f.verify;
   run_options.want_timeline = !f.report_html.empty() || !f.report_json.empty();
   for (int i = 0; i < f.repeat; ++i) {
@@ -369,6 +385,7 @@ psched::Status write_reports(const Flags& f, const Runs& runs) {
 // Connects (starting the local cluster first in local mode), waits for the workers, runs and
 // reports. Returns the exit code.
 int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
+  pbench::install_cleanup_handlers();  // Ctrl-C, SIGTERM and SIGHUP stop pbench saying so
   pclient::ConnectOptions connect;
   connect.name = "pbench";
   connect.token = token;
@@ -401,8 +418,11 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   } else {
     workers = client.workers();
     if (workers.empty()) {
-      std::cerr << "pbench: waiting up to 60 s for a worker to register with the scheduler" << std::endl;
-      workers = client.wait_for_workers(1, 60000);
+      const bool never = f.no_workers_timeout_ms <= 0;
+      std::cerr << "pbench: no workers: waiting "
+                << (never ? std::string("for ever") : fmt::format("up to {} s", f.no_workers_timeout_ms / 1000))
+                << " for one to register with the scheduler (--no-workers-timeout)" << std::endl;
+      workers = client.wait_for_workers(1, never ? INT_MAX : f.no_workers_timeout_ms);
     }
   }
   if (f.cluster_info) {

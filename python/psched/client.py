@@ -12,7 +12,7 @@ import threading
 import time
 
 from . import _native
-from .future import Future
+from .future import Future, cancel_outstanding
 from .result import Result, device_figures
 
 _defaults = []  # open clients made with set_as_default, newest last
@@ -61,10 +61,14 @@ class Client:
     reconnect: seconds to wait for the scheduler to come back when the connection to it is lost
     while a job runs (psched killed or restarted), then submit the job again (the same bits);
     0 (the default) raises psched.Error at once.
+    no_workers_timeout: seconds a job may wait with no worker connected (none joined yet, or the
+    last one left or died; said at once on stderr) before it is cancelled and psched.Error is
+    raised; None waits for ever. Default 60.
     """
 
     def __init__(self, address=None, *, scheduler_file=None, token=None, token_file=None, tls=None,
-                 timeout=5.0, name="psched-python", set_as_default=True, reconnect=0.0):
+                 timeout=5.0, name="psched-python", set_as_default=True, reconnect=0.0,
+                 no_workers_timeout=60.0):
         self.cluster, self.address, self._closed = None, address, True
         if address is not None and not isinstance(address, str):
             self.cluster = address  # a LocalCluster (or anything with scheduler_file)
@@ -79,7 +83,8 @@ class Client:
         ca_file, cert_file, key_file = (os.fspath(f) for f in tls) if tls else ("", "", "")
         self._native = _native.Client(address or "", self._scheduler_file, token or "", name,
                                       int(timeout * 1000), ca_file, cert_file, key_file,
-                                      int(reconnect * 1000))
+                                      int(reconnect * 1000),
+                                      0 if no_workers_timeout is None else max(1, int(no_workers_timeout * 1000)))
         self.address = address or self._read_scheduler_file().get("address", "")
         self._closed = False
         if set_as_default:
@@ -127,14 +132,14 @@ class Client:
         if not isinstance(reduction, Reduction):
             raise TypeError(f"psched computes reductions (x.sum(), x.mean(), ...), not {type(reduction).__name__}")
         job = reduction._job_to_run()
-        before = self._native.workers() if devices else None
+        before = self._native.workers(cancel) if devices else None
         bar = _ProgressBar(progress) if progress is not False else None
         try:
             figures = self._native.run(job, bar, cancel, interruptible, float(verify))
         finally:
             if bar is not None:
                 bar.close()
-        per_device = (device_figures(before, self._native.workers(), figures["wall_seconds"], figures["devices"])
+        per_device = (device_figures(before, self._native.workers(cancel), figures["wall_seconds"], figures["devices"])
                       if devices else [])
         return Result(reduction.kind, figures, per_device, job.bytes())
 
@@ -150,12 +155,13 @@ class Client:
     def compute(self, reduction, *, progress=False, devices=True, verify=0.0):
         """Starts the reduction's job and returns a Future at once (concurrent.futures style)."""
         return Future(lambda flag: self._run(reduction, progress, devices, flag, False, verify),
-                      name=f"psched-{reduction.kind}")
+                      name=f"psched-{reduction.kind}", owner=self)
 
     def close(self):
         if self._closed:
             return
         self._closed = True
+        cancel_outstanding(owner=self)  # jobs in flight are cancelled, not waited for
         self._native.close()
         with _default_lock:
             if self in _defaults:

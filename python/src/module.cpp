@@ -6,7 +6,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -103,7 +105,9 @@ class NativeClient {
  public:
   NativeClient(const std::string& address, const std::string& scheduler_file, const std::string& token,
                const std::string& name, int connect_timeout_ms, const std::string& tls_ca_file,
-               const std::string& tls_cert_file, const std::string& tls_key_file, int reconnect_ms) {
+               const std::string& tls_cert_file, const std::string& tls_key_file, int reconnect_ms,
+               int no_workers_timeout_ms)
+      : no_workers_timeout_ms_(no_workers_timeout_ms) {
     pclient::ConnectOptions o;
     o.address = address;
     o.scheduler_file = scheduler_file;
@@ -119,11 +123,12 @@ class NativeClient {
     client_ = std::make_unique<pclient::Client>(pclient::Client::connect(o));
   }
 
-  py::list workers() {
+  // `cancel` (if given) gives up the wait for the connection when it is raised (Cancelled).
+  py::list workers(CancelFlag* cancel) {
     std::vector<pclient::WorkerInfo> list;
     {
       py::gil_scoped_release nogil;
-      std::lock_guard<std::mutex> lock(mutex_);
+      auto lock = take_connection([&] { return cancel && cancel->is_set(); }, 50);
       list = live().workers();
     }
     py::list out;
@@ -138,23 +143,28 @@ class NativeClient {
                double verify) {
     pclient::RunOptions options;
     options.verify = verify;
+    options.no_workers_timeout_ms = no_workers_timeout_ms_;
     PyObject *err_type = nullptr, *err_value = nullptr, *err_tb = nullptr;  // a pending Ctrl-C
-    if (!on_progress.is_none()) {
-      options.on_progress = [&](const pclient::Progress& p) {
-        py::gil_scoped_acquire gil;
-        try {
-          on_progress(p.chunks_done, p.chunks_total);
-        } catch (py::error_already_set& e) {
-          // Ctrl-C lands in whatever Python code runs on the main thread: often this callback.
-          if (interruptible && !err_type && e.matches(PyExc_KeyboardInterrupt)) {
-            e.restore();
-            PyErr_Fetch(&err_type, &err_value, &err_tb);
-          } else {
-            e.discard_as_unraisable("psched progress callback");  // a display problem, not the job's
-          }
+    pbench::WorkersShown shown;
+    const bool has_progress = !on_progress.is_none();
+    options.on_progress = [&](const pclient::Progress& p) {
+      const std::string line = pbench::workers_state_line(p, shown);
+      if (line.empty() && !has_progress) return;
+      py::gil_scoped_acquire gil;
+      try {
+        // No worker left: said on sys.stderr (a notebook shows it), in pbench's words.
+        if (!line.empty()) py::module_::import("sys").attr("stderr").attr("write")("psched: " + line + "\n");
+        if (has_progress) on_progress(p.chunks_done, p.chunks_total);
+      } catch (py::error_already_set& e) {
+        // Ctrl-C lands in whatever Python code runs on the main thread: often this callback.
+        if (interruptible && !err_type && e.matches(PyExc_KeyboardInterrupt)) {
+          e.restore();
+          PyErr_Fetch(&err_type, &err_value, &err_tb);
+        } else {
+          e.discard_as_unraisable("psched progress callback");  // a display problem, not the job's
         }
-      };
-    }
+      }
+    };
     if (cancel || interruptible) {
       options.should_cancel = [&] {
         if (cancel && cancel->is_set()) return true;
@@ -169,7 +179,10 @@ class NativeClient {
     pclient::Result result;
     try {
       py::gil_scoped_release nogil;
-      std::lock_guard<std::mutex> lock(mutex_);
+      // Jobs of one client run one at a time: a job queued behind others waits here, and is
+      // cancelled here too (a Ctrl-C or cancel() must not wait for the jobs ahead of it).
+      auto lock = take_connection([&] { return options.should_cancel && options.should_cancel(); },
+                                  options.cancel_poll_ms);
       result = live().run(job, options);
     } catch (const pclient::Cancelled&) {
       if (err_type) {
@@ -183,18 +196,29 @@ class NativeClient {
 
   void close() {
     py::gil_scoped_release nogil;
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::timed_mutex> lock(mutex_);
     if (client_) client_->close();
     client_.reset();
   }
 
  private:
+  // The connection, for one call: calls from several threads take turns, and one that waits
+  // behind others gives up (Cancelled) once `cancelled()` says so, checked every poll_ms.
+  template <typename Cancelled>
+  std::unique_lock<std::timed_mutex> take_connection(Cancelled cancelled, int poll_ms) {
+    std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
+    while (!lock.try_lock_for(std::chrono::milliseconds(std::max(1, poll_ms))))
+      if (cancelled()) throw pclient::Cancelled("cancelled while waiting for the client's connection");
+    return lock;
+  }
+
   pclient::Client& live() {
     if (!client_) throw pclient::Error("client is closed");
     return *client_;
   }
-  std::mutex mutex_;
+  std::timed_mutex mutex_;
   std::unique_ptr<pclient::Client> client_;
+  int no_workers_timeout_ms_;  // RunOptions::no_workers_timeout_ms (0: never)
 };
 
 }  // namespace
@@ -236,11 +260,12 @@ PYBIND11_MODULE(_native, m) {
 
   py::class_<NativeClient>(m, "Client")
       .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&, int,
-                    const std::string&, const std::string&, const std::string&, int>(),
+                    const std::string&, const std::string&, const std::string&, int, int>(),
            py::arg("address"), py::arg("scheduler_file"), py::arg("token"), py::arg("name"),
            py::arg("connect_timeout_ms"), py::arg("tls_ca_file") = "", py::arg("tls_cert_file") = "",
-           py::arg("tls_key_file") = "", py::arg("reconnect_ms") = 0)
-      .def("workers", &NativeClient::workers)
+           py::arg("tls_key_file") = "", py::arg("reconnect_ms") = 0,
+           py::arg("no_workers_timeout_ms") = pclient::RunOptions::kDefaultNoWorkersTimeoutMs)
+      .def("workers", &NativeClient::workers, py::arg("cancel") = nullptr)
       .def("run", &NativeClient::run, py::arg("job"), py::arg("on_progress") = py::none(),
            py::arg("cancel") = nullptr, py::arg("interruptible") = false, py::arg("verify") = 0.0)
       .def("close", &NativeClient::close);

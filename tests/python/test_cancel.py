@@ -124,3 +124,56 @@ def test_a_ctrl_c_that_lands_in_the_progress_callback_still_cancels_the_job(clie
     with pytest.raises(KeyboardInterrupt):
         client._native.run(long_job().job(), progress, None, True)
     assert wait_no_running_jobs(cluster.dashboard_link) == []
+
+
+def test_ctrl_c_with_a_thousand_futures_outstanding_raises_within_a_second_and_cancels_them_all(client, cluster):
+    futures = [client.compute(long_job()) for _ in range(1000)]
+    waited = futures[-1]  # queued behind 999 others on the client's one connection
+    interrupt_when_running(cluster, in_future_wait=True)
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        waited.result()
+    assert time.monotonic() - t0 < 1.0 + 0.5  # the signal lands once the wait began; 0.5 s of slack for it
+    assert all(f.done() for f in futures)
+    assert all(f.cancelled() for f in futures)
+    assert wait_no_running_jobs(cluster.dashboard_link) == []
+
+
+def test_closing_a_client_with_futures_in_flight_cancels_them_and_returns(cluster):
+    other = psched.Client(cluster, set_as_default=False)
+    futures = [other.compute(long_job()) for _ in range(20)]
+    wait_until_running(cluster)
+    t0 = time.monotonic()
+    other.close()
+    assert time.monotonic() - t0 < 2.0
+    assert all(f.cancelled() for f in futures)
+    assert wait_no_running_jobs(cluster.dashboard_link) == []
+
+
+EXIT_SCRIPT = """
+import os, signal, sys, threading, time
+import psched, psched.array as pa
+client = psched.Client(scheduler_file=sys.argv[1])
+futures = [client.compute((pa.random.normal(10, 1, size=(20000, 16000), chunks=(500, 500), seed=1) + 1).sum())
+           for _ in range(200)]
+if sys.argv[2] == "interrupt":
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    futures[-1].result()
+print("leaving", flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "interrupt"])
+def test_a_process_that_exits_or_is_interrupted_with_futures_outstanding_ends_cleanly(cluster, how):
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, cluster.scheduler_file, how], capture_output=True,
+                         text=True, timeout=60)
+    assert "terminate called" not in out.stderr
+    if how == "exit":
+        assert out.returncode == 0, out.stderr
+        assert "leaving" in out.stdout
+    else:
+        assert "KeyboardInterrupt" in out.stderr
+        # An uncaught KeyboardInterrupt ends Python by SIGINT (or exit 1 / 130 where it cannot): never an abort.
+        assert out.returncode in (-signal.SIGINT, 1, 130), out.stderr
+    assert wait_no_running_jobs(cluster.dashboard_link) == []

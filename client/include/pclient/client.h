@@ -66,6 +66,9 @@ struct Progress {
   uint64_t chunks_done = 0, chunks_total = 0;
   double running_sum = 0;               // display only
   std::vector<ChunkPartial> partials;   // new partials, when asked for
+  // No worker is connected: the job waits for one to join (said at once when the last one
+  // leaves, again about every second while none is there, and false once one joins).
+  bool no_workers = false;
 };
 
 // Verify (RunOptions::verify): one copy of a chunk whose copies disagreed.
@@ -209,6 +212,10 @@ struct RunOptions {
   // another thread's flag, or an interpreter's pending Ctrl-C.
   std::function<bool()> should_cancel;
   int cancel_poll_ms = 50;
+  // How long the job may wait with no worker connected (the last one left or died, or none had
+  // joined) before run() cancels it and throws Error saying so; 0 or less: wait for ever.
+  int no_workers_timeout_ms = kDefaultNoWorkersTimeoutMs;
+  static constexpr int kDefaultNoWorkersTimeoutMs = 60000;
 };
 
 class Client {

@@ -44,6 +44,8 @@ void Scheduler::dispatch() {
 
 void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
   if (shutting_down_ || !worker.conn->is_open() || queued_jobs_.empty()) return;
+  if (worker.isolating && worker.in_flight.size() > 0) return;  // a suspect runs alone
+  worker.isolating = false;
 
   // Ranges picked per job, in the order taken (consecutive runs of one job merged), and how many
   // more chunks of the job this top-up may take: the worker's part of what the job had left.
@@ -65,14 +67,12 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
 
   // Passes over the jobs with work (queued chunks or verify copies) in turn, starting after the
   // last one served, until no job can take more or the worker's window is full for every job.
-  const uint64_t widest = worker.widest_window();
   std::vector<uint64_t> copies;  // verify copies taken for one job
-  for (bool progress = worker.in_flight.size() < widest; progress;) {
+  for (bool progress = !worker.in_flight.full(); progress;) {
     progress = false;
     const size_t candidates = queued_jobs_.size();
     auto it = queued_jobs_.upper_bound(round_robin_after_);
-    for (size_t tried = 0; tried < candidates && !queued_jobs_.empty() &&
-                           worker.in_flight.size() < widest;
+    for (size_t tried = 0; tried < candidates && !queued_jobs_.empty() && !worker.in_flight.full();
          ++tried) {
       if (it == queued_jobs_.end()) it = queued_jobs_.begin();
       const JobId job_id = *it++;  // moved on first: the job may leave the set below
@@ -81,12 +81,13 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
         queued_jobs_.erase(job_id);
         continue;
       }
-      const uint64_t window = worker.window_for(*job);
-      if (worker.in_flight.size() >= window) continue;
+      // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
+      const uint64_t unit = InFlight::unit_for(worker.window_for(*job));
+      const uint64_t free = worker.in_flight.room(unit);
+      if (free == 0) continue;
       // This job's share of the free window (all of it when it is the only job), but never less
       // than a slot's worth: thousands of small jobs would otherwise each put a chunk or two on
       // every worker (a DefineJob per worker per job; 100 clients x 100 jobs took 226 s).
-      const uint64_t free = window - worker.in_flight.size();
       uint64_t share = std::min(free, std::max<uint64_t>(free / candidates,
                                                          least_worth_splitting(worker, *job)));
       Picked& pick = picked_of(job);
@@ -94,7 +95,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
       if (share == 0) continue;
       auto& ranges = pick.ranges;
       auto add_range = [&](uint64_t first, uint64_t n) {
-        worker.in_flight.add(job->id(), n);
+        worker.in_flight.add(job->id(), n, unit);
         counters_.tasks_dispatched += n;
         if (!ranges.empty() && ranges.back().first + ranges.back().second == first &&
             uint64_t(ranges.back().second) + n <= UINT32_MAX) {
@@ -103,6 +104,13 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
           ranges.emplace_back(first, uint32_t(n));
         }
       };
+      // A suspect (its worker died with it, beside others) goes alone to an idle worker.
+      if (job->has_suspects() && worker.in_flight.size() == 0) {
+        add_range(job->take_suspect(worker.id), 1);
+        worker.isolating = true;
+        round_robin_after_ = job->id();
+        break;
+      }
       // Verify copies first: the partials they wait to compare with are held until they are in.
       uint64_t taken = 0;
       if (job->verify.has_queued()) {
@@ -110,7 +118,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
         taken = job->verify.take(worker.id, share, someone_else(), copies);
         for (const uint64_t chunk : copies) add_range(chunk, 1);
       }
-      while (taken < share && job->has_queued()) {
+      while (taken < share && job->has_ordinary()) {
         uint64_t first = 0;
         const uint64_t want = share - taken;
         const uint64_t n = job->take_run(worker.id, want < UINT32_MAX ? want : UINT32_MAX, first);

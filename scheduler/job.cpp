@@ -53,7 +53,7 @@ void Job::transition(uint64_t chunk, TaskState to, WorkerId worker) {
 }
 
 uint64_t Job::take(WorkerId worker) {
-  PSCHED_REQUIRE(has_queued(), id_);
+  PSCHED_REQUIRE(has_ordinary(), id_);
   uint64_t chunk;
   if (!requeued_.empty()) {
     chunk = requeued_.front();
@@ -65,8 +65,16 @@ uint64_t Job::take(WorkerId worker) {
   return chunk;
 }
 
+uint64_t Job::take_suspect(WorkerId worker) {
+  PSCHED_REQUIRE(has_suspects(), id_);
+  const uint64_t chunk = suspects_.front();
+  suspects_.pop_front();
+  transition(chunk, TaskState::kRunning, worker);
+  return chunk;
+}
+
 uint64_t Job::take_run(WorkerId worker, uint64_t max, uint64_t& first) {
-  PSCHED_REQUIRE(has_queued() && max > 0, id_, max);
+  PSCHED_REQUIRE(has_ordinary() && max > 0, id_, max);
   if (!requeued_.empty()) {
     first = take(worker);
     return 1;
@@ -130,9 +138,13 @@ void Job::finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& par
 }
 
 uint32_t Job::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name,
-                      bool blame) {
+                      bool blame, bool suspect) {
   if (!running_here(chunk, worker)) return 0;
   transition(chunk, TaskState::kQueued, worker);
+  if (suspect) {
+    requeued_.pop_back();  // transition() queued it with the ordinary chunks
+    suspects_.push_back(chunk);
+  }
   if (!blame) return uint32_t(failed_on(chunk).size());
   auto& names = failures_[chunk];
   names.push_back(worker_name);

@@ -44,10 +44,16 @@ class Job {
   uint64_t chunks() const { return states_.size(); }
   uint64_t done() const { return done_; }
   bool complete() const { return done_ == states_.size(); }
-  bool has_queued() const { return !requeued_.empty() || next_fresh_ < states_.size(); }
+  // Queued chunks: fresh, re-queued, and suspects (below), which go out only alone.
+  bool has_queued() const { return has_ordinary() || !suspects_.empty(); }
+  // Queued chunks that may share a worker's window with others.
+  bool has_ordinary() const { return !requeued_.empty() || next_fresh_ < states_.size(); }
+  bool has_suspects() const { return !suspects_.empty(); }
   // Chunks or verify copies waiting for a worker (Scheduler::queued_jobs_ holds the jobs with work).
   bool has_work() const { return has_queued() || verify.has_queued(); }
-  uint64_t queued() const { return requeued_.size() + (states_.size() - next_fresh_); }
+  uint64_t queued() const {
+    return requeued_.size() + suspects_.size() + (states_.size() - next_fresh_);
+  }
   uint64_t retries() const { return retries_; }
   double running_sum() const { return running_sum_; }
   double seconds() const;
@@ -56,11 +62,14 @@ class Job {
   size_t workers_used() const { return workers_used_.size(); }
 
   // Takes the next chunk to run (requeued chunks first, then fresh ones in index order) and marks
-  // it running on `worker`. Requires has_queued().
+  // it running on `worker`. Requires has_ordinary().
   uint64_t take(WorkerId worker);
   // As up to `max` take()s that yield consecutive chunks: a requeued chunk alone, or a run of fresh
-  // ones. Returns the run's length (>= 1); its first chunk goes to `first`. Requires has_queued().
+  // ones. Returns the run's length (>= 1); its first chunk goes to `first`. Requires has_ordinary().
   uint64_t take_run(WorkerId worker, uint64_t max, uint64_t& first);
+  // The oldest suspect, marked running on `worker`, which must hold nothing else while it runs it
+  // (so that if the worker dies, the chunk is the one to blame). Requires has_suspects().
+  uint64_t take_suspect(WorkerId worker);
   // The chunks running on `worker` (a scan of the job: used when a worker leaves).
   std::vector<uint64_t> running_chunks_of(WorkerId worker) const;
   // Running chunk finished with `partial`; returns false (and changes nothing) unless the chunk is
@@ -86,7 +95,12 @@ class Job {
   void finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial);
   // Running chunk goes back to the queue: its worker left (blame = false), or died or failed it
   // (blame = true, counted against the chunk). Returns how many times the chunk has now failed.
-  uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame);
+  // With `suspect`, it goes back as a suspect: its worker died while it held other chunks too, so
+  // any of them may have killed it. A suspect runs alone on a worker (take_suspect), so that only
+  // the chunk that crashes workers keeps collecting failures, and the job's failure names it, not
+  // a neighbour that shared its window.
+  uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame,
+                   bool suspect = false);
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
 
   // The merged partials of the done chunks, `sum` rounded from the exact total.
@@ -124,6 +138,7 @@ class Job {
   static constexpr uint64_t kAddsBeforeNormalize = uint64_t{1} << 30;
   uint64_t adds_since_normalize_ = 0;  // total_.exact's adds (or their equivalent) since normalised
   std::deque<uint64_t> requeued_;
+  std::deque<uint64_t> suspects_;  // requeued chunks that go out alone (requeue(..., suspect))
   uint64_t next_fresh_ = 0;
   uint64_t done_ = 0;
   uint64_t retries_ = 0;

@@ -15,32 +15,52 @@
 
 namespace psched {
 
-// The chunks a worker holds, counted per job. Which chunks they are is the jobs' own record
-// (Job::running_on), so nothing here grows with the window: no node per chunk in flight.
+// The chunks a worker holds, counted per job, and how much of its window they fill. Which chunks
+// they are is the jobs' own record (Job::running_on), so nothing here grows with the window: no
+// node per chunk in flight. A job's window is counted in its own chunks (WorkerRecord::window_for:
+// thousands of small chunks, a few large ones), so jobs share a worker by the part of the window
+// they fill, not by chunk count: a job of one-element chunks filling 65536 chunks of window must
+// not keep out a job of 100-element chunks whose window is 2621 (it did, for seconds).
 class InFlight {
  public:
-  uint64_t size() const { return total_; }
+  // A full window, in units; a chunk of a job whose window is W chunks fills kFull / W of them.
+  static constexpr uint64_t kFull = uint64_t{1} << 40;
+  static uint64_t unit_for(uint64_t window) { return kFull / (window > 0 ? window : 1); }
+
+  uint64_t size() const { return total_; }  // chunks, of every job
+  bool full() const { return used_ >= kFull; }
+  // Chunks of a job with `unit` that still fit.
+  uint64_t room(uint64_t unit) const { return full() ? 0 : (kFull - used_) / unit; }
   uint64_t of_job(JobId job) const {
     auto it = by_job_.find(job);
     return it == by_job_.end() ? 0 : it->second;
   }
   const std::map<JobId, uint64_t>& by_job() const { return by_job_; }
-  void add(JobId job, uint64_t n) {
+  void add(JobId job, uint64_t n, uint64_t unit = 1) {
     by_job_[job] += n;
+    unit_[job] = unit;  // a job's window for one worker never changes
     total_ += n;
+    used_ += n * unit;
   }
   void remove(JobId job, uint64_t n) {
     auto it = by_job_.find(job);
     if (it == by_job_.end()) return;
     n = n < it->second ? n : it->second;
     total_ -= n;
-    if ((it->second -= n) == 0) by_job_.erase(it);
+    auto unit = unit_.find(job);
+    used_ -= n * unit->second;
+    if ((it->second -= n) == 0) {
+      by_job_.erase(it);
+      unit_.erase(unit);
+    }
   }
   void forget_job(JobId job) { remove(job, of_job(job)); }
 
  private:
   std::map<JobId, uint64_t> by_job_;
+  std::map<JobId, uint64_t> unit_;  // each held job's unit_for(its window)
   uint64_t total_ = 0;
+  uint64_t used_ = 0;  // units of the window filled
 };
 
 // The most chunks a worker's window may hold, however small they are.
@@ -62,6 +82,9 @@ struct WorkerRecord : WorkerInfo {
   std::shared_ptr<FramedConnection> conn;
   InFlight in_flight;
   std::set<JobId> defined_jobs;                    // jobs whose spec it has been sent
+  // Running a suspect chunk alone (Job::requeue_suspect): it gets nothing more until its window is
+  // empty again, so that if it dies, the suspect is the one to blame.
+  bool isolating = false;
   std::chrono::steady_clock::time_point joined = std::chrono::steady_clock::now();
 
   // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are
@@ -71,12 +94,6 @@ struct WorkerRecord : WorkerInfo {
     const uint64_t chunk_elements = s.chunk_rows * s.chunk_cols;
     uint64_t window = window_elements / (chunk_elements ? chunk_elements : 1);
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
-    return window > slots ? window : slots;
-  }
-  // The widest window_for() any job can get (one-element chunks): a worker holding this many has
-  // no room for any job, and dispatch need not look at them.
-  uint64_t widest_window() const {
-    const uint64_t window = window_elements < kMaxWindowChunks ? window_elements : kMaxWindowChunks;
     return window > slots ? window : slots;
   }
 };

@@ -115,3 +115,24 @@ TEST_CASE("finish_adding: terms added in place give the same total as whole part
   }
   CHECK(same_value(in_place.result().exact, want));
 }
+
+TEST_CASE("a suspect goes back apart from the ordinary chunks and comes out only by take_suspect", "[job]") {
+  Job job(1, 1, spec_with_chunks(3), false);
+  uint64_t first = 99;
+  CHECK(job.take_run(5, 3, first) == 3);  // chunks 0..2 all on worker 5, which dies
+  CHECK(job.requeue(1, 5, "five", /*blame=*/true, /*suspect=*/true) == 1);
+  CHECK(job.requeue(2, 5, "five", /*blame=*/true, /*suspect=*/true) == 1);
+  CHECK(job.requeue(2, 6, "six", true, true) == 0);  // not running there (any more): nothing changes
+  CHECK(job.has_queued());
+  CHECK(job.has_suspects());
+  CHECK_FALSE(job.has_ordinary());
+  CHECK(job.queued() == 2);
+  CHECK(job.retries() == 2);
+  CHECK(job.take_suspect(7) == 1);
+  CHECK(job.running_on(1) == 7);
+  CHECK(job.requeue(1, 7, "seven", /*blame=*/true) == 2);  // it killed worker 7 running alone
+  CHECK(job.failed_on(1) == std::vector<std::string>{"five", "seven"});
+  CHECK(job.has_ordinary());  // a chunk requeued after running alone is an ordinary one again
+  CHECK(job.take_suspect(8) == 2);
+  CHECK_FALSE(job.has_suspects());
+}

@@ -43,3 +43,23 @@ TEST_CASE("in-flight chunks are counted per job, and a forgotten job leaves the 
   CHECK(f.size() == 0);
   CHECK(f.by_job().empty());
 }
+
+TEST_CASE("jobs share a window by the part they fill: one-element chunks filling it leave no room, and "
+          "freeing some makes room for a job of larger chunks",
+          "[window]") {
+  InFlight f;
+  const uint64_t tiny = InFlight::unit_for(65536), small = InFlight::unit_for(2621);
+  CHECK(f.room(tiny) == 65536);
+  CHECK(f.room(small) == 2621);
+  f.add(1, 65536, tiny);
+  CHECK(f.full());
+  CHECK(f.room(small) == 0);
+  f.remove(1, 6554);  // a tenth of the window comes back
+  CHECK(f.room(small) == 262);
+  f.add(2, 262, small);
+  CHECK(f.room(tiny) < 30);
+  f.forget_job(1);
+  f.forget_job(2);
+  CHECK(f.size() == 0);
+  CHECK(f.room(tiny) == 65536);
+}

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <unistd.h>
@@ -71,7 +72,9 @@ class CpuBackend final : public Backend {
     if (count == 0) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back(Run{job_id, first, first + count, spec});
+      auto it = std::find_if(queue_.begin(), queue_.end(), [&](const JobRuns& j) { return j.job_id == job_id; });
+      if (it == queue_.end()) it = queue_.insert(queue_.end(), JobRuns{job_id, {}});
+      it->runs.push_back(Run{first, first + count, spec});
       has_work_.store(true, std::memory_order_release);
     }
     if (count == 1) {
@@ -83,7 +86,7 @@ class CpuBackend final : public Backend {
 
   void drop_job(uint64_t job_id) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::erase_if(queue_, [&](const Run& r) { return r.job_id == job_id; });
+    std::erase_if(queue_, [&](const JobRuns& j) { return j.job_id == job_id; });
     has_work_.store(!queue_.empty(), std::memory_order_release);
   }
 
@@ -119,13 +122,20 @@ class CpuBackend final : public Backend {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (stopping_) return;
-        Run& front = queue_.front();
-        task.job_id = front.job_id;
+        JobRuns& job = queue_.front();
+        Run& front = job.runs.front();
+        task.job_id = job.job_id;
         task.chunk = front.next++;
         if (task.spec != front.spec) task.spec = front.spec;
-        if (front.next == front.end) {
+        if (front.next == front.end) job.runs.pop_front();
+        if (job.runs.empty()) {
           queue_.pop_front();
           has_work_.store(!queue_.empty(), std::memory_order_release);
+        } else if (queue_.size() > 1) {
+          // Jobs take turns a chunk at a time: a small job queued behind 65536 chunks of another
+          // starts at once instead of after them.
+          queue_.push_back(std::move(job));
+          queue_.pop_front();
         }
       }
       ChunkOutcome out;
@@ -164,12 +174,17 @@ class CpuBackend final : public Backend {
   OnDone on_done_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  // Queued chunks as runs of one job: a TaskBatch's range is one entry, taken a chunk at a time.
+  // Queued chunks as runs of one job (a TaskBatch's range is one run, taken a chunk at a time),
+  // kept per job; the jobs take turns.
   struct Run {
-    uint64_t job_id, next, end;
+    uint64_t next, end;
     std::shared_ptr<const JobSpec> spec;
   };
-  std::deque<Run> queue_;
+  struct JobRuns {
+    uint64_t job_id;
+    std::deque<Run> runs;
+  };
+  std::deque<JobRuns> queue_;
   std::atomic<bool> has_work_{false};  // !queue_.empty() || stopping_, for polling without the lock
   bool stopping_ = false;
   std::vector<std::thread> threads_;

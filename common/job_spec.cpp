@@ -90,18 +90,29 @@ Status check_magnitudes(const JobSpec& s) {
     case Generator::kConstant: x = p0; break;
   }
   const char* why = "scale, offset or the generator's parameters are too large";
-  if (s.dtype == DType::kFloat32 && x > ld(std::numeric_limits<float>::max()))
-    return Status::error(fmt::format("generated values can reach {:.3g}, past float32's largest "
-                                     "value {:.3g} ({})",
-                                     x, double(std::numeric_limits<float>::max()), why));
+  // Bounds in full (the shortest text that reads back the same double), so that a refusal never
+  // reads as "3.4e+38 past 3.4e+38".
+  auto shown = [](ld v) {
+    return v > ld(std::numeric_limits<double>::max())
+               ? fmt::format("more than {}", std::numeric_limits<double>::max())
+               : fmt::format("{}", double(v));
+  };
+  // A float32 array stores each element rounded to the nearest float: finite below 2^128 - 2^103
+  // (half an ulp past FLT_MAX), so every finite float32 value, FLT_MAX itself included, is fine.
+  const ld float32_overflow = std::ldexp(1.0L, 128) - std::ldexp(1.0L, 103);
+  if (s.dtype == DType::kFloat32 && x >= float32_overflow)
+    return Status::error(fmt::format("generated values can reach {}, which float32 stores as "
+                                     "infinity (from {} up; its largest value is {}) ({})",
+                                     shown(x), double(float32_overflow),
+                                     double(std::numeric_limits<float>::max()), why));
   const ld element = std::fabs(ld(s.scale)) * x + std::fabs(ld(s.offset));
   const ld sum = element * ld(rows.count) * ld(cols.count);
   const ld largest = ld(std::numeric_limits<double>::max());
   if (x > largest || element > largest || sum > largest)
     return Status::error(fmt::format(
-        "elements can reach {:.3g} and the sum of the {} selected ones {:.3g}, past float64's "
-        "largest value {:.3g} ({})",
-        element, rows.count * cols.count, sum, double(largest), why));
+        "elements can reach {} and the sum of the {} selected ones {}, past float64's largest "
+        "value {} ({})",
+        shown(element), rows.count * cols.count, shown(sum), double(largest), why));
   return Status::ok();
 }
 

@@ -15,6 +15,25 @@
 
 namespace psched {
 
+Status check_scheduler_file_path(const std::string& path, bool to_write) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return Status::error(fmt::format("--scheduler-file '{}' is a directory; expected the path of the "
+                                     "file psched writes its address to (e.g. '{}')",
+                                     path, (fs::path(path) / "scheduler.json").string()));
+  if (!to_write) return Status::ok();
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    return Status::error(fmt::format("--scheduler-file '{}': its directory '{}' does not exist", path,
+                                     dir.string()));
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    return Status::error(fmt::format("--scheduler-file '{}': cannot write in its directory '{}': {}",
+                                     path, dir.string(), std::strerror(errno)));
+  return Status::ok();
+}
+
 Status write_scheduler_file(const std::string& path, const SchedulerFileInfo& info) {
   nlohmann::json j = {{"address", info.address},
                       {"dashboard", info.dashboard},
@@ -35,6 +54,7 @@ Status write_scheduler_file(const std::string& path, const SchedulerFileInfo& in
 }
 
 Result<SchedulerFileInfo> read_scheduler_file(const std::string& path) {
+  if (Status st = check_scheduler_file_path(path, /*to_write=*/false); !st) return st;
   std::ifstream in(path);
   if (!in) {
     const int err = errno;
@@ -74,6 +94,7 @@ Result<SchedulerFileInfo> wait_for_scheduler_file(const std::string& path, int64
   for (;;) {
     Result<SchedulerFileInfo> info = read_scheduler_file(path);
     if (info) return info;
+    if (Status st = check_scheduler_file_path(path, false); !st) return st;  // never a file
     if (timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline)
       return Status::error(fmt::format("no usable scheduler file within {} ms: {}", timeout_ms,
                                        info.message()));

@@ -16,6 +16,10 @@ struct SchedulerFileInfo {
   int64_t pid = 0;
 };
 
+// What makes `path` unusable as a scheduler file whatever happens next, said naming the option: a
+// directory; for psched, which writes it (to_write), also a directory to write in that does not
+// exist or is not writable. Programs check it at start instead of waiting for ever.
+Status check_scheduler_file_path(const std::string& path, bool to_write);
 // Writes PATH.tmp.<pid> then renames it over PATH: readers never see half a file.
 Status write_scheduler_file(const std::string& path, const SchedulerFileInfo& info);
 // The error says precisely why not: no file yet, its directory missing, unreadable, not JSON, no

@@ -148,6 +148,12 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, Tl
                                      files.key_file, files.cert_file));
   }
   if (Status st = check_own_certificate(native, files); !st) return st;
+  // The CA's own certificate (and key) given as this peer's: it verifies against itself, and the
+  // other end refuses it with "sslv3 alert unsupported certificate".
+  if (X509_check_ca(SSL_CTX_get0_certificate(native)) == 1)
+    return Status::error(fmt::format("--tls-cert '{}' is a CA certificate (the cluster CA itself?): give "
+                                     "this host's own certificate, signed by the CA "
+                                     "(deploy/make-certs.sh DIR NAME makes one)", files.cert_file));
   // Mutual: a server without the peer's certificate ends the handshake. Membership of the cluster
   // is the CA's signature, not a host name (workers connect by address, often an IP).
   if (role == TlsRole::kHttpsServer) {

@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -18,7 +20,10 @@ Result<std::string> load_token(const std::string& path) {
   } else {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
-      return Status::error(fmt::format("cannot read token file '{}'", path));
+      return Status::error(fmt::format("cannot read token file '{}': {}", path, std::strerror(errno)));
+    if (S_ISDIR(st.st_mode))
+      return Status::error(fmt::format("token file '{}' is a directory; expected a file holding the "
+                                       "cluster token (--token-file)", path));
     if (st.st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH))
       spdlog::warn("token file '{}' is readable by other users; chmod 600 it", path);
     std::ifstream in(path);

@@ -11,6 +11,10 @@
 
 namespace psched {
 
+// The longest name a worker or client goes by (--name, ConnectOptions::name): the scheduler shows
+// and logs names, and programs refuse a longer one at start, naming the option.
+inline constexpr size_t kMaxPeerNameBytes = 128;
+
 // The device a backend computes on, as Backend::info() reports it.
 struct DeviceInfo {
   std::string backend;       // "cpu" or "cuda"

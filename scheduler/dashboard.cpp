@@ -310,6 +310,13 @@ Dashboard::Dashboard(asio::io_context& io, const Scheduler& scheduler)
 
 Dashboard::~Dashboard() { stop(); }
 
+void Dashboard::reload_credentials() {
+  DashboardServer& server = *impl_->server;
+  const SchedulerConfig& config = server.scheduler.config();
+  if (server.tls && config.dashboard_tls) server.tls = config.dashboard_tls;
+  if (!server.auth.holds(config.token)) server.auth = DashboardAuth(config.token, server.tls != nullptr);
+}
+
 Status Dashboard::start(const std::string& address) {
   auto parsed = parse_dashboard_address(address);
   if (!parsed) return parsed.status();

@@ -34,6 +34,9 @@ class Dashboard {
   void stop();
   uint16_t port() const;
   std::string url() const;  // http://host:port (https:// with TLS), or "" when disabled
+  // SIGHUP: the scheduler's reloaded certificate and token, for new requests from now on (a new
+  // token also signs browsers out: their session was made for the old one).
+  void reload_credentials();
 
  private:
   struct Impl;

@@ -22,6 +22,7 @@ class DashboardAuth {
   DashboardAuth(std::string token, bool secure);
 
   bool required() const { return !token_.empty(); }
+  bool holds(const std::string& token) const { return token_ == token; }
   // The response for a request the gate stops: 401 (no or a wrong token), the login form, or the
   // redirect that sets the session cookie after a good POST /login. Nothing for a request that may
   // pass (then the dashboard answers it as usual).

@@ -4,13 +4,18 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <functional>
+#include <vector>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
 
 #include "common/address.h"
 #include "common/cli_checks.h"
+#include "common/scheduler_file.h"
 #include "common/event_loop.h"
 #include "common/framing.h"
 #include "common/logging.h"
@@ -78,6 +83,47 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
 }
 
+// What proves peers to us and us to them: read at start, and again on SIGHUP (rotation).
+struct Credentials {
+  std::string token;
+  std::shared_ptr<boost::asio::ssl::context> tls, dashboard_tls;  // null: plain TCP and HTTP
+};
+
+psched::Result<Credentials> load_credentials(const Flags& f) {
+  Credentials c;
+  auto token = psched::load_token(f.token_file);
+  if (!token) return token.status();
+  c.token = *token;
+  if (f.tls.any()) {
+    auto tls = psched::make_tls_context(f.tls, psched::TlsRole::kServer);
+    if (!tls) return tls.status();
+    auto https = psched::make_tls_context(f.tls, psched::TlsRole::kHttpsServer);
+    if (!https) return https.status();
+    c.tls = *tls;
+    c.dashboard_tls = *https;
+  }
+  return c;
+}
+
+// SIGHUP, as daemons do: the certificates and the token are read again (rotation without a
+// restart) and used for new connections; every job keeps running. A reload that fails changes
+// nothing. psched logs to stderr (journald, or a file by redirection): no log file to reopen.
+void reload_on_hangup(const Flags& f, psched::Scheduler& scheduler, psched::Dashboard& dashboard) {
+  auto c = load_credentials(f);
+  if (!c) {
+    spdlog::error("SIGHUP: reload failed, keeping the current certificates and token: {}", c.message());
+    return;
+  }
+  scheduler.reload_credentials(c->tls, c->dashboard_tls, c->token);
+  dashboard.reload_credentials();
+  std::vector<std::string> what;
+  if (f.tls.any()) what.push_back(fmt::format("the TLS certificate '{}', key '{}' and CA '{}'", f.tls.cert_file,
+                                              f.tls.key_file, f.tls.ca_file));
+  if (!f.token_file.empty()) what.push_back(fmt::format("the token from '{}'", f.token_file));
+  spdlog::info("SIGHUP: reloaded {}; {} running job{} go on", what.empty() ? "nothing to reload (no --tls-* or --token-file)" : fmt::format("{}", fmt::join(what, " and ")),
+               scheduler.jobs().size(), scheduler.jobs().size() == 1 ? "" : "s");
+}
+
 // The config from the flags, with the token loaded and logging set up; an error is the exit code.
 std::optional<int> complete(Flags& f) {
   psched::SchedulerConfig& config = f.config;
@@ -94,22 +140,20 @@ std::optional<int> complete(Flags& f) {
     std::cerr << "psched: " << st.message() << "\n";
     return 2;
   }
-  auto token = psched::load_token(f.token_file);
-  if (!token) {
-    std::cerr << "psched: " << token.message() << "\n";
-    return 2;
-  }
-  config.token = *token;
-  if (f.tls.any()) {
-    auto tls = psched::make_tls_context(f.tls, psched::TlsRole::kServer);
-    auto https = psched::make_tls_context(f.tls, psched::TlsRole::kHttpsServer);
-    if (!tls || !https) {
-      std::cerr << "psched: " << (tls ? https.message() : tls.message()) << "\n";
+  if (!config.scheduler_file.empty()) {
+    if (psched::Status st = psched::check_scheduler_file_path(config.scheduler_file, /*to_write=*/true); !st) {
+      std::cerr << "psched: " << st.message() << "\n";
       return 2;
     }
-    config.tls = *tls;
-    config.dashboard_tls = *https;
   }
+  auto credentials = load_credentials(f);
+  if (!credentials) {
+    std::cerr << "psched: " << credentials.message() << "\n";
+    return 2;
+  }
+  config.token = credentials->token;
+  config.tls = credentials->tls;
+  config.dashboard_tls = credentials->dashboard_tls;
   return std::nullopt;
 }
 
@@ -155,6 +199,15 @@ int run(const Flags& f) {
       if (!ec2) io.stop();
     });
   });
+  boost::asio::signal_set hangups(io, SIGHUP);
+  std::function<void()> await_hangup = [&] {
+    hangups.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      reload_on_hangup(f, scheduler, dashboard);
+      await_hangup();
+    });
+  };
+  await_hangup();
   psched::run_spinning(io, std::chrono::microseconds(f.spin_us));
   spdlog::info("psched exited");
   return 0;

@@ -1,6 +1,7 @@
 // pcuda-worker: flags -> backend + Worker on one event loop; with several GPUs (or --nworkers) the
 // process becomes a supervisor of one worker process per device.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 #include <sched.h>
@@ -14,6 +15,8 @@
 #include <sstream>
 
 #include "common/cli_checks.h"
+#include "common/scheduler_file.h"
+#include "common/worker_info.h"
 #include "common/event_loop.h"
 #include "common/logging.h"
 #include "common/process.h"
@@ -86,7 +89,15 @@ void add_flags(CLI::App& app, Flags& f) {
       ->transform(psched::cli::unsigned_in(1, 32));
   app.add_option("--nworkers", f.nworkers, "CPU backend: number of worker processes to supervise")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1024));
-  app.add_option("--name", f.config.name, "Worker name shown by the scheduler (default HOST-PID)");
+  app.add_option("--name", f.config.name, "Worker name shown by the scheduler (default HOST-PID)")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            return name.size() <= psched::kMaxPeerNameBytes
+                       ? std::string()
+                       : fmt::format("--name is {} bytes long; at most {}", name.size(),
+                                     psched::kMaxPeerNameBytes);
+          },
+          "", ""));
   // kB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024.
   app.add_option("--memory-limit", f.backend.memory_limit_bytes,
                  "Device (or host) memory the worker may take for chunk buffers, e.g. 16GB; 0 = "
@@ -117,6 +128,12 @@ std::optional<int> complete(Flags& f) {
   if (f.config.scheduler_address.empty() && f.config.scheduler_file.empty()) {
     std::cerr << "pcuda-worker: give the scheduler address (e.g. tcp://HOST:8786) or --scheduler-file\n";
     return 2;
+  }
+  if (!f.config.scheduler_file.empty()) {
+    if (psched::Status st = psched::check_scheduler_file_path(f.config.scheduler_file, false); !st) {
+      std::cerr << "pcuda-worker: " << st.message() << "\n";
+      return 2;
+    }
   }
   f.backend.spin = std::chrono::microseconds(f.spin_us);
   auto token = psched::load_token(f.token_file);
@@ -272,10 +289,12 @@ int run_worker(const Flags& f) {
   if (nvml && !f.no_pin) config.cpu_affinity = pin_near_gpu(*nvml, **made);
   psched::Worker worker(io, config, std::move(*made));
   if (nvml) worker.watch_gpu(std::make_unique<psched::NvmlSampler>(std::move(nvml)));
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  // SIGHUP (the terminal or session went away) is a clean stop too, said as such.
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
-    worker.leave(signo == SIGINT ? "SIGINT" : "SIGTERM", [&io] { io.stop(); });
+    worker.leave(signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "SIGHUP: a hang-up stops a worker",
+                 [&io] { io.stop(); });
     signals.async_wait([](const boost::system::error_code& ec2, int) {
       if (!ec2) std::_Exit(1);  // a second signal: at once
     });

@@ -96,7 +96,7 @@ Clock::time_point start_due(std::vector<ChildState>& states) {
   return next_wake;
 }
 
-// The first SIGTERM/SIGINT: forwarded to every child, whatever is left after the grace period is
+// The first SIGTERM/SIGINT/SIGHUP: forwarded to every child, whatever is left after the grace period is
 // killed (the wait is bounded).
 void stop_all(std::vector<ChildState>& states, int sig, const SupervisorOptions& options) {
   spdlog::info("{}: stopping {} worker processes", strsignal(sig), states.size());
@@ -134,6 +134,7 @@ int run_supervisor(std::vector<SupervisedChild> children, const SupervisorOption
   sigemptyset(&mask);
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
   sigaddset(&mask, SIGCHLD);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
 
@@ -164,7 +165,7 @@ int run_supervisor(std::vector<SupervisedChild> children, const SupervisorOption
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
     timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
     const int sig = sigtimedwait(&mask, nullptr, &ts);
-    if (sig == SIGTERM || sig == SIGINT) {
+    if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
       if (stop_signal != 0) {
         kill_all(states);
         return 1;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -36,8 +37,11 @@ extern "C" void on_fatal_signal(int sig) {
   const int n = g_child_count.load();
   for (int i = n - 1; i >= 0; --i) kill(g_children[i], SIGTERM);
   for (int i = n - 1; i >= 0; --i) waitpid(g_children[i], nullptr, 0);
-  const char msg[] = "pbench: interrupted; local cluster stopped\n";
-  (void)!write(2, msg, sizeof(msg) - 1);
+  // Fixed texts: nothing else is safe in a signal handler.
+  const char* msg = sig == SIGHUP ? (n > 0 ? "pbench: SIGHUP (hang-up): stopped; local cluster stopped\n"
+                                           : "pbench: SIGHUP (hang-up): stopped; the scheduler cancels the job\n")
+                                  : (n > 0 ? "pbench: interrupted; local cluster stopped\n" : "pbench: interrupted\n");
+  (void)!write(2, msg, strlen(msg));
   _exit(128 + sig);
 }
 

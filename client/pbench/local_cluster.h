@@ -45,7 +45,8 @@ class LocalCluster {
   int workers_ = 0;
 };
 
-// Installs SIGINT/SIGTERM handlers that stop every started child, then exit 130/143.
+// Installs SIGINT/SIGTERM/SIGHUP handlers that stop every started child (none with -d), say so on
+// stderr and exit 128 + the signal.
 void install_cleanup_handlers();
 
 }  // namespace pbench

@@ -119,7 +119,8 @@ TEST_CASE("jobs whose elements or sum pass float64's range are refused, naming t
   s.generator = Generator::kArange;
   s.dtype = DType::kFloat32;
   s.param0 = 1e39;
-  refused(s, "past float32's largest value");
+  refused(s, "generated values can reach 1e+39, which float32 stores as infinity (from "
+             "3.4028235677973366e+38 up; its largest value is 3.4028234663852886e+38)");
   s = {};
   s.generator = Generator::kConstant;
   s.param0 = 1e300;  // 6.25e10 selected elements of 1e300 each
@@ -128,6 +129,27 @@ TEST_CASE("jobs whose elements or sum pass float64's range are refused, naming t
   s.rows = s.cols = 100;
   s.chunk_rows = s.chunk_cols = 10;
   CHECK(validate(s));
+}
+
+TEST_CASE("every finite float32 value is a valid float32 constant, FLT_MAX and what rounds to it included",
+          "[check]") {
+  JobSpec s;
+  s.generator = Generator::kConstant;
+  s.dtype = DType::kFloat32;
+  s.rows = s.cols = s.chunk_rows = s.chunk_cols = 1;
+  s.scale = 1;
+  s.offset = 0;
+  for (const double v : {double(std::numeric_limits<float>::max()), -double(std::numeric_limits<float>::max()),
+                         3.4028235e38 /* numpy's text of float32's largest */,
+                         std::nextafter(std::ldexp(1.0, 128) - std::ldexp(1.0, 103), 0.0)}) {
+    s.param0 = v;
+    INFO(v);
+    CHECK(validate(s));
+  }
+  s.param0 = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);  // rounds to infinity (ties to even)
+  const Status st = validate(s);
+  CHECK(st.message().find("generated values can reach 3.4028235677973366e+38, which float32 stores as "
+                          "infinity") != std::string::npos);
 }
 
 TEST_CASE("an overflowed sum never checks ok", "[check]") {

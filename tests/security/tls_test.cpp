@@ -10,7 +10,9 @@
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "abuse_helpers.h"
@@ -278,6 +280,10 @@ TEST_CASE("partial or inconsistent TLS settings stop psched, pcuda-worker and pb
       {{psched, "--port", "0", "--tls-ca-file", certs.files("x", "other").ca_file, "--tls-cert", s.cert_file,
         "--tls-key", s.key_file},
        "psched: --tls-cert '" + s.cert_file + "': this certificate is not signed by the cluster CA"},
+      {{psched, "--port", "0", "--tls-ca-file", s.ca_file, "--tls-cert", s.ca_file, "--tls-key",
+        certs.dir + "/cluster/ca.key"},
+       "psched: --tls-cert '" + s.ca_file + "' is a CA certificate (the cluster CA itself?): give this "
+       "host's own certificate, signed by the CA"},
       {{worker, "tls://127.0.0.1:1", "--backend", "cpu", "--death-timeout", "1"},
        "tls://127.0.0.1:1 is a TLS address: give --tls-ca-file, --tls-cert and --tls-key"},
       {{pbench, "-d", "--scheduler", "tls://127.0.0.1:1"},
@@ -338,4 +344,80 @@ TEST_CASE("garbage and half-open handshakes on the TLS port: no crash, bounded m
   CHECK(after - before < kGrowthLimitKb);
   CHECK(process_alive(cluster.scheduler_pid()));
   check_serves_good_peers(cluster, certs.args("worker"));
+}
+
+TEST_CASE("SIGHUP rotates psched's certificates while a job runs: the job goes on, new peers need the new CA, "
+          "a bad reload keeps the old ones",
+          "[security][tls][sighup]") {
+  namespace fs = std::filesystem;
+  TestCerts certs;
+  // psched reads its files from rot/, which the test overwrites as an operator's rotation would.
+  const std::string rot = certs.dir + "/rot";
+  fs::create_directory(rot);
+  const psched::TlsFiles old_files = certs.files("scheduler");
+  const psched::TlsFiles live{rot + "/ca.pem", rot + "/scheduler.pem", rot + "/scheduler.key"};
+  auto install = [&](const psched::TlsFiles& from) {
+    fs::copy_file(from.ca_file, live.ca_file, fs::copy_options::overwrite_existing);
+    fs::copy_file(from.cert_file, live.cert_file, fs::copy_options::overwrite_existing);
+    fs::copy_file(from.key_file, live.key_file, fs::copy_options::overwrite_existing);
+    chmod(live.key_file.c_str(), 0600);
+  };
+  install(old_files);
+  SchedulerOptions options;
+  options.extra_args = {"--tls-ca-file", live.ca_file, "--tls-cert", live.cert_file, "--tls-key", live.key_file};
+  options.client_tls = certs.files("client");
+  TestCluster cluster(options);
+  cluster.add_worker({.threads = 1, .extra_args = certs.args("worker"),
+                      .env = {{"PSCHED_TEST_CHUNK_DELAY_MS", "10"}}});
+  cluster.wait_for_workers(1);
+
+  // A new cluster CA with its own scheduler and client certificates.
+  std::string made;
+  REQUIRE(run_command({PSCHED_SOURCE_DIR "/deploy/make-certs.sh", certs.dir + "/new", "scheduler", "client"},
+                      &made) == 0);
+  const psched::TlsFiles new_scheduler{certs.dir + "/new/ca.pem", certs.dir + "/new/scheduler.pem",
+                                       certs.dir + "/new/scheduler.key"};
+  const psched::TlsFiles new_client{certs.dir + "/new/ca.pem", certs.dir + "/new/client.pem",
+                                    certs.dir + "/new/client.key"};
+
+  pclient::Client client = cluster.client();
+  const pclient::Job job = arange_job(1000, 1000, 100, 100);  // 100 chunks of 10 ms on one thread
+  bool rotated = false;
+  pclient::RunOptions run_options;
+  run_options.on_progress = [&](const pclient::Progress& p) {
+    if (rotated || p.chunks_done < 5) return;
+    rotated = true;
+    install(new_scheduler);
+    kill(cluster.scheduler_pid(), SIGHUP);
+    CHECK(scheduler_logs(cluster, "SIGHUP: reloaded the TLS certificate"));
+  };
+  const pclient::Result r = client.run(job, run_options);
+  REQUIRE(rotated);
+  CHECK(check(job, r) == "");  // the connections made before the rotation kept going
+  CHECK(contains(cluster.log_of(cluster.scheduler_pid()), "1 running job go on"));
+
+  auto connect_with = [&](const psched::TlsFiles& files) {
+    pclient::ConnectOptions o;
+    o.address = cluster.address();
+    o.tls_ca_file = files.ca_file;
+    o.tls_cert_file = files.cert_file;
+    o.tls_key_file = files.key_file;
+    return pclient::Client::connect(o);
+  };
+  CHECK(connect_with(new_client).workers().size() == 1);
+  CHECK_THROWS(connect_with(certs.files("client")));  // the old CA no longer admits anyone
+
+  // A reload that fails (a certificate file cut short) changes nothing, and says why.
+  std::ofstream(live.cert_file, std::ios::trunc) << "-----BEGIN CERTIFICATE-----\n";
+  kill(cluster.scheduler_pid(), SIGHUP);
+  REQUIRE(scheduler_logs(cluster, "SIGHUP: reload failed, keeping the current certificates and token: "
+                                  "--tls-cert '" + live.cert_file + "'"));
+  CHECK(connect_with(new_client).workers().size() == 1);
+
+  // A worker takes SIGHUP as a clean stop, saying so.
+  const pid_t worker = cluster.worker_pids().at(0);
+  kill(worker, SIGHUP);
+  const int status = exit_status(cluster, worker);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

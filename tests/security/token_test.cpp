@@ -115,6 +115,7 @@ TEST_CASE("pbench without the token, with a wrong one and with the right one", "
       {{}, {"--token-file", t.wrong}, 1, "refused us: invalid token"},
       {{"PSCHED_TOKEN=not-" + t.token}, {}, 1, "refused us: invalid token"},
       {{}, {"--token-file", t.dir + "/missing"}, 2, "cannot read token file"},
+      {{}, {"--token-file", t.dir}, 2, "token file '" + t.dir + "' is a directory; expected a file holding the cluster token"},
       {{}, {"--token-file", t.good}, 0, "Check: ok"},
       {{"PSCHED_TOKEN=" + t.token}, {}, 0, "Check: ok"},
   };

@@ -4,8 +4,12 @@
 # one started; simulated workers are killed every 250 ms and replaced; one real worker is stopped
 # (SIGSTOP) past --worker-timeout and continued; one real worker's network is cut mid-batch (its
 # own network namespace, the veth link taken down) and restored; psched itself is killed (-9)
-# halfway and restarted on the same address. Prints the jobs run, each failure with its message,
-# and the results that differ from the closed form (must be 0), and checks nothing is left running.
+# halfway and restarted on the same address; psched is also stalled (SIGSTOP) past the worker
+# timeout, and flooded with 300 connections that never say Hello. Beside the loadgen's clients,
+# pbench (--check) and the Python client keep running exact jobs through all of it, each bounded
+# in time (a job that does not end is counted stuck). Then bad files and options are tried (each
+# must stop its program at once with a message). Prints a table of what was tried and what was
+# lost, wrong or stuck, and exits 1 on any wrong bit or stuck job; checks nothing is left running.
 #   bench/chaos.sh BIN_DIR [SECONDS]        (root for the network namespaces, else that part skips;
 #                                           CHAOS_NETNS=0 skips it too)
 set -uo pipefail
@@ -82,10 +86,52 @@ loadgen=$!
 pids+=("$loadgen")
 for _ in $(seq 600); do grep -q '^ready:' "$T/loadgen.out" && break; sleep 0.05; done
 
+# pbench and Python clients: exact jobs in a loop until $T/stop appears, each bounded by `timeout`
+# (exit 124: stuck) and resubmitted across psched's restart (--reconnect). One line per job.
+pbench_loop() {
+  while [[ ! -e $T/stop ]]; do
+    timeout 60 "${in_a[@]}" "$bin/pbench" -d --scheduler-file "$T/s.json" --reconnect 30 --generator arange \
+      -x 600 -y 600 --chunk-x 100 --chunk-y 100 --check -q --connect-timeout 30000 >>"$T/pbench.out" 2>&1
+    echo "$?" >>"$T/pbench.rc"
+  done
+}
+pbench_loop &
+pids+=($!)
+python_dir=$(cd "$bin/../python" 2>/dev/null && pwd)
+if [[ -n "$python_dir" && -d "$python_dir/psched" ]] && PYTHONPATH=$python_dir /usr/bin/python3 -c 'import psched' 2>/dev/null; then
+  PYTHONPATH=$python_dir "${in_a[@]}" /usr/bin/python3 - "$T" >"$T/python.out" 2>&1 <<'PY' &
+import os, sys, threading
+import psched, psched.array as pa
+T = sys.argv[1]
+client = psched.Client(scheduler_file=os.path.join(T, "s.json"), reconnect=30, timeout=30, set_as_default=False)
+n = 360000  # arange(n): its sum is n (n - 1) / 2, exactly representable
+while not os.path.exists(os.path.join(T, "stop")):
+    result, done = [], threading.Event()
+    def run():
+        try:
+            result.append(client.run(pa.arange(n, chunks=10000).sum(), progress=False, devices=False))
+        except Exception as e:  # noqa: BLE001 - reported, then the next job
+            result.append(e)
+        done.set()
+    threading.Thread(target=run, daemon=True).start()
+    if not done.wait(60):
+        print("stuck", flush=True)
+        os._exit(0)
+    r = result[0]
+    if isinstance(r, Exception):
+        print("failed", str(r).splitlines()[0], flush=True)
+    else:
+        print("ok" if float(r) == n * (n - 1) / 2 else f"wrong {float(r)!r}", flush=True)
+PY
+  pids+=($!)
+else
+  echo "the Python client is not built next to $bin: its jobs are skipped"
+fi
+
 # When each fault strikes: seconds after the clients start, by the clock (waiting for psched to
 # notice a fault takes seconds of its own), each once.
-stop_at=3 cut_at=5 restart_at=$((seconds / 2 > 8 ? seconds / 2 : 8))
-start=$SECONDS second=0 kills=0 stopped="" cut="" restarted=""
+stop_at=3 cut_at=5 stall_at=7 flood_at=10 restart_at=$((seconds / 2 > 12 ? seconds / 2 : 12))
+start=$SECONDS second=0 kills=0 stopped="" cut="" restarted="" stalled="" flooded="" stall_drops=0
 while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
   sleep 1
   second=$((SECONDS - start))
@@ -117,6 +163,34 @@ while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
     ip -n "$B" link set chb up
     echo "t=$((SECONDS - start))s: network restored"
   fi
+  if ((second >= stall_at)) && [[ -z "$stalled" ]]; then
+    # psched itself stopped past --worker-timeout 2: on waking it must read the heartbeats that
+    # wait in the sockets, not drop its healthy workers by timeout.
+    stalled=1
+    before=$(grep -c "nothing received for 2000 ms" "$sched_log")
+    echo "t=${second}s: SIGSTOP psched for 3 s (past --worker-timeout 2)"
+    kill -STOP "$psched_pid"
+    sleep 3
+    kill -CONT "$psched_pid"
+    for _ in $(seq 50); do grep -q "event loop did not run" "$sched_log" && break; sleep 0.1; done
+    sleep 1.5  # the stall's aftermath: a whole worker timeout in which nobody may be dropped
+    stall_drops=$(($(grep -c "nothing received for 2000 ms" "$sched_log") - before))
+  fi
+  if ((second >= flood_at)) && [[ -z "$flooded" ]]; then
+    flooded=1
+    echo "t=${second}s: 300 connections that never say Hello, held 2 s"
+    "${in_a[@]}" /usr/bin/python3 -c '
+import socket, sys, time
+socks = []
+for _ in range(300):
+    try:
+        socks.append(socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2))
+    except OSError:
+        pass
+time.sleep(2)
+' "$host" "$port" &
+    pids+=($!)
+  fi
   if ((second >= restart_at)) && [[ -z "$restarted" ]]; then
     restarted=1
     echo "t=${second}s: kill -9 psched, restart on $address"
@@ -127,12 +201,66 @@ while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
 done
 wait "$loadgen"
 rc=$?
+touch "$T/stop"
 echo "== loadgen (rc $rc)"
 grep -v '^figure' "$T/loadgen.out"
+# The clients finish the job in hand (bounded by their own 60 s limits).
+for _ in $(seq 1300); do
+  pgrep -f "$T/s.json" >/dev/null || break
+  sleep 0.05
+done
+
+# Bad files and options: each must stop its program at once (well within 10 s) with a message
+# naming what is wrong, never wait for ever or take the running daemons down.
+bad_tried=0 bad_wrong=0
+bad() {  # expected-text command...
+  local says=$1 out rc
+  shift
+  bad_tried=$((bad_tried + 1))
+  out=$(timeout 10 "$@" 2>&1)
+  rc=$?
+  if ((rc == 0 || rc == 124)) || [[ "$out" != *"$says"* ]]; then
+    bad_wrong=$((bad_wrong + 1))
+    echo "FAIL: '$*' (exit $rc) should stop saying '$says'; it said: ${out:0:300}"
+  fi
+}
+mkdir -p "$T/dir"
+printf 'x' >"$T/dir/token" && chmod 600 "$T/dir/token"
+bad "is a directory" "$bin/psched" --port 0 --dashboard-address none --scheduler-file "$T/dir"
+bad "is a directory" "$bin/pcuda-worker" --scheduler-file "$T/dir" --backend cpu
+bad "is a directory" "$bin/pbench" -d --scheduler-file "$T/dir"
+bad "is a directory" "$bin/psched" --port 0 --dashboard-address none --token-file "$T"
+bad "at most 128" "$bin/pcuda-worker" "$address" --backend cpu --name "$(printf 'n%.0s' $(seq 300))"
+bad "does not exist" "$bin/psched" --port 0 --dashboard-address none --scheduler-file /nonexistent-psched/s.json
+bad "is a TLS address" "$bin/pbench" -d --scheduler tls://127.0.0.1:1
+bad "--chunk-x: 0 is out of range" "$bin/pbench" -d --scheduler "$address" --chunk-x 0
 echo "== chaos: $kills real workers killed (-9), 1 stopped past the timeout, ${cut_worker:+1 cut off the network, }psched killed and restarted once"
 echo "scheduler log: $(grep -c ' lost: ' "$sched_log") workers lost, $(grep -c 'nothing received' "$sched_log") of them by timeout; $(grep -cE '\([1-9][0-9]* chunks in flight re-queued' "$sched_log") of them held chunks, re-queued"
 status=0
+count() { grep -c "$1" "$2" 2>/dev/null || true; }
+pb_ok=$(count '^0$' "$T/pbench.rc") pb_all=$(wc -l <"$T/pbench.rc" 2>/dev/null || echo 0)
+pb_stuck=$(count '^124$' "$T/pbench.rc") pb_wrong=$(count 'check failed' "$T/pbench.out")
+py_ok=$(count '^ok$' "$T/python.out") py_wrong=$(count '^wrong' "$T/python.out")
+py_stuck=$(count '^stuck$' "$T/python.out") py_failed=$(count '^failed' "$T/python.out")
+jobs_run=$(awk '$1 == "figure" && ($2 == "exact" || $2 == "failed" || $2 == "mismatched") { n += $3 } END { print n + 0 }' "$T/loadgen.out")
 mismatched=$(awk '$1 == "figure" && $2 == "mismatched" { print $3 }' "$T/loadgen.out")
+echo "== campaign"
+printf '%-58s %8s  %s\n' "what" "tried" "lost, wrong or stuck"
+printf '%-58s %8s  %s\n' "real workers killed (-9), one a second" "$kills" "their jobs completed elsewhere (below)"
+printf '%-58s %8s  %s\n' "a worker SIGSTOPped past --worker-timeout" "${stopped:-0}" "dropped and its chunks re-queued (by design)"
+printf '%-58s %8s  %s\n' "a worker's network cut mid-batch" "${cut:-0}" "${cut:+dropped by timeout, re-queued}"
+printf '%-58s %8s  %s\n' "psched SIGSTOPped 3 s (past --worker-timeout 2)" "${stalled:-0}" "$stall_drops workers dropped by timeout after it"
+printf '%-58s %8s  %s\n' "300 connections that never say Hello" "${flooded:-0}" "none (jobs kept running)"
+printf '%-58s %8s  %s\n' "psched killed (-9) and restarted" "${restarted:-0}" "jobs in flight resubmitted or failed 'connection lost'"
+printf '%-58s %8s  %s\n' "loadgen jobs (simulated GPUs churning every 250 ms)" "${jobs_run:-?}" "${mismatched:-?} wrong"
+printf '%-58s %8s  %s\n' "pbench --check jobs" "$pb_all" "$pb_wrong wrong, $pb_stuck stuck, $((pb_all - pb_ok - pb_wrong - pb_stuck)) failed"
+printf '%-58s %8s  %s\n' "Python client jobs" "$((py_ok + py_wrong + py_stuck + py_failed))" "$py_wrong wrong, $py_stuck stuck, $py_failed failed"
+printf '%-58s %8s  %s\n' "bad files and options" "$bad_tried" "$bad_wrong not refused at once with their message"
+((stall_drops == 0)) || { echo "FAIL: $stall_drops workers dropped by timeout after psched's own stall"; status=1; }
+((pb_wrong == 0 && pb_stuck == 0 && py_wrong == 0 && py_stuck == 0)) ||
+  { echo "FAIL: a pbench or Python job was wrong or stuck"; status=1; }
+((bad_wrong == 0)) || status=1
+((pb_ok > 0)) || { echo "FAIL: no pbench job completed"; grep -v '^$' "$T/pbench.out" | tail -5; status=1; }
 [[ "$mismatched" == 0 ]] || { echo "FAIL: $mismatched results differ from the closed form"; status=1; }
 ((rc == 0)) || { echo "FAIL: loadgen exit status $rc"; status=1; }
 if grep '^failure:' "$T/loadgen.out" | grep -v 'connection to the scheduler lost' >/dev/null; then

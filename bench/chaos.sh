@@ -210,6 +210,49 @@ for _ in $(seq 1300); do
   sleep 0.05
 done
 
+# TLS: a mutual-TLS cluster on loopback (certificates from deploy/make-certs.sh): pbench --check
+# jobs over TLS, a worker killed (-9) and replaced between them, and psched reloading its certificates
+# (SIGHUP) in between.
+tls_all=0 tls_ok=0 tls_wrong=0 tls_stuck=0
+certs=$T/certs
+if "$(dirname "$0")/../deploy/make-certs.sh" "$certs" psched worker client >"$T/certs.log" 2>&1; then
+  tls() { echo --tls-ca-file "$certs/ca.pem" --tls-cert "$certs/$1.pem" --tls-key "$certs/$1.key"; }
+  # shellcheck disable=SC2046  # tls prints words meant to split
+  "$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$T/tls.json" \
+    --worker-timeout 2 $(tls psched) 2>>"$T/tls-psched.log" &
+  tls_psched=$!
+  pids+=("$tls_psched")
+  tls_workers=()
+  start_tls_worker() {
+    # shellcheck disable=SC2046
+    PSCHED_TEST_CHUNK_DELAY_MS=3 "$bin/pcuda-worker" --scheduler-file "$T/tls.json" --backend cpu --nthreads 1 \
+      $(tls worker) 2>>"$T/tls-workers.log" &
+    pids+=($!)
+    tls_workers+=($!)
+  }
+  start_tls_worker
+  start_tls_worker
+  for i in 1 2 3 4 5 6; do
+    if ((i == 3)); then
+      kill -KILL "${tls_workers[0]}"
+      start_tls_worker
+    fi
+    ((i == 5)) && kill -HUP "$tls_psched"
+    tls_all=$((tls_all + 1))
+    # shellcheck disable=SC2046
+    timeout 60 "$bin/pbench" -d --scheduler-file "$T/tls.json" --connect-timeout 20000 --generator arange \
+      -x 600 -y 600 --chunk-x 100 --chunk-y 100 --check -q $(tls client) >>"$T/tls-pbench.out" 2>&1
+    case $? in
+      0) tls_ok=$((tls_ok + 1)) ;;
+      124) tls_stuck=$((tls_stuck + 1)) ;;
+      *) grep -q 'check failed' "$T/tls-pbench.out" && tls_wrong=$((tls_wrong + 1)) ;;
+    esac
+  done
+  grep -q "SIGHUP: reloaded the TLS certificate" "$T/tls-psched.log" || { echo "FAIL: the TLS psched did not reload on SIGHUP"; tls_wrong=$((tls_wrong + 1)); }
+else
+  echo "deploy/make-certs.sh failed ($(tail -1 "$T/certs.log")): the TLS jobs are skipped"
+fi
+
 # Bad files and options: each must stop its program at once (well within 10 s) with a message
 # naming what is wrong, never wait for ever or take the running daemons down.
 bad_tried=0 bad_wrong=0
@@ -255,10 +298,12 @@ printf '%-58s %8s  %s\n' "psched killed (-9) and restarted" "${restarted:-0}" "j
 printf '%-58s %8s  %s\n' "loadgen jobs (simulated GPUs churning every 250 ms)" "${jobs_run:-?}" "${mismatched:-?} wrong"
 printf '%-58s %8s  %s\n' "pbench --check jobs" "$pb_all" "$pb_wrong wrong, $pb_stuck stuck, $((pb_all - pb_ok - pb_wrong - pb_stuck)) failed"
 printf '%-58s %8s  %s\n' "Python client jobs" "$((py_ok + py_wrong + py_stuck + py_failed))" "$py_wrong wrong, $py_stuck stuck, $py_failed failed"
+printf '%-58s %8s  %s\n' "pbench --check over mutual TLS (a worker -9, a SIGHUP reload)" "$tls_all" "$tls_wrong wrong, $tls_stuck stuck, $((tls_all - tls_ok - tls_wrong - tls_stuck)) failed"
 printf '%-58s %8s  %s\n' "bad files and options" "$bad_tried" "$bad_wrong not refused at once with their message"
 ((stall_drops == 0)) || { echo "FAIL: $stall_drops workers dropped by timeout after psched's own stall"; status=1; }
-((pb_wrong == 0 && pb_stuck == 0 && py_wrong == 0 && py_stuck == 0)) ||
-  { echo "FAIL: a pbench or Python job was wrong or stuck"; status=1; }
+((pb_wrong == 0 && pb_stuck == 0 && py_wrong == 0 && py_stuck == 0 && tls_wrong == 0 && tls_stuck == 0)) ||
+  { echo "FAIL: a pbench, Python or TLS job was wrong or stuck"; status=1; }
+((tls_all == 0 || tls_ok == tls_all)) || { echo "FAIL: a TLS job failed"; tail -5 "$T/tls-pbench.out"; status=1; }
 ((bad_wrong == 0)) || status=1
 ((pb_ok > 0)) || { echo "FAIL: no pbench job completed"; grep -v '^$' "$T/pbench.out" | tail -5; status=1; }
 [[ "$mismatched" == 0 ]] || { echo "FAIL: $mismatched results differ from the closed form"; status=1; }

@@ -452,7 +452,7 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
     no_workers.async_wait([&, total, left](const boost::system::error_code& ec) {
       if (ec || s.done) return;
       failure = fmt::format("no workers: none joined within {:g} s, {} of {} chunks left; the job "
-                            "was cancelled (the limit is --no-workers-timeout)",
+                            "was cancelled (a longer no-workers timeout waits longer)",
                             options.no_workers_timeout_ms / 1000.0, left, total);
       s.send([&](psched::wire::Message::Builder m) { m.initCancel().setJobId(job_id); });
       s.done = true;

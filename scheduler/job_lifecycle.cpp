@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "common/logging.h"
 #include "common/wire_convert.h"
@@ -342,46 +343,10 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
   spdlog::info("worker {} '{}' {}: {} ({} chunks in flight re-queued)", id, w->name,
                graceful ? "left" : "lost", why, w->in_flight.size());
   std::vector<std::pair<JobId, std::string>> to_fail;
-  // Every chunk a dead (or cut-off) worker held is blamed: one of them may have killed it. A
-  // chunk lost a second time beside others goes back as a suspect, to run alone (dispatch.cpp):
-  // an innocent neighbour then completes, and only the chunk that crashes workers keeps collecting
-  // failures, so the failure names it (a crash on chunk 7 is reported as chunk 7, with the workers
-  // it took down), or, if no worker was free to run them apart, every chunk that reached the
-  // limit. A first loss re-queues as usual: one killed worker's window must not run chunk by chunk.
-  const bool alone = w->in_flight.size() == 1;
   for (const auto& [job_id, held] : w->in_flight.by_job()) {
     auto jit = jobs_.find(job_id);
     if (jit == jobs_.end()) continue;
-    Job& job = *jit->second;
-    std::vector<std::pair<uint64_t, bool>> lost;  // (chunk, a verify copy)
-    for (const uint64_t chunk : job.running_chunks_of(id)) lost.emplace_back(chunk, false);
-    for (const uint64_t chunk : job.verify.running_chunks_of(id)) lost.emplace_back(chunk, true);
-    std::vector<uint64_t> at_limit;
-    bool copy_at_limit = false;
-    for (const auto& [chunk, copy] : lost) {
-      const uint32_t failures =
-          copy ? job.verify.requeue(chunk, id, w->name, /*blame=*/!graceful)
-               : job.requeue(chunk, id, w->name, /*blame=*/!graceful,
-                             /*suspect=*/!graceful && !alone && !job.failed_on(chunk).empty());
-      queued_jobs_.insert(job_id);
-      ++counters_.tasks_requeued;
-      if (graceful || failures < config_.allowed_failures) continue;
-      at_limit.push_back(chunk);
-      copy_at_limit = copy_at_limit || copy;
-    }
-    if (at_limit.empty()) continue;
-    const uint64_t chunk = at_limit.front();
-    const size_t taken_down =
-        copy_at_limit ? job.verify.failed_on(chunk).size() : job.failed_on(chunk).size();
-    const auto workers = failed_on(job, chunk, copy_at_limit);  // each name once
-    to_fail.emplace_back(
-        job_id,
-        at_limit.size() == 1
-            ? fmt::format("chunk {}{} took down {} workers ({}); the last one was lost: {}", chunk,
-                          copy_at_limit ? " (verify copy)" : "", taken_down, fmt::join(workers, ", "), why)
-            : fmt::format("chunks {} took down {} workers ({}), always together (no worker was free to "
-                          "run them apart): one of them crashes workers; the last one was lost: {}",
-                          fmt::join(at_limit, ", "), taken_down, fmt::join(workers, ", "), why));
+    if (auto failure = requeue_lost(*jit->second, *w, why, graceful)) to_fail.emplace_back(job_id, *failure);
   }
   for (auto& [job_id, message] : to_fail) {
     auto jit = jobs_.find(job_id);
@@ -390,6 +355,45 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
   if (shutting_down_) return;
   if (workers_.empty()) tell_clients_about_workers();
   dispatch();
+}
+
+// Every chunk a dead (or cut-off) worker held is blamed: one of them may have killed it. A chunk
+// lost a second time beside others goes back as a suspect, to run alone (dispatch.cpp): an
+// innocent neighbour then completes, and only the chunk that crashes workers keeps collecting
+// failures, so the failure names it (a crash on chunk 7 is reported as chunk 7, with the workers
+// it took down), or, if no worker was free to run them apart, every chunk that reached the limit.
+// A first loss re-queues as usual: one killed worker's window must not run chunk by chunk.
+std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord& w, const std::string& why,
+                                                   bool graceful) {
+  const bool alone = w.in_flight.size() == 1;
+  std::vector<std::pair<uint64_t, bool>> lost;  // (chunk, a verify copy)
+  for (const uint64_t chunk : job.running_chunks_of(w.id)) lost.emplace_back(chunk, false);
+  for (const uint64_t chunk : job.verify.running_chunks_of(w.id)) lost.emplace_back(chunk, true);
+  std::vector<uint64_t> at_limit;
+  bool copy_at_limit = false;
+  for (const auto& [chunk, copy] : lost) {
+    const uint32_t failures =
+        copy ? job.verify.requeue(chunk, w.id, w.name, /*blame=*/!graceful)
+             : job.requeue(chunk, w.id, w.name, /*blame=*/!graceful,
+                           /*suspect=*/!graceful && !alone && !job.failed_on(chunk).empty());
+    queued_jobs_.insert(job.id());
+    ++counters_.tasks_requeued;
+    if (graceful || failures < config_.allowed_failures) continue;
+    at_limit.push_back(chunk);
+    copy_at_limit = copy_at_limit || copy;
+  }
+  if (at_limit.empty()) return std::nullopt;
+  const uint64_t chunk = at_limit.front();
+  const size_t taken_down = copy_at_limit ? job.verify.failed_on(chunk).size() : job.failed_on(chunk).size();
+  const auto workers = failed_on(job, chunk, copy_at_limit);  // each name once
+  if (at_limit.size() == 1)
+    return fmt::format("chunk {}{} took down {} worker{} ({}); the last one was lost: {}", chunk,
+                       copy_at_limit ? " (verify copy)" : "", taken_down, taken_down == 1 ? "" : "s",
+                       fmt::join(workers, ", "), why);
+  return fmt::format("chunks {} took down {} worker{} ({}), always together (no worker was free to run "
+                     "them apart): one of them crashes workers; the last one was lost: {}",
+                     fmt::join(at_limit, ", "), taken_down, taken_down == 1 ? "" : "s",
+                     fmt::join(workers, ", "), why);
 }
 
 void Scheduler::tell_clients_about_workers() {

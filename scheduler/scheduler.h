@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -171,6 +172,10 @@ class Scheduler {
   void forget_job(Job& job);  // drops it from workers and the job table
   void remember_job(const Job& job, const char* state, const std::string& message);
   void remove_worker(WorkerId id, const std::string& why, bool graceful);
+  // The chunks of `job` that worker `w` held go back to the queue (blamed unless it left on
+  // purpose); the job's failure message when a chunk has now failed --allowed-failures times.
+  std::optional<std::string> requeue_lost(Job& job, const WorkerRecord& w, const std::string& why,
+                                          bool graceful);
   void protocol_error(FramedConnection& conn, const std::string& message);
   void heartbeat();
 

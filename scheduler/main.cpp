@@ -120,8 +120,13 @@ void reload_on_hangup(const Flags& f, psched::Scheduler& scheduler, psched::Dash
   if (f.tls.any()) what.push_back(fmt::format("the TLS certificate '{}', key '{}' and CA '{}'", f.tls.cert_file,
                                               f.tls.key_file, f.tls.ca_file));
   if (!f.token_file.empty()) what.push_back(fmt::format("the token from '{}'", f.token_file));
-  spdlog::info("SIGHUP: reloaded {}; {} running job{} go on", what.empty() ? "nothing to reload (no --tls-* or --token-file)" : fmt::format("{}", fmt::join(what, " and ")),
-               scheduler.jobs().size(), scheduler.jobs().size() == 1 ? "" : "s");
+  const size_t jobs = scheduler.jobs().size();
+  if (what.empty())
+    spdlog::info("SIGHUP: nothing to reload (no --tls-* or --token-file); {} running job{} go{} on",
+                 jobs, jobs == 1 ? "" : "s", jobs == 1 ? "es" : "");
+  else
+    spdlog::info("SIGHUP: reloaded {}; {} running job{} go{} on", fmt::join(what, " and "), jobs,
+                 jobs == 1 ? "" : "s", jobs == 1 ? "es" : "");
 }
 
 // The config from the flags, with the token loaded and logging set up; an error is the exit code.

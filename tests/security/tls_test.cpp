@@ -394,7 +394,7 @@ TEST_CASE("SIGHUP rotates psched's certificates while a job runs: the job goes o
   const pclient::Result r = client.run(job, run_options);
   REQUIRE(rotated);
   CHECK(check(job, r) == "");  // the connections made before the rotation kept going
-  CHECK(contains(cluster.log_of(cluster.scheduler_pid()), "1 running job go on"));
+  CHECK(contains(cluster.log_of(cluster.scheduler_pid()), "1 running job goes on"));
 
   auto connect_with = [&](const psched::TlsFiles& files) {
     pclient::ConnectOptions o;

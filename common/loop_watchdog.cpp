@@ -7,11 +7,8 @@ namespace psched {
 void LoopWatchdog::start(std::function<void(double)> on_stall) {
   on_stall_ = std::move(on_stall);
   running_ = true;
-  due_ = Clock::now() + kTick;
-  timer_.expires_at(due_);
-  timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) tick();
-  });
+  due_ = Clock::now();
+  tick();  // due now, so no stall: it only arms the first tick
 }
 
 void LoopWatchdog::stop() {

@@ -121,12 +121,11 @@ void reload_on_hangup(const Flags& f, psched::Scheduler& scheduler, psched::Dash
                                               f.tls.key_file, f.tls.ca_file));
   if (!f.token_file.empty()) what.push_back(fmt::format("the token from '{}'", f.token_file));
   const size_t jobs = scheduler.jobs().size();
+  const std::string going = fmt::format("{} running job{} go{} on", jobs, jobs == 1 ? "" : "s", jobs == 1 ? "es" : "");
   if (what.empty())
-    spdlog::info("SIGHUP: nothing to reload (no --tls-* or --token-file); {} running job{} go{} on",
-                 jobs, jobs == 1 ? "" : "s", jobs == 1 ? "es" : "");
+    spdlog::info("SIGHUP: nothing to reload (no --tls-* or --token-file); {}", going);
   else
-    spdlog::info("SIGHUP: reloaded {}; {} running job{} go{} on", fmt::join(what, " and "), jobs,
-                 jobs == 1 ? "" : "s", jobs == 1 ? "es" : "");
+    spdlog::info("SIGHUP: reloaded {}; {}", fmt::join(what, " and "), going);
 }
 
 // The config from the flags, with the token loaded and logging set up; an error is the exit code.

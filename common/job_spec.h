@@ -63,11 +63,11 @@ struct JobSpec {
 };
 
 // Limits a job must stay inside. Chunks are bounded so a chunk's element index fits 32-bit grid
-// arithmetic on devices and a job's chunk count stays within what the scheduler tracks: it keeps
-// ~40 bytes per chunk (state, worker, partial), so 2^24 chunks cost it at most ~640 MB. (2^32 let
-// one careless Submit ask the scheduler for 160 GB.) Chunks that small are far below what a GPU
-// needs to be efficient anyway.
-constexpr uint64_t kMaxChunks = uint64_t{1} << 24;
+// arithmetic on devices. A job's chunk count costs the scheduler nothing per chunk (it tracks
+// ranges: scheduler/range_table.h), so the bound is only one that every count and index in the
+// system holds with room to spare: 2^40 chunks (2^40 one-element chunks take a 2-core machine's
+// CPU workers about a day).
+constexpr uint64_t kMaxChunks = uint64_t{1} << 40;
 constexpr uint64_t kMaxChunkElements = uint64_t{1} << 31;
 
 // Checks every field; the message names the field, the value and what was expected.

@@ -10,7 +10,9 @@
 
 $import "/capnp/c++.capnp".namespace("psched::wire");
 
-const protocolVersion :UInt32 = 1;
+# 2: a worker's ChunkPartial covers a run of chunks (ChunkPartial.chunks), and DefineJob says when
+# a job needs them one by one. A peer of another version is refused at Hello, naming both.
+const protocolVersion :UInt32 = 2;
 
 enum Role {
   worker @0;
@@ -176,13 +178,17 @@ struct ExactSum {
   negInf @3 :UInt32;           # -inf elements
 }
 
+# The partial of a range: chunks chunk .. chunk + chunks - 1 of one job. In a ResultBatch a worker
+# merges each run of consecutive chunks it finished into one (unless DefineJob.chunkPartials);
+# in Progress every partial is one chunk's.
 struct ChunkPartial {
-  chunk @0 :UInt64;
+  chunk @0 :UInt64;            # the range's first chunk
   sum @1 :Float64;             # exact, correctly rounded (the receiver rounds `exact` itself)
-  count @2 :UInt64;
+  count @2 :UInt64;            # selected elements
   min @3 :Float64;
   max @4 :Float64;
-  exact @5 :ExactSum;          # the exact sum of the chunk's selected elements
+  exact @5 :ExactSum;          # the exact sum of the range's selected elements
+  chunks @6 :UInt64 = 1;       # chunks in the range
 }
 
 struct Progress {
@@ -297,6 +303,8 @@ struct ClusterInfo {
 struct DefineJob {
   jobId @0 :UInt64;
   spec @1 :JobSpec;
+  chunkPartials @2 :Bool;      # report every chunk's own partial (verify compares chunks, and the
+                               # client streams them); otherwise merge runs of consecutive chunks
 }
 
 struct TaskRange {
@@ -321,7 +329,7 @@ struct ChunkFailure {
 
 struct ResultBatch {
   jobId @0 :UInt64;
-  results @1 :List(ChunkPartial);
+  results @1 :List(ChunkPartial);  # one per run of consecutive chunks finished (chunkPartials: per chunk)
   failures @2 :List(ChunkFailure);
   busySeconds @3 :Float64;     # backend compute time for these chunks
 }

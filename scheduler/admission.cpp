@@ -5,17 +5,17 @@
 
 namespace psched {
 
-Status admit_job(uint64_t chunks, const ChunkHoldings& held, const AdmissionLimits& limits) {
-  if (held.client_chunks + chunks > limits.max_client_chunks)
+Status admit_job(uint64_t client_jobs, uint64_t all_jobs, const AdmissionLimits& limits) {
+  if (client_jobs >= limits.max_client_jobs)
     return Status::error(fmt::format(
-        "client limit: your {} running jobs hold {} chunks; this job's {} more would pass one "
-        "client's share of {} (submit it when some finish)",
-        held.client_jobs, held.client_chunks, chunks, limits.max_client_chunks));
-  if (held.all_chunks + chunks > limits.max_chunks)
+        "client limit: you have {} running job{}, one client's most (psched --max-client-jobs {}); "
+        "submit it when one finishes",
+        client_jobs, client_jobs == 1 ? "" : "s", limits.max_client_jobs));
+  if (all_jobs >= limits.max_jobs)
     return Status::error(fmt::format(
-        "scheduler busy: {} running jobs hold {} chunks; this job's {} more would pass the limit "
-        "of {} (submit it when some finish)",
-        held.all_jobs, held.all_chunks, chunks, limits.max_chunks));
+        "scheduler busy: {} running job{}, the most it holds (psched --max-jobs {}); submit it "
+        "when some finish",
+        all_jobs, all_jobs == 1 ? "" : "s", limits.max_jobs));
   return Status::ok();
 }
 

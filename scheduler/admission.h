@@ -1,6 +1,8 @@
 // Admission: what the scheduler lets each peer take, so that no one client locks out the rest.
-// Jobs: each client may hold at most its share of the chunk budget (the scheduler keeps ~40 bytes
-// per chunk), so while one client is at its limit the budget still has room for others. Connections:
+// Jobs: what a job costs the scheduler does not grow with its chunks (its RangeTable holds what is
+// in flight, not a state per chunk: scheduler/range_table.h), so the budget counts jobs, a few KB
+// each; each client may hold at most its share, so while one client is at its limit the budget
+// still has room for others. Connections:
 // those that have not said Hello yet live under their own, smaller limit; past it the oldest is
 // closed to make room, so a flood of silent connections cannot keep a real peer out (together with
 // the short handshake deadline). Refusals are logged at most once a second per kind.
@@ -19,19 +21,14 @@ namespace psched {
 class FramedConnection;
 
 struct AdmissionLimits {
-  uint64_t max_chunks = uint64_t{1} << 26;         // all running jobs together (~2.7 GB of state)
-  uint64_t max_client_chunks = uint64_t{1} << 24;  // one client's running jobs: one largest job
-  uint32_t max_pending_connections = 256;          // connections before Hello
+  uint64_t max_jobs = uint64_t{1} << 16;         // running jobs of every client (~2 KB each, at rest)
+  uint64_t max_client_jobs = uint64_t{1} << 14;  // one client's running jobs: a quarter of them
+  uint32_t max_pending_connections = 256;        // connections before Hello
 };
 
-// What a client holds and the scheduler as a whole, when a Submit of `chunks` more arrives.
-struct ChunkHoldings {
-  uint64_t client_chunks = 0, client_jobs = 0;
-  uint64_t all_chunks = 0, all_jobs = 0;
-};
-
-// Ok, or the JobFailed message saying which limit the job would pass.
-Status admit_job(uint64_t chunks, const ChunkHoldings& held, const AdmissionLimits& limits);
+// Ok, or the JobFailed message saying which limit (and option) one more job would pass, given the
+// running jobs of its client and of the scheduler.
+Status admit_job(uint64_t client_jobs, uint64_t all_jobs, const AdmissionLimits& limits);
 
 // At most one line per interval; lines held back are counted and the count goes with the next.
 class RateLimitedLog {

@@ -142,6 +142,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
         auto d = m.initDefineJob();
         d.setJobId(job->id());
         to_wire(*job->spec(), d.initSpec());
+        d.setChunkPartials(job->chunk_partials());
       });
     }
     capnp::MallocMessageBuilder m(64 + pick.ranges.size() * 4);

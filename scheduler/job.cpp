@@ -9,11 +9,8 @@ Job::Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool wa
       client_(client),
       spec_(std::move(spec)),
       want_partials_(want_partials),
-      started_(std::chrono::steady_clock::now()) {
-  const uint64_t n = spec_->chunks();
-  states_.assign(n, uint8_t(TaskState::kQueued));
-  running_on_.assign(n, 0);
-}
+      started_(std::chrono::steady_clock::now()),
+      table_(spec_->chunks()) {}
 
 PartialSum Job::result() const {
   PartialSum r = total_;
@@ -25,78 +22,16 @@ double Job::seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
 
-// The one place a chunk changes state. Legal moves: queued->running, running->done,
-// running->queued, running->verifying->done.
-void Job::transition(uint64_t chunk, TaskState to, WorkerId worker) {
-  const TaskState from = TaskState(states_[chunk]);
-  switch (to) {
-    case TaskState::kRunning:
-      PSCHED_ASSERT(from == TaskState::kQueued, chunk, int(from), worker);
-      running_on_[chunk] = worker;
-      break;
-    case TaskState::kVerifying:
-      PSCHED_ASSERT(from == TaskState::kRunning, chunk, int(from), worker);
-      break;
-    case TaskState::kDone:
-      PSCHED_ASSERT(from == TaskState::kRunning || from == TaskState::kVerifying, chunk, int(from),
-                    worker);
-      ++done_;
-      workers_used_[worker] = true;
-      break;
-    case TaskState::kQueued:
-      PSCHED_ASSERT(from == TaskState::kRunning, chunk, int(from), worker);
-      requeued_.push_back(chunk);
-      ++retries_;
-      break;
-  }
-  states_[chunk] = uint8_t(to);
-}
-
-uint64_t Job::take(WorkerId worker) {
-  PSCHED_REQUIRE(has_ordinary(), id_);
-  uint64_t chunk;
-  if (!requeued_.empty()) {
-    chunk = requeued_.front();
-    requeued_.pop_front();
-  } else {
-    chunk = next_fresh_++;
-  }
-  transition(chunk, TaskState::kRunning, worker);
-  return chunk;
-}
-
-uint64_t Job::take_suspect(WorkerId worker) {
-  PSCHED_REQUIRE(has_suspects(), id_);
-  const uint64_t chunk = suspects_.front();
-  suspects_.pop_front();
-  transition(chunk, TaskState::kRunning, worker);
-  return chunk;
-}
-
 uint64_t Job::take_run(WorkerId worker, uint64_t max, uint64_t& first) {
   PSCHED_REQUIRE(has_ordinary() && max > 0, id_, max);
-  if (!requeued_.empty()) {
-    first = take(worker);
-    return 1;
-  }
-  first = next_fresh_;
-  const uint64_t left = states_.size() - next_fresh_;
-  const uint64_t n = left < max ? left : max;
-  next_fresh_ += n;
-  for (uint64_t c = first; c < first + n; ++c) transition(c, TaskState::kRunning, worker);
-  return n;
+  const ChunkRange r = table_.take(worker, max);
+  first = r.first;
+  return r.count;
 }
 
-std::vector<uint64_t> Job::running_chunks_of(WorkerId worker) const {
-  std::vector<uint64_t> out;
-  for (uint64_t c = 0; c < states_.size(); ++c)
-    if (TaskState(states_[c]) == TaskState::kRunning && running_on_[c] == worker) out.push_back(c);
-  return out;
-}
-
-bool Job::finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
-  if (!running_here(chunk, worker)) return false;
-  record(chunk, worker, partial);
+bool Job::finish(ChunkRange r, WorkerId worker, const PartialSum& partial) {
+  if (!table_.running_here(r, worker)) return false;
+  record(r, worker, partial, /*held=*/false);
   return true;
 }
 
@@ -108,47 +43,61 @@ void Job::make_room(uint64_t adds) {
   adds_since_normalize_ += adds;
 }
 
-// Running or verifying chunk is done with `partial`: the one place a chunk's partial joins the job.
-void Job::record(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
+// Running or held chunks are done with `partial`: the one place a partial joins the job.
+void Job::record(ChunkRange r, WorkerId worker, const PartialSum& partial, bool held) {
   // A partial off the wire is not normalised: a frame holds at most 2^21 terms, so its digits are
   // below 2^53 in magnitude, what 2^21 adds could leave; its merge is charged as many.
   make_room(uint64_t{1} << 21);
   total_.exact.add(partial.exact);
-  record_figures(chunk, worker, ChunkFigures{partial.sum, partial.count, partial.min, partial.max});
-  if (want_partials_) unsent_partials.emplace_back(chunk, partial);
+  record_figures(r, worker, ChunkFigures{partial.sum, partial.count, partial.min, partial.max, held});
+  if (want_partials_) unsent_partials.emplace_back(r.first, partial);
 }
 
-void Job::record_figures(uint64_t chunk, WorkerId worker, const ChunkFigures& f) {
+void Job::record_figures(ChunkRange r, WorkerId worker, const ChunkFigures& f) {
   total_.count += f.count;
   total_.min = f.min < total_.min ? f.min : total_.min;
   total_.max = f.max > total_.max ? f.max : total_.max;
   running_sum_ += f.sum;
-  transition(chunk, TaskState::kDone, worker);
-}
-
-bool Job::hold_for_verify(uint64_t chunk, WorkerId worker) {
-  if (!running_here(chunk, worker)) return false;
-  transition(chunk, TaskState::kVerifying, worker);
-  return true;
+  if (f.held) {
+    table_.finish_held(r.first);
+  } else {
+    PSCHED_ASSERT(table_.finish(r, worker), id_, r.first, r.count, worker);
+  }
+  done_by_[worker] += r.count;
 }
 
 void Job::finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
-  PSCHED_REQUIRE(chunk < states_.size() && TaskState(states_[chunk]) == TaskState::kVerifying, chunk);
-  record(chunk, worker, partial);
+  PSCHED_REQUIRE(chunk < chunks() && table_.state(chunk) == ChunkState::kHeld, chunk);
+  record(ChunkRange{chunk, 1}, worker, partial, /*held=*/true);
 }
 
-uint32_t Job::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name,
-                      bool blame, bool suspect) {
-  if (!running_here(chunk, worker)) return 0;
-  transition(chunk, TaskState::kQueued, worker);
-  if (suspect) {
-    requeued_.pop_back();  // transition() queued it with the ordinary chunks
-    suspects_.push_back(chunk);
+bool Job::requeue(ChunkRange r, WorkerId worker, const std::string& worker_name, bool blame,
+                  bool repeat_as_suspect, uint32_t limit, std::vector<uint64_t>* at_limit) {
+  if (!table_.running_here(r, worker)) return false;
+  if (!blame) {
+    table_.requeue(r, worker, /*suspect=*/false);
+    return true;
   }
-  if (!blame) return uint32_t(failed_on(chunk).size());
-  auto& names = failures_[chunk];
-  names.push_back(worker_name);
-  return uint32_t(names.size());
+  // Runs of chunks alike (failed before or not) go back together; then each is blamed.
+  for (uint64_t at = r.first; at < r.end();) {
+    const bool suspect = repeat_as_suspect && failures_.count(at) != 0;
+    uint64_t end = at + 1;
+    while (end < r.end() && (repeat_as_suspect && failures_.count(end) != 0) == suspect) ++end;
+    table_.requeue(ChunkRange{at, end - at}, worker, suspect);
+    at = end;
+  }
+  for (uint64_t c = r.first; c < r.end(); ++c) {
+    auto& names = failures_[c];
+    names.push_back(worker_name);
+    if (at_limit != nullptr && names.size() >= limit) at_limit->push_back(c);
+  }
+  return true;
+}
+
+uint32_t Job::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame,
+                      bool repeat_as_suspect) {
+  if (!requeue(ChunkRange{chunk, 1}, worker, worker_name, blame, repeat_as_suspect)) return 0;
+  return uint32_t(failed_on(chunk).size());
 }
 
 const std::vector<std::string>& Job::failed_on(uint64_t chunk) const {

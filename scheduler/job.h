@@ -1,9 +1,10 @@
-// Job: one submitted array-sum job inside psched, cut into chunk tasks. Each chunk's lifecycle is an
-// explicit state machine (queued -> running -> done, running -> queued on worker loss or failure)
-// and transition() is the only code that changes a chunk's state. A chunk's partial is merged into
-// the job's one exact total when the chunk first becomes done (a late duplicate is not running, so
-// it is ignored); exact merging is order-free, so the result never depends on which worker ran
-// what or in which order results came back, and the job keeps no per-chunk partials.
+// Job: one submitted array-sum job inside psched, cut into chunks that travel as ranges. Where each
+// chunk stands (queued -> running -> done, running -> queued on worker loss or failure) is the
+// job's RangeTable (scheduler/range_table.h), whose one transition function makes every change. A
+// range's partial (one per run of chunks a worker finished) is merged into the job's one exact
+// total when its chunks become done (a late duplicate is not running, so it is ignored); exact
+// merging is order-free, so the result never depends on which worker ran what, how the runs were
+// cut or in which order results came back, and the job keeps no per-chunk partials.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,19 +20,17 @@
 #include "common/job_spec.h"
 #include "common/partial.h"
 #include "scheduler/ids.h"
+#include "scheduler/range_table.h"
 #include "scheduler/verify.h"
 
 namespace psched {
-
-// kVerifying: the chunk's first copy is in and held by the job's ChunkVerifier (scheduler/verify.h)
-// until another worker's copy agrees or a majority is found; only then is it done.
-enum class TaskState : uint8_t { kQueued, kRunning, kVerifying, kDone };
 
 // A chunk's partial but its exact sum: what Job::finish_adding() takes beside it.
 struct ChunkFigures {
   double sum;
   uint64_t count;
   double min, max;
+  bool held = false;  // the partial settles a chunk held for verify (not a running one)
 };
 
 class Job {
@@ -41,66 +41,80 @@ class Job {
   ClientId client() const { return client_; }
   const std::shared_ptr<const JobSpec>& spec() const { return spec_; }
   bool want_partials() const { return want_partials_; }
-  uint64_t chunks() const { return states_.size(); }
-  uint64_t done() const { return done_; }
-  bool complete() const { return done_ == states_.size(); }
+  // Whether workers report this job chunk by chunk (DefineJob.chunkPartials): verify compares
+  // chunks and streamed partials are per chunk; otherwise a worker merges each run it finishes.
+  bool chunk_partials() const { return want_partials_ || verify.on(); }
+  const RangeTable& ranges() const { return table_; }
+  uint64_t chunks() const { return table_.chunks(); }
+  uint64_t done() const { return table_.done(); }
+  bool complete() const { return table_.complete(); }
   // Queued chunks: fresh, re-queued, and suspects (below), which go out only alone.
-  bool has_queued() const { return has_ordinary() || !suspects_.empty(); }
+  bool has_queued() const { return has_ordinary() || has_suspects(); }
   // Queued chunks that may share a worker's window with others.
-  bool has_ordinary() const { return !requeued_.empty() || next_fresh_ < states_.size(); }
-  bool has_suspects() const { return !suspects_.empty(); }
+  bool has_ordinary() const { return table_.has_ordinary(); }
+  bool has_suspects() const { return table_.has_suspects(); }
   // Chunks or verify copies waiting for a worker (Scheduler::queued_jobs_ holds the jobs with work).
   bool has_work() const { return has_queued() || verify.has_queued(); }
-  uint64_t queued() const {
-    return requeued_.size() + suspects_.size() + (states_.size() - next_fresh_);
-  }
-  uint64_t retries() const { return retries_; }
+  uint64_t queued() const { return table_.queued(); }
+  uint64_t retries() const { return table_.requeued_total(); }
   double running_sum() const { return running_sum_; }
   double seconds() const;
-  TaskState state(uint64_t chunk) const { return TaskState(states_[chunk]); }
-  WorkerId running_on(uint64_t chunk) const { return running_on_[chunk]; }
-  size_t workers_used() const { return workers_used_.size(); }
+  ChunkState state(uint64_t chunk) const { return table_.state(chunk); }
+  std::optional<WorkerId> running_on(uint64_t chunk) const { return table_.running_on(chunk); }
+  size_t workers_used() const { return done_by_.size(); }
+  // Chunks each worker finished (the one credited with a verified chunk: its first copy's).
+  const std::map<WorkerId, uint64_t>& done_by() const { return done_by_; }
 
-  // Takes the next chunk to run (requeued chunks first, then fresh ones in index order) and marks
-  // it running on `worker`. Requires has_ordinary().
-  uint64_t take(WorkerId worker);
-  // As up to `max` take()s that yield consecutive chunks: a requeued chunk alone, or a run of fresh
-  // ones. Returns the run's length (>= 1); its first chunk goes to `first`. Requires has_ordinary().
+  // Takes the next run of at most `max` queued chunks (re-queued ones first, then fresh ones in
+  // index order) and marks it running on `worker`; returns the run's length (>= 1), its first
+  // chunk in `first`. Requires has_ordinary().
   uint64_t take_run(WorkerId worker, uint64_t max, uint64_t& first);
+  uint64_t take(WorkerId worker) {  // one chunk
+    uint64_t first = 0;
+    take_run(worker, 1, first);
+    return first;
+  }
   // The oldest suspect, marked running on `worker`, which must hold nothing else while it runs it
   // (so that if the worker dies, the chunk is the one to blame). Requires has_suspects().
-  uint64_t take_suspect(WorkerId worker);
-  // The chunks running on `worker` (a scan of the job: used when a worker leaves).
-  std::vector<uint64_t> running_chunks_of(WorkerId worker) const;
-  // Running chunk finished with `partial`; returns false (and changes nothing) unless the chunk is
-  // running on `worker`.
-  bool finish(uint64_t chunk, WorkerId worker, const PartialSum& partial);
+  uint64_t take_suspect(WorkerId worker) { return table_.take_suspect(worker); }
+  std::vector<ChunkRange> running_ranges_of(WorkerId worker) const { return table_.running_of(worker); }
+  // Running chunks finished with `partial` (the merged partial of all of `r`); returns false (and
+  // changes nothing) unless all of `r` is running on `worker`.
+  bool finish(ChunkRange r, WorkerId worker, const PartialSum& partial);
+  bool finish(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
+    return finish(ChunkRange{chunk, 1}, worker, partial);
+  }
   // finish() for a partial whose exact sum is still in its message (the common case: no verify
   // draw, no streamed partials): add_exact(ExactSum& total) adds that exact sum into the job's
-  // total with at most `exact_adds` adds of single doubles, so the chunk's own 556-byte
-  // accumulator is never built.
+  // total with at most `exact_adds` adds of single doubles, so no 556-byte accumulator is built.
   template <typename AddExact>
-  bool finish_adding(uint64_t chunk, WorkerId worker, const ChunkFigures& figures,
-                     uint64_t exact_adds, AddExact&& add_exact) {
-    if (!running_here(chunk, worker)) return false;
+  bool finish_adding(ChunkRange r, WorkerId worker, const ChunkFigures& figures, uint64_t exact_adds,
+                     AddExact&& add_exact) {
+    if (!table_.running_here(r, worker)) return false;
     make_room(exact_adds);
     add_exact(total_.exact);
-    record_figures(chunk, worker, figures);
+    record_figures(r, worker, figures);
     return true;
   }
-  // Verify: a running chunk's first copy is in and `verify` holds it (kVerifying); returns false
-  // unless the chunk is running on `worker`. finish_verified() completes it with the partial that
+  // Verify: a running chunk's first copy is in and `verify` holds it; returns false unless the
+  // chunk is running on `worker`. finish_verified() completes it with the partial that
   // verification settled on, credited to `worker` (the first copy's).
-  bool hold_for_verify(uint64_t chunk, WorkerId worker);
+  bool hold_for_verify(uint64_t chunk, WorkerId worker) { return table_.hold(chunk, worker); }
   void finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial);
-  // Running chunk goes back to the queue: its worker left (blame = false), or died or failed it
-  // (blame = true, counted against the chunk). Returns how many times the chunk has now failed.
-  // With `suspect`, it goes back as a suspect: its worker died while it held other chunks too, so
-  // any of them may have killed it. A suspect runs alone on a worker (take_suspect), so that only
-  // the chunk that crashes workers keeps collecting failures, and the job's failure names it, not
-  // a neighbour that shared its window.
+  // Running chunks go back to the queue: their worker left (blame = false), or died or failed them
+  // (blame = true, counted against each chunk, naming `worker_name`). With `repeat_as_suspect`, a
+  // blamed chunk that had failed before goes back as a suspect: its worker died while it held
+  // other chunks too, so any of them may have killed it. A suspect runs alone on a worker
+  // (take_suspect), so that only the chunk that crashes workers keeps collecting failures, and the
+  // job's failure names it, not a neighbour that shared its window. Chunks whose failures reach
+  // `limit` are appended to `at_limit`. Returns false (and changes nothing) unless all of `r` is
+  // running on `worker`.
+  bool requeue(ChunkRange r, WorkerId worker, const std::string& worker_name, bool blame,
+               bool repeat_as_suspect = false, uint32_t limit = UINT32_MAX,
+               std::vector<uint64_t>* at_limit = nullptr);
+  // One chunk back to the queue; returns how many times it has now failed.
   uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame,
-                   bool suspect = false);
+                   bool repeat_as_suspect = false);
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
 
   // The merged partials of the done chunks, `sum` rounded from the exact total.
@@ -114,15 +128,10 @@ class Job {
   ChunkVerifier verify;
 
  private:
-  void transition(uint64_t chunk, TaskState to, WorkerId worker);
-  bool running_here(uint64_t chunk, WorkerId worker) const {
-    return chunk < states_.size() && TaskState(states_[chunk]) == TaskState::kRunning &&
-           running_on_[chunk] == worker;
-  }
-  // The one place a chunk's partial joins the job: record() merges its exact sum, record_figures()
-  // the rest (count, min, max, the running sum) and marks the chunk done.
-  void record(uint64_t chunk, WorkerId worker, const PartialSum& partial);
-  void record_figures(uint64_t chunk, WorkerId worker, const ChunkFigures& f);
+  // The one place a partial joins the job: record() merges its exact sum, record_figures() the
+  // rest (count, min, max, the running sum) and marks its chunks done.
+  void record(ChunkRange r, WorkerId worker, const PartialSum& partial, bool held);
+  void record_figures(ChunkRange r, WorkerId worker, const ChunkFigures& f);
   // Normalises total_.exact first if `adds` more adds of single doubles could take a digit out of
   // int64: every add puts less than 2^32 into a digit, and the budget is 2^30 adds.
   void make_room(uint64_t adds);
@@ -132,19 +141,13 @@ class Job {
   std::shared_ptr<const JobSpec> spec_;
   bool want_partials_;
   std::chrono::steady_clock::time_point started_;
-  std::vector<uint8_t> states_;
-  std::vector<WorkerId> running_on_;
+  RangeTable table_;
   PartialSum total_;  // exact sum, count, min, max of the done chunks
   static constexpr uint64_t kAddsBeforeNormalize = uint64_t{1} << 30;
   uint64_t adds_since_normalize_ = 0;  // total_.exact's adds (or their equivalent) since normalised
-  std::deque<uint64_t> requeued_;
-  std::deque<uint64_t> suspects_;  // requeued chunks that go out alone (requeue(..., suspect))
-  uint64_t next_fresh_ = 0;
-  uint64_t done_ = 0;
-  uint64_t retries_ = 0;
   double running_sum_ = 0;
   std::map<uint64_t, std::vector<std::string>> failures_;  // sparse: only chunks that failed
-  std::map<WorkerId, bool> workers_used_;
+  std::map<WorkerId, uint64_t> done_by_;
 };
 
 }  // namespace psched

@@ -49,10 +49,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   }
   const JobSpec job_spec = normalized(spec);
   const uint64_t chunks = job_spec.chunks();
-  // Counts kept as jobs come and go: a walk over every job per Submit made a burst of 10,000
-  // submissions quadratic.
-  const ChunkHoldings held{client.tracked_chunks, client.jobs.size(), tracked_chunks_, jobs_.size()};
-  if (Status st = admit_job(chunks, held, config_.admission); !st) {
+  if (Status st = admit_job(client.jobs.size(), jobs_.size(), config_.admission); !st) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
       f.setJobId(0);
@@ -77,9 +74,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     a.setChunks(job->chunks());
   });
   client.jobs.insert(id);
-  client.tracked_chunks += job->chunks();
   if (submit.getWantTimeline()) want_timeline_.insert(id);
-  tracked_chunks_ += job->chunks();
   if (job->has_queued()) queued_jobs_.insert(id);
   Job& accepted = *(jobs_[id] = std::move(job));
   if (workers_.empty()) send_progress(accepted, /*force=*/true);  // "no workers" at once
@@ -105,23 +100,35 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
                           ? batch.getBusySeconds()
                           : 0.0;
   worker.busy_seconds += busy;
-  if (const uint64_t n = batch.getResults().size() + batch.getFailures().size(); n > 0)
-    counters_.chunk_seconds.observe(busy / double(n), n);
+  // Chunks, not partials: a partial covers a run of them.
+  uint64_t reported = batch.getFailures().size();
+  for (auto r : batch.getResults()) reported += r.getChunks();
+  if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
   const uint64_t chunk_bytes = job.spec()->chunk_bytes();
   // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
   // good results first would keep a liar's partials, and could leave a job with every chunk done
   // and no one to complete it.
   for (auto r : batch.getResults()) {
-    const uint64_t chunk = r.getChunk();
-    const bool held = chunk < job.chunks() &&
-                      ((job.state(chunk) == TaskState::kRunning && job.running_on(chunk) == worker.id) ||
-                       job.verify.running_on(chunk) == worker.id);
-    const bool duplicate = chunk < job.chunks() && (job.state(chunk) == TaskState::kDone ||
-                                                    job.state(chunk) == TaskState::kVerifying);
-    if (held || duplicate) continue;
-    protocol_error(*worker.conn,
-                   fmt::format("result for chunk {} of job {} that was not assigned to this worker",
-                               chunk, job_id));
+    const ChunkRange range{r.getChunk(), r.getChunks()};
+    std::string wrong;
+    const bool inside = range.count > 0 && range.first < job.chunks() &&
+                        range.count <= job.chunks() - range.first;
+    if (range.count == 0) {
+      wrong = fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job_id);
+    } else if (range.count > 1 && job.chunk_partials()) {
+      wrong = fmt::format("a result for {} chunks of job {}, which asked for one per chunk",
+                          range.count, job_id);
+    } else if (!inside || (!job.ranges().running_here(range, worker.id) &&
+                           !(range.count == 1 && job.verify.running_on(range.first) == worker.id) &&
+                           !job.ranges().all_settled(range))) {
+      wrong = range.count == 1
+                  ? fmt::format("result for chunk {} of job {} that was not assigned to this worker",
+                                range.first, job_id)
+                  : fmt::format("result for chunks {} to {} of job {} that were not all assigned "
+                                "to this worker", range.first, range.first + (range.count - 1), job_id);
+    }
+    if (wrong.empty()) continue;
+    protocol_error(*worker.conn, wrong);
     return;
   }
   uint64_t finished = 0, first_chunk = UINT64_MAX;
@@ -129,17 +136,18 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   // this worker's (which may not take them).
   const uint64_t copies_before = job.verify.queued();
   for (auto r : batch.getResults()) {
-    const uint64_t chunk = r.getChunk();
-    // The common case: the chunk's exact terms go straight into the job's total.
-    if (!job.want_partials() && !job.verify.drawn(chunk)) {
+    const ChunkRange range{r.getChunk(), r.getChunks()};
+    const uint64_t chunk = range.first;
+    // The common case: the range's exact terms go straight into the job's total.
+    if (!job.chunk_partials()) {
       const auto exact = r.getExact();
       const ChunkFigures figures{r.getSum(), r.getCount(), r.getMin(), r.getMax()};
-      if (job.finish_adding(chunk, worker.id, figures, exact.getTerms().size(),
+      if (job.finish_adding(range, worker.id, figures, exact.getTerms().size(),
                             [&](ExactSum& total) { add_from_wire(exact, total); })) {
-        ++finished;
+        finished += range.count;
         first_chunk = std::min<uint64_t>(first_chunk, chunk);
-        continue;
       }
+      continue;  // else a late duplicate
     }
     const PartialSum partial = from_wire(r);
     // A drawn chunk's first copy waits for another; a running verify copy settles it.
@@ -164,8 +172,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     const uint64_t chunk = f.getChunk();
     if (chunk >= job.chunks()) continue;
     const bool copy = job.verify.running_on(chunk) == worker.id;
-    if (!copy && (job.state(chunk) != TaskState::kRunning || job.running_on(chunk) != worker.id))
-      continue;
+    if (!copy && !job.ranges().running_here(ChunkRange{chunk, 1}, worker.id)) continue;
     worker.in_flight.remove(job_id, 1);
     ++counters_.tasks_failed;
     const std::string message = printable(f.getMessage().cStr(), 1000);
@@ -301,9 +308,7 @@ void Scheduler::forget_job(Job& job) {
   auto cit = clients_.find(job.client());
   if (cit != clients_.end()) {
     cit->second->jobs.erase(id);
-    cit->second->tracked_chunks -= job.chunks();
   }
-  tracked_chunks_ -= job.chunks();
   queued_jobs_.erase(id);
   job_devices_.finish(id);
   want_timeline_.erase(id);
@@ -366,22 +371,20 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
 std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord& w, const std::string& why,
                                                    bool graceful) {
   const bool alone = w.in_flight.size() == 1;
-  std::vector<std::pair<uint64_t, bool>> lost;  // (chunk, a verify copy)
-  for (const uint64_t chunk : job.running_chunks_of(w.id)) lost.emplace_back(chunk, false);
-  for (const uint64_t chunk : job.verify.running_chunks_of(w.id)) lost.emplace_back(chunk, true);
   std::vector<uint64_t> at_limit;
-  bool copy_at_limit = false;
-  for (const auto& [chunk, copy] : lost) {
-    const uint32_t failures =
-        copy ? job.verify.requeue(chunk, w.id, w.name, /*blame=*/!graceful)
-             : job.requeue(chunk, w.id, w.name, /*blame=*/!graceful,
-                           /*suspect=*/!graceful && !alone && !job.failed_on(chunk).empty());
-    queued_jobs_.insert(job.id());
-    ++counters_.tasks_requeued;
-    if (graceful || failures < config_.allowed_failures) continue;
-    at_limit.push_back(chunk);
-    copy_at_limit = copy_at_limit || copy;
+  const uint32_t limit = graceful ? UINT32_MAX : config_.allowed_failures;
+  for (const ChunkRange& r : job.running_ranges_of(w.id)) {
+    job.requeue(r, w.id, w.name, /*blame=*/!graceful, /*repeat_as_suspect=*/!alone, limit, &at_limit);
+    counters_.tasks_requeued += r.count;
   }
+  const size_t chunks_at_limit = at_limit.size();
+  for (const uint64_t chunk : job.verify.running_chunks_of(w.id)) {
+    const uint32_t failures = job.verify.requeue(chunk, w.id, w.name, /*blame=*/!graceful);
+    ++counters_.tasks_requeued;
+    if (failures >= limit) at_limit.push_back(chunk);
+  }
+  queued_jobs_.insert(job.id());
+  const bool copy_at_limit = chunks_at_limit == 0 && !at_limit.empty();
   if (at_limit.empty()) return std::nullopt;
   const uint64_t chunk = at_limit.front();
   const size_t taken_down = copy_at_limit ? job.verify.failed_on(chunk).size() : job.failed_on(chunk).size();

@@ -66,12 +66,13 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--max-pending-connections", f.config.admission.max_pending_connections,
                  "Most connections that have not said Hello yet; past it the oldest is closed")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000000));
-  app.add_option("--max-chunks", f.config.admission.max_chunks,
-                 "Most chunks of all running jobs together (~40 bytes of scheduler memory each)")
-      ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 30));
-  app.add_option("--max-client-chunks", f.config.admission.max_client_chunks,
-                 "Most chunks one client's running jobs may hold (its share of --max-chunks)")
-      ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 30));
+  app.add_option("--max-jobs", f.config.admission.max_jobs,
+                 "Most running jobs of all clients together (a few KB of scheduler memory each, "
+                 "whatever their size)")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 24));
+  app.add_option("--max-client-jobs", f.config.admission.max_client_jobs,
+                 "Most running jobs of one client (its share of --max-jobs)")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 24));
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")

@@ -103,7 +103,6 @@ struct ClientRecord {
   std::string name;
   std::shared_ptr<FramedConnection> conn;
   std::set<JobId> jobs;
-  uint64_t tracked_chunks = 0;  // chunks of its jobs in Scheduler::jobs_ (admission's per-client limit)
 };
 
 }  // namespace psched

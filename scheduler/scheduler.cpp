@@ -238,7 +238,8 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     return;
   }
   if (hello.getProtocolVersion() != wire::PROTOCOL_VERSION) {
-    protocol_error(conn, fmt::format("protocol version mismatch: scheduler speaks {}, peer speaks {}",
+    protocol_error(conn, fmt::format("protocol version mismatch: scheduler speaks {}, peer speaks {} "
+                                     "(run one psched release on every node)",
                                      wire::PROTOCOL_VERSION, hello.getProtocolVersion()));
     return;
   }

@@ -194,9 +194,6 @@ class Scheduler {
   std::map<WorkerId, std::unique_ptr<WorkerRecord>> workers_;
   std::map<ClientId, std::unique_ptr<ClientRecord>> clients_;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
-  // Chunks of all jobs in jobs_, kept as they come and go: summing them on every Submit made 100
-  // clients submitting 100 jobs each quadratic in the number of jobs.
-  uint64_t tracked_chunks_ = 0;
   // The jobs with queued chunks (Job::has_queued()), in id order: dispatch walks these, not every
   // job (with 10,000 small jobs mostly running, walking jobs_ on every Submit and result was
   // psched's whole CPU). Kept by on_submit, the requeue paths, dispatch_to and forget_job.

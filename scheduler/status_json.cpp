@@ -16,10 +16,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Per-worker chunk counts of a running job are found by scanning its chunks; above this many
-// chunks the scan is skipped so a status request stays cheap whatever the job.
-constexpr uint64_t kMaxChunksScanned = 1 << 16;
-
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -82,20 +78,15 @@ json running_job_json(const Scheduler& s, const Job& job) {
             {"throughput_bytes_per_second", seconds > 0 ? done_bytes / seconds : 0.0},
             {"workers", job.workers_used()},
             {"running_sum", job.running_sum()}};
-  // Per-worker share of the finished chunks: a finished chunk stays marked with its worker.
+  // Per-worker share of the finished chunks (the job counts them as they finish).
   json per_worker = json::array();
-  if (job.chunks() <= kMaxChunksScanned) {
-    std::map<WorkerId, uint64_t> done_by;
-    for (uint64_t c = 0; c < job.chunks(); ++c)
-      if (job.state(c) == TaskState::kDone) ++done_by[job.running_on(c)];
-    for (const auto& [wid, n] : done_by) {
-      auto wit = s.workers().find(wid);
-      const double share = bytes * double(n) / double(job.chunks());
-      per_worker.push_back(
-          {{"worker", wit != s.workers().end() ? wit->second->name : fmt::format("worker {}", wid)},
-           {"chunks_done", n},
-           {"throughput_bytes_per_second", seconds > 0 ? share / seconds : 0.0}});
-    }
+  for (const auto& [wid, n] : job.done_by()) {
+    auto wit = s.workers().find(wid);
+    const double share = bytes * double(n) / double(job.chunks());
+    per_worker.push_back(
+        {{"worker", wit != s.workers().end() ? wit->second->name : fmt::format("worker {}", wid)},
+         {"chunks_done", n},
+         {"throughput_bytes_per_second", seconds > 0 ? share / seconds : 0.0}});
   }
   j["per_worker"] = std::move(per_worker);
   j["devices"] = devices_json(s.job_devices().shares(job.id()));

@@ -1,6 +1,7 @@
 #include "worker/result_batches.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "common/wire_convert.h"
 #include "proto/psched.capnp.h"
@@ -9,11 +10,11 @@ namespace psched {
 
 namespace {
 
-// Bytes an outcome adds to a flat message: a ChunkPartial is 5 data words and a pointer to its
+// Bytes an outcome adds to a flat message: a ChunkPartial is 6 data words and a pointer to its
 // ExactSum (2 data words, a pointer), whose terms take a word each; a ChunkFailure one data word
 // and a pointer, plus its text (NUL-terminated, padded to a word).
-size_t wire_bytes(const ChunkOutcome& o) {
-  if (o.ok) return 72 + 8 * o.partial.exact.size();
+size_t partial_bytes(const CompactPartial& p) { return 80 + 8 * p.exact.size(); }
+size_t failure_bytes(const ChunkOutcome& o) {
   const size_t text = std::min(o.error.size(), kMaxFailureMessageBytes) + 1;
   return 16 + (text + 7) / 8 * 8;
 }
@@ -22,23 +23,97 @@ size_t wire_bytes(const ChunkOutcome& o) {
 // 128 bytes; the rest of the reserve covers segment boundaries of a multi-segment builder.
 constexpr size_t kBatchOverheadBytes = 1024;
 
+// What goes on the wire: the partial of a run of consecutive chunks, or one chunk's failure.
+struct Item {
+  uint64_t first = 0, chunks = 1;
+  CompactPartial partial;          // ok items
+  const ChunkOutcome* failure = nullptr;
+  double busy = 0;
+  size_t bytes() const { return failure ? failure_bytes(*failure) : partial_bytes(partial); }
+};
+
+// The run's partial: its chunks' exact sums merged (ExactSum is exact, so the scheduler's total
+// is the same bits whether it merges per chunk or per run), counts added, min and max taken as
+// the scheduler takes them.
+CompactPartial merge_run(const std::vector<const ChunkOutcome*>& run) {
+  ExactSum exact;
+  CompactPartial out;
+  uint64_t adds = 0;
+  for (const ChunkOutcome* o : run) {
+    const CompactPartial& p = o->partial;
+    if (adds + p.exact.size() > kExactAddsBeforeNormalize / 2) {
+      exact.normalize();
+      adds = 0;
+    }
+    exact.add_terms(p.exact.data(), p.exact.size());
+    adds += p.exact.size();
+    exact.nan += p.exact.nan;
+    exact.pos_inf += p.exact.pos_inf;
+    exact.neg_inf += p.exact.neg_inf;
+    out.count += p.count;
+    out.min = p.min < out.min ? p.min : out.min;
+    out.max = p.max > out.max ? p.max : out.max;
+  }
+  out.exact = ExactTerms(exact);
+  out.sum = out.exact.rounded();
+  return out;
+}
+
+// The ok outcomes as runs of consecutive chunks (merge_runs) or one item each, then the failures.
+std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, bool merge_runs) {
+  std::vector<Item> items;
+  std::vector<const ChunkOutcome*> ok;
+  for (const ChunkOutcome& o : outcomes) {
+    if (o.ok) {
+      ok.push_back(&o);
+      continue;
+    }
+    Item f;
+    f.first = o.chunk;
+    f.failure = &o;
+    f.busy = o.busy_seconds;
+    items.push_back(f);
+  }
+  if (merge_runs)
+    std::sort(ok.begin(), ok.end(),
+              [](const ChunkOutcome* a, const ChunkOutcome* b) { return a->chunk < b->chunk; });
+  std::vector<const ChunkOutcome*> run;
+  for (size_t i = 0; i < ok.size();) {
+    size_t end = i + 1;
+    while (merge_runs && end < ok.size() && ok[end]->chunk == ok[end - 1]->chunk + 1) ++end;
+    Item item;
+    item.first = ok[i]->chunk;
+    item.chunks = end - i;
+    for (size_t k = i; k < end; ++k) item.busy += ok[k]->busy_seconds;
+    if (end - i == 1) {
+      item.partial = ok[i]->partial;
+    } else {
+      run.assign(ok.begin() + long(i), ok.begin() + long(end));
+      item.partial = merge_run(run);
+    }
+    items.push_back(std::move(item));
+    i = end;
+  }
+  return items;
+}
+
 }  // namespace
 
 void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outcomes,
-                          uint32_t max_frame_bytes,
+                          uint32_t max_frame_bytes, bool merge_runs,
                           const std::function<void(capnp::MessageBuilder&)>& send) {
   const size_t budget = max_frame_bytes > 2 * kBatchOverheadBytes ? max_frame_bytes - kBatchOverheadBytes
                                                                   : kBatchOverheadBytes;
+  const std::vector<Item> items = items_of(outcomes, merge_runs);
   size_t begin = 0;
-  while (begin < outcomes.size()) {
+  while (begin < items.size()) {
     size_t end = begin, bytes = 0, ok = 0;
     double busy = 0;
-    // At least one outcome per batch: even the largest failure fits kMinMaxFrameBytes.
-    while (end < outcomes.size() &&
-           (end == begin || bytes + wire_bytes(outcomes[end]) <= budget)) {
-      bytes += wire_bytes(outcomes[end]);
-      ok += outcomes[end].ok ? 1 : 0;
-      busy += outcomes[end].busy_seconds;
+    // At least one item per batch: even the largest failure fits kMinMaxFrameBytes.
+    while (end < items.size() && (end == begin || bytes + items[end].bytes() <= budget)) {
+      bytes += items[end].bytes();
+      ok += items[end].failure ? 0 : 1;
+      busy += items[end].busy;
       ++end;
     }
     capnp::MallocMessageBuilder m(uint32_t(std::min<size_t>(bytes / 8 + 64, 1u << 20)));
@@ -49,12 +124,13 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
     auto failures = batch.initFailures(uint32_t(end - begin - ok));
     uint32_t r = 0, f = 0;
     for (size_t i = begin; i < end; ++i) {
-      const ChunkOutcome& o = outcomes[i];
-      if (o.ok) {
-        to_wire(o.chunk, o.partial, results[r++]);
+      const Item& item = items[i];
+      if (!item.failure) {
+        to_wire(item.first, item.partial, results[r]);
+        results[r++].setChunks(item.chunks);
       } else {
-        failures[f].setChunk(o.chunk);
-        failures[f++].setMessage(o.error.substr(0, kMaxFailureMessageBytes));
+        failures[f].setChunk(item.first);
+        failures[f++].setMessage(item.failure->error.substr(0, kMaxFailureMessageBytes));
       }
     }
     send(m);

@@ -195,6 +195,7 @@ void Worker::on_message(wire::Message::Reader message) {
       if (jobs_.count(job_id)) return;  // defined already
       JobEntry entry;
       entry.local_key = next_local_key_++;
+      entry.chunk_partials = d.getChunkPartials();
       JobSpec spec = from_wire(d.getSpec());
       if (Status st = validate(spec); !st) {
         spdlog::error("job {}: invalid spec from scheduler: {}", job_id, st.message());
@@ -337,7 +338,9 @@ void Worker::flush_results() {
   }
   for (auto& [job_id, outcomes] : pending_) {
     if (outcomes.empty()) continue;
-    build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes,
+    auto job = jobs_.find(job_id);
+    const bool merge_runs = job != jobs_.end() && !job->second.chunk_partials;
+    build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes, merge_runs,
                          [this](capnp::MessageBuilder& m) { conn_->send(m); });
     outcomes.clear();
     if (outcomes.capacity() > spare_outcomes_.capacity()) outcomes.swap(spare_outcomes_);

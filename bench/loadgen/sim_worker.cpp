@@ -11,6 +11,7 @@
 #include "common/closed_form.h"
 #include "common/framing.h"
 #include "common/wire_convert.h"
+#include "worker/result_batches.h"
 #include "worker/cuda/batching.h"
 
 namespace psched::loadgen {
@@ -53,6 +54,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
       JobSpec spec = from_wire(d.getSpec());
       JobEntry entry;
       if (validate(spec)) entry.spec = std::make_shared<const JobSpec>(normalized(spec));
+      entry.chunk_partials = d.getChunkPartials();
       jobs_[d.getJobId()] = std::move(entry);
       return;
     }
@@ -66,7 +68,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
       const bool head_dropped = !queue_.empty() && queue_.front().job_id == id;
       std::erase_if(queue_, [id](const Run& r) { return r.job_id == id; });
       std::erase_if(ready_, [&](const Ready& r) {
-        if (r.job_id == id) ready_chunks_ -= r.results.size() + r.refused.size();
+        if (r.job_id == id) ready_chunks_ -= r.outcomes.size();
         return r.job_id == id;
       });
       if (head_dropped) {
@@ -121,7 +123,7 @@ void SimWorker::on_device_tick() {
   const auto now = Clock::now();
   while (!queue_.empty() && head_done_at_ <= now) {
     Run& run = queue_.front();
-    if (ready_.empty() || ready_.back().job_id != run.job_id) ready_.push_back({run.job_id, {}, {}});
+    if (ready_.empty() || ready_.back().job_id != run.job_id) ready_.push_back({run.job_id, {}});
     Ready& r = ready_.back();
     auto it = jobs_.find(run.job_id);
     std::optional<PartialSum> partial;
@@ -130,12 +132,17 @@ void SimWorker::on_device_tick() {
       partial->exact.add(1.0);
       partial->sum = partial->exact.rounded();
     }
+    ChunkOutcome& o = r.outcomes.emplace_back();
+    o.chunk = run.next;
+    o.busy_seconds = chunk_seconds(run);
     if (partial) {
-      r.results.emplace_back(run.next, compact(*partial));
+      o.partial = compact(*partial);
     } else {
-      r.refused.push_back(run.next);
+      o.ok = false;
+      o.error =
+          "simulated worker: this job has no exact closed form (use arange or constant with "
+          "integer values)";
     }
-    r.busy += chunk_seconds(run);
     ++ready_chunks_;
     if (++run.next == run.end) queue_.pop_front();
     if (!queue_.empty())
@@ -157,24 +164,14 @@ uint64_t SimWorker::result_batch_for(uint64_t job_id) const {
 void SimWorker::report() {
   FleetCounters& c = fleet_.counters();
   for (const Ready& r : ready_) {
-    capnp::MallocMessageBuilder m(128 + r.results.size() * 6);
-    auto batch = m.initRoot<wire::Message>().initResultBatch();
-    batch.setJobId(r.job_id);
-    batch.setBusySeconds(r.busy);
-    auto results = batch.initResults(uint32_t(r.results.size()));
-    for (size_t i = 0; i < r.results.size(); ++i)
-      to_wire(r.results[i].first, r.results[i].second, results[uint32_t(i)]);
-    auto failures = batch.initFailures(uint32_t(r.refused.size()));
-    for (size_t i = 0; i < r.refused.size(); ++i) {
-      failures[uint32_t(i)].setChunk(r.refused[i]);
-      failures[uint32_t(i)].setMessage(
-          "simulated worker: this job has no exact closed form (use arange or constant with "
-          "integer values)");
+    auto job = jobs_.find(r.job_id);
+    const bool merge_runs = job != jobs_.end() && !job->second.chunk_partials;
+    build_result_batches(r.job_id, r.outcomes, kDefaultMaxFrameBytes, merge_runs,
+                         [&](capnp::MessageBuilder& m) { conn_->send(m); });
+    for (const ChunkOutcome& o : r.outcomes) {
+      ++(o.ok ? c.chunks_done : c.chunks_refused);
+      c.busy_seconds += o.busy_seconds;
     }
-    conn_->send(m);
-    c.chunks_done += r.results.size();
-    c.chunks_refused += r.refused.size();
-    c.busy_seconds += r.busy;
   }
   ready_.clear();
   ready_chunks_ = 0;

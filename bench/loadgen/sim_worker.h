@@ -20,6 +20,7 @@
 #include "bench/loadgen/sim_peer.h"
 #include "common/job_spec.h"
 #include "common/partial.h"
+#include "worker/backend.h"
 
 namespace psched::loadgen {
 
@@ -59,12 +60,11 @@ class SimWorker : public SimPeer {
   };
   struct JobEntry {
     std::shared_ptr<const JobSpec> spec;  // null: the spec was invalid
+    bool chunk_partials = false;          // DefineJob.chunkPartials: report chunk by chunk
   };
   struct Ready {  // finished chunks of one job, not yet reported
     uint64_t job_id;
-    std::vector<std::pair<uint64_t, CompactPartial>> results;  // as a real worker keeps them
-    std::vector<uint64_t> refused;
-    double busy = 0;
+    std::vector<ChunkOutcome> outcomes;  // as a real worker keeps them (and reports them)
   };
 
   void fill_hello(wire::Hello::Builder hello) override;

@@ -31,7 +31,7 @@ TEST_CASE("every bad field is refused with a message naming it", "[job_spec]") {
   s = {}; s.param0 = std::numeric_limits<double>::quiet_NaN(); refused(s, "mean");
   s = {}; s.rows = s.cols = uint64_t(1) << 40; refused(s, "overflows");
   s = {}; s.chunk_rows = s.chunk_cols = 100000; refused(s, "chunk");
-  s = {}; s.chunk_rows = s.chunk_cols = 1; refused(s, "chunks");
+  s = {}; s.rows = s.cols = uint64_t{1} << 21; s.chunk_rows = s.chunk_cols = 1; refused(s, "chunks");
   s = {}; s.generator = Generator(9); refused(s, "generator");
   s = {}; s.scale = std::numeric_limits<double>::infinity(); refused(s, "scale");
 }

@@ -44,7 +44,7 @@ TEST_CASE("every unsigned option of psched, pcuda-worker and pbench refuses -1 a
   const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
       {"psched", {"--port", "--worker-timeout", "--allowed-failures", "--max-frame",
                   "--max-connections", "--max-pending-connections", "--spin-us",
-                  "--handshake-timeout", "--max-chunks", "--max-client-chunks"}},
+                  "--handshake-timeout", "--max-jobs", "--max-client-jobs"}},
       {"pcuda-worker", {"--nthreads", "--streams", "--nworkers", "--death-timeout", "--spin-us"}},
       {"pbench", {"--gpus", "--cpus", "--rows", "--cols", "--chunk-x", "--chunk-y", "--seed",
                   "--row-step", "--col-step", "--nthreads", "--connect-timeout", "--spin-us",

@@ -59,9 +59,9 @@ def test_a_grid_the_scheduler_would_refuse_raises_where_it_is_written_naming_the
     with pytest.raises(ValueError, match="chunk of 60000 x 60000 elements is too large"):
         pa.ones((100000, 100000), chunks=(60000, 60000))  # 3.6e9 elements in one chunk
     with pytest.raises(ValueError, match="too many"):
-        pa.ones((1 << 20, 1 << 20), chunks=(128, 128))
+        pa.ones((1 << 30, 1 << 29), chunks=(256, 256))  # 2^43 chunks: past 2^40
     with pytest.raises(ValueError, match="too many"):
-        pa.ones((1 << 20, 1 << 20), chunks=(1 << 16, 1 << 14)).rechunk(128)
+        pa.ones((1 << 30, 1 << 29), chunks=(1 << 16, 1 << 14)).rechunk(256)
 
 
 def test_a_job_the_scheduler_refuses_raises_its_message(client):

@@ -1,4 +1,4 @@
-// Admission decisions, without a process: a client's share of the chunk budget and the budget as a
+// Admission decisions, without a process: a client's share of the job budget and the budget as a
 // whole, each refusal naming the limit it would pass.
 #include <catch2/catch.hpp>
 
@@ -7,23 +7,25 @@
 
 using namespace psched;
 
-TEST_CASE("a client is refused past its share while others still fit in the budget", "[admission]") {
-  const AdmissionLimits limits{.max_chunks = 4000, .max_client_chunks = 1000};
-  CHECK(admit_job(1000, {.client_chunks = 0, .all_chunks = 0}, limits));
-  const Status greedy = admit_job(1, {.client_chunks = 1000, .client_jobs = 1, .all_chunks = 1000, .all_jobs = 1},
-                                  limits);
-  CHECK(greedy.message() == "client limit: your 1 running jobs hold 1000 chunks; this job's 1 more would pass "
-                            "one client's share of 1000 (submit it when some finish)");
+TEST_CASE("a client is refused past its share of jobs while others still fit, each refusal naming its option",
+          "[admission]") {
+  const AdmissionLimits limits{.max_jobs = 4, .max_client_jobs = 2};
+  CHECK(admit_job(0, 0, limits));
+  CHECK(admit_job(1, 1, limits));
+  const Status greedy = admit_job(2, 2, limits);
+  CHECK(greedy.message() == "client limit: you have 2 running jobs, one client's most (psched "
+                            "--max-client-jobs 2); submit it when one finishes");
   // Another client, while the greedy one sits at its limit: taken.
-  CHECK(admit_job(1000, {.client_chunks = 0, .all_chunks = 1000, .all_jobs = 1}, limits));
-  const Status busy = admit_job(1000, {.client_chunks = 0, .all_chunks = 3500, .all_jobs = 4}, limits);
-  CHECK(busy.message().rfind("scheduler busy: 4 running jobs hold 3500 chunks", 0) == 0);
+  CHECK(admit_job(0, 2, limits));
+  const Status busy = admit_job(1, 4, limits);
+  CHECK(busy.message() == "scheduler busy: 4 running jobs, the most it holds (psched --max-jobs 4); "
+                          "submit it when some finish");
 }
 
-TEST_CASE("the default share lets four clients hold the largest job each", "[admission]") {
+TEST_CASE("the default share lets four clients hold the most jobs each", "[admission]") {
   const AdmissionLimits limits;
-  CHECK(limits.max_client_chunks == kMaxChunks);
-  CHECK(limits.max_chunks == 4 * kMaxChunks);
+  CHECK(limits.max_jobs == 4 * limits.max_client_jobs);
+  CHECK(limits.max_client_jobs >= 10000);  // 100 clients x 100 jobs fit with room
 }
 
 TEST_CASE("the heartbeat is at most a fifth of the worker timeout, and at least 50 ms", "[admission]") {

@@ -63,7 +63,7 @@ TEST_CASE("the result combines partials in chunk order whatever the completion o
   CHECK(run(false) == run(true));
 }
 
-TEST_CASE("take_run hands out a run of fresh chunks, a requeued chunk alone", "[job]") {
+TEST_CASE("take_run hands out a run of fresh chunks, a requeued range first", "[job]") {
   Job job(1, 1, spec_with_chunks(10), false);
   uint64_t first = 99;
   CHECK(job.take_run(3, 4, first) == 4);
@@ -75,8 +75,8 @@ TEST_CASE("take_run hands out a run of fresh chunks, a requeued chunk alone", "[
   CHECK(job.take_run(4, 100, first) == 6);  // the rest of the fresh chunks
   CHECK(first == 4);
   CHECK_FALSE(job.has_queued());
-  CHECK(job.running_chunks_of(3) == std::vector<uint64_t>{0, 1, 3});
-  CHECK(job.running_chunks_of(4) == std::vector<uint64_t>{2, 4, 5, 6, 7, 8, 9});
+  CHECK(job.running_ranges_of(3) == std::vector<ChunkRange>{{0, 2}, {3, 1}});
+  CHECK(job.running_ranges_of(4) == std::vector<ChunkRange>{{2, 1}, {4, 6}});
 }
 
 TEST_CASE("finish_adding: terms added in place give the same total as whole partials", "[job]") {
@@ -97,9 +97,9 @@ TEST_CASE("finish_adding: terms added in place give the same total as whole part
     p.count = 1;
     p.min = p.max = p.sum;
     REQUIRE(whole.finish(c, 1, p));
-    CHECK_FALSE(in_place.finish_adding(c, 2, ChunkFigures{p.sum, 1, p.sum, p.sum}, 2,
+    CHECK_FALSE(in_place.finish_adding(ChunkRange{c, 1}, 2, ChunkFigures{p.sum, 1, p.sum, p.sum}, 2,
                                        [](ExactSum&) { FAIL("added for the wrong worker"); }));
-    REQUIRE(in_place.finish_adding(c, 1, ChunkFigures{p.sum, 1, p.sum, p.sum}, uint64_t{1} << 28,
+    REQUIRE(in_place.finish_adding(ChunkRange{c, 1}, 1, ChunkFigures{p.sum, 1, p.sum, p.sum}, uint64_t{1} << 28,
                                    [&](ExactSum& total) {
                                      total.add(big);
                                      total.add(minus_one);
@@ -120,18 +120,26 @@ TEST_CASE("a suspect goes back apart from the ordinary chunks and comes out only
   Job job(1, 1, spec_with_chunks(3), false);
   uint64_t first = 99;
   CHECK(job.take_run(5, 3, first) == 3);  // chunks 0..2 all on worker 5, which dies
-  CHECK(job.requeue(1, 5, "five", /*blame=*/true, /*suspect=*/true) == 1);
-  CHECK(job.requeue(2, 5, "five", /*blame=*/true, /*suspect=*/true) == 1);
-  CHECK(job.requeue(2, 6, "six", true, true) == 0);  // not running there (any more): nothing changes
+  // A first loss: blamed, back as one ordinary range.
+  CHECK(job.requeue(ChunkRange{0, 3}, 5, "five", /*blame=*/true, /*repeat_as_suspect=*/true));
+  CHECK_FALSE(job.has_suspects());
+  CHECK(job.take_run(6, 3, first) == 3);
+  CHECK(first == 0);
+  CHECK_FALSE(job.requeue(ChunkRange{0, 3}, 5, "five", true, true));  // not running there: nothing
+  // Chunk 0 finishes; worker 6 dies with 1 and 2: they failed before, so they go back as suspects.
+  CHECK(job.finish(0, 6, PartialSum{1, 1, 1, 1}));
+  std::vector<uint64_t> at_limit;
+  CHECK(job.requeue(ChunkRange{1, 2}, 6, "six", true, true, /*limit=*/2, &at_limit));
+  CHECK(at_limit == std::vector<uint64_t>{1, 2});
   CHECK(job.has_queued());
   CHECK(job.has_suspects());
   CHECK_FALSE(job.has_ordinary());
   CHECK(job.queued() == 2);
-  CHECK(job.retries() == 2);
+  CHECK(job.retries() == 5);
   CHECK(job.take_suspect(7) == 1);
-  CHECK(job.running_on(1) == 7);
-  CHECK(job.requeue(1, 7, "seven", /*blame=*/true) == 2);  // it killed worker 7 running alone
-  CHECK(job.failed_on(1) == std::vector<std::string>{"five", "seven"});
+  CHECK(job.running_on(1) == 7u);
+  CHECK(job.requeue(1, 7, "seven", /*blame=*/true) == 3);  // it killed worker 7 running alone
+  CHECK(job.failed_on(1) == std::vector<std::string>{"five", "six", "seven"});
   CHECK(job.has_ordinary());  // a chunk requeued after running alone is an ordinary one again
   CHECK(job.take_suspect(8) == 2);
   CHECK_FALSE(job.has_suspects());

@@ -1,4 +1,4 @@
-// One client must not lock out the rest: a client that submits more than its share of the chunk
+// One client must not lock out the rest: a client that submits more than its share of the job
 // budget is refused past its share while a second client's job is still taken and runs exactly,
 // and a flood of connections that never say Hello leaves room for a real client at once.
 #include <catch2/catch.hpp>
@@ -14,9 +14,9 @@
 using namespace psched;
 using namespace psched::test;
 
-TEST_CASE("a greedy client gets its share of the chunk budget and a second client's job still runs",
+TEST_CASE("a greedy client gets its share of the job budget and a second client's job still runs",
           "[security][fair]") {
-  TestCluster cluster({.extra_args = {"--max-chunks", "2500", "--max-client-chunks", "1000"}});
+  TestCluster cluster({.extra_args = {"--max-jobs", "3", "--max-client-jobs", "1"}});
   // No worker yet: the greedy client's jobs stay running (queued) while the others arrive.
   JobSpec spec;
   spec.rows = 1000;
@@ -40,8 +40,8 @@ TEST_CASE("a greedy client gets its share of the chunk budget and a second clien
     auto answer = greedy.read_until(wire::Message::JOB_FAILED);
     REQUIRE(answer);
     const std::string message = answer->message().getJobFailed().getMessage().cStr();
-    CHECK(message == "client limit: your 1 running jobs hold 1000 chunks; this job's 1000 more would "
-                     "pass one client's share of 1000 (submit it when some finish)");
+    CHECK(message == "client limit: you have 1 running job, one client's most (psched "
+                     "--max-client-jobs 1); submit it when one finishes");
   }
 
   // The second client is taken while the greedy one is at its limit, and both jobs complete.

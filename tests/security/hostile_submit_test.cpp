@@ -47,8 +47,8 @@ TEST_CASE("crafted Submits with absurd values get JobFailed naming the field and
       {"rows x cols at 2^64 - 1", [](auto s) { s.setRows(kMax); s.setCols(1); }, "is too large"},
       {"a chunk too large", [](auto s) { s.setRows(1 << 20); s.setCols(1 << 20); s.setChunkRows(1 << 20);
                                           s.setChunkCols(1 << 20); }, "elements is too large"},
-      {"too many chunks", [](auto s) { s.setRows(1 << 20); s.setCols(1 << 20); s.setChunkRows(1);
-                                        s.setChunkCols(1); }, "chunks is too many (at most 16777216)"},
+      {"too many chunks", [](auto s) { s.setRows(1 << 21); s.setCols(1 << 20); s.setChunkRows(1);
+                                        s.setChunkCols(1); }, "chunks is too many (at most 1099511627776)"},
       {"NaN param", [](auto s) { s.setParam0(kNan); }, "invalid job: arange start and step must be finite"},
       {"NaN std", [](auto s) { s.setGenerator(wire::Generator::NORMAL); s.setParam1(kNan); },
        "invalid job: normal std must be finite and >= 0 (got nan)"},

@@ -1,0 +1,197 @@
+#include "scheduler/range_table.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "common/check.h"
+
+namespace psched {
+
+void RangeTable::move(ChunkRange r, ChunkState from, ChunkState to, WorkerId worker) {
+  PSCHED_ASSERT(r.count > 0 && r.end() <= chunks_ && r.end() > r.first, r.first, r.count, chunks_);
+  switch (from) {
+    case ChunkState::kQueued:
+    case ChunkState::kSuspect:
+      PSCHED_ASSERT(to == ChunkState::kRunning, int(from), int(to), r.first);
+      break;
+    case ChunkState::kRunning:
+      PSCHED_ASSERT(to != ChunkState::kRunning && running_here(r, worker), int(to), r.first, r.count,
+                    worker);
+      PSCHED_ASSERT(to != ChunkState::kHeld || r.count == 1, r.first, r.count);
+      remove_running(r);
+      break;
+    case ChunkState::kHeld:
+      PSCHED_ASSERT(to == ChunkState::kDone && r.count == 1 && held_.erase(r.first) == 1, int(to),
+                    r.first, r.count);
+      break;
+    case ChunkState::kDone:
+      PSCHED_ASSERT(false, "a done chunk never changes", r.first, r.count);
+  }
+  switch (to) {
+    case ChunkState::kQueued:
+      requeued_.push_back(r);
+      requeued_count_ += r.count;
+      requeued_total_ += r.count;
+      break;
+    case ChunkState::kSuspect:
+      for (uint64_t c = r.first; c < r.end(); ++c) suspects_.push_back(c);
+      requeued_total_ += r.count;
+      break;
+    case ChunkState::kRunning:
+      add_running(r, worker);
+      break;
+    case ChunkState::kHeld:
+      held_.insert(r.first);
+      break;
+    case ChunkState::kDone:
+      done_ += r.count;
+      break;
+  }
+}
+
+void RangeTable::add_running(ChunkRange r, WorkerId worker) {
+  auto [it, inserted] = running_.emplace(r.first, Run{r.end(), worker});
+  PSCHED_ASSERT(inserted, r.first);
+  running_count_ += r.count;
+  // A worker's adjacent runs become one entry, so a window of consecutive ranges stays one entry.
+  if (auto next = std::next(it); next != running_.end() && next->first == r.end() &&
+                                 next->second.worker == worker) {
+    it->second.end = next->second.end;
+    running_.erase(next);
+  }
+  if (it != running_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.end == it->first && prev->second.worker == worker) {
+      prev->second.end = it->second.end;
+      running_.erase(it);
+    }
+  }
+}
+
+void RangeTable::remove_running(ChunkRange r) {
+  // The entry holding r.first, cut so that an entry starts at r.first and one at r.end().
+  auto it = std::prev(running_.upper_bound(r.first));
+  if (it->first < r.first) {
+    const Run tail{it->second.end, it->second.worker};
+    it->second.end = r.first;
+    it = running_.emplace_hint(std::next(it), r.first, tail);
+  }
+  while (it != running_.end() && it->first < r.end()) {
+    if (it->second.end > r.end()) {
+      running_.emplace_hint(std::next(it), r.end(), Run{it->second.end, it->second.worker});
+    }
+    it = running_.erase(it);
+  }
+  running_count_ -= r.count;
+}
+
+ChunkRange RangeTable::take(WorkerId worker, uint64_t max) {
+  PSCHED_REQUIRE(has_ordinary() && max > 0, max);
+  ChunkRange r;
+  if (!requeued_.empty()) {
+    ChunkRange& front = requeued_.front();
+    r = ChunkRange{front.first, std::min(front.count, max)};
+    front.first += r.count;
+    front.count -= r.count;
+    if (front.count == 0) requeued_.pop_front();
+    requeued_count_ -= r.count;
+  } else {
+    r = ChunkRange{next_fresh_, std::min(chunks_ - next_fresh_, max)};
+    next_fresh_ += r.count;
+  }
+  move(r, ChunkState::kQueued, ChunkState::kRunning, worker);
+  return r;
+}
+
+uint64_t RangeTable::take_suspect(WorkerId worker) {
+  PSCHED_REQUIRE(has_suspects());
+  const uint64_t chunk = suspects_.front();
+  suspects_.pop_front();
+  move(ChunkRange{chunk, 1}, ChunkState::kSuspect, ChunkState::kRunning, worker);
+  return chunk;
+}
+
+bool RangeTable::finish(ChunkRange r, WorkerId worker) {
+  if (!running_here(r, worker)) return false;
+  move(r, ChunkState::kRunning, ChunkState::kDone, worker);
+  return true;
+}
+
+bool RangeTable::hold(uint64_t chunk, WorkerId worker) {
+  if (!running_here(ChunkRange{chunk, 1}, worker)) return false;
+  move(ChunkRange{chunk, 1}, ChunkState::kRunning, ChunkState::kHeld, worker);
+  return true;
+}
+
+void RangeTable::finish_held(uint64_t chunk) {
+  move(ChunkRange{chunk, 1}, ChunkState::kHeld, ChunkState::kDone, 0);
+}
+
+bool RangeTable::requeue(ChunkRange r, WorkerId worker, bool suspect) {
+  if (!running_here(r, worker)) return false;
+  move(r, ChunkState::kRunning, suspect ? ChunkState::kSuspect : ChunkState::kQueued, worker);
+  return true;
+}
+
+bool RangeTable::running_here(ChunkRange r, WorkerId worker) const {
+  if (r.count == 0 || r.first >= chunks_ || r.count > chunks_ - r.first) return false;
+  auto it = running_.upper_bound(r.first);
+  if (it == running_.begin()) return false;
+  --it;
+  // Entries are cut wherever a worker changes or a run ended, so `r` may span several.
+  for (uint64_t at = r.first; at < r.end(); ++it) {
+    if (it == running_.end() || it->first > at || it->second.end <= at || it->second.worker != worker)
+      return false;
+    at = it->second.end;
+  }
+  return true;
+}
+
+bool RangeTable::all_settled(ChunkRange r) const {
+  if (r.count == 0 || r.first >= chunks_ || r.count > chunks_ - r.first) return false;
+  if (r.end() > next_fresh_) return false;
+  auto overlaps = [&](uint64_t first, uint64_t end) { return first < r.end() && r.first < end; };
+  auto it = running_.upper_bound(r.first);
+  if (it != running_.begin() && std::prev(it)->second.end > r.first) return false;
+  if (it != running_.end() && it->first < r.end()) return false;
+  for (const ChunkRange& q : requeued_)
+    if (overlaps(q.first, q.end())) return false;
+  for (const uint64_t c : suspects_)
+    if (overlaps(c, c + 1)) return false;
+  return true;  // held chunks count as settled: their first copy is in
+}
+
+std::vector<ChunkRange> RangeTable::running_of(WorkerId worker) const {
+  std::vector<ChunkRange> out;
+  for (const auto& [first, run] : running_) {
+    if (run.worker != worker) continue;
+    if (!out.empty() && out.back().end() == first) {
+      out.back().count += run.end - first;
+    } else {
+      out.push_back(ChunkRange{first, run.end - first});
+    }
+  }
+  return out;
+}
+
+std::optional<WorkerId> RangeTable::running_on(uint64_t chunk) const {
+  auto it = running_.upper_bound(chunk);
+  if (it == running_.begin()) return std::nullopt;
+  --it;
+  if (it->second.end <= chunk) return std::nullopt;
+  return it->second.worker;
+}
+
+ChunkState RangeTable::state(uint64_t chunk) const {
+  PSCHED_REQUIRE(chunk < chunks_, chunk, chunks_);
+  if (chunk >= next_fresh_) return ChunkState::kQueued;
+  if (running_on(chunk)) return ChunkState::kRunning;
+  if (held_.count(chunk)) return ChunkState::kHeld;
+  for (const ChunkRange& q : requeued_)
+    if (chunk >= q.first && chunk < q.end()) return ChunkState::kQueued;
+  for (const uint64_t c : suspects_)
+    if (c == chunk) return ChunkState::kSuspect;
+  return ChunkState::kDone;
+}
+
+}  // namespace psched

@@ -1,0 +1,104 @@
+// RangeTable: where every chunk of one job stands (queued, queued as a suspect, running on a worker,
+// held for verify, done), kept as ranges of consecutive chunks instead of a state per chunk. Its
+// size follows what is in flight and what went wrong (a few entries per worker, one per re-queued
+// range), never the job's length: a job of 2^40 chunks costs what a job of 10 does. Every change
+// goes through move(), the one transition function, which checks the range is wholly in the state
+// it leaves; the public events below are the only callers. Pure bookkeeping: no sockets, no clock
+// (tests/scheduler/range_table_test.cpp drives it with random event sequences).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "scheduler/ids.h"
+
+namespace psched {
+
+// Chunks first .. first + count - 1.
+struct ChunkRange {
+  uint64_t first = 0;
+  uint64_t count = 0;
+  uint64_t end() const { return first + count; }
+  bool operator==(const ChunkRange& o) const { return first == o.first && count == o.count; }
+};
+
+// kHeld: the chunk's first copy is in and held by the job's ChunkVerifier (scheduler/verify.h) until
+// another worker's copy agrees; only then is it done. Verify works chunk by chunk.
+enum class ChunkState : uint8_t { kQueued, kSuspect, kRunning, kHeld, kDone };
+
+class RangeTable {
+ public:
+  explicit RangeTable(uint64_t chunks) : chunks_(chunks) {}
+
+  uint64_t chunks() const { return chunks_; }
+  uint64_t done() const { return done_; }
+  uint64_t running() const { return running_count_; }
+  uint64_t held() const { return held_.size(); }
+  // Queued chunks: fresh, re-queued and suspects.
+  uint64_t queued() const { return requeued_count_ + suspects_.size() + (chunks_ - next_fresh_); }
+  bool complete() const { return done_ == chunks_; }
+  // Queued chunks that may share a worker's window with others (all but suspects).
+  bool has_ordinary() const { return !requeued_.empty() || next_fresh_ < chunks_; }
+  bool has_suspects() const { return !suspects_.empty(); }
+  // Chunks ever sent back to the queue (a chunk re-queued twice counts twice).
+  uint64_t requeued_total() const { return requeued_total_; }
+
+  // Events. take(): the next run of at most `max` queued chunks (re-queued ones first, then fresh
+  // ones in index order), now running on `worker`; requires has_ordinary() and max > 0.
+  ChunkRange take(WorkerId worker, uint64_t max);
+  // The oldest suspect, now running on `worker`; requires has_suspects().
+  uint64_t take_suspect(WorkerId worker);
+  // Running chunks of `worker` finished: done. False (nothing changes) unless all of `r` is running
+  // on `worker`.
+  bool finish(ChunkRange r, WorkerId worker);
+  // A running chunk's first copy is in and held for verify; false unless it runs on `worker`.
+  bool hold(uint64_t chunk, WorkerId worker);
+  // A held chunk is settled: done. Requires state(chunk) == kHeld.
+  void finish_held(uint64_t chunk);
+  // Running chunks go back to the queue: at the back of the re-queued ranges, or each as a suspect
+  // (to run alone). False (nothing changes) unless all of `r` is running on `worker`.
+  bool requeue(ChunkRange r, WorkerId worker, bool suspect);
+
+  // Queries.
+  bool running_here(ChunkRange r, WorkerId worker) const;
+  // Every chunk of `r` (which must lie inside the job) is done or held.
+  bool all_settled(ChunkRange r) const;
+  // The ranges running on `worker`, in chunk order (a scan of what is running).
+  std::vector<ChunkRange> running_of(WorkerId worker) const;
+  // One chunk's state, and its worker while it runs (scans the re-queued ranges: for tests, the
+  // fuzzer and small jobs only).
+  ChunkState state(uint64_t chunk) const;
+  std::optional<WorkerId> running_on(uint64_t chunk) const;
+  // Entries the table holds, for the memory it costs (status, tests).
+  size_t entries() const { return running_.size() + requeued_.size() + suspects_.size() + held_.size(); }
+
+ private:
+  struct Run {
+    uint64_t end;
+    WorkerId worker;
+  };
+  // The one transition function: `r` leaves `from` (where all of it must be; for kRunning on
+  // `worker`) for `to`. Queued ranges leave from the front (take): their removal is done by the
+  // caller, which picked them. Legal: queued/suspect -> running, running -> done/held/queued/suspect,
+  // held -> done.
+  void move(ChunkRange r, ChunkState from, ChunkState to, WorkerId worker);
+  void add_running(ChunkRange r, WorkerId worker);
+  void remove_running(ChunkRange r);
+
+  uint64_t chunks_;
+  uint64_t next_fresh_ = 0;  // chunks at or after it are queued and were never handed out
+  std::deque<ChunkRange> requeued_;
+  uint64_t requeued_count_ = 0;  // chunks in requeued_
+  std::deque<uint64_t> suspects_;
+  std::map<uint64_t, Run> running_;  // by first chunk; a worker's adjacent runs are one entry
+  uint64_t running_count_ = 0;
+  std::set<uint64_t> held_;
+  uint64_t done_ = 0;
+  uint64_t requeued_total_ = 0;
+};
+
+}  // namespace psched

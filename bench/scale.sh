@@ -25,35 +25,18 @@ idle_s=${IDLE_S:-10}
 client_workers=${CLIENT_WORKERS:-1024}
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-fig() { awk -v k="$2" '$1 == "figure" && $2 == k { print $3 }' "$1"; }
 
 echo "== machine"
 echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 
-# run NAME LOADGEN_ARGS...: a fresh psched (so its peak memory is this run's), the loadgen, its log.
+# shellcheck source=bench/lib/loadgen_run.sh
+source "$(dirname "$0")/lib/loadgen_run.sh"
+# run NAME LOADGEN_ARGS...: a fresh psched, the loadgen, its log in $out/NAME.log.
 run() {
-  local name=$1 dir
+  local name=$1
   shift
-  dir=$(mktemp -d)
-  "$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$dir/s.json" \
-    --max-connections 10000 --log-level warning 2>"$dir/psched.log" &
-  local pid=$! port=""
-  for _ in $(seq 200); do
-    [[ -s "$dir/s.json" ]] && port=$(grep -o '"address": *"[^"]*"' "$dir/s.json" | grep -o '[0-9]*"$' | tr -d '"')
-    [[ -n "$port" ]] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  if [[ -z "$port" ]]; then
-    fail "$name: psched did not start: $(cat "$dir/psched.log")"
-  else
-    "$bin/psched-loadgen" --scheduler "tcp://127.0.0.1:$port" --scheduler-pid "$pid" "$@" >"$out/$name.log" 2>&1 ||
-      fail "$name: psched-loadgen failed (see $out/$name.log)"
-  fi
-  kill "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  rm -rf "$dir"
+  loadgen_run "$bin" "$out/$name.log" "$@" || fail "$name: psched-loadgen failed (see $out/$name.log)"
 }
 
 # best NAME REPEAT LOADGEN_ARGS...: runs it REPEAT times, keeps the log of the fastest as NAME.log.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <memory>
 #include <random>
 #include <string>
@@ -61,6 +62,9 @@ class SimWorker : public SimPeer {
   struct JobEntry {
     std::shared_ptr<const JobSpec> spec;  // null: the spec was invalid
     bool chunk_partials = false;          // DefineJob.chunkPartials: report chunk by chunk
+    // constant(v): a chunk's partial depends only on how many elements it selects, so each count's
+    // partial is computed once (the closed form per chunk was the loadgen's largest cost).
+    std::map<uint64_t, std::optional<CompactPartial>> constant_partials;
   };
   struct Ready {  // finished chunks of one job, not yet reported
     uint64_t job_id;
@@ -73,6 +77,8 @@ class SimWorker : public SimPeer {
   void on_task_batch(wire::TaskBatch::Reader batch);
   double chunk_seconds(const Run& run) const;
   void arm();
+  // The partial a real worker reports for `chunk` (nullopt: no exact closed form).
+  std::optional<CompactPartial> chunk_partial(JobEntry& job, uint64_t chunk);
   void on_device_tick();
   void reset_device();
   void report();

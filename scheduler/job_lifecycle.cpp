@@ -104,6 +104,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   uint64_t reported = batch.getFailures().size();
   for (auto r : batch.getResults()) reported += r.getChunks();
   if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
+  worker.observe_speed(busy, reported * job.spec()->chunk_rows * job.spec()->chunk_cols);
   const uint64_t chunk_bytes = job.spec()->chunk_bytes();
   // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
   // good results first would keep a liar's partials, and could leave a job with every chunk done

@@ -2,6 +2,8 @@
 // chunks they hold) and clients (their jobs). Pure bookkeeping, owned by the Scheduler's loop.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <utility>
 
 #include "common/connection.h"
+#include "common/report_pacer.h"
 #include "common/worker_info.h"
 #include "scheduler/job.h"
 
@@ -23,6 +26,10 @@ namespace psched {
 // not keep out a job of 100-element chunks whose window is 2621 (it did, for seconds).
 class InFlight {
  public:
+  struct Held {
+    uint64_t chunks = 0;
+    uint64_t units = 0;  // of the window they fill
+  };
   // A full window, in units; a chunk of a job whose window is W chunks fills kFull / W of them.
   static constexpr uint64_t kFull = uint64_t{1} << 40;
   static uint64_t unit_for(uint64_t window) { return kFull / (window > 0 ? window : 1); }
@@ -33,38 +40,43 @@ class InFlight {
   uint64_t room(uint64_t unit) const { return full() ? 0 : (kFull - used_) / unit; }
   uint64_t of_job(JobId job) const {
     auto it = by_job_.find(job);
-    return it == by_job_.end() ? 0 : it->second;
+    return it == by_job_.end() ? 0 : it->second.chunks;
   }
-  const std::map<JobId, uint64_t>& by_job() const { return by_job_; }
+  const std::map<JobId, Held>& by_job() const { return by_job_; }
   void add(JobId job, uint64_t n, uint64_t unit = 1) {
-    by_job_[job] += n;
-    unit_[job] = unit;  // a job's window for one worker never changes
+    Held& h = by_job_[job];
+    h.chunks += n;
+    h.units += n * unit;
     total_ += n;
     used_ += n * unit;
   }
+  // A job's window may change while it holds chunks (it widens once the worker's speed is known:
+  // WorkerRecord::window_for), so chunks leave with their share of the units the job holds.
   void remove(JobId job, uint64_t n) {
     auto it = by_job_.find(job);
     if (it == by_job_.end()) return;
-    n = n < it->second ? n : it->second;
+    Held& h = it->second;
+    n = n < h.chunks ? n : h.chunks;
+    const uint64_t units = n == h.chunks ? h.units : uint64_t((unsigned __int128)h.units * n / h.chunks);
     total_ -= n;
-    auto unit = unit_.find(job);
-    used_ -= n * unit->second;
-    if ((it->second -= n) == 0) {
-      by_job_.erase(it);
-      unit_.erase(unit);
-    }
+    used_ -= units;
+    h.units -= units;
+    if ((h.chunks -= n) == 0) by_job_.erase(it);
   }
   void forget_job(JobId job) { remove(job, of_job(job)); }
 
  private:
-  std::map<JobId, uint64_t> by_job_;
-  std::map<JobId, uint64_t> unit_;  // each held job's unit_for(its window)
+  std::map<JobId, Held> by_job_;
   uint64_t total_ = 0;
   uint64_t used_ = 0;  // units of the window filled
 };
 
 // The most chunks a worker's window may hold, however small they are.
 constexpr uint64_t kMaxWindowChunks = uint64_t{1} << 16;
+// A GPU's window in device time, once its speed is measured: four report intervals
+// (kReportInterval), so the device never waits for a top-up; and the most chunks that may be.
+constexpr double kWindowSeconds = 4 * std::chrono::duration<double>(kReportInterval).count();
+constexpr uint64_t kMaxTimedWindowChunks = uint64_t{1} << 22;
 
 // Device seconds per second a worker can deliver: a CUDA worker reports busy time without overlap
 // (one device), a CPU worker one chunk per thread at a time. 0: a backend we cannot judge.
@@ -87,14 +99,31 @@ struct WorkerRecord : WorkerInfo {
   bool isolating = false;
   std::chrono::steady_clock::time_point joined = std::chrono::steady_clock::now();
 
+  // Device seconds per element (GPU workers: their busy time is the device's, without overlap), an
+  // average over their ResultBatches; 0 until measured.
+  double seconds_per_element = 0;
+  void observe_speed(double busy_seconds, uint64_t elements) {
+    if (backend != "cuda" || !(busy_seconds > 0) || elements == 0) return;
+    const double sample = busy_seconds / double(elements);
+    seconds_per_element = seconds_per_element > 0 ? 0.75 * seconds_per_element + 0.25 * sample : sample;
+  }
+
   // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are
-  // small, at most kMaxWindowChunks.
+  // small, at most kMaxWindowChunks; and for a GPU whose speed is measured, at least
+  // kWindowSeconds of its work (kMaxTimedWindowChunks at most), so that reporting every
+  // kReportInterval (common/report_pacer.h) keeps it busy.
   uint64_t window_for(const Job& job) const {
     const JobSpec& s = *job.spec();
-    const uint64_t chunk_elements = s.chunk_rows * s.chunk_cols;
-    uint64_t window = window_elements / (chunk_elements ? chunk_elements : 1);
+    const uint64_t chunk_elements = std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols);
+    uint64_t window = window_elements / chunk_elements;
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
-    return window > slots ? window : slots;
+    window = window > slots ? window : slots;
+    if (seconds_per_element > 0) {
+      const double timed = kWindowSeconds / (seconds_per_element * double(chunk_elements));
+      if (timed > double(window))
+        window = timed < double(kMaxTimedWindowChunks) ? uint64_t(timed) : kMaxTimedWindowChunks;
+    }
+    return window;
   }
 };
 

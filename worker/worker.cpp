@@ -27,7 +27,8 @@ Worker::Worker(asio::io_context& io, WorkerConfig config, std::unique_ptr<Backen
       backend_(std::move(backend)),
       watchdog_(std::make_shared<LoopWatchdog>(io)),
       retry_timer_(io),
-      heartbeat_timer_(io) {
+      heartbeat_timer_(io),
+      report_timer_(io) {
   device_ = backend_->info();
 }
 
@@ -218,6 +219,10 @@ void Worker::on_message(wire::Message::Reader message) {
         jobs_.erase(it);
       }
       pending_.erase(id);
+      if (auto held = held_by_job_.find(id); held != held_by_job_.end()) {
+        pacer_.released(held->second);  // its later outcomes are dropped unseen
+        held_by_job_.erase(held);
+      }
       return;
     }
     case wire::Message::GOODBYE:
@@ -244,6 +249,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
     if (spec && first < chunks && count <= chunks - first &&
         (config_.crash_on_chunk < 0 || uint64_t(config_.crash_on_chunk) < first ||
          uint64_t(config_.crash_on_chunk) - first >= count)) {
+      assign(job_id, count);
       backend_->enqueue_run(local_key, first, count, spec);
       continue;
     }
@@ -256,6 +262,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
         bad.ok = false;
         bad.error = spec ? fmt::format("chunk {} is outside the job's {} chunks", chunk, chunks)
                          : fmt::format("job {} was never defined or is invalid", job_id);
+        assign(job_id, 1);
         add_pending(std::move(bad));
         if (!spec) continue;
         break;
@@ -264,9 +271,15 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
         spdlog::critical("test fault switch: crashing on chunk {}", chunk);
         std::abort();
       }
+      assign(job_id, 1);
       backend_->enqueue(ChunkTask{local_key, chunk, spec});
     }
   }
+}
+
+void Worker::assign(uint64_t job_id, uint64_t chunks) {
+  held_by_job_[job_id] += chunks;
+  pacer_.assigned(chunks);
 }
 
 void Worker::drain_inbox() {
@@ -319,19 +332,43 @@ void Worker::lose_device(ChunkOutcome outcome) {
 
 void Worker::add_pending(ChunkOutcome outcome) {
   if (!conn_ || !conn_->is_open()) return;
+  if (auto held = held_by_job_.find(outcome.job_id); held != held_by_job_.end()) {
+    pacer_.released(1);
+    if (--held->second == 0) held_by_job_.erase(held);
+  }
   auto [it, added] = pending_.try_emplace(outcome.job_id);
   if (added) it->second.swap(spare_outcomes_);
   it->second.push_back(std::move(outcome));
-  if (!flush_posted_) {
+  if (flush_posted_) return;
+  if (pacer_.due(std::chrono::steady_clock::now())) {
     flush_posted_ = true;
     asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
       if (alive.lock()) flush_results();
     });
+  } else {
+    arm_report_timer();
   }
+}
+
+void Worker::arm_report_timer() {
+  if (report_timer_armed_) return;
+  report_timer_armed_ = true;
+  report_timer_.expires_at(pacer_.deadline());
+  report_timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+    if (!alive.lock()) return;
+    report_timer_armed_ = false;
+    if (ec || flush_posted_ || pending_.empty()) return;
+    if (pacer_.due(std::chrono::steady_clock::now())) {
+      flush_results();
+    } else {
+      arm_report_timer();  // a report went out meanwhile: the interval started again
+    }
+  });
 }
 
 void Worker::flush_results() {
   flush_posted_ = false;
+  pacer_.reported(std::chrono::steady_clock::now());
   if (!conn_ || !conn_->is_open()) {
     pending_.clear();
     return;
@@ -371,6 +408,8 @@ void Worker::on_disconnected(const std::string& why) {
   jobs_.clear();
   job_of_key_.clear();
   pending_.clear();
+  held_by_job_.clear();
+  pacer_ = ReportPacer{};
   // A certificate refused, or the other protocol: the same settings will not do better next time.
   if (link_ != Link::kWelcomed && conn_ && conn_->refused_by_tls()) {
     give_up(fmt::format("cannot connect to the scheduler: {}", why), 1);

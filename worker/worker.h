@@ -17,6 +17,7 @@
 
 #include "common/connection.h"
 #include "common/framing.h"
+#include "common/report_pacer.h"
 #include "worker/backend.h"
 #include "worker/nvml.h"
 
@@ -69,6 +70,8 @@ class Worker {
   void on_outcome(ChunkOutcome outcome);  // on the loop; outcome.job_id is a local job key
   void add_pending(ChunkOutcome outcome);  // outcome.job_id is the scheduler's job id
   void flush_results();
+  void assign(uint64_t job_id, uint64_t chunks);  // chunks of a TaskBatch now held
+  void arm_report_timer();  // held results go at the pacer's deadline
   void lose_device(ChunkOutcome outcome);
   void heartbeat();
   void give_up(const std::string& why, int code);
@@ -90,10 +93,14 @@ class Worker {
   std::shared_ptr<LoopWatchdog> watchdog_;
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer heartbeat_timer_;
+  boost::asio::steady_timer report_timer_;  // sends held results at the pacer's deadline
   std::chrono::milliseconds backoff_{100};
   std::chrono::steady_clock::time_point disconnected_since_;
   Link link_ = Link::kDisconnected;
   bool flush_posted_ = false;        // a flush_results() is posted: outcomes ride along with it
+  bool report_timer_armed_ = false;
+  ReportPacer pacer_;                        // when results go (common/report_pacer.h)
+  std::map<uint64_t, uint64_t> held_by_job_;  // scheduler job id -> chunks enqueued, not reported
   bool warned_unreachable_ = false;  // "unreachable" was logged once for this stretch away
   int exit_code_ = 0;
   uint32_t generation_ = 0;  // bumps on every new connection: outcomes of older ones are dropped

@@ -66,7 +66,10 @@ void SimWorker::on_message(wire::Message::Reader message) {
       jobs_.erase(id);
       // The device finishes what it is on; queued chunks of the job are forgotten.
       const bool head_dropped = !queue_.empty() && queue_.front().job_id == id;
-      std::erase_if(queue_, [id](const Run& r) { return r.job_id == id; });
+      std::erase_if(queue_, [&](const Run& r) {
+        if (r.job_id == id) pacer_.released(r.end - r.next);
+        return r.job_id == id;
+      });
       std::erase_if(ready_, [&](const Ready& r) {
         if (r.job_id == id) ready_chunks_ -= r.outcomes.size();
         return r.job_id == id;
@@ -89,8 +92,10 @@ void SimWorker::on_message(wire::Message::Reader message) {
 
 void SimWorker::on_task_batch(wire::TaskBatch::Reader batch) {
   const bool idle = queue_.empty();
-  for (auto r : batch.getRanges())
+  for (auto r : batch.getRanges()) {
     queue_.push_back(Run{batch.getJobId(), r.getFirst(), r.getFirst() + r.getCount()});
+    pacer_.assigned(r.getCount());
+  }
   if (idle && !queue_.empty()) {
     head_done_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(chunk_seconds(queue_.front())));
@@ -106,18 +111,23 @@ double SimWorker::chunk_seconds(const Run& run) const {
   return double(b.rows * b.cols) * fleet_.device().seconds_per_element;
 }
 
-// The device timer fires when the next report is due (result_batch chunks ready, or the queue
-// dry), not per chunk: the chunks finishing before then are counted at that tick, each at its own
+// The device timer fires when the next report is due, not per chunk: at the end of the first
+// result batch (result_batch chunks, or the queue dry) at which the pacer would send, as
+// pcuda-worker's does; the chunks finishing before then are counted at that tick, each at its own
 // simulated time. (A timer per chunk made the loadgen, not psched, the bottleneck of a 64-GPU fleet
 // of 1000² chunks, one every 100 ns.)
 void SimWorker::arm() {
   if (queue_.empty()) return;
   auto due = head_done_at_;
   uint64_t ready = ready_chunks_;
+  ReportPacer pacer = pacer_;
   size_t run = 0;
   uint64_t next = queue_.front().next;
   for (;;) {
-    if (++ready >= result_batch_for(queue_[run].job_id)) break;
+    ++ready;
+    pacer.released(1);
+    const bool last = next + 1 == queue_[run].end && run + 1 == queue_.size();
+    if ((last || ready % result_batch_for(queue_[run].job_id) == 0) && pacer.due(due)) break;
     if (++next == queue_[run].end) {
       if (++run == queue_.size()) break;
       next = queue_[run].next;
@@ -155,8 +165,7 @@ std::optional<CompactPartial> SimWorker::chunk_partial(JobEntry& job, uint64_t c
 }
 
 // Every chunk whose simulated finish time has passed is ready; ready chunks are reported, one
-// ResultBatch per job, once result_batch of them are (1: at once) or the queue ran dry: as a
-// real worker's outcomes that finish while its loop is busy share a batch.
+// ResultBatch per job (runs merged), when the pacer says so, as a real worker's are.
 void SimWorker::on_device_tick() {
   if (!conn_ || !conn_->is_open()) return;
   const auto now = Clock::now();
@@ -179,13 +188,16 @@ void SimWorker::on_device_tick() {
           "integer values)";
     }
     ++ready_chunks_;
+    pacer_.released(1);
     if (++run.next == run.end) queue_.pop_front();
     if (!queue_.empty())
       head_done_at_ += std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(chunk_seconds(queue_.front())));
   }
-  if (ready_chunks_ >= result_batch_for(ready_.empty() ? 0 : ready_.back().job_id) || queue_.empty())
+  if (ready_chunks_ > 0 && pacer_.due(now)) {
     report();
+    pacer_.reported(now);
+  }
   arm();
 }
 

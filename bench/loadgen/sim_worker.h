@@ -21,6 +21,7 @@
 #include "bench/loadgen/sim_peer.h"
 #include "common/job_spec.h"
 #include "common/partial.h"
+#include "common/report_pacer.h"
 #include "worker/backend.h"
 
 namespace psched::loadgen {
@@ -92,6 +93,7 @@ class SimWorker : public SimPeer {
   std::deque<Run> queue_;
   std::vector<Ready> ready_;
   uint64_t ready_chunks_ = 0;
+  ReportPacer pacer_;  // when ready chunks are reported, as pcuda-worker does (common/report_pacer.h)
   std::chrono::steady_clock::time_point head_done_at_{};
 };
 

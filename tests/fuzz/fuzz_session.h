@@ -124,7 +124,7 @@ inline void check_consistent(const Scheduler& s) {
       if (it == s.jobs().end()) fail("worker holds chunks of a job that is gone");
       uint64_t running = 0;
       for (const ChunkRange& r : it->second->running_ranges_of(wid)) running += r.count;
-      if (running != held) fail("worker's window differs from the chunks running on it");
+      if (running != held.chunks) fail("worker's window differs from the chunks running on it");
     }
   }
   for (const auto& [job_id, job] : s.jobs()) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Steady state: one big job on a simulated H100 fleet (psched-loadgen: 6.7 ps an element, constant(1),
 # (x + 1)[::2, ::2], window and result batches as the CUDA backend's), sized so that its ideal (GPU
-# time / fleet) is about 0.2 s, at several fleet sizes and chunk sizes; and one job of 10^6
-# one-element chunks on 64 workers, for psched's CPU per job. Prints each run's efficiency (ideal /
+# time / fleet) is about 0.2 s, at several fleet sizes and chunk sizes; one job of 10^6 one-element
+# chunks on 64 workers, for psched's CPU per job; and one of 2^32 chunks, for psched's memory. Prints each run's efficiency (ideal /
 # wall) and psched's CPU per chunk; given a second BIN_DIR (an older build), runs each case with
 # both builds in turn in this one call and prints new / old:
 #   bench/steady.sh BIN_DIR [OLD_BIN_DIR] [OUT_DIR]
@@ -42,7 +42,7 @@ best() {
 }
 
 # CASE NAME WORKERS SIDE CHUNK: a SIDE² array in CHUNK² chunks on WORKERS simulated H100s.
-printf "| run | chunks | build | wall s | ideal s | of ideal | psched CPU s | psched CPU per chunk |\n|---|---|---|---|---|---|---|---|\n"
+printf "| run | chunks | build | wall s | ideal s | of ideal | psched CPU s | psched CPU per chunk | psched peak MB | loadgen CPU s |\n|---|---|---|---|---|---|---|---|---|---|\n"
 case_row() {
   local name=$1 workers=$2 side=$3 chunk=$4 build f chunks
   chunks=$(( (side / chunk) * (side / chunk) ))
@@ -51,20 +51,25 @@ case_row() {
       --same-jobs -c 1 -j 1 --generator constant
     f="$out/$name.$build.log"
     [[ -f $f ]] || continue
-    printf "| %s | %s | %s | %s | %s | %s%% | %s | %s µs |\n" "$name" "$chunks" "$build" "$(fig "$f" wall_s)" \
+    printf "| %s | %s | %s | %s | %s | %s%% | %s | %s µs | %s | %s |\n" "$name" "$chunks" "$build" "$(fig "$f" wall_s)" \
       "$(fig "$f" ideal_s)" "$(fig "$f" efficiency_pct)" "$(fig "$f" psched_cpu_s.clients)" \
-      "$(awk -v c="$(fig "$f" psched_cpu_s.clients)" -v n="$chunks" 'BEGIN { printf "%.3f", 1e6 * c / n }')"
+      "$(awk -v c="$(fig "$f" psched_cpu_s.clients)" -v n="$chunks" 'BEGIN { printf "%.4f", 1e6 * c / n }')" \
+      "$(awk -v k="$(fig "$f" psched_peak_rss_kb)" 'BEGIN { printf "%.1f", k / 1024 }')" "$(fig "$f" loadgen_cpu_s.clients)"
   done
   if [[ -n $old && -f "$out/$name.new.log" && -f "$out/$name.old.log" ]]; then
     awk -v a="$(fig "$out/$name.new.log" efficiency_pct)" -v b="$(fig "$out/$name.old.log" efficiency_pct)" \
       -v c="$(fig "$out/$name.new.log" psched_cpu_s.clients)" -v d="$(fig "$out/$name.old.log" psched_cpu_s.clients)" \
-      -v n="$name" 'BEGIN { printf "| %s | | new / old | | | %.2f x | %.3f x | |\n", n, a / b, (d > 0 ? c / d : 0) }'
+      -v n="$name" 'BEGIN { printf "| %s | | new / old | | | %.2f x | %.3f x | | | |\n", n, a / b, (d > 0 ? c / d : 0) }'
   fi
 }
 # Sides for an ideal of ~0.2 s: chunks x chunk elements x 6.7 ps / workers = 0.2 s.
 case_row h100x64-1000 64 1400000 1000
 case_row h100x256-1000 256 2800000 1000
 case_row h100x1024-10000 1024 5600000 10000
-case_row h100x256-100 256 280000 100
+case_row h100x1024-1000 1024 5600000 1000
+case_row h100x1024-100 1024 5600000 100
+case_row h100x4096-1000 4096 11200000 1000
+# psched's CPU for one job of 10^6 one-element chunks, and a job of 2^32 chunks (2 x 2 elements).
 case_row onejob-1e6x1-64 64 1000 1
+case_row onejob-2e32-1024 1024 131072 2
 exit "$status"

@@ -315,6 +315,9 @@ struct TaskRange {
 struct TaskBatch {
   jobId @0 :UInt64;
   ranges @1 :List(TaskRange);
+  reportIntervalUs @2 :UInt32;  # send finished results at least this often, and otherwise only when
+                                # half of what is held is done (common/report_pacer.h); the
+                                # scheduler lengthens it as its fleet grows (0: 5 ms)
 }
 
 struct DropJob {

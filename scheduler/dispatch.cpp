@@ -32,6 +32,11 @@ uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job) {
 
 }  // namespace
 
+std::chrono::microseconds Scheduler::report_interval() const {
+  const auto fleet = kReportCostPerWorker * int64_t(workers_.size());
+  return std::clamp(fleet, kReportInterval, kMaxReportInterval);
+}
+
 void Scheduler::dispatch() {
   // Each worker in turn shares what is left with the workers after it; once nothing is queued the
   // rest need not look.
@@ -82,7 +87,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
         continue;
       }
       // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
-      const uint64_t unit = InFlight::unit_for(worker.window_for(*job));
+      const uint64_t unit = InFlight::unit_for(worker.window_for(*job, report_interval()));
       const uint64_t free = worker.in_flight.room(unit);
       if (free == 0) continue;
       // This job's share of the free window (all of it when it is the only job), but never less
@@ -148,6 +153,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
     capnp::MallocMessageBuilder m(64 + pick.ranges.size() * 4);
     auto batch = m.initRoot<wire::Message>().initTaskBatch();
     batch.setJobId(job->id());
+    batch.setReportIntervalUs(uint32_t(report_interval().count()));
     auto list = batch.initRanges(uint32_t(pick.ranges.size()));
     for (size_t i = 0; i < pick.ranges.size(); ++i) {
       list[uint32_t(i)].setFirst(pick.ranges[i].first);

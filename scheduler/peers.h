@@ -73,9 +73,10 @@ class InFlight {
 
 // The most chunks a worker's window may hold, however small they are.
 constexpr uint64_t kMaxWindowChunks = uint64_t{1} << 16;
-// A GPU's window in device time, once its speed is measured: four report intervals
-// (kReportInterval), so the device never waits for a top-up; and the most chunks that may be.
-constexpr double kWindowSeconds = 4 * std::chrono::duration<double>(kReportInterval).count();
+// A GPU's window in device time, once its speed is measured: this many report intervals
+// (Scheduler::report_interval), so the device never waits for a top-up; and the most chunks that
+// may be.
+constexpr double kWindowIntervals = 4;
 constexpr uint64_t kMaxTimedWindowChunks = uint64_t{1} << 22;
 
 // Device seconds per second a worker can deliver: a CUDA worker reports busy time without overlap
@@ -110,16 +111,17 @@ struct WorkerRecord : WorkerInfo {
 
   // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are
   // small, at most kMaxWindowChunks; and for a GPU whose speed is measured, at least
-  // kWindowSeconds of its work (kMaxTimedWindowChunks at most), so that reporting every
-  // kReportInterval (common/report_pacer.h) keeps it busy.
-  uint64_t window_for(const Job& job) const {
+  // kWindowIntervals report intervals of its work (kMaxTimedWindowChunks at most), so that
+  // reporting once an interval (common/report_pacer.h) keeps it busy.
+  uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval) const {
     const JobSpec& s = *job.spec();
     const uint64_t chunk_elements = std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols);
     uint64_t window = window_elements / chunk_elements;
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
     window = window > slots ? window : slots;
     if (seconds_per_element > 0) {
-      const double timed = kWindowSeconds / (seconds_per_element * double(chunk_elements));
+      const double seconds = kWindowIntervals * std::chrono::duration<double>(report_interval).count();
+      const double timed = seconds / (seconds_per_element * double(chunk_elements));
       if (timed > double(window))
         window = timed < double(kMaxTimedWindowChunks) ? uint64_t(timed) : kMaxTimedWindowChunks;
     }

@@ -36,6 +36,9 @@ namespace psched {
 // most kExactMaxTerms: under 14 MB, typically ~3 MB): more go out in further Progress messages, so
 // no rate of completions can outgrow a frame (kDefaultMaxFrameBytes).
 inline constexpr size_t kMaxPartialsPerProgress = 32768;
+// Report interval per connected worker (Scheduler::report_interval), and the longest interval.
+inline constexpr std::chrono::microseconds kReportCostPerWorker{10};
+inline constexpr std::chrono::microseconds kMaxReportInterval{100000};
 
 // The heartbeat interval peers are told in Welcome: at most `preferred`, and at most a fifth of
 // the worker timeout, so that a worker's heartbeat always arrives several times within the timeout
@@ -146,6 +149,10 @@ class Scheduler {
   void report_devices(const Job& job, wire::JobResult::Builder result) const;
 
   // dispatch.cpp: fill every worker's window (or one worker's) from the queued chunks of all jobs.
+  // How often workers report (TaskBatch.reportIntervalUs): kReportInterval, lengthened by
+  // kReportCostPerWorker for each worker, so that a fleet's reports (and the top-ups they bring)
+  // stay near 100,000 a second, what one core takes with room to spare.
+  std::chrono::microseconds report_interval() const;
   void dispatch();
   // sharing: how many workers share what each job has left (0: every worker); the worker takes at
   // most its part.

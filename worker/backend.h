@@ -23,6 +23,8 @@ struct ChunkTask {
 struct ChunkOutcome {
   uint64_t job_id = 0;
   uint64_t chunk = 0;
+  uint64_t chunks = 1;  // chunks covered from `chunk` on: 1 from a backend (psched-loadgen's
+                        // simulated devices report a run of alike chunks as one)
   bool ok = true;
   CompactPartial partial;  // the exact sum as terms: normalised and split once, on the backend
   std::string error;       // when !ok: one line saying what went wrong

@@ -80,11 +80,14 @@ std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, bool merge
   std::vector<const ChunkOutcome*> run;
   for (size_t i = 0; i < ok.size();) {
     size_t end = i + 1;
-    while (merge_runs && end < ok.size() && ok[end]->chunk == ok[end - 1]->chunk + 1) ++end;
+    while (merge_runs && end < ok.size() && ok[end]->chunk == ok[end - 1]->chunk + ok[end - 1]->chunks) ++end;
     Item item;
     item.first = ok[i]->chunk;
-    item.chunks = end - i;
-    for (size_t k = i; k < end; ++k) item.busy += ok[k]->busy_seconds;
+    item.chunks = 0;
+    for (size_t k = i; k < end; ++k) {
+      item.busy += ok[k]->busy_seconds;
+      item.chunks += ok[k]->chunks;
+    }
     if (end - i == 1) {
       item.partial = ok[i]->partial;
     } else {

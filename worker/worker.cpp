@@ -237,6 +237,7 @@ void Worker::on_message(wire::Message::Reader message) {
 
 void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
   const uint64_t job_id = batch.getJobId();
+  pacer_.set_interval_us(batch.getReportIntervalUs());
   auto it = jobs_.find(job_id);
   const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
   const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;

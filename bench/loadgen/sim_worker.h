@@ -66,6 +66,11 @@ class SimWorker : public SimPeer {
     // constant(v): a chunk's partial depends only on how many elements it selects, so each count's
     // partial is computed once (the closed form per chunk was the loadgen's largest cost).
     std::map<uint64_t, std::optional<CompactPartial>> constant_partials;
+    // Every chunk alike (the grid divides the array, a constant job whose selection picks as many
+    // elements in each): runs are simulated in bulk, their partial as one chunk's times the run.
+    bool alike = false;
+    double chunk_seconds = 0;
+    CompactPartial chunk_partial;
   };
   struct Ready {  // finished chunks of one job, not yet reported
     uint64_t job_id;
@@ -80,6 +85,8 @@ class SimWorker : public SimPeer {
   void arm();
   // The partial a real worker reports for `chunk` (nullopt: no exact closed form).
   std::optional<CompactPartial> chunk_partial(JobEntry& job, uint64_t chunk);
+  // Whether the rest of `run` is alike chunks (JobEntry::alike), and their entry.
+  const JobEntry* alike(const Run& run) const;
   void on_device_tick();
   void reset_device();
   void report();

@@ -8,13 +8,11 @@
 # CLIENT_WORKERS (the fleet of run 4; default 1024).
 #   1. 1024 simulated H100s (0.67 ms per 10000² chunk; window and result batches as the CUDA
 #      backend's: worker/cuda/batching.h), constant(1), (x + 1)[::2, ::2]
-#      over 1,000,000² float64 (8 TB) in 10000² chunks (10^4 chunks);
-#   2. the same array in 1000² chunks (10^6 chunks);
-#   3. 4096 idle worker connections: psched's memory per worker and heartbeat CPU;
-#   4. 100 clients each submitting 100 small arange jobs at once (1000², 100² chunks: 10^4 jobs,
-#      10^6 chunks) on CLIENT_WORKERS simulated H100s: all exact, p50/p99 job latency;
-#   5. what-ifs beside runs 1 and 2: workers reporting 4 (run 1) or 64 (run 2) chunks per
-#      ResultBatch, and (run 2) an element window of 8 x 10^8 (800 chunks of 1000²).
+#      over 1,000,000² float64 (8 TB; ideal 6.5 ms) in chunks of 10000² (10^4 chunks), 5000²,
+#      2500², 1000², 500², 250² and 100² (10^8 chunks);
+#   2. 4096 idle worker connections: psched's memory per worker and heartbeat CPU;
+#   3. 100 clients each submitting 100 small arange jobs at once (1000², 100² chunks: 10^4 jobs,
+#      10^6 chunks) on CLIENT_WORKERS simulated H100s: all exact, p50/p99 job latency.
 # Every result is checked bit for bit against the closed form; any difference fails the script.
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/scale.sh BIN_DIR [OUT_DIR]}" && pwd)
@@ -57,19 +55,15 @@ best() {
 }
 
 big=(-x 1000000 -y 1000000 --same-jobs -c 1 -j 1 --generator constant)
-echo "== 1. 1024 simulated H100s, 8 TB in 10000² chunks"
-best h100x1024-10000 "$repeat" -w 1024 "${big[@]}" --chunk-x 10000 --chunk-y 10000
-echo "== 2. 1024 simulated H100s, 8 TB in 1000² chunks"
-best h100x1024-1000 "$repeat" -w 1024 "${big[@]}" --chunk-x 1000 --chunk-y 1000
-echo "== 3. 4096 idle workers, watched for $idle_s s"
+echo "== 1. 1024 simulated H100s, 8 TB in chunks of 10000² down to 100²"
+sweep=(10000 5000 2500 1000 500 250 100)
+for c in "${sweep[@]}"; do
+  best "h100x1024-$c" "$repeat" -w 1024 "${big[@]}" --chunk-x "$c" --chunk-y "$c"
+done
+echo "== 2. 4096 idle workers, watched for $idle_s s"
 run idle4096 -w 4096 --idle "$idle_s"
-echo "== 4. 100 clients x 100 jobs at once on $client_workers simulated H100s"
+echo "== 3. 100 clients x 100 jobs at once on $client_workers simulated H100s"
 best clients100x100 "$repeat" -w "$client_workers" -c 100 -j 100 --generator arange -x 1000 -y 1000 --chunk-x 100 --chunk-y 100
-echo "== 5. what-ifs"
-best h100x1024-10000-rb4 "$repeat" -w 1024 "${big[@]}" --chunk-x 10000 --chunk-y 10000 --result-batch 4
-best h100x1024-1000-rb64 "$repeat" -w 1024 "${big[@]}" --chunk-x 1000 --chunk-y 1000 --result-batch 64
-best h100x1024-1000-win "$repeat" -w 1024 "${big[@]}" --chunk-x 1000 --chunk-y 1000 --result-batch 64 \
-  --window-elements 800000000
 
 for f in "$out"/*.log; do
   m=$(fig "$f" mismatched)
@@ -88,11 +82,9 @@ echo
 echo "== results (best of $repeat by wall time; every result exact)"
 echo "| run | wall s | ideal s | of ideal | target | psched CPU s (waited) | loadgen CPU s (waited) | psched peak MB |"
 echo "|---|---|---|---|---|---|---|---|"
-row h100x1024-10000 "1024 H100s, 8 TB, 10000² chunks" ">= 90%"
-row h100x1024-1000 "1024 H100s, 8 TB, 1000² chunks" ">= 80%"
-row h100x1024-10000-rb4 "what-if: run 1, 4 results per batch" ""
-row h100x1024-1000-rb64 "what-if: run 2, 64 results per batch" ""
-row h100x1024-1000-win "what-if: run 2, 64 per batch + window 800 chunks" ""
+for c in "${sweep[@]}"; do
+  row "h100x1024-$c" "1024 H100s, 8 TB, $c² chunks" ">= 60%"
+done
 f="$out/clients100x100.log"
 [[ -f "$f" ]] && echo "100 clients x 100 jobs on $client_workers workers: $(grep -m1 '^jobs:' "$f"); latency p50 $(fig "$f" p50_ms) ms, p99 $(fig "$f" p99_ms) ms; wall $(fig "$f" wall_s) s; psched CPU $(fig "$f" psched_cpu_s.clients) s (waited $(fig "$f" psched_wait_s.clients)), loadgen CPU $(fig "$f" loadgen_cpu_s.clients) s; psched peak $(fig "$f" psched_peak_rss_kb) kB"
 f="$out/idle4096.log"

@@ -87,7 +87,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
         continue;
       }
       // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
-      const uint64_t unit = InFlight::unit_for(worker.window_for(*job, report_interval()));
+      const uint64_t unit = InFlight::unit_for(worker.window_for(*job, report_interval(), workers_.size()));
       const uint64_t free = worker.in_flight.room(unit);
       if (free == 0) continue;
       // This job's share of the free window (all of it when it is the only job), but never less

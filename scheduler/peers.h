@@ -110,16 +110,19 @@ struct WorkerRecord : WorkerInfo {
   }
 
   // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are
-  // small, at most kMaxWindowChunks; and for a GPU whose speed is measured, at least
-  // kWindowIntervals report intervals of its work (kMaxTimedWindowChunks at most), so that
-  // reporting once an interval (common/report_pacer.h) keeps it busy.
-  uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval) const {
+  // small, at most kMaxWindowChunks; and for a GPU whose speed is measured, while the job alone
+  // has more queued than such windows on all `fleet` workers hold, at least kWindowIntervals
+  // report intervals of its work (kMaxTimedWindowChunks at most), so that reporting once an
+  // interval (common/report_pacer.h) keeps it busy. (Not for smaller jobs: a storm of small jobs
+  // would pile up in the first worker's deep window, 9000 of them, while the others idled.)
+  uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval,
+                      uint64_t fleet = 1) const {
     const JobSpec& s = *job.spec();
     const uint64_t chunk_elements = std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols);
     uint64_t window = window_elements / chunk_elements;
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
     window = window > slots ? window : slots;
-    if (seconds_per_element > 0) {
+    if (seconds_per_element > 0 && job.queued() / std::max<uint64_t>(fleet, 1) > window) {
       const double seconds = kWindowIntervals * std::chrono::duration<double>(report_interval).count();
       const double timed = seconds / (seconds_per_element * double(chunk_elements));
       if (timed > double(window))

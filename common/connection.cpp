@@ -310,7 +310,15 @@ void FramedConnection::send(capnp::MessageBuilder& message) {
     return;
   }
   append_frame(message, out_);
-  if (!write_in_flight_) flush();
+  // Written at the end of this turn of the loop, not now: the messages a handler sends to one peer
+  // (a DefineJob and its TaskBatch, a Progress and its JobResult, a worker's result batches) go out
+  // in one write, so the kernel's per-write cost (most of a message's cost on loopback) is paid once.
+  if (write_in_flight_ || flush_posted_) return;
+  flush_posted_ = true;
+  asio::post(socket().get_executor(), [self = shared_from_this()] {
+    self->flush_posted_ = false;
+    if (!self->write_in_flight_) self->flush();
+  });
 }
 
 void FramedConnection::flush() {

@@ -121,6 +121,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // Flow control inside the open and draining states: a write is on the socket; reading waits
   // until the peer has taken what we owe it (resumed only while open).
   bool write_in_flight_ = false;
+  bool flush_posted_ = false;  // a flush() is posted for the end of this turn (send())
   bool read_paused_ = false;
 };
 

@@ -38,7 +38,7 @@ namespace psched {
 inline constexpr size_t kMaxPartialsPerProgress = 32768;
 // Report interval per connected worker (Scheduler::report_interval), and the longest interval.
 inline constexpr std::chrono::microseconds kReportCostPerWorker{10};
-inline constexpr std::chrono::microseconds kMaxReportInterval{100000};
+inline constexpr std::chrono::microseconds kMaxReportInterval{50000};
 
 // The heartbeat interval peers are told in Welcome: at most `preferred`, and at most a fifth of
 // the worker timeout, so that a worker's heartbeat always arrives several times within the timeout

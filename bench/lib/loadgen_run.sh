@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the loadgen benchmarks (scale.sh, steady.sh): one home for starting a fresh psched
 # beside psched-loadgen and reading the loadgen's "figure NAME VALUE" lines.
 #   loadgen_run BIN_DIR LOG LOADGEN_ARGS...  a fresh psched from BIN_DIR (so its peak memory is this

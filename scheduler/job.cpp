@@ -30,8 +30,8 @@ uint64_t Job::take_run(WorkerId worker, uint64_t max, uint64_t& first) {
 }
 
 bool Job::finish(ChunkRange r, WorkerId worker, const PartialSum& partial) {
-  if (!table_.running_here(r, worker)) return false;
-  record(r, worker, partial, /*held=*/false);
+  if (!table_.finish(r, worker)) return false;
+  record(r, worker, partial);
   return true;
 }
 
@@ -43,13 +43,13 @@ void Job::make_room(uint64_t adds) {
   adds_since_normalize_ += adds;
 }
 
-// Running or held chunks are done with `partial`: the one place a partial joins the job.
-void Job::record(ChunkRange r, WorkerId worker, const PartialSum& partial, bool held) {
+// Chunks just done (they were running or held) with `partial`: the one place a partial joins the job.
+void Job::record(ChunkRange r, WorkerId worker, const PartialSum& partial) {
   // A partial off the wire is not normalised: a frame holds at most 2^21 terms, so its digits are
   // below 2^53 in magnitude, what 2^21 adds could leave; its merge is charged as many.
   make_room(uint64_t{1} << 21);
   total_.exact.add(partial.exact);
-  record_figures(r, worker, ChunkFigures{partial.sum, partial.count, partial.min, partial.max, held});
+  record_figures(r, worker, ChunkFigures{partial.sum, partial.count, partial.min, partial.max});
   if (want_partials_) unsent_partials.emplace_back(r.first, partial);
 }
 
@@ -58,17 +58,13 @@ void Job::record_figures(ChunkRange r, WorkerId worker, const ChunkFigures& f) {
   total_.min = f.min < total_.min ? f.min : total_.min;
   total_.max = f.max > total_.max ? f.max : total_.max;
   running_sum_ += f.sum;
-  if (f.held) {
-    table_.finish_held(r.first);
-  } else {
-    PSCHED_ASSERT(table_.finish(r, worker), id_, r.first, r.count, worker);
-  }
   done_by_[worker] += r.count;
 }
 
 void Job::finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
   PSCHED_REQUIRE(chunk < chunks() && table_.state(chunk) == ChunkState::kHeld, chunk);
-  record(ChunkRange{chunk, 1}, worker, partial, /*held=*/true);
+  table_.finish_held(chunk);
+  record(ChunkRange{chunk, 1}, worker, partial);
 }
 
 bool Job::requeue(ChunkRange r, WorkerId worker, const std::string& worker_name, bool blame,

@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,7 +29,6 @@ struct ChunkFigures {
   double sum;
   uint64_t count;
   double min, max;
-  bool held = false;  // the partial settles a chunk held for verify (not a running one)
 };
 
 class Job {
@@ -90,7 +88,7 @@ class Job {
   template <typename AddExact>
   bool finish_adding(ChunkRange r, WorkerId worker, const ChunkFigures& figures, uint64_t exact_adds,
                      AddExact&& add_exact) {
-    if (!table_.running_here(r, worker)) return false;
+    if (!table_.finish(r, worker)) return false;
     make_room(exact_adds);
     add_exact(total_.exact);
     record_figures(r, worker, figures);
@@ -128,9 +126,10 @@ class Job {
   ChunkVerifier verify;
 
  private:
-  // The one place a partial joins the job: record() merges its exact sum, record_figures() the
-  // rest (count, min, max, the running sum) and marks its chunks done.
-  void record(ChunkRange r, WorkerId worker, const PartialSum& partial, bool held);
+  // The one place a partial joins the job, once the table has marked its chunks done: record()
+  // merges its exact sum, record_figures() the rest (count, min, max, the running sum, the worker's
+  // share).
+  void record(ChunkRange r, WorkerId worker, const PartialSum& partial);
   void record_figures(ChunkRange r, WorkerId worker, const ChunkFigures& f);
   // Normalises total_.exact first if `adds` more adds of single doubles could take a digit out of
   // int64: every add puts less than 2^32 into a digit, and the budget is 2^30 adds.

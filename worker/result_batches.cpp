@@ -1,7 +1,7 @@
 #include "worker/result_batches.h"
 
 #include <algorithm>
-#include <numeric>
+#include <span>
 
 #include "common/wire_convert.h"
 #include "proto/psched.capnp.h"
@@ -35,7 +35,7 @@ struct Item {
 // The run's partial: its chunks' exact sums merged (ExactSum is exact, so the scheduler's total
 // is the same bits whether it merges per chunk or per run), counts added, min and max taken as
 // the scheduler takes them.
-CompactPartial merge_run(const std::vector<const ChunkOutcome*>& run) {
+CompactPartial merge_run(std::span<const ChunkOutcome* const> run) {
   ExactSum exact;
   CompactPartial out;
   uint64_t adds = 0;
@@ -77,7 +77,6 @@ std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, bool merge
   if (merge_runs)
     std::sort(ok.begin(), ok.end(),
               [](const ChunkOutcome* a, const ChunkOutcome* b) { return a->chunk < b->chunk; });
-  std::vector<const ChunkOutcome*> run;
   for (size_t i = 0; i < ok.size();) {
     size_t end = i + 1;
     while (merge_runs && end < ok.size() && ok[end]->chunk == ok[end - 1]->chunk + ok[end - 1]->chunks) ++end;
@@ -91,8 +90,7 @@ std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, bool merge
     if (end - i == 1) {
       item.partial = ok[i]->partial;
     } else {
-      run.assign(ok.begin() + long(i), ok.begin() + long(end));
-      item.partial = merge_run(run);
+      item.partial = merge_run(std::span(ok).subspan(i, end - i));
     }
     items.push_back(std::move(item));
     i = end;

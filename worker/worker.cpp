@@ -334,8 +334,9 @@ void Worker::lose_device(ChunkOutcome outcome) {
 void Worker::add_pending(ChunkOutcome outcome) {
   if (!conn_ || !conn_->is_open()) return;
   if (auto held = held_by_job_.find(outcome.job_id); held != held_by_job_.end()) {
-    pacer_.released(1);
-    if (--held->second == 0) held_by_job_.erase(held);
+    const uint64_t n = std::min(outcome.chunks, held->second);
+    pacer_.released(n);
+    if ((held->second -= n) == 0) held_by_job_.erase(held);
   }
   auto [it, added] = pending_.try_emplace(outcome.job_id);
   if (added) it->second.swap(spare_outcomes_);

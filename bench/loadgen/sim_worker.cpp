@@ -263,7 +263,8 @@ void SimWorker::on_device_tick() {
     ChunkOutcome& o = r.outcomes.emplace_back();
     o.chunk = run.next;
     double last_done_s = 0;  // the last chunk taken, after the head one
-    if (const JobEntry* job = alike(run)) {
+    if (it != jobs_.end() && it->second.alike) {
+      const JobEntry* job = &it->second;
       // Every alike chunk of the run done by now, at once.
       const double behind = std::chrono::duration<double>(now - head_done_at_).count();
       o.chunks = std::min<uint64_t>(run.end - run.next, 1 + uint64_t(behind / job->chunk_seconds));

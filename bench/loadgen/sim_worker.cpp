@@ -287,8 +287,10 @@ void SimWorker::on_device_tick() {
     ready_chunks_ += o.chunks;
     pacer_.released(o.chunks);
     if ((run.next += o.chunks) == run.end) queue_.pop_front();
+    // Rounded up: chunks shorter than the clock's tick (100 elements take 0.67 ns) would otherwise
+    // leave the head at or before `now`, and the loop would walk the run two chunks at a time.
     if (!queue_.empty())
-      head_done_at_ += std::chrono::duration_cast<Clock::duration>(
+      head_done_at_ += std::chrono::ceil<Clock::duration>(
           std::chrono::duration<double>(last_done_s + chunk_seconds(queue_.front())));
   }
   if (ready_chunks_ > 0 && pacer_.due(now)) {

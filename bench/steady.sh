@@ -6,7 +6,8 @@
 # wall) and psched's CPU per chunk; given a second BIN_DIR (an older build), runs each case with
 # both builds in turn in this one call and prints new / old:
 #   bench/steady.sh BIN_DIR [OLD_BIN_DIR] [OUT_DIR]
-# Environment: REPEAT (runs of each case per build, best kept; default 3). Every result is checked
+# Environment: REPEAT (runs of each case per build, best kept; default 3); CASES (names of the cases
+# to run, space-separated; default all). Every result is checked
 # bit for bit against the closed form by the loadgen; any difference fails the script.
 set -uo pipefail
 new=$(cd "${1:?usage: bench/steady.sh BIN_DIR [OLD_BIN_DIR] [OUT_DIR]}" && pwd)
@@ -45,6 +46,7 @@ best() {
 printf "| run | chunks | build | wall s | ideal s | of ideal | psched CPU s | psched CPU per chunk | psched peak MB | loadgen CPU s |\n|---|---|---|---|---|---|---|---|---|---|\n"
 case_row() {
   local name=$1 workers=$2 side=$3 chunk=$4 build f chunks
+  [[ -z "${CASES:-}" || " $CASES " == *" $name "* ]] || return 0
   chunks=$(( (side / chunk) * (side / chunk) ))
   for build in new ${old:+old}; do
     best "$build" "$name" -w "$workers" -x "$side" -y "$side" --chunk-x "$chunk" --chunk-y "$chunk" \

@@ -111,7 +111,8 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
       };
       // A suspect (its worker died with it, beside others) goes alone to an idle worker.
       if (job->has_suspects() && worker.in_flight.size() == 0) {
-        add_range(job->take_suspect(worker.id), 1);
+        const ChunkRange suspect = job->take_suspect(worker.id);
+        add_range(suspect.first, suspect.count);
         worker.isolating = true;
         round_robin_after_ = job->id();
         break;

@@ -1,5 +1,8 @@
 #include "scheduler/job.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "common/check.h"
 
 namespace psched {
@@ -68,24 +71,25 @@ void Job::finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& par
 }
 
 bool Job::requeue(ChunkRange r, WorkerId worker, const std::string& worker_name, bool blame,
-                  bool repeat_as_suspect, uint32_t limit, std::vector<uint64_t>* at_limit) {
+                  bool repeat_as_suspect, uint32_t limit, std::vector<ChunkRange>* at_limit) {
   if (!table_.running_here(r, worker)) return false;
   if (!blame) {
     table_.requeue(r, worker, /*suspect=*/false);
     return true;
   }
-  // Runs of chunks alike (failed before or not) go back together; then each is blamed.
+  // Stretches alike (failed before or not) go back together; then the whole range is blamed.
   for (uint64_t at = r.first; at < r.end();) {
-    const bool suspect = repeat_as_suspect && failures_.count(at) != 0;
-    uint64_t end = at + 1;
-    while (end < r.end() && (repeat_as_suspect && failures_.count(end) != 0) == suspect) ++end;
+    uint64_t end = 0;
+    const bool failed = failed_before(at, end);  // sets `end` either way
+    const bool suspect = repeat_as_suspect && failed;
+    end = std::min(end, r.end());
     table_.requeue(ChunkRange{at, end - at}, worker, suspect);
     at = end;
   }
-  for (uint64_t c = r.first; c < r.end(); ++c) {
-    auto& names = failures_[c];
-    names.push_back(worker_name);
-    if (at_limit != nullptr && names.size() >= limit) at_limit->push_back(c);
+  add_blame(r, worker_name, /*counted=*/true);
+  if (at_limit != nullptr) {
+    for (auto it = failures_.lower_bound(r.first); it != failures_.end() && it->first < r.end(); ++it)
+      if (it->second.counted >= limit) at_limit->push_back(ChunkRange{it->first, it->second.end - it->first});
   }
   return true;
 }
@@ -93,13 +97,81 @@ bool Job::requeue(ChunkRange r, WorkerId worker, const std::string& worker_name,
 uint32_t Job::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame,
                       bool repeat_as_suspect) {
   if (!requeue(ChunkRange{chunk, 1}, worker, worker_name, blame, repeat_as_suspect)) return 0;
-  return uint32_t(failed_on(chunk).size());
+  return failures(chunk);
+}
+
+bool Job::requeue_halves(ChunkRange r, WorkerId worker, const std::string& worker_name) {
+  if (r.count < 2 || !table_.running_here(r, worker)) return false;
+  const uint64_t half = r.count / 2;
+  table_.requeue(ChunkRange{r.first, half}, worker, /*suspect=*/true);
+  table_.requeue(ChunkRange{r.first + half, r.count - half}, worker, /*suspect=*/true);
+  add_blame(r, worker_name, /*counted=*/false);
+  return true;
+}
+
+ChunkRange Job::take_suspect(WorkerId worker) {
+  const uint64_t oldest = table_.oldest_suspect();
+  const uint64_t max = oldest > kSuspectsOneByOne ? std::min<uint64_t>(oldest, UINT32_MAX) : 1;
+  return table_.take_suspect(worker, max);
+}
+
+void Job::split_failures_at(uint64_t chunk) {
+  auto it = failures_.upper_bound(chunk);
+  if (it == failures_.begin()) return;
+  --it;
+  if (it->first == chunk || it->second.end <= chunk) return;
+  Blame tail = it->second;
+  it->second.end = chunk;
+  failures_.emplace_hint(std::next(it), chunk, std::move(tail));
+}
+
+void Job::add_blame(ChunkRange r, const std::string& worker_name, bool counted) {
+  split_failures_at(r.first);
+  split_failures_at(r.end());
+  auto it = failures_.lower_bound(r.first);
+  for (uint64_t at = r.first; at < r.end();) {
+    if (it != failures_.end() && it->first == at) {
+      it->second.names.push_back(worker_name);
+      it->second.counted += counted ? 1 : 0;
+      at = it->second.end;
+      ++it;
+      continue;
+    }
+    const uint64_t gap_end = it != failures_.end() && it->first < r.end() ? it->first : r.end();
+    it = std::next(failures_.emplace_hint(it, at, Blame{gap_end, {worker_name}, counted ? 1u : 0u}));
+    at = gap_end;
+  }
+}
+
+bool Job::failed_before(uint64_t chunk, uint64_t& stretch_end) const {
+  auto it = failures_.upper_bound(chunk);
+  if (it != failures_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.end > chunk) {
+      stretch_end = prev->second.end;
+      return true;
+    }
+  }
+  stretch_end = it == failures_.end() ? UINT64_MAX : it->first;
+  return false;
+}
+
+const Job::Blame* Job::blame_of(uint64_t chunk) const {
+  auto it = failures_.upper_bound(chunk);
+  if (it == failures_.begin()) return nullptr;
+  --it;
+  return it->second.end > chunk ? &it->second : nullptr;
 }
 
 const std::vector<std::string>& Job::failed_on(uint64_t chunk) const {
   static const std::vector<std::string> kNone;
-  auto it = failures_.find(chunk);
-  return it == failures_.end() ? kNone : it->second;
+  const Blame* b = blame_of(chunk);
+  return b != nullptr ? b->names : kNone;
+}
+
+uint32_t Job::failures(uint64_t chunk) const {
+  const Blame* b = blame_of(chunk);
+  return b != nullptr ? b->counted : 0;
 }
 
 }  // namespace psched

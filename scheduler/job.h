@@ -72,9 +72,10 @@ class Job {
     take_run(worker, 1, first);
     return first;
   }
-  // The oldest suspect, marked running on `worker`, which must hold nothing else while it runs it
-  // (so that if the worker dies, the chunk is the one to blame). Requires has_suspects().
-  uint64_t take_suspect(WorkerId worker) { return table_.take_suspect(worker); }
+  // A suspect, marked running on `worker`, which must hold nothing else while it runs it (so that
+  // if the worker dies, the suspect is the one to blame): the next chunk of the oldest suspect
+  // range, or all of it when it is longer than kSuspectsOneByOne. Requires has_suspects().
+  ChunkRange take_suspect(WorkerId worker);
   std::vector<ChunkRange> running_ranges_of(WorkerId worker) const { return table_.running_of(worker); }
   // Running chunks finished with `partial` (the merged partial of all of `r`); returns false (and
   // changes nothing) unless all of `r` is running on `worker`.
@@ -100,20 +101,33 @@ class Job {
   bool hold_for_verify(uint64_t chunk, WorkerId worker) { return table_.hold(chunk, worker); }
   void finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial);
   // Running chunks go back to the queue: their worker left (blame = false), or died or failed them
-  // (blame = true, counted against each chunk, naming `worker_name`). With `repeat_as_suspect`, a
-  // blamed chunk that had failed before goes back as a suspect: its worker died while it held
-  // other chunks too, so any of them may have killed it. A suspect runs alone on a worker
-  // (take_suspect), so that only the chunk that crashes workers keeps collecting failures, and the
-  // job's failure names it, not a neighbour that shared its window. Chunks whose failures reach
-  // `limit` are appended to `at_limit`. Returns false (and changes nothing) unless all of `r` is
-  // running on `worker`.
+  // (blame = true, counted against each chunk, naming `worker_name`). With `repeat_as_suspect`, the
+  // blamed chunks that had failed before go back as a suspect range: their worker died while it
+  // held other chunks too, so any of them may have killed it. Suspects run alone on a worker
+  // (take_suspect): one by one, so innocent neighbours complete and only the chunk that crashes
+  // workers keeps collecting failures, and the job's failure names it; a range too long to run
+  // chunk by chunk runs whole and, lost again, is halved (requeue_halves) until its pieces are
+  // short enough. Ranges of chunks whose failures reach `limit` are appended to `at_limit`.
+  // Returns false (and changes nothing) unless all of `r` is running on `worker`.
   bool requeue(ChunkRange r, WorkerId worker, const std::string& worker_name, bool blame,
                bool repeat_as_suspect = false, uint32_t limit = UINT32_MAX,
-               std::vector<uint64_t>* at_limit = nullptr);
+               std::vector<ChunkRange>* at_limit = nullptr);
   // One chunk back to the queue; returns how many times it has now failed.
   uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame,
                    bool repeat_as_suspect = false);
+  // A suspect range of more than one chunk that took its worker down alone: blamed (the failure
+  // will name every worker the culprit took down) but not held to the failure limit, since the
+  // search is not over, and back as two suspect halves. False unless all of `r` runs on `worker`.
+  bool requeue_halves(ChunkRange r, WorkerId worker, const std::string& worker_name);
+  // Suspect ranges up to this long run chunk by chunk: the plain window's bound (kMaxWindowChunks),
+  // so a shallow window lost twice is searched as it always was, at one crash; only a GPU's deeper
+  // timed window (up to kMaxTimedWindowChunks = 2^22) is halved first, at most 6 more crashes,
+  // instead of millions of lone runs.
+  static constexpr uint64_t kSuspectsOneByOne = uint64_t{1} << 16;
+  // The workers a chunk failed on or took down, in order (empty when none), and how many of those
+  // failures count against the failure limit (all but a halved suspect range's crashes).
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
+  uint32_t failures(uint64_t chunk) const;
 
   // The merged partials of the done chunks, `sum` rounded from the exact total.
   PartialSum result() const;
@@ -145,7 +159,20 @@ class Job {
   static constexpr uint64_t kAddsBeforeNormalize = uint64_t{1} << 30;
   uint64_t adds_since_normalize_ = 0;  // total_.exact's adds (or their equivalent) since normalised
   double running_sum_ = 0;
-  std::map<uint64_t, std::vector<std::string>> failures_;  // sparse: only chunks that failed
+  // Chunks that failed, as ranges alike (the same workers, in order), by first chunk; never
+  // overlapping. A dead worker's window is one entry, not one per chunk. `counted`: the failures
+  // held to the limit (not the crashes of a halved suspect range: requeue_halves).
+  struct Blame {
+    uint64_t end;
+    std::vector<std::string> names;
+    uint32_t counted = 0;
+  };
+  std::map<uint64_t, Blame> failures_;
+  const Blame* blame_of(uint64_t chunk) const;  // null when it never failed
+  void split_failures_at(uint64_t chunk);  // an entry starts at `chunk` if one covers it
+  void add_blame(ChunkRange r, const std::string& worker_name, bool counted);
+  // Whether `chunk` lies in a failed range, and where that stretch (or the unfailed gap) ends.
+  bool failed_before(uint64_t chunk, uint64_t& stretch_end) const;
   std::map<WorkerId, uint64_t> done_by_;
 };
 

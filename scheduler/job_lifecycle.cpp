@@ -17,15 +17,26 @@ namespace psched {
 
 namespace {
 
-// Worker names in first-seen order, each once (a restarted worker may fail a chunk twice).
+// Worker names in first-seen order, each once, with how often when more than once (a restarted
+// worker keeps its name and may fail a chunk twice): "a x2, b".
 std::vector<std::string> distinct(const std::vector<std::string>& names) {
   std::vector<std::string> out;
-  for (const auto& n : names)
-    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  std::vector<size_t> times;
+  for (const auto& n : names) {
+    auto it = std::find(out.begin(), out.end(), n);
+    if (it == out.end()) {
+      out.push_back(n);
+      times.push_back(1);
+    } else {
+      ++times[size_t(it - out.begin())];
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (times[i] > 1) out[i] += fmt::format(" x{}", times[i]);
   return out;
 }
 
-// The workers a chunk (or, for a verify copy, the chunk's copy) failed on, each once.
+// The workers a chunk (or, for a verify copy, the chunk's copy) failed on, each once, counted.
 std::vector<std::string> failed_on(const Job& job, uint64_t chunk, bool copy) {
   return distinct(copy ? job.verify.failed_on(chunk) : job.failed_on(chunk));
 }
@@ -346,8 +357,8 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
   if (it == workers_.end()) return;
   std::unique_ptr<WorkerRecord> w = std::move(it->second);
   workers_.erase(it);
-  spdlog::info("worker {} '{}' {}: {} ({} chunks in flight re-queued)", id, w->name,
-               graceful ? "left" : "lost", why, w->in_flight.size());
+  spdlog::info("worker {} '{}' {}: {} ({} chunk{} in flight re-queued)", id, w->name,
+               graceful ? "left" : "lost", why, w->in_flight.size(), w->in_flight.size() == 1 ? "" : "s");
   std::vector<std::pair<JobId, std::string>> to_fail;
   for (const auto& [job_id, held] : w->in_flight.by_job()) {
     auto jit = jobs_.find(job_id);
@@ -363,40 +374,48 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
   dispatch();
 }
 
-// Every chunk a dead (or cut-off) worker held is blamed: one of them may have killed it. A chunk
-// lost a second time beside others goes back as a suspect, to run alone (dispatch.cpp): an
-// innocent neighbour then completes, and only the chunk that crashes workers keeps collecting
-// failures, so the failure names it (a crash on chunk 7 is reported as chunk 7, with the workers
-// it took down), or, if no worker was free to run them apart, every chunk that reached the limit.
-// A first loss re-queues as usual: one killed worker's window must not run chunk by chunk.
+// Every chunk a dead (or cut-off) worker held is blamed (as ranges): one of them may have killed
+// it. Chunks lost a second time beside others go back as a suspect range, to run alone
+// (dispatch.cpp, Job::take_suspect) chunk by chunk: innocent neighbours complete, and only the
+// chunk that crashes workers keeps collecting failures, so the failure names it (a crash on chunk
+// 7 is reported as chunk 7, with the workers it took down), or, if no worker was free to run them
+// apart, every range that reached the limit. A suspect range too long to run chunk by chunk (a
+// GPU's deep window) runs whole, and is halved each time it takes its worker down alone. A first
+// loss re-queues as usual: one killed worker's window must not run apart.
 std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord& w, const std::string& why,
                                                    bool graceful) {
-  const bool alone = w.in_flight.size() == 1;
-  std::vector<uint64_t> at_limit;
+  const bool alone = w.isolating || w.in_flight.size() == 1;
+  std::vector<ChunkRange> at_limit;
   const uint32_t limit = graceful ? UINT32_MAX : config_.allowed_failures;
   for (const ChunkRange& r : job.running_ranges_of(w.id)) {
-    job.requeue(r, w.id, w.name, /*blame=*/!graceful, /*repeat_as_suspect=*/!alone, limit, &at_limit);
     counters_.tasks_requeued += r.count;
+    // A long suspect range that took its worker down alone: halved (Job::kSuspectsOneByOne).
+    if (!graceful && w.isolating && job.requeue_halves(r, w.id, w.name)) continue;
+    job.requeue(r, w.id, w.name, /*blame=*/!graceful, /*repeat_as_suspect=*/!alone, limit, &at_limit);
   }
-  const size_t chunks_at_limit = at_limit.size();
+  const size_t ranges_at_limit = at_limit.size();
   for (const uint64_t chunk : job.verify.running_chunks_of(w.id)) {
     const uint32_t failures = job.verify.requeue(chunk, w.id, w.name, /*blame=*/!graceful);
     ++counters_.tasks_requeued;
-    if (failures >= limit) at_limit.push_back(chunk);
+    if (failures >= limit) at_limit.push_back(ChunkRange{chunk, 1});
   }
   queued_jobs_.insert(job.id());
-  const bool copy_at_limit = chunks_at_limit == 0 && !at_limit.empty();
+  const bool copy_at_limit = ranges_at_limit == 0 && !at_limit.empty();
   if (at_limit.empty()) return std::nullopt;
-  const uint64_t chunk = at_limit.front();
+  const uint64_t chunk = at_limit.front().first;
   const size_t taken_down = copy_at_limit ? job.verify.failed_on(chunk).size() : job.failed_on(chunk).size();
   const auto workers = failed_on(job, chunk, copy_at_limit);  // each name once
-  if (at_limit.size() == 1)
+  if (at_limit.size() == 1 && at_limit.front().count == 1)
     return fmt::format("chunk {}{} took down {} worker{} ({}); the last one was lost: {}", chunk,
                        copy_at_limit ? " (verify copy)" : "", taken_down, taken_down == 1 ? "" : "s",
                        fmt::join(workers, ", "), why);
+  std::vector<std::string> named;
+  for (const ChunkRange& r : at_limit)
+    named.push_back(r.count == 1 ? fmt::format("{}", r.first)
+                                 : fmt::format("{} to {}", r.first, r.first + (r.count - 1)));
   return fmt::format("chunks {} took down {} worker{} ({}), always together (no worker was free to run "
                      "them apart): one of them crashes workers; the last one was lost: {}",
-                     fmt::join(at_limit, ", "), taken_down, taken_down == 1 ? "" : "s",
+                     fmt::join(named, ", "), taken_down, taken_down == 1 ? "" : "s",
                      fmt::join(workers, ", "), why);
 }
 

@@ -75,12 +75,13 @@ class InFlight {
 constexpr uint64_t kMaxWindowChunks = uint64_t{1} << 16;
 // A GPU's window in device time, once its speed is measured: this many report intervals
 // (Scheduler::report_interval), so the device never waits for a top-up; and the most chunks that
-// may be: the plain window's bound, because a worker that dies blames every chunk it held, one by
-// one, and a chunk lost twice runs alone (Job::requeue). Blame and suspects kept as ranges (and a
-// suspect range bisected) would lift it: 1024 GPUs at 100² chunks ran at 86% of ideal with 2^22,
-// 35% with 2^16.
+// may be: 1024 GPUs at 100² chunks ran at 86% of ideal with 2^22, 35% with 2^16. A dead worker's
+// window is blamed as one range, and a suspect range longer than the plain window is halved
+// before it runs chunk by chunk (Job::kSuspectsOneByOne), so a deep window costs a kill a few
+// more crashes at worst, not millions of lone runs.
 constexpr double kWindowIntervals = 4;
-constexpr uint64_t kMaxTimedWindowChunks = uint64_t{1} << 16;
+constexpr uint64_t kMaxTimedWindowChunks = uint64_t{1} << 22;
+static_assert(Job::kSuspectsOneByOne == kMaxWindowChunks, "a plain window lost twice runs chunk by chunk");
 
 // Device seconds per second a worker can deliver: a CUDA worker reports busy time without overlap
 // (one device), a CPU worker one chunk per thread at a time. 0: a backend we cannot judge.

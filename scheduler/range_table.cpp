@@ -34,7 +34,8 @@ void RangeTable::move(ChunkRange r, ChunkState from, ChunkState to, WorkerId wor
       requeued_total_ += r.count;
       break;
     case ChunkState::kSuspect:
-      for (uint64_t c = r.first; c < r.end(); ++c) suspects_.push_back(c);
+      suspects_.push_back(r);
+      suspect_count_ += r.count;
       requeued_total_ += r.count;
       break;
     case ChunkState::kRunning:
@@ -103,12 +104,15 @@ ChunkRange RangeTable::take(WorkerId worker, uint64_t max) {
   return r;
 }
 
-uint64_t RangeTable::take_suspect(WorkerId worker) {
-  PSCHED_REQUIRE(has_suspects());
-  const uint64_t chunk = suspects_.front();
-  suspects_.pop_front();
-  move(ChunkRange{chunk, 1}, ChunkState::kSuspect, ChunkState::kRunning, worker);
-  return chunk;
+ChunkRange RangeTable::take_suspect(WorkerId worker, uint64_t max) {
+  PSCHED_REQUIRE(has_suspects() && max > 0);
+  ChunkRange& oldest = suspects_.front();
+  const ChunkRange r{oldest.first, std::min(max, oldest.count)};
+  oldest.first += r.count;
+  if ((oldest.count -= r.count) == 0) suspects_.pop_front();
+  suspect_count_ -= r.count;
+  move(r, ChunkState::kSuspect, ChunkState::kRunning, worker);
+  return r;
 }
 
 bool RangeTable::finish(ChunkRange r, WorkerId worker) {
@@ -156,8 +160,8 @@ bool RangeTable::all_settled(ChunkRange r) const {
   if (it != running_.end() && it->first < r.end()) return false;
   for (const ChunkRange& q : requeued_)
     if (overlaps(q.first, q.end())) return false;
-  for (const uint64_t c : suspects_)
-    if (overlaps(c, c + 1)) return false;
+  for (const ChunkRange& q : suspects_)
+    if (overlaps(q.first, q.end())) return false;
   return true;  // held chunks count as settled: their first copy is in
 }
 
@@ -189,8 +193,8 @@ ChunkState RangeTable::state(uint64_t chunk) const {
   if (held_.count(chunk)) return ChunkState::kHeld;
   for (const ChunkRange& q : requeued_)
     if (chunk >= q.first && chunk < q.end()) return ChunkState::kQueued;
-  for (const uint64_t c : suspects_)
-    if (c == chunk) return ChunkState::kSuspect;
+  for (const ChunkRange& q : suspects_)
+    if (chunk >= q.first && chunk < q.end()) return ChunkState::kSuspect;
   return ChunkState::kDone;
 }
 

@@ -39,7 +39,7 @@ class RangeTable {
   uint64_t running() const { return running_count_; }
   uint64_t held() const { return held_.size(); }
   // Queued chunks: fresh, re-queued and suspects.
-  uint64_t queued() const { return requeued_count_ + suspects_.size() + (chunks_ - next_fresh_); }
+  uint64_t queued() const { return requeued_count_ + suspect_count_ + (chunks_ - next_fresh_); }
   bool complete() const { return done_ == chunks_; }
   // Queued chunks that may share a worker's window with others (all but suspects).
   bool has_ordinary() const { return !requeued_.empty() || next_fresh_ < chunks_; }
@@ -50,8 +50,10 @@ class RangeTable {
   // Events. take(): the next run of at most `max` queued chunks (re-queued ones first, then fresh
   // ones in index order), now running on `worker`; requires has_ordinary() and max > 0.
   ChunkRange take(WorkerId worker, uint64_t max);
-  // The oldest suspect, now running on `worker`; requires has_suspects().
-  uint64_t take_suspect(WorkerId worker);
+  // The first (at most `max`) chunks of the oldest suspect range, now running on `worker`;
+  // requires has_suspects() and max > 0. oldest_suspect(): that range's length.
+  ChunkRange take_suspect(WorkerId worker, uint64_t max);
+  uint64_t oldest_suspect() const { return suspects_.empty() ? 0 : suspects_.front().count; }
   // Running chunks of `worker` finished: done. False (nothing changes) unless all of `r` is running
   // on `worker`.
   bool finish(ChunkRange r, WorkerId worker);
@@ -59,7 +61,7 @@ class RangeTable {
   bool hold(uint64_t chunk, WorkerId worker);
   // A held chunk is settled: done. Requires state(chunk) == kHeld.
   void finish_held(uint64_t chunk);
-  // Running chunks go back to the queue: at the back of the re-queued ranges, or each as a suspect
+  // Running chunks go back to the queue: at the back of the re-queued ranges, or as a suspect range
   // (to run alone). False (nothing changes) unless all of `r` is running on `worker`.
   bool requeue(ChunkRange r, WorkerId worker, bool suspect);
 
@@ -93,7 +95,8 @@ class RangeTable {
   uint64_t next_fresh_ = 0;  // chunks at or after it are queued and were never handed out
   std::deque<ChunkRange> requeued_;
   uint64_t requeued_count_ = 0;  // chunks in requeued_
-  std::deque<uint64_t> suspects_;
+  std::deque<ChunkRange> suspects_;
+  uint64_t suspect_count_ = 0;  // chunks in suspects_
   std::map<uint64_t, Run> running_;  // by first chunk; a worker's adjacent runs are one entry
   uint64_t running_count_ = 0;
   std::set<uint64_t> held_;

@@ -193,6 +193,7 @@ int run_loadgen(const LoadgenOptions& o) {
   device.slots = o.slots;
   device.window_elements = o.window_elements;
   device.corrupt_chunk = o.corrupt_chunk;
+  device.crash_chunk = o.crash_chunk;
   device.result_batch = o.result_batch;
   Fleet fleet(io, endpoint, device, "sim");
 

@@ -24,6 +24,7 @@ struct LoadgenOptions {
   // As pcuda-worker's CUDA backend announces: a batch per slot.
   uint64_t window_elements = 8 * psched::gpu::kBatchTargetElements;
   int64_t corrupt_chunk = -1;
+  int64_t crash_chunk = -1;
   uint32_t result_batch = 0;  // 0: as the CUDA backend, one ResultBatch per batch of chunks
   double idle_s = 0;
   uint32_t clients = 0, jobs = 1, outstanding = 1;

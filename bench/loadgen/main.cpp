@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--test-corrupt-chunk", o.corrupt_chunk,
                  "test only: workers answer this chunk of every job with a wrong sum (the check must fail)");
+  app.add_option("--test-crash-on-chunk", o.crash_chunk,
+                 "test only: a worker handed this chunk dies, and another takes its place");
   app.add_option("--idle", o.idle_s, "hold the fleet idle this long first (seconds): heartbeat cost");
   app.add_option("-c,--clients", o.clients, "client connections")->capture_default_str();
   app.add_option("-j,--jobs", o.jobs, "jobs per client, submitted at once")->capture_default_str();

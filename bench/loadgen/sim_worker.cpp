@@ -140,6 +140,13 @@ void SimWorker::on_task_batch(wire::TaskBatch::Reader batch) {
   const bool idle = queue_.empty();
   pacer_.set_interval_us(batch.getReportIntervalUs());
   for (auto r : batch.getRanges()) {
+    const int64_t crash = fleet_.device().crash_chunk;
+    if (crash >= 0 && uint64_t(crash) >= r.getFirst() && uint64_t(crash) - r.getFirst() < r.getCount()) {
+      kill();
+      ++fleet_.counters().kills;
+      asio::post(fleet_.io(), [fleet = &fleet_, self = this] { fleet->replace(self); });
+      return;
+    }
     queue_.push_back(Run{batch.getJobId(), r.getFirst(), r.getFirst() + r.getCount()});
     pacer_.assigned(r.getCount());
   }
@@ -402,6 +409,15 @@ bool Fleet::churn_one() {
   workers_[victim] = std::make_shared<SimWorker>(*this, next_index_++);
   workers_[victim]->connect();
   return true;
+}
+
+void Fleet::replace(const SimWorker* dead) {
+  for (auto& w : workers_) {
+    if (w.get() != dead) continue;
+    w = std::make_shared<SimWorker>(*this, next_index_++);
+    w->connect();
+    return;
+  }
 }
 
 void Fleet::heartbeat_all() {

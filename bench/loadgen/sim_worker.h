@@ -34,6 +34,9 @@ struct DeviceModel {
   // as pcuda-worker's CUDA backend computes them (worker/cuda/batching.h); 1, each as it finishes.
   uint32_t result_batch = 0;
   int64_t corrupt_chunk = -1;  // test-only: answer this chunk of every job with sum + 1
+  // Test-only: a worker handed this chunk (of any job) dies at once, taking its window along, and
+  // another takes its place, like a supervised pcuda-worker crashing on a poison chunk.
+  int64_t crash_chunk = -1;
 };
 
 struct FleetCounters {
@@ -114,6 +117,7 @@ class Fleet {
   void start(uint32_t count);
   // Kills a random registered worker and starts a replacement; false when none is registered.
   bool churn_one();
+  void replace(const SimWorker* dead);  // `dead` was killed: another takes its place
   void stop();  // every worker says Goodbye and closes
 
   FleetCounters& counters() { return counters_; }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <optional>
@@ -168,6 +169,48 @@ TEST_CASE("a job of 2^32 chunks completes exact with psched's peak memory under 
   CHECK(job_counts(out).exact == 1);
   CHECK(out.find("chunks: 4294967296 done") != std::string::npos);
   CHECK(peak_rss_kb(scheduler) < kSchedulerPeakLimitKb);
+}
+
+TEST_CASE("a chunk that crashes simulated GPUs holding deep windows is found by halving and named with every worker it took down",
+          "[fleet]") {
+  TestCluster cluster;
+  std::string out;
+  // 2^26 chunks of 100 elements: once their speed is known, GPUs hold windows of 2^22 chunks. A
+  // worker handed chunk 2^25 + 12345 dies (another takes its place): its window is lost twice, then
+  // run alone and halved down to 2^16 chunks, which run one by one until the chunk runs alone.
+  const uint64_t poison = (uint64_t{1} << 25) + 12345;
+  const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(), "-w", "4",
+                                  "-x", "81920", "-y", "81920", "--chunk-x", "10", "--chunk-y", "10",
+                                  "--same-jobs", "-c", "1", "-j", "1", "--generator", "constant",
+                                  "--test-crash-on-chunk", std::to_string(poison), "--allow-failures"},
+                                 &out, 60000);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 1);  // no job exact
+  CHECK(job_counts(out).failed == 1);
+  unsigned long long chunk = 0, taken_down = 0;
+  const size_t at = out.find("failure: 1 x chunk ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(out.c_str() + at, "failure: 1 x chunk %llu took down %llu workers", &chunk, &taken_down) == 2);
+  CHECK(chunk == poison);
+  CHECK(taken_down >= 4);  // two window losses, at least one halving, then the chunk alone
+  CHECK(taken_down <= 3 + 6);  // halving 2^22 down to 2^16 costs at most 6 crashes
+  // A window deeper than the plain one (2^16 chunks) was lost.
+  const std::string log = cluster.log_of(cluster.scheduler_pid());
+  unsigned long long deepest = 0;
+  for (size_t p = log.find("' lost: "); p != std::string::npos; p = log.find("' lost: ", p + 1)) {
+    const size_t open = log.find(" (", p);
+    unsigned long long n = 0;
+    if (open != std::string::npos && std::sscanf(log.c_str() + open, " (%llu chunk", &n) == 1)
+      deepest = std::max(deepest, n);
+  }
+  CHECK(deepest > (1u << 16));
+  // The cluster keeps serving: the same job without the poison is exact.
+  out.clear();
+  CHECK(WEXITSTATUS(run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(), "-w", "4",
+                                 "-x", "81920", "-y", "81920", "--chunk-x", "10", "--chunk-y", "10",
+                                 "--same-jobs", "-c", "1", "-j", "1", "--generator", "constant"},
+                                &out, 60000)) == 0);
+  CHECK(job_counts(out).exact == 1);
 }
 
 TEST_CASE("a simulated worker that answers one wrong partial is caught: the check can fail", "[fleet]") {

@@ -116,31 +116,82 @@ TEST_CASE("finish_adding: terms added in place give the same total as whole part
   CHECK(same_value(in_place.result().exact, want));
 }
 
-TEST_CASE("a suspect goes back apart from the ordinary chunks and comes out only by take_suspect", "[job]") {
-  Job job(1, 1, spec_with_chunks(3), false);
+namespace {
+
+// Runs a job's suspects, each alone on a fresh worker, until the failure limit (3) is reached: a
+// run holding `culprit` takes its worker down (halved while long, blamed when it is one chunk),
+// others complete. Returns the crashes; `at_limit` gets what reached the limit.
+int run_suspects(Job& job, uint64_t culprit, std::vector<ChunkRange>& at_limit) {
+  WorkerId w = 100;
+  int crashes = 0;
+  while (job.has_suspects() && at_limit.empty()) {
+    const ChunkRange r = job.take_suspect(++w);
+    CHECK((r.count == 1 || r.count > Job::kSuspectsOneByOne));
+    if (culprit < r.first || culprit >= r.end()) {
+      CHECK(job.finish(r, w, PartialSum{1, r.count, 1, 1}));
+      continue;
+    }
+    ++crashes;
+    const std::string name = "w" + std::to_string(w);
+    if (!job.requeue_halves(r, w, name)) CHECK(job.requeue(r, w, name, true, false, 3, &at_limit));
+  }
+  return crashes;
+}
+
+// A job whose chunks 0..n-1 all ran on worker 5 ("five"), then on worker 6 ("six"), both of which
+// died; chunks 0 and 1 finished on 6 first. The rest go back as one suspect range.
+void lost_twice(Job& job, uint64_t n) {
   uint64_t first = 99;
-  CHECK(job.take_run(5, 3, first) == 3);  // chunks 0..2 all on worker 5, which dies
-  // A first loss: blamed, back as one ordinary range.
-  CHECK(job.requeue(ChunkRange{0, 3}, 5, "five", /*blame=*/true, /*repeat_as_suspect=*/true));
+  CHECK(job.take_run(5, n, first) == n);
+  // A first loss: blamed (one range, not one record per chunk), back as one ordinary range.
+  CHECK(job.requeue(ChunkRange{0, n}, 5, "five", /*blame=*/true, /*repeat_as_suspect=*/true));
   CHECK_FALSE(job.has_suspects());
-  CHECK(job.take_run(6, 3, first) == 3);
-  CHECK(first == 0);
-  CHECK_FALSE(job.requeue(ChunkRange{0, 3}, 5, "five", true, true));  // not running there: nothing
-  // Chunk 0 finishes; worker 6 dies with 1 and 2: they failed before, so they go back as suspects.
-  CHECK(job.finish(0, 6, PartialSum{1, 1, 1, 1}));
-  std::vector<uint64_t> at_limit;
-  CHECK(job.requeue(ChunkRange{1, 2}, 6, "six", true, true, /*limit=*/2, &at_limit));
-  CHECK(at_limit == std::vector<uint64_t>{1, 2});
-  CHECK(job.has_queued());
-  CHECK(job.has_suspects());
+  CHECK(job.failed_on(n - 1) == std::vector<std::string>{"five"});
+  CHECK(job.take_run(6, n, first) == n);
+  CHECK_FALSE(job.requeue(ChunkRange{0, n}, 5, "five", true, true));  // not running there: nothing
+  CHECK(job.finish(ChunkRange{0, 2}, 6, PartialSum{1, 2, 1, 1}));
+  std::vector<ChunkRange> at_limit;
+  CHECK(job.requeue(ChunkRange{2, n - 2}, 6, "six", true, true, /*limit=*/3, &at_limit));
+  CHECK(at_limit.empty());
+  CHECK(job.failed_on(2) == std::vector<std::string>{"five", "six"});
+  CHECK(job.failed_on(0) == std::vector<std::string>{"five"});
   CHECK_FALSE(job.has_ordinary());
-  CHECK(job.queued() == 2);
-  CHECK(job.retries() == 5);
-  CHECK(job.take_suspect(7) == 1);
-  CHECK(job.running_on(1) == 7u);
-  CHECK(job.requeue(1, 7, "seven", /*blame=*/true) == 3);  // it killed worker 7 running alone
-  CHECK(job.failed_on(1) == std::vector<std::string>{"five", "six", "seven"});
+  CHECK(job.has_suspects());
+  CHECK(job.queued() == n - 2);
+}
+
+}  // namespace
+
+TEST_CASE("a suspect range goes back apart from the ordinary chunks and runs chunk by chunk", "[job]") {
+  const uint64_t n = 300, culprit = 7;
+  Job job(1, 1, spec_with_chunks(n), false);
+  lost_twice(job, n);
+  // Innocent neighbours complete alone; the culprit, alone, takes a third worker down.
+  std::vector<ChunkRange> at_limit;
+  CHECK(run_suspects(job, culprit, at_limit) == 1);
+  CHECK(at_limit == std::vector<ChunkRange>{{culprit, 1}});
+  CHECK(job.failed_on(culprit) == std::vector<std::string>{"five", "six", "w106"});
+  CHECK(job.failures(culprit) == 3);
+  CHECK(job.failed_on(culprit - 1) == std::vector<std::string>{"five", "six"});
+  CHECK(job.ranges().state(culprit - 1) == ChunkState::kDone);
   CHECK(job.has_ordinary());  // a chunk requeued after running alone is an ordinary one again
-  CHECK(job.take_suspect(8) == 2);
-  CHECK_FALSE(job.has_suspects());
+}
+
+TEST_CASE("a suspect range longer than a plain window runs whole and is halved each time it crashes", "[job]") {
+  // A GPU's deep timed window lost twice: 299998 suspects. Run one by one, that is 299998 lone
+  // round trips; halved, the culprit's piece is short enough after 3 crashes.
+  const uint64_t n = 300000, culprit = 7;
+  Job job(1, 1, spec_with_chunks(n), false);
+  lost_twice(job, n);
+  std::vector<ChunkRange> at_limit;
+  CHECK(run_suspects(job, culprit, at_limit) == 4);  // 299998, 149999, 74999 chunks; then 7 alone
+  CHECK(at_limit == std::vector<ChunkRange>{{culprit, 1}});
+  // The failure names every worker the culprit took down, but only the lone crash and the two
+  // window losses count against the limit, so halving never fails the job on an innocent chunk.
+  CHECK(job.failed_on(culprit).size() == 6);
+  CHECK(job.failures(culprit) == 3);
+  CHECK(job.failures(culprit + 1) == 2);
+  CHECK(job.failures(n - 1) == 2);
+  CHECK(job.ranges().state(n - 1) == ChunkState::kDone);
+  CHECK(job.ranges().state(culprit) == ChunkState::kQueued);
 }

@@ -56,15 +56,22 @@ TEST_CASE("ranges: a lost worker's runs go back and come out first, split to fit
   CHECK_FALSE(t.has_ordinary());
 }
 
-TEST_CASE("ranges: suspects go back one by one and come out only by take_suspect", "[range_table]") {
+TEST_CASE("ranges: suspect ranges go back whole and come out only by take_suspect in pieces", "[range_table]") {
   RangeTable t(4);
   t.take(1, 4);
   CHECK(t.requeue({1, 2}, 1, /*suspect=*/true));
+  CHECK(t.requeue({3, 1}, 1, /*suspect=*/true));
   CHECK(t.has_suspects());
+  CHECK_FALSE(t.has_ordinary());
+  CHECK(t.queued() == 3);
   CHECK(t.state(2) == ChunkState::kSuspect);
-  CHECK(t.take_suspect(3) == 1);
+  CHECK(t.oldest_suspect() == 2);
+  CHECK(t.take_suspect(3, 1) == ChunkRange{1, 1});
   CHECK(t.running_on(1) == WorkerId{3});
-  CHECK(t.take_suspect(4) == 2);
+  CHECK(t.oldest_suspect() == 1);
+  CHECK(t.state(2) == ChunkState::kSuspect);
+  CHECK(t.take_suspect(4, 5) == ChunkRange{2, 1});
+  CHECK(t.take_suspect(5, 5) == ChunkRange{3, 1});
   CHECK_FALSE(t.has_suspects());
 }
 
@@ -148,9 +155,11 @@ TEST_CASE("ranges: random event sequences count every chunk exactly once", "[ran
           break;
         case 2:
           if (t.has_suspects()) {
-            const uint64_t c = t.take_suspect(w);
-            REQUIRE(model[c].state == ChunkState::kSuspect);
-            model[c] = {ChunkState::kRunning, w, model[c].done_times};
+            const ChunkRange r = t.take_suspect(w, 1 + below(4));
+            for (uint64_t c = r.first; c < r.end(); ++c) {
+              REQUIRE(model[c].state == ChunkState::kSuspect);
+              model[c] = {ChunkState::kRunning, w, model[c].done_times};
+            }
           }
           break;
         case 3:
@@ -218,9 +227,9 @@ TEST_CASE("ranges: random event sequences count every chunk exactly once", "[ran
         finish_model(r);
       }
     while (t.has_suspects()) {
-      const uint64_t c = t.take_suspect(9);
-      REQUIRE(t.finish({c, 1}, 9));
-      finish_model({c, 1});
+      const ChunkRange r = t.take_suspect(9, UINT64_MAX);
+      REQUIRE(t.finish(r, 9));
+      finish_model(r);
     }
     while (t.has_ordinary()) {
       const ChunkRange r = t.take(9, 1 + below(100));

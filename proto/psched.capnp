@@ -324,6 +324,16 @@ struct DropJob {
   jobId @0 :UInt64;            # job finished, failed or cancelled: forget its queued chunks
 }
 
+# A job's tail: nothing of it is queued, a worker is idle, and this worker still holds a long run.
+# The worker gives back the chunks of first .. first + count - 1 it has not started (never to
+# report them), answering at once with a ResultBatch whose `returned` lists them (maybe none);
+# the scheduler hands them to the idle worker.
+struct GiveBack {
+  jobId @0 :UInt64;
+  first @1 :UInt64;
+  count @2 :UInt64;
+}
+
 # Worker -> scheduler.
 struct ChunkFailure {
   chunk @0 :UInt64;
@@ -335,6 +345,7 @@ struct ResultBatch {
   results @1 :List(ChunkPartial);  # one per run of consecutive chunks finished (chunkPartials: per chunk)
   failures @2 :List(ChunkFailure);
   busySeconds @3 :Float64;     # backend compute time for these chunks
+  returned @4 :List(TaskRange);  # set only in the answer to a GiveBack: the chunks given back
 }
 
 struct Message {
@@ -356,5 +367,6 @@ struct Message {
     taskBatch @14 :TaskBatch;
     dropJob @15 :DropJob;
     resultBatch @16 :ResultBatch;
+    giveBack @17 :GiveBack;
   }
 }

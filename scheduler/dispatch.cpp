@@ -7,12 +7,14 @@
 // a big one, spread over every worker instead of queueing in one wide window while others idle.
 // The job spec goes to a worker once (DefineJob); after that only chunk ranges travel.
 #include <capnp/message.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <unordered_map>
 #include <vector>
 
 #include "common/wire_convert.h"
+#include "scheduler/give_back.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {
@@ -48,7 +50,18 @@ void Scheduler::dispatch() {
 }
 
 void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
-  if (shutting_down_ || !worker.conn->is_open() || queued_jobs_.empty()) return;
+  if (shutting_down_ || !worker.conn->is_open()) return;
+  if (queued_jobs_.empty()) {
+    // A job's tail: an idle worker asks for part of the longest share; if no share could be judged
+    // yet (no speed measured), it waits, and the next report from a busy worker asks again.
+    if (worker.in_flight.size() == 0) {
+      tail_idle_ = split_tail(worker) ? 0 : worker.id;
+    } else if (tail_idle_ != 0) {
+      auto it = workers_.find(tail_idle_);
+      if (it == workers_.end() || it->second->in_flight.size() > 0 || split_tail(*it->second)) tail_idle_ = 0;
+    }
+    return;
+  }
   if (worker.isolating && worker.in_flight.size() > 0) return;  // a suspect runs alone
   worker.isolating = false;
 
@@ -162,6 +175,81 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
     }
     worker.conn->send(m);
   }
+}
+
+bool Scheduler::split_tail(WorkerRecord& idle) {
+  if (idle.in_flight.size() > 0 || idle.isolating || jobs_.empty() || !idle.conn->is_open()) return false;
+  // A look over every worker's share costs O(workers): at most one a period, so that a fleet of
+  // thousands going idle at a job's end does not cost psched a quadratic tail.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_split_look_) return false;
+  next_split_look_ = now + kSplitTailPeriod;
+  // The holders of the jobs' running chunks (every job is running or done: nothing is queued).
+  const double idle_per_element = idle.measured_seconds_per_element() / std::max(1.0, parallelism(idle));
+  std::vector<TailHolder> holders;
+  for (const auto& [id, w] : workers_) {
+    if (w.get() == &idle || w->giving_back_to != 0 || w->isolating || w->in_flight.size() < 2 || !w->conn->is_open())
+      continue;
+    const double per_element = w->measured_seconds_per_element();
+    // An idle worker not measured yet is taken to be as fast as a holder of its kind only.
+    if (idle_per_element == 0 && (w->backend != idle.backend || w->device_name != idle.device_name)) continue;
+    for (const auto& [job_id, held] : w->in_flight.by_job()) {
+      auto jit = jobs_.find(job_id);
+      if (jit == jobs_.end()) continue;
+      const JobSpec& s = *jit->second->spec();
+      const double elements = double(s.chunk_rows * s.chunk_cols);
+      // A chunk per unit of parallelism at a time: a CPU worker's threads, a GPU's one device.
+      holders.push_back(TailHolder{id, job_id, held.chunks, uint32_t(std::max(1.0, parallelism(*w))),
+                                   per_element * elements, idle_per_element * elements});
+    }
+  }
+  const double interval = std::chrono::duration<double>(report_interval()).count();
+  const std::optional<TailHolder> holder = pick_tail_holder(holders, std::max(kMinGiveBackGainSeconds, interval));
+  if (!holder) return false;
+  WorkerRecord& from = *workers_.at(holder->worker);
+  const std::optional<ChunkRange> range =
+      back_half(jobs_.at(holder->job)->running_ranges_of(from.id), holder->chunks, holder->parallelism);
+  if (!range) return false;
+  from.giving_back_to = idle.id;
+  send_message(*from.conn, [&](wire::Message::Builder m) {
+    auto g = m.initGiveBack();
+    g.setJobId(holder->job);
+    g.setFirst(range->first);
+    g.setCount(std::min<uint64_t>(range->count, UINT32_MAX));
+  });
+  return true;
+}
+
+// The answer to a GiveBack: the chunks the worker had not started go back to the queue, for the
+// idle workers. They must be running there: the worker never reports a chunk it gave back.
+void Scheduler::on_given_back(WorkerRecord& worker, wire::ResultBatch::Reader batch) {
+  const WorkerId to = worker.giving_back_to;
+  worker.giving_back_to = 0;
+  auto it = jobs_.find(batch.getJobId());
+  if (it == jobs_.end()) return;  // done or gone meanwhile: its chunks left the window with it
+  Job& job = *it->second;
+  for (auto r : batch.getReturned()) {
+    const ChunkRange range{r.getFirst(), r.getCount()};
+    if (range.count == 0 || range.first >= job.chunks() || range.count > job.chunks() - range.first ||
+        !job.ranges().running_here(range, worker.id)) {
+      protocol_error(*worker.conn, fmt::format("gave back {} chunks from chunk {} of job {}, which it does not hold",
+                                               range.count, range.first, job.id()));
+      return;
+    }
+  }
+  uint64_t returned = 0;
+  for (auto r : batch.getReturned())
+    if (job.give_back(ChunkRange{r.getFirst(), r.getCount()}, worker.id)) returned += r.getCount();
+  if (returned == 0) {  // all started: the idle worker waits for the next report
+    tail_idle_ = to;
+    return;
+  }
+  worker.in_flight.remove(job.id(), returned);
+  counters_.tasks_given_back += returned;
+  queued_jobs_.insert(job.id());
+  // To the idle worker that asked, whole; to the others if it cannot take it all (or left).
+  if (auto idle = workers_.find(to); idle != workers_.end()) dispatch_to(*idle->second, /*sharing=*/1);
+  dispatch();
 }
 
 }  // namespace psched

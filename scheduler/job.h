@@ -119,6 +119,9 @@ class Job {
   // will name every worker the culprit took down) but not held to the failure limit, since the
   // search is not over, and back as two suspect halves. False unless all of `r` runs on `worker`.
   bool requeue_halves(ChunkRange r, WorkerId worker, const std::string& worker_name);
+  // Running chunks the worker gave back unstarted (scheduler/give_back.h): queued, no blame, no
+  // retry. False (nothing changes) unless all of `r` is running on `worker`.
+  bool give_back(ChunkRange r, WorkerId worker) { return table_.give_back(r, worker); }
   // Suspect ranges up to this long run chunk by chunk: the plain window's bound (kMaxWindowChunks),
   // so a shallow window lost twice is searched as it always was, at one crash; only a GPU's deeper
   // timed window (up to kMaxTimedWindowChunks = 2^22) is halved first, at most 6 more crashes,

@@ -93,6 +93,10 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
 }
 
 void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch) {
+  if (batch.hasReturned()) {  // the answer to a GiveBack
+    on_given_back(worker, batch);
+    return;
+  }
   const JobId job_id = batch.getJobId();
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
@@ -175,6 +179,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   observe_results(worker, job, finished, first_chunk, busy);
   worker.in_flight.remove(job_id, finished);
   worker.chunks_done += finished;
+  worker.elements_done += finished * job.spec()->chunk_rows * job.spec()->chunk_cols;
   worker.bytes_reduced += finished * chunk_bytes;
   counters_.tasks_done += finished;
   counters_.bytes_reduced += finished * chunk_bytes;

@@ -241,11 +241,13 @@ std::string metrics_text(const Scheduler& s) {
   e.sample("psched_tasks", "state=\"queued\"", queued);
   e.sample("psched_tasks", "state=\"running\"", running);
   e.family("psched_tasks_total", "counter",
-           "Chunk task events: dispatched to a worker, done, failed on a worker, re-queued.");
+           "Chunk task events: dispatched to a worker, done, failed on a worker, re-queued, given back "
+           "unstarted from a job's tail for an idle worker.");
   e.sample("psched_tasks_total", "state=\"dispatched\"", c.tasks_dispatched);
   e.sample("psched_tasks_total", "state=\"done\"", c.tasks_done);
   e.sample("psched_tasks_total", "state=\"failed\"", c.tasks_failed);
   e.sample("psched_tasks_total", "state=\"requeued\"", c.tasks_requeued);
+  e.sample("psched_tasks_total", "state=\"given_back\"", c.tasks_given_back);
 
   e.family("psched_bytes_reduced_total", "counter", "Array bytes reduced by all workers.");
   e.sample("psched_bytes_reduced_total", "", c.bytes_reduced);

@@ -102,6 +102,9 @@ struct WorkerRecord : WorkerInfo {
   // Running a suspect chunk alone (Job::requeue_suspect): it gets nothing more until its window is
   // empty again, so that if it dies, the suspect is the one to blame.
   bool isolating = false;
+  // A GiveBack was sent and its answer has not come: for this idle worker (0: none; dispatch.cpp).
+  WorkerId giving_back_to = 0;
+  uint64_t elements_done = 0;  // array elements of the chunks it finished
   std::chrono::steady_clock::time_point joined = std::chrono::steady_clock::now();
 
   // Device seconds per element (GPU workers: their busy time is the device's, without overlap), an
@@ -111,6 +114,13 @@ struct WorkerRecord : WorkerInfo {
     if (backend != "cuda" || !(busy_seconds > 0) || elements == 0) return;
     const double sample = busy_seconds / double(elements);
     seconds_per_element = seconds_per_element > 0 ? 0.75 * seconds_per_element + 0.25 * sample : sample;
+  }
+
+  // Device seconds per element per unit of parallelism: a GPU's measure, else the average over what
+  // it reported (a CPU's busy time is its threads'); 0 before its first result.
+  double measured_seconds_per_element() const {
+    if (seconds_per_element > 0) return seconds_per_element;
+    return elements_done > 0 ? busy_seconds / double(elements_done) : 0;
   }
 
   // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are

@@ -115,6 +115,14 @@ ChunkRange RangeTable::take_suspect(WorkerId worker, uint64_t max) {
   return r;
 }
 
+bool RangeTable::give_back(ChunkRange r, WorkerId worker) {
+  if (!running_here(r, worker)) return false;
+  move(r, ChunkState::kRunning, ChunkState::kQueued, worker);
+  requeued_total_ -= r.count;  // never ran: not a retry
+  given_back_total_ += r.count;
+  return true;
+}
+
 bool RangeTable::finish(ChunkRange r, WorkerId worker) {
   if (!running_here(r, worker)) return false;
   move(r, ChunkState::kRunning, ChunkState::kDone, worker);

@@ -64,6 +64,10 @@ class RangeTable {
   // Running chunks go back to the queue: at the back of the re-queued ranges, or as a suspect range
   // (to run alone). False (nothing changes) unless all of `r` is running on `worker`.
   bool requeue(ChunkRange r, WorkerId worker, bool suspect);
+  // Running chunks the worker gave back unstarted (a job's tail, for an idle worker): queued again,
+  // not counted as retries. False (nothing changes) unless all of `r` is running on `worker`.
+  bool give_back(ChunkRange r, WorkerId worker);
+  uint64_t given_back_total() const { return given_back_total_; }
 
   // Queries.
   bool running_here(ChunkRange r, WorkerId worker) const;
@@ -102,6 +106,7 @@ class RangeTable {
   std::set<uint64_t> held_;
   uint64_t done_ = 0;
   uint64_t requeued_total_ = 0;
+  uint64_t given_back_total_ = 0;
 };
 
 }  // namespace psched

@@ -39,6 +39,8 @@ inline constexpr size_t kMaxPartialsPerProgress = 32768;
 // Report interval per connected worker (Scheduler::report_interval), and the longest interval.
 inline constexpr std::chrono::microseconds kReportCostPerWorker{10};
 inline constexpr std::chrono::microseconds kMaxReportInterval{50000};
+// split_tail (dispatch.cpp) looks over the workers' shares at most once a period.
+inline constexpr std::chrono::microseconds kSplitTailPeriod{1000};
 
 // The heartbeat interval peers are told in Welcome: at most `preferred`, and at most a fifth of
 // the worker timeout, so that a worker's heartbeat always arrives several times within the timeout
@@ -73,6 +75,7 @@ struct SchedulerConfig {
 struct SchedulerCounters {
   uint64_t jobs_submitted = 0, jobs_completed = 0, jobs_failed = 0, jobs_cancelled = 0;
   uint64_t tasks_dispatched = 0, tasks_done = 0, tasks_requeued = 0, tasks_failed = 0;
+  uint64_t tasks_given_back = 0;  // handed back unstarted from a job's tail (scheduler/give_back.h)
   uint64_t bytes_reduced = 0;
   uint64_t connections_refused = 0, protocol_errors = 0;
   ChunkSecondsHistogram chunk_seconds;  // filled from ResultBatch busy seconds
@@ -157,6 +160,10 @@ class Scheduler {
   // sharing: how many workers share what each job has left (0: every worker); the worker takes at
   // most its part.
   void dispatch_to(WorkerRecord& worker, uint64_t sharing = 0);
+  // Nothing queued and `idle` holds nothing: asks the worker whose share of a job would end last
+  // for the back half of it (scheduler/give_back.h); on_given_back takes the answer.
+  bool split_tail(WorkerRecord& idle);  // true: a GiveBack went out
+  void on_given_back(WorkerRecord& worker, wire::ResultBatch::Reader batch);
 
   // job_verify.cpp: verify copies in and out of workers.
   // Whether a connected worker outside `excluded` exists (a verify copy's other worker).
@@ -210,6 +217,8 @@ class Scheduler {
   uint32_t next_peer_id_ = 1;
   JobId next_job_id_ = 1;
   JobId round_robin_after_ = 0;  // dispatch serves jobs in turn, starting after this one
+  WorkerId tail_idle_ = 0;  // an idle worker whose split_tail found no share to split yet (0: none)
+  std::chrono::steady_clock::time_point next_split_look_{};  // split_tail looks at most once a kSplitTailPeriod
   uint32_t connections_ = 0;
   SchedulerCounters counters_;
   PendingConnections pending_;       // connections before Hello (admission.h)

@@ -196,6 +196,7 @@ json status_json(const Scheduler& s, const WorkerRates& rates, const std::string
             {"tasks_dispatched", c.tasks_dispatched},
             {"tasks_done", c.tasks_done},
             {"tasks_requeued", c.tasks_requeued},
+            {"tasks_given_back", c.tasks_given_back},
             {"tasks_failed", c.tasks_failed},
             {"bytes_reduced", c.bytes_reduced},
             {"connections_refused", c.connections_refused},

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "common/job_spec.h"
 #include "common/partial.h"
@@ -19,6 +21,43 @@ struct ChunkTask {
   uint64_t chunk = 0;
   std::shared_ptr<const JobSpec> spec;  // validated and normalized
 };
+
+// Chunks first .. first + count - 1 of one job.
+struct ChunkRun {
+  uint64_t first = 0;
+  uint64_t count = 0;
+};
+
+// Cuts the chunks of [first, end) out of a queue of runs (anything with `next` and `end`, the
+// queued part of each run; `mine(run)` says whether a run is of the job), splitting a run that
+// straddles the cut, and appends what it removed to `out`, in queue order. The backends' queues
+// give back a job's tail with it (Backend::give_back).
+template <typename Queue, typename Mine>
+void cut_runs(Queue& queue, Mine&& mine, uint64_t first, uint64_t end, std::vector<ChunkRun>& out) {
+  for (auto it = queue.begin(); it != queue.end();) {
+    const uint64_t lo = it->next > first ? it->next : first;
+    const uint64_t hi = it->end < end ? it->end : end;
+    if (!mine(*it) || lo >= hi) {
+      ++it;
+      continue;
+    }
+    out.push_back(ChunkRun{lo, hi - lo});
+    if (lo == it->next && hi == it->end) {
+      it = queue.erase(it);
+    } else if (lo == it->next) {
+      it->next = hi;
+      ++it;
+    } else if (hi == it->end) {
+      it->end = lo;
+      ++it;
+    } else {  // the middle: the run's tail becomes a run of its own, after it
+      auto tail = *it;
+      tail.next = hi;
+      it->end = lo;
+      it = std::next(queue.insert(std::next(it), std::move(tail)));
+    }
+  }
+}
 
 struct ChunkOutcome {
   uint64_t job_id = 0;
@@ -59,6 +98,9 @@ class Backend {
   }
   // Forget the job's queued chunks (its running ones still report; the scheduler ignores them).
   virtual void drop_job(uint64_t job_id) = 0;
+  // The job's chunks of first .. first + count - 1 that are queued, not started: removed (they
+  // will yield no outcome) and returned, so that another worker can take them. Thread-safe.
+  virtual std::vector<ChunkRun> give_back(uint64_t job_id, uint64_t first, uint64_t count) = 0;
   // Joins the backend's threads; queued tasks are discarded. Idempotent.
   virtual void stop() = 0;
   // Memory in use now, for heartbeats and the dashboard: device memory in use on the GPU (CUDA), the

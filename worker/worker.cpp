@@ -225,6 +225,9 @@ void Worker::on_message(wire::Message::Reader message) {
       }
       return;
     }
+    case wire::Message::GIVE_BACK:
+      on_give_back(message.getGiveBack());
+      return;
     case wire::Message::GOODBYE:
       spdlog::warn("scheduler says goodbye: {}", message.getGoodbye().getReason().cStr());
       conn_->close("scheduler said goodbye");
@@ -276,6 +279,31 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
       backend_->enqueue(ChunkTask{local_key, chunk, spec});
     }
   }
+}
+
+// The scheduler wants a job's tail for an idle worker: the backend gives back what it has not
+// started of the range, and the answer goes at once (results waiting for the pacer stay).
+void Worker::on_give_back(wire::GiveBack::Reader give_back) {
+  const uint64_t job_id = give_back.getJobId();
+  std::vector<ChunkRun> returned;
+  if (auto it = jobs_.find(job_id); it != jobs_.end())
+    returned = backend_->give_back(it->second.local_key, give_back.getFirst(), give_back.getCount());
+  uint64_t chunks = 0;
+  for (const ChunkRun& r : returned) chunks += r.count;
+  if (auto held = held_by_job_.find(job_id); held != held_by_job_.end()) {
+    const uint64_t n = std::min(chunks, held->second);
+    pacer_.released(n);
+    if ((held->second -= n) == 0) held_by_job_.erase(held);
+  }
+  send_message(*conn_, [&](wire::Message::Builder m) {
+    auto batch = m.initResultBatch();
+    batch.setJobId(job_id);
+    auto list = batch.initReturned(uint32_t(returned.size()));
+    for (size_t i = 0; i < returned.size(); ++i) {
+      list[uint32_t(i)].setFirst(returned[i].first);
+      list[uint32_t(i)].setCount(uint32_t(returned[i].count));
+    }
+  });
 }
 
 void Worker::assign(uint64_t job_id, uint64_t chunks) {

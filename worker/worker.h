@@ -65,6 +65,7 @@ class Worker {
   void on_connected(boost::asio::ip::tcp::socket socket, bool tls);
   void on_message(wire::Message::Reader message);
   void on_disconnected(const std::string& why);
+  void on_give_back(wire::GiveBack::Reader give_back);
   void on_task_batch(wire::TaskBatch::Reader batch);
   void drain_inbox();                     // on the loop: the outcomes backend threads left
   void on_outcome(ChunkOutcome outcome);  // on the loop; outcome.job_id is a local job key

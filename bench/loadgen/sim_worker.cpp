@@ -128,6 +128,9 @@ void SimWorker::on_message(wire::Message::Reader message) {
       }
       return;
     }
+    case wire::Message::GIVE_BACK:
+      on_give_back(message.getGiveBack());
+      return;
     case wire::Message::ERROR:
       spdlog::warn("worker {}: scheduler says: {}", index_, message.getError().getMessage().cStr());
       return;
@@ -155,6 +158,36 @@ void SimWorker::on_task_batch(wire::TaskBatch::Reader batch) {
                                        std::chrono::duration<double>(chunk_seconds(queue_.front())));
     arm();
   }
+}
+
+// As pcuda-worker's: the chunks of the range not on the device yet leave the queue (the head
+// chunk, computing until head_done_at_, stays) and the answer goes at once.
+void SimWorker::on_give_back(wire::GiveBack::Reader give_back) {
+  const uint64_t id = give_back.getJobId(), first = give_back.getFirst();
+  std::vector<ChunkRun> returned;
+  if (!queue_.empty()) {
+    Run& head = queue_.front();
+    if (head.end - head.next > 1) {  // the head chunk becomes a run of its own
+      const Run rest{head.job_id, head.next + 1, head.end};
+      head.end = head.next + 1;
+      queue_.insert(std::next(queue_.begin()), rest);
+    }
+    cut_runs(queue_, [&](const Run& r) { return r.job_id == id && &r != &queue_.front(); }, first,
+             first + give_back.getCount(), returned);
+  }
+  uint64_t chunks = 0;
+  for (const ChunkRun& r : returned) chunks += r.count;
+  pacer_.released(chunks);
+  send_message(*conn_, [&](wire::Message::Builder m) {
+    auto batch = m.initResultBatch();
+    batch.setJobId(id);
+    auto list = batch.initReturned(uint32_t(returned.size()));
+    for (size_t i = 0; i < returned.size(); ++i) {
+      list[uint32_t(i)].setFirst(returned[i].first);
+      list[uint32_t(i)].setCount(uint32_t(returned[i].count));
+    }
+  });
+  arm();
 }
 
 double SimWorker::chunk_seconds(const Run& run) const {

@@ -84,6 +84,7 @@ class SimWorker : public SimPeer {
   void on_message(wire::Message::Reader message) override;
   void on_close(const std::string& why) override;
   void on_task_batch(wire::TaskBatch::Reader batch);
+  void on_give_back(wire::GiveBack::Reader give_back);
   double chunk_seconds(const Run& run) const;
   void arm();
   // The partial a real worker reports for `chunk` (nullopt: no exact closed form).

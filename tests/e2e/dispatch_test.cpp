@@ -59,3 +59,25 @@ TEST_CASE("a big job of one-element chunks keeps every worker busy to the end an
   CHECK(a + b == 200000u);
   CHECK(std::min(a, b) >= 40000u);
 }
+
+TEST_CASE("a slow worker gives back the tail of its window to an idle one: the job does not wait for it",
+          "[e2e][dispatch]") {
+  TestCluster cluster;
+  cluster.add_worker({.threads = 1, .name = "fast"});
+  cluster.add_worker({.threads = 1, .name = "slow", .env = {{"PSCHED_TEST_CHUNK_DELAY_MS", "40"}}});
+  cluster.wait_for_workers(2);
+  pclient::Client client = cluster.client();
+  // 400 chunks of 10,000 elements; each worker's window holds 26 of them. The fast worker does
+  // everything else in milliseconds while the slow one (40 ms a chunk) has done one; once its speed
+  // is known, it is asked for the back half of what it holds, again and again, and gives back what
+  // it has not started. Without that it would compute all 26, for a second after the fast one
+  // went idle.
+  const pclient::Job job = arange_job(2000, 2000, 100, 100);
+  const pclient::Result r = client.run(job);
+  CHECK(check(job, r) == "");
+  CHECK(r.retries == 0u);  // given back unstarted: not a retry
+  uint64_t slow = 0, fast = 0;
+  for (const pclient::WorkerInfo& w : client.workers()) (w.name == "slow" ? slow : fast) += w.chunks_done;
+  CHECK(slow + fast == 400u);
+  CHECK(slow <= 8u);
+}

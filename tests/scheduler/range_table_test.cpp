@@ -248,3 +248,18 @@ TEST_CASE("ranges: random event sequences count every chunk exactly once", "[ran
     REQUIRE(std::bit_cast<uint64_t>(by_range.rounded()) == std::bit_cast<uint64_t>(per_chunk.rounded()));
   }
 }
+
+TEST_CASE("ranges: chunks given back unstarted are queued again, first, and are no retries", "[range_table]") {
+  RangeTable t(10);
+  CHECK(t.take(1, 10) == ChunkRange{0, 10});
+  CHECK_FALSE(t.give_back({5, 5}, 2));  // not running on worker 2: nothing changes
+  CHECK(t.give_back({5, 5}, 1));
+  CHECK(t.requeued_total() == 0);
+  CHECK(t.given_back_total() == 5);
+  CHECK(t.state(5) == ChunkState::kQueued);
+  CHECK(t.running_on(4) == WorkerId{1});
+  CHECK(t.take(2, 10) == ChunkRange{5, 5});
+  CHECK(t.finish({0, 5}, 1));
+  CHECK(t.finish({5, 5}, 2));
+  CHECK(t.complete());
+}

@@ -90,6 +90,17 @@ class CpuBackend final : public Backend {
     has_work_.store(!queue_.empty(), std::memory_order_release);
   }
 
+  std::vector<ChunkRun> give_back(uint64_t job_id, uint64_t first, uint64_t count) override {
+    std::vector<ChunkRun> out;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto job = std::find_if(queue_.begin(), queue_.end(), [&](const JobRuns& j) { return j.job_id == job_id; });
+    if (job == queue_.end()) return out;
+    cut_runs(job->runs, [](const Run&) { return true; }, first, first + count, out);
+    if (job->runs.empty()) queue_.erase(job);
+    has_work_.store(!queue_.empty(), std::memory_order_release);
+    return out;
+  }
+
   uint64_t memory_used_bytes() const override {
     std::ifstream statm("/proc/self/statm");
     uint64_t size_pages = 0, resident_pages = 0;

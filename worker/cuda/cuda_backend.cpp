@@ -80,6 +80,13 @@ void CudaBackend::drop_job(uint64_t job_id) {
   std::erase_if(queue_, [&](const Run& r) { return r.job_id == job_id; });
 }
 
+std::vector<ChunkRun> CudaBackend::give_back(uint64_t job_id, uint64_t first, uint64_t count) {
+  std::vector<ChunkRun> out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  cut_runs(queue_, [&](const Run& r) { return r.job_id == job_id; }, first, first + count, out);
+  return out;
+}
+
 // Device-wide memory in use (what nvidia-smi shows), so the dashboard sees other tenants too.
 uint64_t CudaBackend::memory_used_bytes() const {
   size_t free_bytes = 0, total_bytes = 0;

@@ -46,7 +46,7 @@ Expectation expected_result(const JobSpec& spec);
 
 // The exact partial a worker reports for chunk `chunk` of an arange or constant float64 job whose
 // elements are computed exactly (Expectation::sum_exact), in O(1): nullopt for any other job. The simulated workers of
-// bench/loadgen answer with it; tests/common/closed_form_test.cpp holds it to reduce_chunk_cpu.
+// bench/loadgen answer with it; tests/worker/chunk_partial_test.cpp holds it to reduce_chunk_cpu.
 std::optional<PartialSum> expected_chunk_partial(const JobSpec& spec, uint64_t chunk);
 
 // Empty when `got` satisfies the expectation; else one line saying what differs. arange/constant

@@ -2,7 +2,19 @@
 
 #include <fmt/format.h>
 
+#include "common/exit_codes.h"
+
 namespace psched::cli {
+
+std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int printed = app.exit(e);  // prints help, the version or the error
+    return printed == int(CLI::ExitCodes::Success) ? kExitOk : kExitUsage;
+  }
+  return std::nullopt;
+}
 
 namespace {
 

@@ -9,12 +9,18 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
 #include "common/tls.h"
 
 namespace psched::cli {
+
+// Parses the command line: --help and --version print and return kExitOk; a bad option or value
+// prints CLI11's message and returns kExitUsage (CLI11's own codes are 105-113); nullopt when the
+// program should go on. Use: if (auto code = cli::parse(app, argc, argv)) return *code;
+std::optional<int> parse(CLI::App& app, int argc, char** argv);
 
 // The integer `text` denotes, if it is a plain decimal integer ([+-]digits) in [lo, hi]; else an
 // error naming the value and the range (the option's name is added by CLI11).

@@ -15,6 +15,7 @@
 
 #include "common/address.h"
 #include "common/cli_checks.h"
+#include "common/exit_codes.h"
 #include "common/scheduler_file.h"
 #include "common/event_loop.h"
 #include "common/framing.h"
@@ -143,18 +144,18 @@ std::optional<int> complete(Flags& f) {
 
   if (psched::Status st = psched::setup_logging("psched", f.log_level); !st) {
     std::cerr << "psched: " << st.message() << "\n";
-    return 2;
+    return psched::kExitUsage;
   }
   if (!config.scheduler_file.empty()) {
     if (psched::Status st = psched::check_scheduler_file_path(config.scheduler_file, /*to_write=*/true); !st) {
       std::cerr << "psched: " << st.message() << "\n";
-      return 2;
+      return psched::kExitUsage;
     }
   }
   auto credentials = load_credentials(f);
   if (!credentials) {
     std::cerr << "psched: " << credentials.message() << "\n";
-    return 2;
+    return psched::kExitUsage;
   }
   config.token = credentials->token;
   config.tls = credentials->tls;
@@ -176,16 +177,16 @@ int run(const Flags& f) {
   psched::Scheduler scheduler(io, config);
   if (psched::Status st = scheduler.start(); !st) {
     std::cerr << "psched: " << st.message() << "\n";
-    return 1;
+    return psched::kExitFailure;
   }
   psched::Dashboard dashboard(io, scheduler);
   if (psched::Status st = dashboard.start(config.dashboard_address); !st) {
     std::cerr << "psched: " << st.message() << "\n";
-    return 1;
+    return psched::kExitFailure;
   }
   if (psched::Status st = scheduler.publish(dashboard.url()); !st) {
     std::cerr << "psched: " << st.message() << "\n";
-    return 1;
+    return psched::kExitFailure;
   }
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -225,7 +226,7 @@ int main(int argc, char** argv) {
   CLI::App app{"psched: the scheduler daemon of a psched cluster. Workers (pcuda-worker) register "
                "here; clients (pbench, libpclient) submit array-sum jobs."};
   add_flags(app, flags);
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> code = psched::cli::parse(app, argc, argv)) return *code;
   if (auto failed = complete(flags)) return *failed;
   return run(flags);
 }

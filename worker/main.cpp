@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/cli_checks.h"
+#include "common/exit_codes.h"
 #include "common/scheduler_file.h"
 #include "common/worker_info.h"
 #include "common/event_loop.h"
@@ -123,30 +124,30 @@ void add_flags(CLI::App& app, Flags& f) {
 std::optional<int> complete(Flags& f) {
   if (psched::Status st = psched::setup_logging("pcuda-worker", f.log_level); !st) {
     std::cerr << "pcuda-worker: " << st.message() << "\n";
-    return 2;
+    return psched::kExitUsage;
   }
   if (f.config.scheduler_address.empty() && f.config.scheduler_file.empty()) {
     std::cerr << "pcuda-worker: give the scheduler address (e.g. tcp://HOST:8786) or --scheduler-file\n";
-    return 2;
+    return psched::kExitUsage;
   }
   if (!f.config.scheduler_file.empty()) {
     if (psched::Status st = psched::check_scheduler_file_path(f.config.scheduler_file, false); !st) {
       std::cerr << "pcuda-worker: " << st.message() << "\n";
-      return 2;
+      return psched::kExitUsage;
     }
   }
   f.backend.spin = std::chrono::microseconds(f.spin_us);
   auto token = psched::load_token(f.token_file);
   if (!token) {
     std::cerr << "pcuda-worker: " << token.message() << "\n";
-    return 2;
+    return psched::kExitUsage;
   }
   f.config.token = *token;
   if (f.tls.any()) {
     auto tls = psched::make_tls_context(f.tls, psched::TlsRole::kClient);
     if (!tls) {
       std::cerr << "pcuda-worker: " << tls.message() << "\n";
-      return 2;
+      return psched::kExitUsage;
     }
     f.config.tls = *tls;
   }
@@ -281,7 +282,7 @@ int run_worker(const Flags& f) {
   auto made = psched::make_backend(f.backend);
   if (!made) {
     std::cerr << "pcuda-worker: " << made.message() << "\n";
-    return 1;
+    return psched::kExitFailure;
   }
   boost::asio::io_context io;
   psched::WorkerConfig config = f.config;
@@ -311,7 +312,7 @@ int main(int argc, char** argv) {
   CLI::App app{"pcuda-worker: a psched worker daemon. Connects to the scheduler and computes chunks "
                "on its GPUs (one worker process per GPU) or, where there is none, on the CPU."};
   add_flags(app, flags);
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> code = psched::cli::parse(app, argc, argv)) return *code;
   if (flags.version) {
     std::cout << "pcuda-worker " << PSCHED_VERSION << "\nbackends: " << psched::compiled_backends()
               << "\n";

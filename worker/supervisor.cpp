@@ -11,6 +11,8 @@
 #include <deque>
 #include <vector>
 
+#include "common/exit_codes.h"
+
 namespace psched {
 namespace {
 
@@ -168,7 +170,7 @@ int run_supervisor(std::vector<SupervisedChild> children, const SupervisorOption
     if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
       if (stop_signal != 0) {
         kill_all(states);
-        return 1;
+        return kExitFailure;
       }
       stop_signal = sig;
       stop_all(states, sig, options);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/connection.h"
+#include "common/exit_codes.h"
 #include "common/framing.h"
 #include "common/report_pacer.h"
 #include "worker/backend.h"
@@ -57,7 +58,6 @@ class Worker {
   // Exit status the process should return once the loop ends.
   int exit_code() const { return exit_code_; }
   // The exit code after a sticky device error (supervisors restart the worker).
-  static constexpr int kExitDeviceLost = 3;
 
  private:
   void connect();

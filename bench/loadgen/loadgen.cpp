@@ -14,6 +14,7 @@
 #include "bench/loadgen/sim_client.h"
 #include "bench/loadgen/sim_worker.h"
 #include "common/address.h"
+#include "common/exit_codes.h"
 
 namespace psched::loadgen {
 
@@ -132,7 +133,7 @@ int run_clients(asio::io_context& io, Fleet& fleet, const asio::ip::tcp::endpoin
   const double limit = o.duration_s > 0 ? o.duration_s + 300 : 3600;
   if (!run_until(io, [&] { return pool.finished(); }, limit)) {
     fmt::print("error: clients did not finish within {} s\n", limit);
-    status = 1;
+    status = kExitFailure;
   }
   churn.cancel();
   const double wall = seconds_since(tc);
@@ -166,7 +167,7 @@ int run_clients(asio::io_context& io, Fleet& fleet, const asio::ip::tcp::endpoin
   figures.add("wall_s", fmt::format("{:.4f}", span));
   figures.add("ideal_s", fmt::format("{:.4f}", ideal));
   figures.add("efficiency_pct", fmt::format("{:.1f}", efficiency));
-  if (st.mismatched > 0 || (st.failed > 0 && !o.allow_failures) || st.ok == 0) status = 1;
+  if (st.mismatched > 0 || (st.failed > 0 && !o.allow_failures) || st.ok == 0) status = kExitFailure;
   pool.stop();
   return status;
 }
@@ -177,14 +178,14 @@ int run_loadgen(const LoadgenOptions& o) {
   auto address = parse_address(o.scheduler);
   if (!address) {
     fmt::print(stderr, "psched-loadgen: {}\n", address.message());
-    return 2;
+    return kExitUsage;
   }
   asio::io_context io;
   boost::system::error_code ec;
   auto endpoints = asio::ip::tcp::resolver(io).resolve(address->host, std::to_string(address->port), ec);
   if (ec || endpoints.empty()) {
     fmt::print(stderr, "psched-loadgen: cannot resolve {}: {}\n", o.scheduler, ec.message());
-    return 2;
+    return kExitUsage;
   }
   const asio::ip::tcp::endpoint endpoint = endpoints.begin()->endpoint();
 
@@ -198,7 +199,7 @@ int run_loadgen(const LoadgenOptions& o) {
   Fleet fleet(io, endpoint, device, "sim");
 
   Figures figures;
-  if (!register_fleet(io, fleet, o, figures)) return 2;
+  if (!register_fleet(io, fleet, o, figures)) return kExitUsage;
   if (o.idle_s > 0) watch_idle(io, o, figures);
   const int status = o.clients > 0 ? run_clients(io, fleet, endpoint, o, figures) : 0;
   fleet.stop();

@@ -5,8 +5,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "bench/loadgen/loadgen.h"
+#include "common/cli_checks.h"
 #include "common/closed_form.h"
+#include "common/exit_codes.h"
 
 using namespace psched;
 using namespace psched::loadgen;
@@ -45,18 +49,18 @@ int main(int argc, char** argv) {
   app.add_flag("!--same-jobs", o.vary, "every job the same (default: start, step and selection vary)");
   o.job.rows = o.job.cols = 1000;
   o.job.chunk_rows = o.job.chunk_cols = 100;
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> code = psched::cli::parse(app, argc, argv)) return *code;
   o.job.generator = o.generator == "arange" ? Generator::kArange : Generator::kConstant;
   o.job.param0 = 1;
   o.job.param1 = 1;
   if (Status st = validate(o.job); !st) {
     fmt::print(stderr, "psched-loadgen: {}\n", st.message());
-    return 2;
+    return psched::kExitUsage;
   }
   if (!expected_result(o.job).sum_exact) {
     fmt::print(stderr, "psched-loadgen: the job's sum is not exact in float64 (values past 2^53): "
                        "results could not be checked bit for bit\n");
-    return 2;
+    return psched::kExitUsage;
   }
   spdlog::set_level(spdlog::level::warn);
   return run_loadgen(o);

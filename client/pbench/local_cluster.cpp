@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/exit_codes.h"
 #include "common/process.h"
 #include "common/scheduler_file.h"
 
@@ -42,7 +43,7 @@ extern "C" void on_fatal_signal(int sig) {
                                            : "pbench: SIGHUP (hang-up): stopped; the scheduler cancels the job\n")
                                   : (n > 0 ? "pbench: interrupted; local cluster stopped\n" : "pbench: interrupted\n");
   (void)!write(2, msg, strlen(msg));
-  _exit(128 + sig);
+  _exit(psched::exit_code_for_signal(sig));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "client/job_spec_of.h"
 #include "common/cli_checks.h"
+#include "common/exit_codes.h"
 #include "common/closed_form.h"
 #include "common/event_loop.h"
 #include "common/job_spec.h"
@@ -159,7 +160,7 @@ void add_output_flags(CLI::App& app, Flags& f) {
   app.add_option("--log-level", f.log_level, "Local mode: log level of the daemons")->capture_default_str();
 }
 
-int fail(const std::string& message, int code = 1) {
+int fail(const std::string& message, int code = psched::kExitFailure) {
   std::cerr << "pbench: " << message << "\n";
   return code;
 }
@@ -455,19 +456,19 @@ int main(int argc, char** argv) {
   add_job_flags(app, flags);
   add_cluster_flags(app, flags);
   add_output_flags(app, flags);
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> code = psched::cli::parse(app, argc, argv)) return *code;
   try {
     complete_job(flags);
   } catch (const pclient::Error& e) {
-    return fail(e.what(), 2);
+    return fail(e.what(), psched::kExitUsage);
   }
 
   // Warnings (a token file others can read) go to stderr, never into --json output.
-  if (psched::Status st = psched::setup_logging("pbench", "warning"); !st) return fail(st.message(), 2);
+  if (psched::Status st = psched::setup_logging("pbench", "warning"); !st) return fail(st.message(), psched::kExitUsage);
   std::string token;
   if (!flags.token_file.empty()) {
     auto loaded = psched::load_token(flags.token_file);
-    if (!loaded) return fail(loaded.message(), 2);
+    if (!loaded) return fail(loaded.message(), psched::kExitUsage);
     token = *loaded;
   }
 

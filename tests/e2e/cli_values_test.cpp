@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/exit_codes.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;
@@ -30,7 +31,7 @@ void check_refused(const std::string& binary, const std::vector<std::string>& ar
   const Refusal r = run_with(binary, args);
   INFO(binary << " " << args[0] << " " << args[1] << " -> " << r.out);
   CHECK(WIFEXITED(r.status));
-  CHECK(WEXITSTATUS(r.status) != 0);
+  CHECK(WEXITSTATUS(r.status) == psched::kExitUsage);  // 2, as every binary's bad command line
   CHECK(r.out.find(says) != std::string::npos);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }

@@ -278,7 +278,7 @@ bad "does not exist" "$bin/psched" --port 0 --dashboard-address none --scheduler
 bad "is a TLS address" "$bin/pbench" -d --scheduler tls://127.0.0.1:1
 bad "--chunk-x: 0 is out of range" "$bin/pbench" -d --scheduler "$address" --chunk-x 0
 echo "== chaos: $kills real workers killed (-9), 1 stopped past the timeout, ${cut_worker:+1 cut off the network, }psched killed and restarted once"
-echo "scheduler log: $(grep -c ' lost: ' "$sched_log") workers lost, $(grep -c 'nothing received' "$sched_log") of them by timeout; $(grep -cE '\([1-9][0-9]* chunks in flight re-queued' "$sched_log") of them held chunks, re-queued"
+echo "scheduler log: $(grep -c ' lost: ' "$sched_log") workers lost, $(grep -c 'nothing received' "$sched_log") of them by timeout; $(grep -cE '\([1-9][0-9]* chunks? in flight re-queued' "$sched_log") of them held chunks, re-queued"
 status=0
 count() { grep -c "$1" "$2" 2>/dev/null || true; }
 pb_ok=$(count '^0$' "$T/pbench.rc") pb_all=$(wc -l <"$T/pbench.rc" 2>/dev/null || echo 0)

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "common/logging.h"
+#include "common/plural.h"
 #include "common/wire_convert.h"
 #include "scheduler/scheduler.h"
 
@@ -252,11 +253,11 @@ void Scheduler::complete_job(Job& job) {
   send_progress(job, /*force=*/true);
   const PartialSum total = job.result();
   ++counters_.jobs_completed;
-  spdlog::info("job {} done: {} chunks in {:.3f} s on {} workers, sum {:.17g}, count {}", job.id(),
-               job.chunks(), job.seconds(), job.workers_used(), total.sum, total.count);
+  spdlog::info("job {} done: {} in {:.3f} s on {}, sum {:.17g}, count {}", job.id(), counted(job.chunks(), "chunk"),
+               job.seconds(), counted(job.workers_used(), "worker"), total.sum, total.count);
   if (job.verify.on())
-    spdlog::info("job {} verify: {} chunks compared, {} mismatches", job.id(),
-                 job.verify.verified(), job.verify.mismatch_count());
+    spdlog::info("job {} verify: {} compared, {}", job.id(), counted(job.verify.verified(), "chunk"),
+                 counted(job.verify.mismatch_count(), "mismatch", "mismatches"));
   auto cit = clients_.find(job.client());
   if (cit != clients_.end()) {
     send_message(*cit->second->conn, [&](wire::Message::Builder m) {
@@ -362,8 +363,8 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
   if (it == workers_.end()) return;
   std::unique_ptr<WorkerRecord> w = std::move(it->second);
   workers_.erase(it);
-  spdlog::info("worker {} '{}' {}: {} ({} chunk{} in flight re-queued)", id, w->name,
-               graceful ? "left" : "lost", why, w->in_flight.size(), w->in_flight.size() == 1 ? "" : "s");
+  spdlog::info("worker {} '{}' {}: {} ({} in flight re-queued)", id, w->name, graceful ? "left" : "lost", why,
+               counted(w->in_flight.size(), "chunk"));
   std::vector<std::pair<JobId, std::string>> to_fail;
   for (const auto& [job_id, held] : w->in_flight.by_job()) {
     auto jit = jobs_.find(job_id);

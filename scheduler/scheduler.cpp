@@ -11,6 +11,7 @@
 
 #include "common/address.h"
 #include "common/logging.h"
+#include "common/plural.h"
 #include "common/scheduler_file.h"
 #include "common/token.h"
 #include "common/wire_convert.h"
@@ -292,8 +293,8 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
                    name, conn.remote(), w->device_name, w->compute_major, w->compute_minor,
                    double(w->memory_total_bytes) / double(1ull << 30), w->slots);
     } else {
-      spdlog::info("worker {} '{}' joined from {}: {} {} threads, window {}", id, name,
-                   conn.remote(), w->backend, w->threads, w->slots);
+      spdlog::info("worker {} '{}' joined from {}: {} {}, window {}", id, name, conn.remote(), w->backend,
+                   counted(w->threads, "thread"), w->slots);
     }
     const bool first = workers_.empty();
     workers_[id] = std::move(w);

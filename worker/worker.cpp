@@ -11,6 +11,7 @@
 
 #include "common/address.h"
 #include "common/chunk_grid.h"
+#include "common/plural.h"
 #include "common/scheduler_file.h"
 #include "common/tls.h"
 #include "common/wire_convert.h"
@@ -264,7 +265,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
         bad.job_id = job_id;
         bad.chunk = chunk;
         bad.ok = false;
-        bad.error = spec ? fmt::format("chunk {} is outside the job's {} chunks", chunk, chunks)
+        bad.error = spec ? fmt::format("chunk {} is outside the job's {}", chunk, counted(chunks, "chunk"))
                          : fmt::format("job {} was never defined or is invalid", job_id);
         assign(job_id, 1);
         add_pending(std::move(bad));

@@ -2,6 +2,7 @@
 #include "cluster_report.h"
 
 #include "common/gpu_health.h"
+#include "common/plural.h"
 
 #include <fmt/format.h>
 
@@ -41,16 +42,16 @@ std::string workers_state_line(const pclient::Progress& p, WorkersShown& shown) 
   if (!p.no_workers) {
     const bool was_none = shown.none;
     shown.none = false;
-    return was_none ? fmt::format("a worker joined: the job goes on ({} chunks left)", left) : "";
+    return was_none ? fmt::format("a worker joined: the job goes on ({} left)", psched::counted(left, "chunk")) : "";
   }
   if (!shown.none) {
     shown = {true, now, now};
-    return fmt::format("no workers: waiting for one to join, {} chunks left", left);
+    return fmt::format("no workers: waiting for one to join, {} left", psched::counted(left, "chunk"));
   }
   if (now - shown.last_said < std::chrono::seconds(10)) return "";
   shown.last_said = now;
-  return fmt::format("still no workers after {:.0f} s: waiting for one to join, {} chunks left",
-                     std::chrono::duration<double>(now - shown.since).count(), left);
+  return fmt::format("still no workers after {:.0f} s: waiting for one to join, {} left",
+                     std::chrono::duration<double>(now - shown.since).count(), psched::counted(left, "chunk"));
 }
 
 RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::WorkerInfo>& before, double seconds) {
@@ -148,11 +149,11 @@ std::string summarize(const std::vector<pclient::WorkerInfo>& workers) {
       std::snprintf(buf, sizeof(buf), "cuda %s (%.1f GiB, sm_%u%u)", w.device_name.c_str(),
                     double(w.memory_total_bytes) / double(1ull << 30), w.compute_major, w.compute_minor);
     } else {
-      std::snprintf(buf, sizeof(buf), "cpu %s (%u threads)", w.device_name.c_str(), w.threads);
+      std::snprintf(buf, sizeof(buf), "cpu %s (%s)", w.device_name.c_str(), psched::counted(w.threads, "thread").c_str());
     }
     ++kinds[buf];
   }
-  std::string out = std::to_string(workers.size()) + " workers:";
+  std::string out = psched::counted(workers.size(), "worker") + ":";
   bool first = true;
   for (const auto& [kind, n] : kinds) {
     out += (first ? " " : ", ") + std::to_string(n) + " x " + kind;

@@ -14,21 +14,22 @@
 #include <nlohmann/json.hpp>
 
 #include "client/job_spec_of.h"
+#include "cluster_report.h"
 #include "common/cli_checks.h"
-#include "common/exit_codes.h"
 #include "common/closed_form.h"
 #include "common/event_loop.h"
+#include "common/exit_codes.h"
+#include "common/gpu_health.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
+#include "common/plural.h"
 #include "common/reference_sums.h"
 #include "common/scheduler_file.h"
 #include "common/token.h"
-#include "cluster_report.h"
-#include "report.h"
-#include "common/gpu_health.h"
 #include "local_cluster.h"
-#include "verify_report.h"
 #include "pclient/client.h"
+#include "report.h"
+#include "verify_report.h"
 
 namespace {
 
@@ -315,9 +316,9 @@ void report_text(const Flags& f, const Runs& runs) {
   else
     std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
                 result.mean(), (unsigned long long)result.count, result.min, result.max);
-  std::printf("Throughput: %s/s over %llu chunks on %u workers%s\n",
-              human_bytes(double(f.job.bytes()) / seconds).c_str(), (unsigned long long)result.chunks,
-              result.workers, f.job.fused ? " (fused: selected elements only)" : "");
+  std::printf("Throughput: %s/s over %s on %s%s\n", human_bytes(double(f.job.bytes()) / seconds).c_str(),
+              psched::counted(result.chunks, "chunk").c_str(), psched::counted(result.workers, "worker").c_str(),
+              f.job.fused ? " (fused: selected elements only)" : "");
   if (f.repeat > 1) {
     std::vector<double> sorted = runs.seconds;
     std::sort(sorted.begin(), sorted.end());
@@ -336,8 +337,9 @@ void report_text(const Flags& f, const Runs& runs) {
       ++active;
     }
   if (active > 0 && seconds > 0)
-    std::printf("Busy: the %d workers computed for %.0f%% of the wall time (mean; their own timings)\n",
-                active, 100.0 * busy / active);
+    std::printf("Busy: %s for %.0f%% of the wall time (mean; their own timings)\n",
+                active == 1 ? "the worker computed" : ("the " + psched::counted(active, "worker") + " computed").c_str(),
+                100.0 * busy / active);
   for (const auto& d : result.devices) {
     if (!d.has_gpu) continue;
     std::printf("GPU %s: SM clock %.0f/%.0f/%.0f MHz (max %u), %.0f-%.0f C, %.0f/%.0f/%.0f W, util %.0f%%%s%s\n",

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "common/plural.h"
+
 namespace pbench {
 
 namespace {
@@ -64,8 +66,8 @@ std::string verify_problem(const pclient::Result& r) {
     for (const pclient::VerifyCopy& c : m.copies)
       if (c.suspect && suspects.find("'" + c.worker_name + "'") == std::string::npos)
         suspects += fmt::format("{}'{}'", suspects.empty() ? "" : ", ", c.worker_name);
-  return fmt::format("verify found {} chunks whose copies differ (suspect workers: {})",
-                     r.mismatch_count, suspects);
+  return fmt::format("verify found {} whose copies differ (suspect workers: {})",
+                     psched::counted(r.mismatch_count, "chunk"), suspects);
 }
 
 }  // namespace pbench

@@ -58,7 +58,7 @@ TEST_CASE("pbench --verify names the chunk and the worker that flipped its last 
   const int status = run_command(pbench_verify(cluster, "1.0"), &out);
   INFO(out);
   CHECK(WEXITSTATUS(status) == 1);
-  CHECK(out.find("pbench: verify found 1 chunks whose copies differ") != std::string::npos);
+  CHECK(out.find("pbench: verify found 1 chunk whose copies differ") != std::string::npos);
   const auto j = nlohmann::json::parse(out.substr(0, out.find('\n')));
   CHECK(j["check"] == "ok");  // the first copy counts with two workers; chunk 42 came from either
   CHECK(j["verify"]["verified_chunks"] == 100);

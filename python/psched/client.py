@@ -12,20 +12,11 @@ import threading
 import time
 
 from . import _native
+from ._context import _default_lock, _defaults, default_client  # noqa: F401 - default_client is API
+from .array import Reduction
 from .future import Future, cancel_outstanding
 from .result import Result, device_figures
 
-_defaults = []  # open clients made with set_as_default, newest last
-_default_lock = threading.Lock()
-
-
-def default_client():
-    """The newest open Client: what Reduction.compute() uses without client=."""
-    with _default_lock:
-        if not _defaults:
-            raise RuntimeError("no psched.Client: create one first, e.g. psched.Client('tcp://head:8786') "
-                               "or psched.Client(psched.LocalCluster(cpus=2))")
-        return _defaults[-1]
 
 
 class _ProgressBar:
@@ -128,7 +119,6 @@ class Client:
             time.sleep(0.02)
 
     def _run(self, reduction, progress, devices, cancel, interruptible, verify=0.0):
-        from .array import Reduction
         if not isinstance(reduction, Reduction):
             raise TypeError(f"psched computes reductions (x.sum(), x.mean(), ...), not {type(reduction).__name__}")
         job = reduction._job_to_run()

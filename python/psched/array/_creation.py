@@ -7,7 +7,7 @@ import numbers
 import os
 import types
 
-from .array import Array, _np, _scalar
+from ._core import Array, _np, _scalar
 
 
 def _shape(size):

@@ -1,16 +1,4 @@
-"""psched.array: the arrays a psched cluster can sum, spelled as dask.array spells them.
-
-An Array is lazy and is exactly what one psched job can compute (docs/design.md, "The job"): a
-generator over a 2-D grid of chunks (normal, uniform, arange, constant), the element-wise
-expression scale * x + offset, and one strided selection per axis. Reductions (sum, mean, min,
-max, count) over the whole array give a Reduction; its .compute() runs the job. Anything else
-raises here, at the line that asks for it, naming what is supported: a job that cannot run must
-not get as far as the cluster.
-
-    import psched.array as pa
-    x = pa.random.normal(10, 1, size=(500000, 500000), chunks=(10000, 10000), seed=0)
-    total = (x + 1)[::2, ::2].sum()
-"""
+"""The Array and Reduction classes of psched.array (see the package's docstring)."""
 
 import math
 import numbers
@@ -20,7 +8,7 @@ try:
 except ImportError:  # numpy is optional: dtypes are then plain strings
     _np = None
 
-__all__ = ["Array", "Reduction", "RandomState", "arange", "full", "ones", "zeros", "random"]
+__all__ = ["Array", "Reduction"]
 
 _SUPPORTED = ("psched arrays support: x * a + b with scalars a, b (in any spelling: x + 1, 2 * x, "
               "(x - 3) / 2, -x); slices with positive steps on each axis (x[10:9000:3, ::2]); "
@@ -347,7 +335,7 @@ class Array:
     def _check_job(self):
         """The checks the scheduler makes (libpclient's validate(), the scheduler's own): a grid it
         would refuse (a chunk too large, too many chunks) fails here, where it is written."""
-        from . import _native
+        from .. import _native
         try:
             self._job().validate()
         except _native.Error as e:
@@ -395,7 +383,7 @@ class Array:
 
     def _job(self):
         """This array's job as libpclient's Job (the reduction kind is the caller's)."""
-        from . import _native
+        from .. import _native
         job = _native.Job()
         job.rows, job.cols = self._rows, self._cols
         job.chunk_rows, job.chunk_cols = self._chunk_rows, self._chunk_cols
@@ -432,7 +420,7 @@ class Reduction:
         """Runs the job and returns a psched.Result (a float: this reduction's value). Blocks;
         Ctrl-C cancels the job. kwargs: progress (None: a bar on long jobs, True, False), devices,
         verify (share of chunks computed twice and compared; result.mismatches)."""
-        from .client import default_client
+        from .._context import default_client
         return (client or default_client()).run(self, **kwargs)
 
     def __float__(self):
@@ -445,6 +433,3 @@ class Reduction:
         raise _unsupported("arithmetic on a reduction before it is computed (compute it first)")
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
-
-
-from ._creation import RandomState, arange, full, ones, random, zeros  # noqa: E402,F401 - they build Arrays

@@ -64,6 +64,17 @@ std::string results(uint64_t job, uint64_t first, uint64_t n, uint64_t failed = 
   });
 }
 
+// A worker's answer to a GiveBack: chunks first .. first + n - 1 given back unstarted.
+std::string returned(uint64_t job, uint64_t first, uint64_t n) {
+  return flat_message([&](wire::Message::Builder m) {
+    auto b = m.initResultBatch();
+    b.setJobId(job);
+    auto list = b.initReturned(1);
+    list[0].setFirst(first);
+    list[0].setCount(uint32_t(n));
+  });
+}
+
 std::string simple(const std::function<void(wire::Message::Builder)>& fill) { return flat_message(fill); }
 
 void write(const std::string& dir, const std::string& name, const std::string& bytes) {
@@ -153,6 +164,16 @@ int main(int argc, char** argv) {
                   {false, results(1, 3, 1)},
                   {false, goodbye}};
     write(sched, "worker_and_client", encode_input(in));
+  }
+  // A worker gives back chunks (a GiveBack's answer, unasked here): ones it holds, then ones it
+  // does not, then none.
+  {
+    Input in;
+    in.role_a = Role::kWorker;
+    in.role_b = Role::kClient;
+    in.records = {{true, submit(small_job())}, {false, returned(1, 2, 2)}, {false, returned(1, 0, 9)},
+                  {false, returned(1, 0, 0)}, {false, results(1, 0, 4)}};
+    write(sched, "worker_gives_back", encode_input(in));
   }
   // A worker's results for a chunk it was never given, and for a job that never was.
   {

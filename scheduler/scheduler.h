@@ -39,8 +39,11 @@ inline constexpr size_t kMaxPartialsPerProgress = 32768;
 // Report interval per connected worker (Scheduler::report_interval), and the longest interval.
 inline constexpr std::chrono::microseconds kReportCostPerWorker{10};
 inline constexpr std::chrono::microseconds kMaxReportInterval{50000};
-// split_tail (dispatch.cpp) looks over the workers' shares at most once a period.
+// split_tail (dispatch.cpp) looks over the workers' shares at most once a period (1 ms, 4 µs per
+// worker in a large fleet: a look costs well under that), and only while at most this many jobs run.
 inline constexpr std::chrono::microseconds kSplitTailPeriod{1000};
+inline constexpr std::chrono::microseconds kSplitTailCostPerWorker{4};
+inline constexpr size_t kMaxJobsToSplit = 8;
 
 // The heartbeat interval peers are told in Welcome: at most `preferred`, and at most a fifth of
 // the worker timeout, so that a worker's heartbeat always arrives several times within the timeout

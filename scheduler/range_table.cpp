@@ -31,12 +31,10 @@ void RangeTable::move(ChunkRange r, ChunkState from, ChunkState to, WorkerId wor
     case ChunkState::kQueued:
       requeued_.push_back(r);
       requeued_count_ += r.count;
-      requeued_total_ += r.count;
       break;
     case ChunkState::kSuspect:
       suspects_.push_back(r);
       suspect_count_ += r.count;
-      requeued_total_ += r.count;
       break;
     case ChunkState::kRunning:
       add_running(r, worker);
@@ -118,8 +116,7 @@ ChunkRange RangeTable::take_suspect(WorkerId worker, uint64_t max) {
 bool RangeTable::give_back(ChunkRange r, WorkerId worker) {
   if (!running_here(r, worker)) return false;
   move(r, ChunkState::kRunning, ChunkState::kQueued, worker);
-  requeued_total_ -= r.count;  // never ran: not a retry
-  given_back_total_ += r.count;
+  given_back_total_ += r.count;  // never ran: not a retry
   return true;
 }
 
@@ -142,6 +139,7 @@ void RangeTable::finish_held(uint64_t chunk) {
 bool RangeTable::requeue(ChunkRange r, WorkerId worker, bool suspect) {
   if (!running_here(r, worker)) return false;
   move(r, ChunkState::kRunning, suspect ? ChunkState::kSuspect : ChunkState::kQueued, worker);
+  requeued_total_ += r.count;  // they ran (or started) and will run again
   return true;
 }
 

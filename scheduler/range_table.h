@@ -44,7 +44,8 @@ class RangeTable {
   // Queued chunks that may share a worker's window with others (all but suspects).
   bool has_ordinary() const { return !requeued_.empty() || next_fresh_ < chunks_; }
   bool has_suspects() const { return !suspects_.empty(); }
-  // Chunks ever sent back to the queue (a chunk re-queued twice counts twice).
+  // Chunks ever sent back to the queue by requeue(), to run again (a chunk re-queued twice counts
+  // twice); chunks given back unstarted (give_back) are not retries.
   uint64_t requeued_total() const { return requeued_total_; }
 
   // Events. take(): the next run of at most `max` queued chunks (re-queued ones first, then fresh

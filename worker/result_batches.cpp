@@ -139,4 +139,20 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
   }
 }
 
+uint64_t build_returned_batch(uint64_t job_id, const std::vector<ChunkRun>& returned,
+                              const std::function<void(capnp::MessageBuilder&)>& send) {
+  capnp::MallocMessageBuilder m(64 + returned.size() * 4);
+  auto batch = m.initRoot<wire::Message>().initResultBatch();
+  batch.setJobId(job_id);
+  auto list = batch.initReturned(uint32_t(returned.size()));
+  uint64_t chunks = 0;
+  for (size_t i = 0; i < returned.size(); ++i) {
+    list[uint32_t(i)].setFirst(returned[i].first);
+    list[uint32_t(i)].setCount(uint32_t(returned[i].count));
+    chunks += returned[i].count;
+  }
+  send(m);
+  return chunks;
+}
+
 }  // namespace psched

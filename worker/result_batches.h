@@ -25,4 +25,9 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
                           uint32_t max_frame_bytes, bool merge_runs,
                           const std::function<void(capnp::MessageBuilder&)>& send);
 
+// The answer to a GiveBack: a ResultBatch for `job_id` whose `returned` lists the chunks given back
+// (none is an answer too), handed to `send`. Returns how many chunks that is.
+uint64_t build_returned_batch(uint64_t job_id, const std::vector<ChunkRun>& returned,
+                              const std::function<void(capnp::MessageBuilder&)>& send);
+
 }  // namespace psched

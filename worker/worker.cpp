@@ -289,22 +289,15 @@ void Worker::on_give_back(wire::GiveBack::Reader give_back) {
   std::vector<ChunkRun> returned;
   if (auto it = jobs_.find(job_id); it != jobs_.end())
     returned = backend_->give_back(it->second.local_key, give_back.getFirst(), give_back.getCount());
-  uint64_t chunks = 0;
-  for (const ChunkRun& r : returned) chunks += r.count;
-  if (auto held = held_by_job_.find(job_id); held != held_by_job_.end()) {
-    const uint64_t n = std::min(chunks, held->second);
-    pacer_.released(n);
-    if ((held->second -= n) == 0) held_by_job_.erase(held);
-  }
-  send_message(*conn_, [&](wire::Message::Builder m) {
-    auto batch = m.initResultBatch();
-    batch.setJobId(job_id);
-    auto list = batch.initReturned(uint32_t(returned.size()));
-    for (size_t i = 0; i < returned.size(); ++i) {
-      list[uint32_t(i)].setFirst(returned[i].first);
-      list[uint32_t(i)].setCount(uint32_t(returned[i].count));
-    }
-  });
+  release(job_id, build_returned_batch(job_id, returned, [this](capnp::MessageBuilder& m) { conn_->send(m); }));
+}
+
+void Worker::release(uint64_t job_id, uint64_t chunks) {
+  auto held = held_by_job_.find(job_id);
+  if (held == held_by_job_.end()) return;
+  const uint64_t n = std::min(chunks, held->second);
+  pacer_.released(n);
+  if ((held->second -= n) == 0) held_by_job_.erase(held);
 }
 
 void Worker::assign(uint64_t job_id, uint64_t chunks) {
@@ -362,11 +355,7 @@ void Worker::lose_device(ChunkOutcome outcome) {
 
 void Worker::add_pending(ChunkOutcome outcome) {
   if (!conn_ || !conn_->is_open()) return;
-  if (auto held = held_by_job_.find(outcome.job_id); held != held_by_job_.end()) {
-    const uint64_t n = std::min(outcome.chunks, held->second);
-    pacer_.released(n);
-    if ((held->second -= n) == 0) held_by_job_.erase(held);
-  }
+  release(outcome.job_id, outcome.chunks);
   auto [it, added] = pending_.try_emplace(outcome.job_id);
   if (added) it->second.swap(spare_outcomes_);
   it->second.push_back(std::move(outcome));

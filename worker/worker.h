@@ -72,6 +72,7 @@ class Worker {
   void add_pending(ChunkOutcome outcome);  // outcome.job_id is the scheduler's job id
   void flush_results();
   void assign(uint64_t job_id, uint64_t chunks);  // chunks of a TaskBatch now held
+  void release(uint64_t job_id, uint64_t chunks);  // held chunks reported or given back
   void arm_report_timer();  // held results go at the pacer's deadline
   void lose_device(ChunkOutcome outcome);
   void heartbeat();

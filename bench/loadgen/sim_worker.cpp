@@ -175,18 +175,7 @@ void SimWorker::on_give_back(wire::GiveBack::Reader give_back) {
     cut_runs(queue_, [&](const Run& r) { return r.job_id == id && &r != &queue_.front(); }, first,
              first + give_back.getCount(), returned);
   }
-  uint64_t chunks = 0;
-  for (const ChunkRun& r : returned) chunks += r.count;
-  pacer_.released(chunks);
-  send_message(*conn_, [&](wire::Message::Builder m) {
-    auto batch = m.initResultBatch();
-    batch.setJobId(id);
-    auto list = batch.initReturned(uint32_t(returned.size()));
-    for (size_t i = 0; i < returned.size(); ++i) {
-      list[uint32_t(i)].setFirst(returned[i].first);
-      list[uint32_t(i)].setCount(uint32_t(returned[i].count));
-    }
-  });
+  pacer_.released(build_returned_batch(id, returned, [this](capnp::MessageBuilder& m) { conn_->send(m); }));
   arm();
 }
 

@@ -4,6 +4,13 @@
 
 namespace psched {
 
+namespace {
+
+// Half of a holder's queued chunks (those beyond its parallelism), rounded up: what it gives back.
+uint64_t half_of_queued(uint64_t chunks, uint32_t parallelism) { return (chunks - parallelism + 1) / 2; }
+
+}  // namespace
+
 std::optional<TailHolder> pick_tail_holder(const std::vector<TailHolder>& holders, double min_gain_seconds) {
   std::optional<TailHolder> best;
   double best_end = 0;
@@ -12,7 +19,7 @@ std::optional<TailHolder> pick_tail_holder(const std::vector<TailHolder>& holder
     if (h.chunks <= parallelism || !(h.seconds_per_chunk > 0)) continue;  // nothing queued, or no measure
     const double own = h.seconds_per_chunk / parallelism;                // seconds per chunk, draining
     const double idle = h.idle_seconds_per_chunk > 0 ? h.idle_seconds_per_chunk : own;
-    const uint64_t give = (h.chunks - parallelism + 1) / 2;
+    const uint64_t give = half_of_queued(h.chunks, parallelism);
     const double end = double(h.chunks) * own;
     const double split_end = std::max(double(h.chunks - give) * own, double(give) * idle);
     if (end - split_end < min_gain_seconds || (best && end <= best_end)) continue;
@@ -24,7 +31,7 @@ std::optional<TailHolder> pick_tail_holder(const std::vector<TailHolder>& holder
 
 std::optional<ChunkRange> back_half(const std::vector<ChunkRange>& running, uint64_t chunks, uint32_t parallelism) {
   if (running.empty() || chunks <= parallelism) return std::nullopt;
-  const uint64_t give = std::min((chunks - parallelism + 1) / 2, running.back().count);
+  const uint64_t give = std::min(half_of_queued(chunks, parallelism), running.back().count);
   if (give == 0) return std::nullopt;
   return ChunkRange{running.back().end() - give, give};
 }

@@ -412,17 +412,16 @@ std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord&
   const size_t taken_down = copy_at_limit ? job.verify.failed_on(chunk).size() : job.failed_on(chunk).size();
   const auto workers = failed_on(job, chunk, copy_at_limit);  // each name once
   if (at_limit.size() == 1 && at_limit.front().count == 1)
-    return fmt::format("chunk {}{} took down {} worker{} ({}); the last one was lost: {}", chunk,
-                       copy_at_limit ? " (verify copy)" : "", taken_down, taken_down == 1 ? "" : "s",
+    return fmt::format("chunk {}{} took down {} ({}); the last one was lost: {}", chunk,
+                       copy_at_limit ? " (verify copy)" : "", counted(taken_down, "worker"),
                        fmt::join(workers, ", "), why);
   std::vector<std::string> named;
   for (const ChunkRange& r : at_limit)
     named.push_back(r.count == 1 ? fmt::format("{}", r.first)
                                  : fmt::format("{} to {}", r.first, r.first + (r.count - 1)));
-  return fmt::format("chunks {} took down {} worker{} ({}), always together (no worker was free to run "
+  return fmt::format("chunks {} took down {} ({}), always together (no worker was free to run "
                      "them apart): one of them crashes workers; the last one was lost: {}",
-                     fmt::join(named, ", "), taken_down, taken_down == 1 ? "" : "s",
-                     fmt::join(workers, ", "), why);
+                     fmt::join(named, ", "), counted(taken_down, "worker"), fmt::join(workers, ", "), why);
 }
 
 void Scheduler::tell_clients_about_workers() {

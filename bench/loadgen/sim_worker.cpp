@@ -428,18 +428,18 @@ bool Fleet::churn_one() {
   const size_t victim = live[std::uniform_int_distribution<size_t>(0, live.size() - 1)(random_)];
   workers_[victim]->kill();
   ++counters_.kills;
-  workers_[victim] = std::make_shared<SimWorker>(*this, next_index_++);
-  workers_[victim]->connect();
+  respawn(workers_[victim]);
   return true;
 }
 
 void Fleet::replace(const SimWorker* dead) {
-  for (auto& w : workers_) {
-    if (w.get() != dead) continue;
-    w = std::make_shared<SimWorker>(*this, next_index_++);
-    w->connect();
-    return;
-  }
+  for (auto& w : workers_)
+    if (w.get() == dead) return respawn(w);
+}
+
+void Fleet::respawn(std::shared_ptr<SimWorker>& slot) {
+  slot = std::make_shared<SimWorker>(*this, next_index_++);
+  slot->connect();
 }
 
 void Fleet::heartbeat_all() {

@@ -137,6 +137,7 @@ class Fleet {
 
  private:
   void open_more();
+  void respawn(std::shared_ptr<SimWorker>& slot);  // a new worker in a dead one's place
   void heartbeat_all();
   void arm_heartbeat();
 

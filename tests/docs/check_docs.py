@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 
-src, bin_dir = sys.argv[1], sys.argv[2]
+src, bin_dir = sys.argv[1], os.path.abspath(sys.argv[2])
 os.chdir(src)
 problems = []
 

@@ -34,6 +34,20 @@ void register_child(pid_t pid) {
 
 void unregister_all() { g_child_count.store(0); }
 
+// Starts a child and registers it with the signal handlers blocked in between: a Ctrl-C that lands
+// after fork() but before register_child() would otherwise leave that child running (it got only
+// PR_SET_PDEATHSIG's late SIGTERM, after pbench had already said "local cluster stopped").
+psched::Result<pid_t> spawn_registered(const psched::ChildSpec& spec) {
+  sigset_t cleanup, old;
+  sigemptyset(&cleanup);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&cleanup, sig);
+  sigprocmask(SIG_BLOCK, &cleanup, &old);
+  auto pid = psched::spawn_child(spec);  // the child clears its signal mask before exec
+  if (pid) register_child(*pid);
+  sigprocmask(SIG_SETMASK, &old, nullptr);  // a signal that came meanwhile is handled here
+  return pid;
+}
+
 extern "C" void on_fatal_signal(int sig) {
   const int n = g_child_count.load();
   for (int i = n - 1; i >= 0; --i) kill(g_children[i], SIGTERM);
@@ -84,10 +98,9 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
                                              "--tls-key", o.tls.key_file}
                   : std::vector<std::string>{};
   sched.args.insert(sched.args.end(), tls_args.begin(), tls_args.end());
-  auto pid = psched::spawn_child(sched);
+  auto pid = spawn_registered(sched);
   if (!pid) return pid.status();
   pids_.push_back(*pid);
-  register_child(*pid);
   auto info = psched::wait_for_scheduler_file(scheduler_file_, 15000);
   if (!info) return psched::Status::error("local scheduler did not start: " + info.message());
 
@@ -119,10 +132,9 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
     if (!o.memory_limit.empty()) w.args.insert(w.args.end(), {"--memory-limit", o.memory_limit});
     if (o.spin_us >= 0) w.args.insert(w.args.end(), {"--spin-us", std::to_string(o.spin_us)});
     w.args.insert(w.args.end(), tls_args.begin(), tls_args.end());
-    auto wpid = psched::spawn_child(w);
+    auto wpid = spawn_registered(w);
     if (!wpid) return wpid.status();
     pids_.push_back(*wpid);
-    register_child(*wpid);
   }
   workers_ = n;
   return psched::Status::ok();

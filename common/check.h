@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <source_location>
 #include <string>
 
 namespace psched::detail {
@@ -38,3 +39,19 @@ std::string check_values(const char* names, const Values&... values) {
 
 #define PSCHED_ASSERT(cond, ...) PSCHED_CHECK_IMPL_("assertion failed", cond, __VA_ARGS__)
 #define PSCHED_REQUIRE(cond, ...) PSCHED_CHECK_IMPL_("precondition failed", cond, __VA_ARGS__)
+
+namespace psched {
+
+// The value `map` holds at `key`, which it must hold: a missing key is a bug, reported like a
+// failed PSCHED_ASSERT at the caller's line (map.at() would throw instead, and a connection's
+// handler would catch that and close a peer, hiding the bug).
+template <typename Map, typename Key>
+auto& must_find(Map& map, const Key& key, std::source_location where = std::source_location::current()) {
+  auto it = map.find(key);
+  if (it == map.end()) [[unlikely]]
+    detail::check_failed("assertion failed", where.file_name(), int(where.line()), "the key is in the map",
+                         detail::check_values("key", key));
+  return it->second;
+}
+
+}  // namespace psched

@@ -51,7 +51,7 @@ class Job {
   // Queued chunks that may share a worker's window with others.
   bool has_ordinary() const { return table_.has_ordinary(); }
   bool has_suspects() const { return table_.has_suspects(); }
-  // Chunks or verify copies waiting for a worker (Scheduler::queued_jobs_ holds the jobs with work).
+  // Chunks or verify copies waiting for a worker (the scheduler's WorkQueue holds the jobs with work).
   bool has_work() const { return has_queued() || verify.has_queued(); }
   uint64_t queued() const { return table_.queued(); }
   uint64_t retries() const { return table_.requeued_total(); }

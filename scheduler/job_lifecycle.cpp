@@ -42,6 +42,30 @@ std::vector<std::string> failed_on(const Job& job, uint64_t chunk, bool copy) {
   return distinct(copy ? job.verify.failed_on(chunk) : job.failed_on(chunk));
 }
 
+// Why a batch's results cannot be taken (empty: they can): one names no chunks, covers several
+// chunks of a job that asked for one partial per chunk, or chunks not all running on `worker` (nor
+// settled already: a late duplicate is ignored, not refused).
+std::string refused_result(const Job& job, WorkerId worker, wire::ResultBatch::Reader batch) {
+  for (auto r : batch.getResults()) {
+    const ChunkRange range{r.getChunk(), r.getChunks()};
+    const bool inside = range.count > 0 && range.first < job.chunks() && range.count <= job.chunks() - range.first;
+    if (range.count == 0)
+      return fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job.id());
+    if (range.count > 1 && job.chunk_partials())
+      return fmt::format("a result for {} chunks of job {}, which asked for one per chunk", range.count, job.id());
+    if (inside && (job.ranges().running_here(range, worker) ||
+                   (range.count == 1 && job.verify.running_on(range.first) == worker) ||
+                   job.ranges().all_settled(range)))
+      continue;
+    return range.count == 1
+               ? fmt::format("result for chunk {} of job {} that was not assigned to this worker", range.first,
+                             job.id())
+               : fmt::format("result for chunks {} to {} of job {} that were not all assigned to this worker",
+                             range.first, range.first + (range.count - 1), job.id());
+  }
+  return {};
+}
+
 }  // namespace
 
 void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
@@ -87,7 +111,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   });
   client.jobs.insert(id);
   if (submit.getWantTimeline()) want_timeline_.insert(id);
-  if (job->has_queued()) queued_jobs_.insert(id);
+  work_.update(*job);
   Job& accepted = *(jobs_[id] = std::move(job));
   if (workers_.empty()) send_progress(accepted, /*force=*/true);  // "no workers" at once
   dispatch();
@@ -111,6 +135,39 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     return;
   }
   Job& job = *it->second;
+  const double busy = observe_busy(worker, job, batch);
+  // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
+  // good results first would keep a liar's partials, and could leave a job with every chunk done
+  // and no one to complete it.
+  if (const std::string wrong = refused_result(job, worker.id, batch); !wrong.empty()) {
+    protocol_error(*worker.conn, wrong);
+    return;
+  }
+  // Verify copies queued by this batch are for other workers, so every window is topped up, not
+  // only this worker's (which may not take them).
+  const uint64_t copies_before = job.verify.queued();
+  apply_partials(job, worker, batch, busy);
+  bool requeued = job.verify.queued() > copies_before;
+  if (const std::optional<bool> failed = apply_failures(job, worker, batch)) {
+    requeued = requeued || *failed;
+  } else {
+    dispatch();  // the job failed and is gone
+    return;
+  }
+  work_.update(job);
+  if (job.complete()) {
+    complete_job(job);
+  } else {
+    send_progress(job, /*force=*/false);
+  }
+  if (requeued) {
+    dispatch();
+  } else {
+    dispatch_to(worker);
+  }
+}
+
+double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, wire::ResultBatch::Reader batch) {
   // A worker's own figure: NaN, infinite or negative would poison the counters for good.
   const double busy = std::isfinite(batch.getBusySeconds()) && batch.getBusySeconds() >= 0
                           ? batch.getBusySeconds()
@@ -121,37 +178,11 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   for (auto r : batch.getResults()) reported += r.getChunks();
   if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
   worker.observe_speed(busy, reported * job.spec()->chunk_rows * job.spec()->chunk_cols);
-  const uint64_t chunk_bytes = job.spec()->chunk_bytes();
-  // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
-  // good results first would keep a liar's partials, and could leave a job with every chunk done
-  // and no one to complete it.
-  for (auto r : batch.getResults()) {
-    const ChunkRange range{r.getChunk(), r.getChunks()};
-    std::string wrong;
-    const bool inside = range.count > 0 && range.first < job.chunks() &&
-                        range.count <= job.chunks() - range.first;
-    if (range.count == 0) {
-      wrong = fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job_id);
-    } else if (range.count > 1 && job.chunk_partials()) {
-      wrong = fmt::format("a result for {} chunks of job {}, which asked for one per chunk",
-                          range.count, job_id);
-    } else if (!inside || (!job.ranges().running_here(range, worker.id) &&
-                           !(range.count == 1 && job.verify.running_on(range.first) == worker.id) &&
-                           !job.ranges().all_settled(range))) {
-      wrong = range.count == 1
-                  ? fmt::format("result for chunk {} of job {} that was not assigned to this worker",
-                                range.first, job_id)
-                  : fmt::format("result for chunks {} to {} of job {} that were not all assigned "
-                                "to this worker", range.first, range.first + (range.count - 1), job_id);
-    }
-    if (wrong.empty()) continue;
-    protocol_error(*worker.conn, wrong);
-    return;
-  }
+  return busy;
+}
+
+void Scheduler::apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch, double busy) {
   uint64_t finished = 0, first_chunk = UINT64_MAX;
-  // Verify copies queued by this batch: for other workers, so every window is topped up, not only
-  // this worker's (which may not take them).
-  const uint64_t copies_before = job.verify.queued();
   for (auto r : batch.getResults()) {
     const ChunkRange range{r.getChunk(), r.getChunks()};
     const uint64_t chunk = range.first;
@@ -178,46 +209,39 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     first_chunk = std::min<uint64_t>(first_chunk, chunk);
   }
   observe_results(worker, job, finished, first_chunk, busy);
-  worker.in_flight.remove(job_id, finished);
+  const uint64_t elements = finished * job.spec()->chunk_rows * job.spec()->chunk_cols;
+  const uint64_t bytes = finished * job.spec()->chunk_bytes();
+  worker.in_flight.remove(job.id(), finished);
   worker.chunks_done += finished;
-  worker.elements_done += finished * job.spec()->chunk_rows * job.spec()->chunk_cols;
-  worker.bytes_reduced += finished * chunk_bytes;
+  worker.elements_done += elements;
+  worker.bytes_reduced += bytes;
   counters_.tasks_done += finished;
-  counters_.bytes_reduced += finished * chunk_bytes;
-  bool requeued = job.verify.queued() > copies_before;
-  if (requeued) queued_jobs_.insert(job_id);  // copies for other workers to compute
+  counters_.bytes_reduced += bytes;
+}
+
+std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch) {
+  bool requeued = false;
   for (auto f : batch.getFailures()) {
     const uint64_t chunk = f.getChunk();
     if (chunk >= job.chunks()) continue;
     const bool copy = job.verify.running_on(chunk) == worker.id;
     if (!copy && !job.ranges().running_here(ChunkRange{chunk, 1}, worker.id)) continue;
-    worker.in_flight.remove(job_id, 1);
+    worker.in_flight.remove(job.id(), 1);
     ++counters_.tasks_failed;
     const std::string message = printable(f.getMessage().cStr(), 1000);
-    spdlog::warn("job {} chunk {} {}failed on worker '{}': {}", job_id, chunk,
-                 copy ? "(verify copy) " : "", worker.name, message);
+    spdlog::warn("job {} chunk {} {}failed on worker '{}': {}", job.id(), chunk, copy ? "(verify copy) " : "",
+                 worker.name, message);
     const uint32_t failures = copy ? job.verify.requeue(chunk, worker.id, worker.name, /*blame=*/true)
                                    : job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
-    queued_jobs_.insert(job_id);
     ++counters_.tasks_requeued;
     requeued = true;
     if (failures >= config_.allowed_failures) {
       fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, failures,
                                 fmt::join(failed_on(job, chunk, copy), ", "), message));
-      dispatch();
-      return;
+      return std::nullopt;
     }
   }
-  if (job.complete()) {
-    complete_job(job);
-  } else {
-    send_progress(job, /*force=*/false);
-  }
-  if (requeued) {
-    dispatch();
-  } else {
-    dispatch_to(worker);
-  }
+  return requeued;
 }
 
 void Scheduler::send_progress(Job& job, bool force) {
@@ -327,7 +351,7 @@ void Scheduler::forget_job(Job& job) {
   if (cit != clients_.end()) {
     cit->second->jobs.erase(id);
   }
-  queued_jobs_.erase(id);
+  work_.forget(id);
   job_devices_.finish(id);
   want_timeline_.erase(id);
   jobs_.erase(id);  // destroys `job`
@@ -405,7 +429,7 @@ std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord&
     ++counters_.tasks_requeued;
     if (failures >= limit) at_limit.push_back(ChunkRange{chunk, 1});
   }
-  queued_jobs_.insert(job.id());
+  work_.update(job);
   const bool copy_at_limit = ranges_at_limit == 0 && !at_limit.empty();
   if (at_limit.empty()) return std::nullopt;
   const uint64_t chunk = at_limit.front().first;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "common/address.h"
+#include "common/check.h"
 #include "common/logging.h"
 #include "common/plural.h"
 #include "common/scheduler_file.h"
@@ -231,98 +232,109 @@ void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& w
 }
 
 void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader hello) {
-  const std::shared_ptr<FramedConnection> conn_owner = peer->conn.lock();
-  if (!conn_owner) return;
-  FramedConnection& conn = *conn_owner;
+  const std::shared_ptr<FramedConnection> conn = peer->conn.lock();
+  if (!conn || refused_hello(*conn, hello)) return;
+  const auto role = hello.getRole();
+  if (role != wire::Role::WORKER && role != wire::Role::CLIENT) {
+    protocol_error(*conn, "unknown role in Hello");
+    return;
+  }
+  pending_.remove(*peer->pending);
+  peer->pending.reset();
+  peer->id = next_peer_id_++;
+  const std::string name = hello.hasName() && hello.getName().size() > 0
+                               ? printable(hello.getName().cStr(), kMaxPeerNameBytes)
+                               : fmt::format("peer-{}", peer->id);
+  if (role == wire::Role::WORKER) {
+    peer->kind = Peer::Kind::kWorker;
+    admit_worker(conn, peer->id, name, hello.getWorker());
+  } else {
+    peer->kind = Peer::Kind::kClient;
+    admit_client(conn, peer->id, name);
+  }
+  conn->set_max_frame_bytes(config_.max_frame_bytes);
+  send_message(*conn, [&](wire::Message::Builder m) {
+    auto welcome = m.initWelcome();
+    welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
+    welcome.setPeerId(peer->id);
+    welcome.setHeartbeatMs(config_.heartbeat_ms);
+    welcome.setSchedulerVersion(PSCHED_VERSION);
+    welcome.setMaxFrameBytes(config_.max_frame_bytes);
+  });
+  if (peer->kind == Peer::Kind::kWorker) dispatch_to(*must_find(workers_, peer->id));
+}
+
+bool Scheduler::refused_hello(FramedConnection& conn, wire::Hello::Reader hello) {
   if (shutting_down_) {
     conn.send_error_and_close("scheduler shutting down");
-    return;
+    return true;
   }
   if (hello.getProtocolVersion() != wire::PROTOCOL_VERSION) {
     protocol_error(conn, fmt::format("protocol version mismatch: scheduler speaks {}, peer speaks {} "
                                      "(run one psched release on every node)",
                                      wire::PROTOCOL_VERSION, hello.getProtocolVersion()));
-    return;
+    return true;
   }
   if (!config_.token.empty()) {
     if (!hello.hasToken() || hello.getToken().size() == 0) {
       protocol_error(conn, "this scheduler requires a token (--token-file or PSCHED_TOKEN)");
-      return;
+      return true;
     }
     const auto token = hello.getToken();  // all its bytes: a NUL must not end the comparison early
     if (!same_token(std::string_view(token.begin(), token.size()), config_.token)) {
       protocol_error(conn, "invalid token");
-      return;
+      return true;
     }
   }
   if (workers_.size() + clients_.size() >= config_.max_connections) {
     ++counters_.connections_refused;
     connection_refusals_.warn(fmt::format("refusing connection from {}: {} connections already open",
                                           conn.remote(), workers_.size() + clients_.size()));
-    conn.send_error_and_close(
-        fmt::format("scheduler has too many connections ({})", config_.max_connections));
-    return;
+    conn.send_error_and_close(fmt::format("scheduler has too many connections ({})", config_.max_connections));
+    return true;
   }
-  pending_.remove(*peer->pending);
-  peer->pending.reset();
-  const uint32_t id = next_peer_id_++;
-  const std::string name = hello.hasName() && hello.getName().size() > 0
-                               ? printable(hello.getName().cStr(), kMaxPeerNameBytes)
-                               : fmt::format("peer-{}", id);
-  if (hello.getRole() == wire::Role::WORKER) {
-    auto w = std::make_unique<WorkerRecord>();
-    static_cast<WorkerInfo&>(*w) = from_wire(hello.getWorker());
-    w->id = id;
-    w->name = name;
-    w->host = printable(w->host, 256);
-    w->backend = printable(w->backend, 32);
-    w->device_name = printable(w->device_name, 256);
-    w->cpu_affinity = printable(w->cpu_affinity, 256);
-    w->gpu.reset();  // GPU health comes from heartbeats only, checked there (performance.cpp)
-    w->slots = std::clamp<uint32_t>(w->slots, 1, 4096);
-    // Totals are ours to count, whatever the Hello said.
-    w->chunks_done = 0;
-    w->bytes_reduced = 0;
-    w->busy_seconds = 0;
-    w->conn = conn_owner;
-    peer->kind = Peer::Kind::kWorker;
-    peer->id = id;
-    conn.set_idle_timeout(std::chrono::milliseconds(config_.worker_timeout_ms), watchdog_);
-    if (w->backend == "cuda") {
-      spdlog::info("worker {} '{}' joined from {}: cuda {} (sm_{}{}), {:.1f} GiB, window {}", id,
-                   name, conn.remote(), w->device_name, w->compute_major, w->compute_minor,
-                   double(w->memory_total_bytes) / double(1ull << 30), w->slots);
-    } else {
-      spdlog::info("worker {} '{}' joined from {}: {} {}, window {}", id, name, conn.remote(), w->backend,
-                   counted(w->threads, "thread"), w->slots);
-    }
-    const bool first = workers_.empty();
-    workers_[id] = std::move(w);
-    if (first && !jobs_.empty()) tell_clients_about_workers();  // the waiting jobs go on
-  } else if (hello.getRole() == wire::Role::CLIENT) {
-    auto c = std::make_unique<ClientRecord>();
-    c->id = id;
-    c->name = name;
-    c->conn = conn_owner;
-    peer->kind = Peer::Kind::kClient;
-    peer->id = id;
-    conn.set_idle_timeout(std::chrono::milliseconds(config_.client_timeout_ms), watchdog_);
-    spdlog::debug("client {} '{}' connected from {}", id, name, conn.remote());
-    clients_[id] = std::move(c);
+  return false;
+}
+
+void Scheduler::admit_worker(const std::shared_ptr<FramedConnection>& conn, WorkerId id, const std::string& name,
+                             wire::WorkerInfo::Reader info) {
+  auto w = std::make_unique<WorkerRecord>();
+  static_cast<WorkerInfo&>(*w) = from_wire(info);
+  w->id = id;
+  w->name = name;
+  w->host = printable(w->host, 256);
+  w->backend = printable(w->backend, 32);
+  w->device_name = printable(w->device_name, 256);
+  w->cpu_affinity = printable(w->cpu_affinity, 256);
+  w->gpu.reset();  // GPU health comes from heartbeats only, checked there (performance.cpp)
+  w->slots = std::clamp<uint32_t>(w->slots, 1, 4096);
+  // Totals are ours to count, whatever the Hello said.
+  w->chunks_done = 0;
+  w->bytes_reduced = 0;
+  w->busy_seconds = 0;
+  w->conn = conn;
+  conn->set_idle_timeout(std::chrono::milliseconds(config_.worker_timeout_ms), watchdog_);
+  if (w->backend == "cuda") {
+    spdlog::info("worker {} '{}' joined from {}: cuda {} (sm_{}{}), {:.1f} GiB, window {}", id, name,
+                 conn->remote(), w->device_name, w->compute_major, w->compute_minor,
+                 double(w->memory_total_bytes) / double(1ull << 30), w->slots);
   } else {
-    protocol_error(conn, "unknown role in Hello");
-    return;
+    spdlog::info("worker {} '{}' joined from {}: {} {}, window {}", id, name, conn->remote(), w->backend,
+                 counted(w->threads, "thread"), w->slots);
   }
-  conn.set_max_frame_bytes(config_.max_frame_bytes);
-  send_message(conn, [&](wire::Message::Builder m) {
-    auto welcome = m.initWelcome();
-    welcome.setProtocolVersion(wire::PROTOCOL_VERSION);
-    welcome.setPeerId(id);
-    welcome.setHeartbeatMs(config_.heartbeat_ms);
-    welcome.setSchedulerVersion(PSCHED_VERSION);
-    welcome.setMaxFrameBytes(config_.max_frame_bytes);
-  });
-  if (peer->kind == Peer::Kind::kWorker) dispatch_to(*workers_[id]);
+  const bool first = workers_.empty();
+  workers_[id] = std::move(w);
+  if (first && !jobs_.empty()) tell_clients_about_workers();  // the waiting jobs go on
+}
+
+void Scheduler::admit_client(const std::shared_ptr<FramedConnection>& conn, ClientId id, const std::string& name) {
+  auto c = std::make_unique<ClientRecord>();
+  c->id = id;
+  c->name = name;
+  c->conn = conn;
+  conn->set_idle_timeout(std::chrono::milliseconds(config_.client_timeout_ms), watchdog_);
+  spdlog::debug("client {} '{}' connected from {}", id, name, conn->remote());
+  clients_[id] = std::move(c);
 }
 
 void Scheduler::on_worker_message(WorkerRecord& worker, wire::Message::Reader message) {

@@ -29,6 +29,7 @@
 #include "scheduler/job_devices.h"
 #include "scheduler/peers.h"
 #include "scheduler/task_stream.h"
+#include "scheduler/top_up.h"
 
 namespace psched {
 
@@ -122,7 +123,7 @@ class Scheduler {
   std::string address() const;
 
   const std::map<WorkerId, std::unique_ptr<WorkerRecord>>& workers() const { return workers_; }
-  const std::map<JobId, std::unique_ptr<Job>>& jobs() const { return jobs_; }
+  const JobTable& jobs() const { return jobs_; }
   const std::map<ClientId, std::unique_ptr<ClientRecord>>& clients() const { return clients_; }
   const std::deque<JobSummary>& recent_jobs() const { return recent_jobs_; }  // newest first
   const SchedulerCounters& counters() const { return counters_; }
@@ -139,12 +140,23 @@ class Scheduler {
   void accept();
   void on_message(const std::shared_ptr<Peer>& peer, wire::Message::Reader message);
   void on_close(const std::shared_ptr<Peer>& peer, const std::string& why);
+  // Hello: refused (said to the peer, connection closed) or admitted as a worker or a client.
   void on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader hello);
+  bool refused_hello(FramedConnection& conn, wire::Hello::Reader hello);
+  void admit_worker(const std::shared_ptr<FramedConnection>& conn, WorkerId id, const std::string& name,
+                    wire::WorkerInfo::Reader info);
+  void admit_client(const std::shared_ptr<FramedConnection>& conn, ClientId id, const std::string& name);
   void on_worker_message(WorkerRecord& worker, wire::Message::Reader message);
   void on_client_message(ClientRecord& client, wire::Message::Reader message);
 
   void on_submit(ClientRecord& client, wire::Submit::Reader submit);
+  // job_lifecycle.cpp: a ResultBatch, checked whole (refused_result), then its partials and its
+  // failures; apply_failures returns whether it re-queued any, nullopt when the job failed (and is
+  // gone).
   void on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch);
+  double observe_busy(WorkerRecord& worker, const Job& job, wire::ResultBatch::Reader batch);
+  void apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch, double busy_seconds);
+  std::optional<bool> apply_failures(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch);
   void send_cluster_info(ClientRecord& client, uint64_t tag);
 
   // performance.cpp: what the scheduler records of how devices do (GPU health from heartbeats,
@@ -163,6 +175,7 @@ class Scheduler {
   // sharing: how many workers share what each job has left (0: every worker); the worker takes at
   // most its part.
   void dispatch_to(WorkerRecord& worker, uint64_t sharing = 0);
+  void send_top_up(WorkerRecord& worker, const JobTopUp& top_up);
   // Nothing queued and `idle` holds nothing: asks the worker whose share of a job would end last
   // for the back half of it (scheduler/give_back.h); on_given_back takes the answer.
   bool split_tail(WorkerRecord& idle);  // true: a GiveBack went out
@@ -210,16 +223,14 @@ class Scheduler {
 
   std::map<WorkerId, std::unique_ptr<WorkerRecord>> workers_;
   std::map<ClientId, std::unique_ptr<ClientRecord>> clients_;
-  std::map<JobId, std::unique_ptr<Job>> jobs_;
-  // The jobs with queued chunks (Job::has_queued()), in id order: dispatch walks these, not every
-  // job (with 10,000 small jobs mostly running, walking jobs_ on every Submit and result was
-  // psched's whole CPU). Kept by on_submit, the requeue paths, dispatch_to and forget_job.
-  std::set<JobId> queued_jobs_;
+  JobTable jobs_;
+  // The jobs with work waiting for a worker, in turn (scheduler/top_up.h): WorkQueue::update after
+  // anything that may change a job's work.
+  WorkQueue work_;
   // The workers each job was sent to (DefineJob), so finishing a job visits only them.
   std::unordered_map<JobId, std::vector<WorkerId>> defined_on_;
   uint32_t next_peer_id_ = 1;
   JobId next_job_id_ = 1;
-  JobId round_robin_after_ = 0;  // dispatch serves jobs in turn, starting after this one
   WorkerId tail_idle_ = 0;  // an idle worker whose split_tail found no share to split yet (0: none)
   std::chrono::steady_clock::time_point next_split_look_{};  // split_tail looks at most once a kSplitTailPeriod
   uint32_t connections_ = 0;

@@ -52,7 +52,7 @@ uint64_t ChunkVerifier::take(WorkerId worker, uint64_t max, const SomeoneElse& s
                              std::vector<uint64_t>& out) {
   uint64_t n = 0;
   auto take_one = [&](uint64_t chunk) {
-    pending_.at(chunk).running_on = worker;
+    must_find(pending_, chunk).running_on = worker;
     out.push_back(chunk);
     --queued_;
     ++n;
@@ -67,7 +67,7 @@ uint64_t ChunkVerifier::take(WorkerId worker, uint64_t max, const SomeoneElse& s
     it = q.empty() ? second_by_first_.erase(it) : std::next(it);
   }
   for (auto it = third_.begin(); it != third_.end() && n < max;) {
-    const std::vector<WorkerId> done_by = workers_of(pending_.at(*it).copies);
+    const std::vector<WorkerId> done_by = workers_of(must_find(pending_, *it).copies);
     if (std::find(done_by.begin(), done_by.end(), worker) != done_by.end() && someone_else(done_by)) {
       ++it;
       continue;

@@ -1,0 +1,129 @@
+#include "scheduler/top_up.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "common/check.h"
+
+namespace psched {
+
+namespace {
+
+// The top-up being planned: one JobTopUp per job served, found by id (a GPU window holds hundreds
+// of small jobs).
+class Plan {
+ public:
+  Plan(WorkerRecord& worker, const TopUpContext& context)
+      : worker_(worker), workers_(std::max<uint64_t>(1, context.sharing)) {}
+
+  // The job's entry, made on first use with the worker's part of what the job has left.
+  JobTopUp& of(Job& job) {
+    auto [it, fresh] = index_.try_emplace(job.id(), plan_.size());
+    if (!fresh) return plan_[it->second];
+    const uint64_t part = (job.queued() + job.verify.queued() + workers_ - 1) / workers_;
+    plan_.push_back(JobTopUp{&job, std::max(part, least_worth_splitting(worker_, job)), {}});
+    return plan_.back();
+  }
+
+  // A range taken for the worker: into its window and the job's entry.
+  void add(JobTopUp& entry, ChunkRange r, uint64_t unit) {
+    worker_.in_flight.add(entry.job->id(), r.count, unit);
+    auto& ranges = entry.ranges;
+    if (!ranges.empty() && ranges.back().end() == r.first && ranges.back().count + r.count <= UINT32_MAX) {
+      ranges.back().count += r.count;
+    } else {
+      ranges.push_back(r);
+    }
+  }
+
+  std::vector<JobTopUp> done() {
+    plan_.erase(std::remove_if(plan_.begin(), plan_.end(), [](const JobTopUp& e) { return e.ranges.empty(); }),
+                plan_.end());
+    return std::move(plan_);
+  }
+
+ private:
+  WorkerRecord& worker_;
+  uint64_t workers_;
+  std::vector<JobTopUp> plan_;
+  std::unordered_map<JobId, size_t> index_;
+};
+
+// What one job takes in its turn: a lone suspect, or verify copies then ordinary runs up to
+// `share`. Returns the chunks taken (a suspect isolates the worker: the caller stops there).
+uint64_t take_turn(Plan& plan, JobTopUp& entry, WorkerRecord& worker, uint64_t share, uint64_t unit,
+                   const TopUpContext& context) {
+  Job& job = *entry.job;
+  // A suspect (its worker died with it, beside others) goes alone to an idle worker.
+  if (job.has_suspects() && worker.in_flight.size() == 0) {
+    const ChunkRange suspect = job.take_suspect(worker.id);
+    plan.add(entry, suspect, unit);
+    worker.isolating = true;
+    return suspect.count;
+  }
+  uint64_t taken = 0;
+  if (job.verify.has_queued()) {
+    std::vector<uint64_t> copies;
+    taken = job.verify.take(worker.id, share, context.someone_else, copies);
+    for (const uint64_t chunk : copies) plan.add(entry, ChunkRange{chunk, 1}, unit);
+  }
+  while (taken < share && job.has_ordinary()) {
+    uint64_t first = 0;
+    const uint64_t want = std::min<uint64_t>(share - taken, UINT32_MAX);
+    const uint64_t n = job.take_run(worker.id, want, first);
+    taken += n;
+    plan.add(entry, ChunkRange{first, n}, unit);
+  }
+  return taken;
+}
+
+}  // namespace
+
+uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job) {
+  const JobSpec& s = *job.spec();
+  const uint64_t chunk_elements = std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols);
+  const uint64_t slot_elements = worker.window_elements / std::max<uint64_t>(1, worker.slots);
+  return std::max<uint64_t>(1, (slot_elements + chunk_elements - 1) / chunk_elements);
+}
+
+std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const JobTable& jobs,
+                                  const TopUpContext& context) {
+  if (worker.isolating && worker.in_flight.size() > 0) return {};  // a suspect runs alone
+  worker.isolating = false;
+  Plan plan(worker, context);
+  // Passes over the jobs in turn until no job can take more or the window is full for every job.
+  for (bool progress = !worker.in_flight.full(); progress;) {
+    progress = false;
+    const size_t candidates = queue.size();
+    auto it = queue.jobs().upper_bound(queue.served_last());
+    for (size_t tried = 0; tried < candidates && !queue.empty() && !worker.in_flight.full(); ++tried) {
+      if (it == queue.jobs().end()) it = queue.jobs().begin();
+      Job& job = *must_find(jobs, *it++);  // moved on first: the job may leave the queue below
+      if (!job.has_work()) {
+        queue.update(job);
+        continue;
+      }
+      // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
+      const uint64_t unit = InFlight::unit_for(worker.window_for(job, context.report_interval, context.fleet));
+      const uint64_t free = worker.in_flight.room(unit);
+      if (free == 0) continue;
+      // This job's share of the free window (all of it when it is the only job), but never less
+      // than a slot's worth: thousands of small jobs would otherwise each put a chunk or two on
+      // every worker (a DefineJob per worker per job; 100 clients x 100 jobs took 226 s).
+      JobTopUp& entry = plan.of(job);
+      const uint64_t share =
+          std::min({free, std::max<uint64_t>(free / candidates, least_worth_splitting(worker, job)), entry.part_left});
+      if (share == 0) continue;
+      const uint64_t taken = take_turn(plan, entry, worker, share, unit, context);
+      queue.update(job);
+      if (taken == 0) continue;  // only verify copies this worker already computed
+      queue.served(job.id());
+      if (worker.isolating) return plan.done();  // a suspect runs alone
+      entry.part_left -= std::min(taken, entry.part_left);
+      progress = true;
+    }
+  }
+  return plan.done();
+}
+
+}  // namespace psched

@@ -1,0 +1,83 @@
+// Top-up: the policy of dispatch, apart from the sending (dispatch.cpp sends what it plans). A
+// worker's window is filled from the jobs that have work, in turn: each job takes its share of the
+// free window as runs of consecutive chunks, at most the worker's part of what the job has left.
+// Planning takes the chunks (they run on the worker from then on) and fills the worker's window;
+// it builds no message and needs no socket or clock (tests/scheduler/top_up_test.cpp).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "scheduler/job.h"
+#include "scheduler/peers.h"
+
+namespace psched {
+
+using JobTable = std::map<JobId, std::unique_ptr<Job>>;
+
+// The jobs with work waiting for a worker (queued chunks or verify copies, Job::has_work()), in id
+// order, and whose turn comes next. Dispatch walks these, not every job (with 10,000 small jobs
+// mostly running, walking them all on every Submit and result was psched's whole CPU). update() is
+// the one place a job joins or leaves: call it after anything that may change the job's work.
+class WorkQueue {
+ public:
+  void update(const Job& job) {
+    if (job.has_work()) {
+      jobs_.insert(job.id());
+    } else {
+      jobs_.erase(job.id());
+    }
+  }
+  void forget(JobId id) { jobs_.erase(id); }
+  bool empty() const { return jobs_.empty(); }
+  size_t size() const { return jobs_.size(); }
+  bool contains(JobId id) const { return jobs_.count(id) > 0; }
+  const std::set<JobId>& jobs() const { return jobs_; }
+  JobId served_last() const { return served_last_; }
+  void served(JobId id) { served_last_ = id; }
+
+ private:
+  std::set<JobId> jobs_;
+  JobId served_last_ = 0;  // jobs take turns starting after this one
+};
+
+// One job's part of a top-up: the ranges taken for the worker, in the order taken, consecutive runs
+// merged while the count fits the wire's UInt32.
+struct JobTopUp {
+  Job* job = nullptr;
+  uint64_t part_left = 0;  // how many more of the job's chunks this top-up may take
+  std::vector<ChunkRange> ranges;
+  uint64_t chunks() const {
+    uint64_t n = 0;
+    for (const ChunkRange& r : ranges) n += r.count;
+    return n;
+  }
+};
+
+struct TopUpContext {
+  std::chrono::microseconds report_interval = kReportInterval;  // sizes a GPU's timed window
+  uint64_t fleet = 1;    // connected workers
+  uint64_t sharing = 1;  // workers sharing each job's queued chunks: this one takes its part
+  ChunkVerifier::SomeoneElse someone_else;  // verify: whether another worker could take a copy
+};
+
+// Chunks of `job` below which a top-up is not cut into parts: one slot's share of the worker's
+// element window (a CPU thread's quarter million elements, a GPU batch). Splitting less than that
+// over several workers costs each of them a round trip and gains nothing (a 10-chunk job of 1000
+// elements took 48 us on one worker and 64 us split over two).
+uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job);
+
+// Fills `worker`'s free window from the jobs in `queue`, in turn from the one after the last
+// served, until no job can take more or the window is full: verify copies first (the partials they
+// are compared with wait for them), then re-queued and fresh chunks. A suspect goes alone to an
+// idle worker, which is then `isolating`. The chunks taken are running on the worker and in its
+// window; jobs left without work leave the queue. Returns what to send, per job (jobs that got
+// nothing are left out).
+std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const JobTable& jobs,
+                                  const TopUpContext& context);
+
+}  // namespace psched

@@ -1,0 +1,173 @@
+// plan_top_up (scheduler/top_up.h): what a worker's window gets from the jobs with work, planned
+// without sockets: ranges per job, turns between jobs, each job's part, suspects alone, verify
+// copies first, and the queue of jobs with work kept as the jobs change.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "scheduler/top_up.h"
+
+using namespace psched;
+
+namespace Catch {
+template <>
+struct StringMaker<ChunkRange> {
+  static std::string convert(const ChunkRange& r) {
+    return "{" + std::to_string(r.first) + ", " + std::to_string(r.count) + "}";
+  }
+};
+}  // namespace Catch
+
+namespace {
+
+// A job of `chunks` chunks of `chunk_elements` elements each (one row of chunks).
+std::unique_ptr<Job> job_of(JobId id, uint64_t chunks, uint64_t chunk_elements = 1000000, double verify = 0) {
+  JobSpec s;
+  s.rows = 1;
+  s.cols = chunks * chunk_elements;
+  s.chunk_rows = 1;
+  s.chunk_cols = chunk_elements;
+  auto job = std::make_unique<Job>(id, 1, std::make_shared<const JobSpec>(normalized(s)), false);
+  if (verify > 0) job->verify = ChunkVerifier(verify, s.seed);
+  return job;
+}
+
+WorkerRecord worker_with_slots(WorkerId id, uint32_t slots) {
+  WorkerRecord w;
+  w.id = id;
+  w.slots = slots;
+  w.window_elements = 0;  // slots only: the window is `slots` chunks for every job
+  return w;
+}
+
+struct Table {
+  JobTable jobs;
+  WorkQueue queue;
+  Job& add(std::unique_ptr<Job> job) {
+    Job& j = *job;
+    queue.update(j);
+    jobs[j.id()] = std::move(job);
+    return j;
+  }
+};
+
+TopUpContext alone(uint64_t sharing = 1) {
+  TopUpContext c;
+  c.sharing = sharing;
+  c.fleet = sharing;
+  c.someone_else = [](const std::vector<WorkerId>&) { return false; };
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a top-up takes one run of consecutive chunks for a lone job, as many as the window holds", "[top_up]") {
+  Table t;
+  Job& job = t.add(job_of(1, 10));
+  WorkerRecord w = worker_with_slots(7, 4);
+  const auto plan = plan_top_up(w, t.queue, t.jobs, alone());
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].job == &job);
+  CHECK(plan[0].ranges == std::vector<ChunkRange>{{0, 4}});
+  CHECK(w.in_flight.size() == 4);
+  CHECK(job.queued() == 6);
+  CHECK(job.ranges().running_here(ChunkRange{0, 4}, 7));
+  // Full: a second top-up takes nothing.
+  CHECK(plan_top_up(w, t.queue, t.jobs, alone()).empty());
+}
+
+TEST_CASE("jobs take turns in the window, and the next top-up starts after the last job served", "[top_up]") {
+  Table t;
+  t.add(job_of(1, 100));
+  t.add(job_of(2, 100));
+  WorkerRecord w = worker_with_slots(7, 4);
+  // Each turn a job takes its share of what is still free (free / jobs): 2, then 1 each.
+  const auto plan = plan_top_up(w, t.queue, t.jobs, alone());
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].job->id() == 1);
+  CHECK(plan[0].ranges == std::vector<ChunkRange>{{0, 3}});
+  CHECK(plan[1].job->id() == 2);
+  CHECK(plan[1].ranges == std::vector<ChunkRange>{{0, 1}});
+  CHECK(t.queue.served_last() == 1);
+  // Job 1 was served last: room for one chunk goes to job 2.
+  w.in_flight.remove(1, 1);
+  const auto next = plan_top_up(w, t.queue, t.jobs, alone());
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].job->id() == 2);
+  CHECK(next[0].ranges == std::vector<ChunkRange>{{1, 1}});
+}
+
+TEST_CASE("a worker takes at most its part of what a job has left when workers share it", "[top_up]") {
+  Table t;
+  Job& job = t.add(job_of(1, 12));
+  WorkerRecord w = worker_with_slots(7, 64);
+  const auto plan = plan_top_up(w, t.queue, t.jobs, alone(/*sharing=*/4));
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].ranges == std::vector<ChunkRange>{{0, 3}});  // 12 chunks over 4 workers
+  CHECK(job.queued() == 9);
+}
+
+TEST_CASE("a job left with no work leaves the queue, and a job given work back joins it", "[top_up]") {
+  Table t;
+  Job& job = t.add(job_of(1, 3));
+  WorkerRecord w = worker_with_slots(7, 8);
+  plan_top_up(w, t.queue, t.jobs, alone());
+  CHECK(job.queued() == 0);
+  CHECK_FALSE(t.queue.contains(1));
+  job.requeue(ChunkRange{1, 1}, 7, "w7", /*blame=*/false);
+  w.in_flight.remove(1, 1);
+  t.queue.update(job);
+  CHECK(t.queue.contains(1));
+  const auto plan = plan_top_up(w, t.queue, t.jobs, alone());
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].ranges == std::vector<ChunkRange>{{1, 1}});
+}
+
+TEST_CASE("a suspect goes alone to an idle worker, which then takes nothing until it is back", "[top_up]") {
+  Table t;
+  Job& job = t.add(job_of(1, 10));
+  WorkerRecord first = worker_with_slots(7, 4);
+  plan_top_up(first, t.queue, t.jobs, alone());
+  // Worker 7 died twice with chunks 0..3: they come back as a suspect range.
+  job.requeue(ChunkRange{0, 4}, 7, "w7", /*blame=*/true);
+  uint64_t taken_from = 0;
+  REQUIRE(job.take_run(8, 4, taken_from) == 4);
+  job.requeue(ChunkRange{0, 4}, 8, "w8", /*blame=*/true, /*repeat_as_suspect=*/true);
+  REQUIRE(job.has_suspects());
+  t.queue.update(job);
+  WorkerRecord idle = worker_with_slots(9, 4);
+  const auto plan = plan_top_up(idle, t.queue, t.jobs, alone());
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].ranges == std::vector<ChunkRange>{{0, 1}});  // one chunk, alone
+  CHECK(idle.isolating);
+  CHECK(plan_top_up(idle, t.queue, t.jobs, alone()).empty());
+  // Back with chunk 0: the next suspect chunk goes to it alone again.
+  REQUIRE(job.finish(0, 9, PartialSum{1, 1, 1, 1}));
+  idle.in_flight.remove(1, 1);
+  const auto next = plan_top_up(idle, t.queue, t.jobs, alone());
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].ranges == std::vector<ChunkRange>{{1, 1}});
+  CHECK(idle.isolating);
+}
+
+TEST_CASE("verify copies go out before fresh chunks, and not to the worker of the first copy", "[top_up]") {
+  Table t;
+  Job& job = t.add(job_of(1, 10, 1000000, /*verify=*/1.0));
+  WorkerRecord a = worker_with_slots(1, 2), b = worker_with_slots(2, 2);
+  TopUpContext two = alone(2);
+  two.someone_else = [](const std::vector<WorkerId>& excluded) { return excluded.size() < 2; };
+  two.sharing = 1;
+  REQUIRE(plan_top_up(a, t.queue, t.jobs, two).front().ranges == std::vector<ChunkRange>{{0, 2}});
+  // Chunk 0's first copy is in from worker 1: held, its copy queued.
+  REQUIRE(job.hold_for_verify(0, 1));
+  job.verify.first_copy(0, VerifyCopy{1, "w1", "cpu", PartialSum{1, 1, 1, 1}, false});
+  a.in_flight.remove(1, 1);
+  t.queue.update(job);
+  const auto to_a = plan_top_up(a, t.queue, t.jobs, two);
+  REQUIRE(to_a.size() == 1);
+  CHECK(to_a[0].ranges == std::vector<ChunkRange>{{2, 1}});  // not its own copy
+  const auto to_b = plan_top_up(b, t.queue, t.jobs, two);
+  REQUIRE(to_b.size() == 1);
+  CHECK(to_b[0].ranges.front() == ChunkRange{0, 1});  // the copy first
+  CHECK(job.verify.running_on(0) == 2);
+}

@@ -2,6 +2,7 @@
 // call is waiting for its answer (one thread, no background work between calls).
 #include "pclient/client.h"
 
+#include "client/job_run.h"
 #include "client/job_spec_of.h"
 
 #include <boost/asio.hpp>
@@ -70,81 +71,6 @@ tcp::socket connect_socket(asio::io_context& io, const psched::Address& address,
                                 ? fmt::format("no answer within {} ms", timeout_ms)
                                 : result.message()));
   return socket;
-}
-
-Progress progress_of(uint64_t job_id, psched::wire::Progress::Reader p) {
-  Progress progress;
-  progress.job_id = job_id;
-  progress.chunks_done = p.getChunksDone();
-  progress.chunks_total = p.getChunksTotal();
-  progress.running_sum = p.getRunningSum();
-  progress.no_workers = p.getNoWorkers();
-  for (auto c : p.getPartials()) {
-    ChunkPartial partial{c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax(), {}};
-    for (double t : c.getExact().getTerms()) partial.exact_terms.push_back(t);
-    progress.partials.push_back(std::move(partial));
-  }
-  return progress;
-}
-
-// The result as the scheduler reports it; wall_seconds is the caller's to measure.
-Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
-  Result result;
-  result.job_id = job_id;
-  result.sum = r.getSum();
-  result.count = r.getCount();
-  result.min = r.getMin();
-  result.max = r.getMax();
-  const auto exact = r.getExact();
-  for (double t : exact.getTerms()) result.exact_terms.push_back(t);
-  result.nan_count = exact.getNan();
-  result.pos_inf_count = exact.getPosInf();
-  result.neg_inf_count = exact.getNegInf();
-  result.chunks = r.getChunks();
-  result.workers = r.getWorkers();
-  result.retries = r.getRetries();
-  result.scheduler_seconds = r.getSeconds();
-  result.verified_chunks = r.getVerifiedChunks();
-  result.same_worker_chunks = r.getSameWorkerChunks();
-  result.mismatch_count = r.getMismatchCount();
-  for (auto m : r.getMismatches()) {
-    VerifyMismatch& out = result.mismatches.emplace_back();
-    out.chunk = m.getChunk();
-    for (auto c : m.getCopies())
-      out.copies.push_back({c.getWorkerId(), c.getWorkerName().cStr(), c.getDeviceName().cStr(),
-                            c.getSum(), c.getCount(), c.getMin(), c.getMax(), c.getSuspect()});
-  }
-  auto figure = [](psched::wire::MinMeanMax::Reader m) { return Figure{m.getMin(), m.getMean(), m.getMax()}; };
-  for (auto d : r.getDevices()) {
-    DeviceReport out;
-    out.worker_id = d.getWorkerId();
-    out.name = d.getName().cStr();
-    out.host = d.getHost().cStr();
-    out.device = d.getDevice().cStr();
-    out.uuid = d.getUuid().cStr();
-    out.chunks = d.getChunks();
-    out.bytes = d.getBytes();
-    out.busy_seconds = d.getBusySeconds();
-    out.bytes_per_second = d.getBytesPerSecond();
-    out.slow = d.getSlow();
-    out.cause = d.getCause().cStr();
-    out.has_gpu = d.getHasGpu();
-    out.sm_clock_mhz = figure(d.getSmClockMhz());
-    out.sm_clock_max_mhz = d.getSmClockMaxMhz();
-    out.temperature_c = figure(d.getTemperatureC());
-    out.power_watts = figure(d.getPowerWatts());
-    out.sm_utilisation_pct = figure(d.getSmUtilisationPct());
-    out.throttle_reasons = d.getThrottleReasons();
-    for (auto p : d.getSeries())
-      out.series.push_back(DeviceReport::Point{p.getSeconds(), p.getSmClockMhz(), p.getTemperatureC(),
-                                               p.getPowerWatts(), p.getSmUtilisationPct()});
-    result.devices.push_back(std::move(out));
-  }
-  result.timeline.reserve(r.getTimeline().size());
-  for (auto t : r.getTimeline())
-    result.timeline.push_back(
-        TaskSegment{t.getWorkerId(), t.getFirstChunk(), t.getChunks(), t.getStartSeconds(), t.getEndSeconds()});
-  return result;
 }
 
 }  // namespace
@@ -414,104 +340,60 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
     submit.setVerifyFraction(options.verify);
     submit.setWantTimeline(options.want_timeline);
   });
-  uint64_t job_id = 0;
-  Result result;
-  std::string failure;
-  // Cancel once should_cancel says so and the job has an id (before JobAccepted it has none).
-  bool cancel_wanted = false, cancelled = false;
-  auto send_cancel = [&] {
-    s.send([&](psched::wire::Message::Builder m) { m.initCancel().setJobId(job_id); });
-    cancelled = true;
-    s.done = true;
-  };
-  asio::steady_timer cancel_poll(s.io);
+  // The job's states (job_run.h); this loop feeds it the scheduler's messages, the caller's cancel
+  // (polled every cancel_poll_ms) and the no-workers timeout.
+  asio::steady_timer cancel_poll(s.io), no_workers(s.io);
+  JobRun run(
+      tag, options, [&](const JobRun::Fill& fill) { s.send(fill); },
+      [&](bool start) {
+        if (!start) {
+          no_workers.cancel();
+          return;
+        }
+        no_workers.expires_after(std::chrono::milliseconds(options.no_workers_timeout_ms));
+        no_workers.async_wait([&](const boost::system::error_code& ec) {
+          if (!ec) run.no_workers_timeout();
+          s.done = s.done || run.finished();
+        });
+      });
   std::function<void()> poll_cancel = [&] {
     cancel_poll.expires_after(std::chrono::milliseconds(std::max(1, options.cancel_poll_ms)));
     cancel_poll.async_wait([&](const boost::system::error_code& ec) {
-      if (ec || s.done) return;
+      if (ec || run.finished()) return;
       if (!options.should_cancel()) return poll_cancel();
-      cancel_wanted = true;
-      if (job_id != 0) send_cancel();
+      run.cancel();
+      s.done = run.finished();
     });
   };
   if (options.should_cancel) poll_cancel();
-  // No worker left (Progress.noWorkers): the job is given up after no_workers_timeout_ms, unless
-  // one joins meanwhile.
-  asio::steady_timer no_workers(s.io);
-  bool waiting_for_workers = false;
-  auto watch_workers = [&](psched::wire::Progress::Reader p) {
-    if (!p.getNoWorkers()) {
-      if (waiting_for_workers) no_workers.cancel();
-      waiting_for_workers = false;
-      return;
-    }
-    if (waiting_for_workers || options.no_workers_timeout_ms <= 0) return;
-    waiting_for_workers = true;
-    const uint64_t total = p.getChunksTotal(), left = total - p.getChunksDone();
-    no_workers.expires_after(std::chrono::milliseconds(options.no_workers_timeout_ms));
-    no_workers.async_wait([&, total, left](const boost::system::error_code& ec) {
-      if (ec || s.done) return;
-      failure = fmt::format("no workers: none joined within {:g} s, {} of {} chunks left; the job "
-                            "was cancelled (a longer no-workers timeout waits longer)",
-                            options.no_workers_timeout_ms / 1000.0, left, total);
-      s.send([&](psched::wire::Message::Builder m) { m.initCancel().setJobId(job_id); });
-      s.done = true;
-    });
-  };
   s.waiter = [&](psched::wire::Message::Reader m) {
-    switch (m.which()) {
-      case psched::wire::Message::JOB_ACCEPTED:
-        if (m.getJobAccepted().getTag() == tag) job_id = m.getJobAccepted().getJobId();
-        if (job_id != 0 && cancel_wanted) send_cancel();
-        return;
-      case psched::wire::Message::JOB_FAILED: {
-        auto f = m.getJobFailed();
-        if (f.getJobId() != 0 && f.getJobId() != job_id) return;
-        failure = f.getMessage().cStr();
-        s.done = true;
-        return;
-      }
-      case psched::wire::Message::ERROR:
-        failure = m.getError().getMessage().cStr();
-        s.done = true;
-        return;
-      case psched::wire::Message::PROGRESS: {
-        auto p = m.getProgress();
-        if (p.getJobId() != job_id) return;
-        watch_workers(p);
-        if (options.on_progress) options.on_progress(progress_of(job_id, p));
-        return;
-      }
-      case psched::wire::Message::JOB_RESULT: {
-        auto r = m.getJobResult();
-        if (r.getJobId() != job_id) return;
-        result = result_of(job_id, r);
-        s.done = true;
-        return;
-      }
-      default:
-        return;
-    }
+    run.on_message(m);
+    s.done = run.finished();
   };
-  auto stop_polling = [&] {
+  auto stop_timers = [&] {
     cancel_poll.cancel();
     no_workers.cancel();
     s.io.restart();
-    s.io.poll();  // the cancelled poll's handler runs now, while what it refers to still exists
+    s.io.poll();  // the cancelled handlers run now, while what they refer to still exists
   };
   try {
     s.wait(-1, "the job's result");
   } catch (...) {
-    stop_polling();
+    stop_timers();
     throw;
   }
-  stop_polling();
-  if (cancelled) throw Cancelled(fmt::format("job {} cancelled", job_id));
-  // A job failed because the scheduler is going away (it says Goodbye after failing its jobs) is
-  // a lost connection, not a property of the job: with reconnect_ms it is submitted again.
-  if (!failure.empty() && !s.closed_why.empty() && s.options.reconnect_ms > 0) throw ConnectionLost(s.closed_why);
-  if (!failure.empty()) throw Error(failure);
-  return result;
+  stop_timers();
+  switch (run.state()) {
+    case JobRun::State::kDone:
+      return run.result();
+    case JobRun::State::kCancelled:
+      throw Cancelled(fmt::format("job {} cancelled", run.job_id()));
+    default:
+      // A job failed because the scheduler is going away (it says Goodbye after failing its jobs)
+      // is a lost connection, not a property of the job: with reconnect_ms it is submitted again.
+      if (!s.closed_why.empty() && s.options.reconnect_ms > 0) throw ConnectionLost(s.closed_why);
+      throw Error(run.failure());
+  }
 }
 
 void Client::close() {

@@ -1,0 +1,168 @@
+#include "client/job_run.h"
+
+#include <fmt/format.h>
+
+#include "common/check.h"
+
+namespace pclient {
+
+namespace wire = psched::wire;
+
+JobRun::JobRun(uint64_t tag, const RunOptions& options, Send send, WatchWorkers watch_workers)
+    : tag_(tag), options_(options), send_(std::move(send)), watch_workers_(std::move(watch_workers)) {}
+
+void JobRun::to(State next) {
+  const bool legal = next == State::kAccepted ? state_ == State::kSubmitted
+                     : next == State::kFailed ? !finished()
+                                              : state_ == State::kAccepted;  // done, cancelled
+  PSCHED_ASSERT(legal, int(state_), int(next));
+  state_ = next;
+  if (finished() && waiting_for_workers_) {
+    waiting_for_workers_ = false;
+    watch_workers_(false);
+  }
+}
+
+void JobRun::on_message(wire::Message::Reader m) {
+  if (finished()) return;
+  switch (m.which()) {
+    case wire::Message::JOB_ACCEPTED:
+      if (state_ != State::kSubmitted || m.getJobAccepted().getTag() != tag_) return;
+      job_id_ = m.getJobAccepted().getJobId();
+      to(State::kAccepted);
+      if (cancel_wanted_) send_cancel();
+      return;
+    case wire::Message::JOB_FAILED: {
+      auto f = m.getJobFailed();
+      if (f.getJobId() != 0 && f.getJobId() != job_id_) return;
+      failure_ = f.getMessage().cStr();
+      to(State::kFailed);
+      return;
+    }
+    case wire::Message::ERROR:
+      failure_ = m.getError().getMessage().cStr();
+      to(State::kFailed);
+      return;
+    case wire::Message::PROGRESS:
+      if (state_ == State::kAccepted && m.getProgress().getJobId() == job_id_) on_progress(m.getProgress());
+      return;
+    case wire::Message::JOB_RESULT:
+      if (state_ != State::kAccepted || m.getJobResult().getJobId() != job_id_) return;
+      result_ = result_of(job_id_, m.getJobResult());
+      to(State::kDone);
+      return;
+    default:
+      return;
+  }
+}
+
+void JobRun::on_progress(wire::Progress::Reader p) {
+  if (!p.getNoWorkers()) {
+    if (waiting_for_workers_) watch_workers_(false);
+    waiting_for_workers_ = false;
+  } else if (!waiting_for_workers_ && options_.no_workers_timeout_ms > 0) {
+    waiting_for_workers_ = true;
+    chunks_total_ = p.getChunksTotal();
+    chunks_left_ = chunks_total_ - p.getChunksDone();
+    watch_workers_(true);
+  }
+  if (options_.on_progress) options_.on_progress(progress_of(job_id_, p));
+}
+
+void JobRun::cancel() {
+  if (finished()) return;
+  cancel_wanted_ = true;
+  if (state_ == State::kAccepted) send_cancel();
+}
+
+void JobRun::send_cancel() {
+  send_([&](wire::Message::Builder m) { m.initCancel().setJobId(job_id_); });
+  to(State::kCancelled);
+}
+
+void JobRun::no_workers_timeout() {
+  if (state_ != State::kAccepted || !waiting_for_workers_) return;
+  waiting_for_workers_ = false;
+  failure_ = fmt::format("no workers: none joined within {:g} s, {} of {} chunks left; the job was cancelled "
+                         "(a longer no-workers timeout waits longer)",
+                         options_.no_workers_timeout_ms / 1000.0, chunks_left_, chunks_total_);
+  send_([&](wire::Message::Builder m) { m.initCancel().setJobId(job_id_); });
+  to(State::kFailed);
+}
+
+Progress progress_of(uint64_t job_id, psched::wire::Progress::Reader p) {
+  Progress progress;
+  progress.job_id = job_id;
+  progress.chunks_done = p.getChunksDone();
+  progress.chunks_total = p.getChunksTotal();
+  progress.running_sum = p.getRunningSum();
+  progress.no_workers = p.getNoWorkers();
+  for (auto c : p.getPartials()) {
+    ChunkPartial partial{c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax(), {}};
+    for (double t : c.getExact().getTerms()) partial.exact_terms.push_back(t);
+    progress.partials.push_back(std::move(partial));
+  }
+  return progress;
+}
+
+// The result as the scheduler reports it; wall_seconds is the caller's to measure.
+Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
+  Result result;
+  result.job_id = job_id;
+  result.sum = r.getSum();
+  result.count = r.getCount();
+  result.min = r.getMin();
+  result.max = r.getMax();
+  const auto exact = r.getExact();
+  for (double t : exact.getTerms()) result.exact_terms.push_back(t);
+  result.nan_count = exact.getNan();
+  result.pos_inf_count = exact.getPosInf();
+  result.neg_inf_count = exact.getNegInf();
+  result.chunks = r.getChunks();
+  result.workers = r.getWorkers();
+  result.retries = r.getRetries();
+  result.scheduler_seconds = r.getSeconds();
+  result.verified_chunks = r.getVerifiedChunks();
+  result.same_worker_chunks = r.getSameWorkerChunks();
+  result.mismatch_count = r.getMismatchCount();
+  for (auto m : r.getMismatches()) {
+    VerifyMismatch& out = result.mismatches.emplace_back();
+    out.chunk = m.getChunk();
+    for (auto c : m.getCopies())
+      out.copies.push_back({c.getWorkerId(), c.getWorkerName().cStr(), c.getDeviceName().cStr(),
+                            c.getSum(), c.getCount(), c.getMin(), c.getMax(), c.getSuspect()});
+  }
+  auto figure = [](psched::wire::MinMeanMax::Reader m) { return Figure{m.getMin(), m.getMean(), m.getMax()}; };
+  for (auto d : r.getDevices()) {
+    DeviceReport out;
+    out.worker_id = d.getWorkerId();
+    out.name = d.getName().cStr();
+    out.host = d.getHost().cStr();
+    out.device = d.getDevice().cStr();
+    out.uuid = d.getUuid().cStr();
+    out.chunks = d.getChunks();
+    out.bytes = d.getBytes();
+    out.busy_seconds = d.getBusySeconds();
+    out.bytes_per_second = d.getBytesPerSecond();
+    out.slow = d.getSlow();
+    out.cause = d.getCause().cStr();
+    out.has_gpu = d.getHasGpu();
+    out.sm_clock_mhz = figure(d.getSmClockMhz());
+    out.sm_clock_max_mhz = d.getSmClockMaxMhz();
+    out.temperature_c = figure(d.getTemperatureC());
+    out.power_watts = figure(d.getPowerWatts());
+    out.sm_utilisation_pct = figure(d.getSmUtilisationPct());
+    out.throttle_reasons = d.getThrottleReasons();
+    for (auto p : d.getSeries())
+      out.series.push_back(DeviceReport::Point{p.getSeconds(), p.getSmClockMhz(), p.getTemperatureC(),
+                                               p.getPowerWatts(), p.getSmUtilisationPct()});
+    result.devices.push_back(std::move(out));
+  }
+  result.timeline.reserve(r.getTimeline().size());
+  for (auto t : r.getTimeline())
+    result.timeline.push_back(
+        TaskSegment{t.getWorkerId(), t.getFirstChunk(), t.getChunks(), t.getStartSeconds(), t.getEndSeconds()});
+  return result;
+}
+
+}  // namespace pclient

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/address.h"
+#include "common/check.h"
 #include "common/chunk_grid.h"
 #include "common/plural.h"
 #include "common/scheduler_file.h"
@@ -168,19 +169,7 @@ void Worker::on_message(wire::Message::Reader message) {
   if (link_ == Link::kLeaving) return;  // saying goodbye: nothing more is taken on
   switch (message.which()) {
     case wire::Message::WELCOME:
-      transition(Link::kWelcomed);
-      warned_unreachable_ = false;
-      backoff_ = std::chrono::milliseconds(100);
-      spdlog::info("registered with the scheduler at {} as worker {} ({} backend, {})",
-                   conn_->remote(), message.getWelcome().getPeerId(), device_.backend,
-                   device_.device_name);
-      // The scheduler's pace and frame limit: a heartbeat it can count on within its timeout,
-      // ResultBatches it will not refuse.
-      if (const uint32_t hb = message.getWelcome().getHeartbeatMs(); hb > 0)
-        config_.heartbeat_ms = std::max<uint32_t>(hb, 50);
-      if (const uint32_t frame = message.getWelcome().getMaxFrameBytes(); frame > 0)
-        config_.scheduler_max_frame_bytes = frame;
-      heartbeat();
+      on_welcome(message.getWelcome());
       return;
     case wire::Message::ERROR: {
       const std::string text = message.getError().getMessage().cStr();
@@ -191,41 +180,15 @@ void Worker::on_message(wire::Message::Reader message) {
     }
     case wire::Message::HEARTBEAT:
       return;
-    case wire::Message::DEFINE_JOB: {
-      auto d = message.getDefineJob();
-      const uint64_t job_id = d.getJobId();
-      if (jobs_.count(job_id)) return;  // defined already
-      JobEntry entry;
-      entry.local_key = next_local_key_++;
-      entry.chunk_partials = d.getChunkPartials();
-      JobSpec spec = from_wire(d.getSpec());
-      if (Status st = validate(spec); !st) {
-        spdlog::error("job {}: invalid spec from scheduler: {}", job_id, st.message());
-      } else {
-        entry.spec = std::make_shared<const JobSpec>(normalized(spec));
-      }
-      job_of_key_[entry.local_key] = job_id;
-      jobs_[job_id] = std::move(entry);
+    case wire::Message::DEFINE_JOB:
+      on_define_job(message.getDefineJob());
       return;
-    }
     case wire::Message::TASK_BATCH:
       on_task_batch(message.getTaskBatch());
       return;
-    case wire::Message::DROP_JOB: {
-      const uint64_t id = message.getDropJob().getJobId();
-      auto it = jobs_.find(id);
-      if (it != jobs_.end()) {
-        backend_->drop_job(it->second.local_key);
-        job_of_key_.erase(it->second.local_key);
-        jobs_.erase(it);
-      }
-      pending_.erase(id);
-      if (auto held = held_by_job_.find(id); held != held_by_job_.end()) {
-        pacer_.released(held->second);  // its later outcomes are dropped unseen
-        held_by_job_.erase(held);
-      }
+    case wire::Message::DROP_JOB:
+      on_drop_job(message.getDropJob().getJobId());
       return;
-    }
     case wire::Message::GIVE_BACK:
       on_give_back(message.getGiveBack());
       return;
@@ -236,6 +199,53 @@ void Worker::on_message(wire::Message::Reader message) {
     default:
       conn_->send_error_and_close(
           fmt::format("unexpected message kind {} for a worker", unsigned(message.which())));
+  }
+}
+
+void Worker::on_welcome(wire::Welcome::Reader welcome) {
+  if (link_ != Link::kConnected) {
+    conn_->send_error_and_close("a second Welcome");
+    return;
+  }
+  transition(Link::kWelcomed);
+  warned_unreachable_ = false;
+  backoff_ = std::chrono::milliseconds(100);
+  spdlog::info("registered with the scheduler at {} as worker {} ({} backend, {})", conn_->remote(),
+               welcome.getPeerId(), device_.backend, device_.device_name);
+  // The scheduler's pace and frame limit: a heartbeat it can count on within its timeout,
+  // ResultBatches it will not refuse.
+  if (const uint32_t hb = welcome.getHeartbeatMs(); hb > 0) config_.heartbeat_ms = std::max<uint32_t>(hb, 50);
+  if (const uint32_t frame = welcome.getMaxFrameBytes(); frame > 0) config_.scheduler_max_frame_bytes = frame;
+  heartbeat();
+}
+
+void Worker::on_define_job(wire::DefineJob::Reader d) {
+  const uint64_t job_id = d.getJobId();
+  if (jobs_.count(job_id)) return;  // defined already
+  JobEntry entry;
+  entry.local_key = next_local_key_++;
+  entry.chunk_partials = d.getChunkPartials();
+  JobSpec spec = from_wire(d.getSpec());
+  if (Status st = validate(spec); !st) {
+    spdlog::error("job {}: invalid spec from scheduler: {}", job_id, st.message());
+  } else {
+    entry.spec = std::make_shared<const JobSpec>(normalized(spec));
+  }
+  job_of_key_[entry.local_key] = job_id;
+  jobs_[job_id] = std::move(entry);
+}
+
+void Worker::on_drop_job(uint64_t job_id) {
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) {
+    backend_->drop_job(it->second.local_key);
+    job_of_key_.erase(it->second.local_key);
+    jobs_.erase(it);
+  }
+  pending_.erase(job_id);
+  if (auto held = held_by_job_.find(job_id); held != held_by_job_.end()) {
+    pacer_.released(held->second);  // its later outcomes are dropped unseen
+    held_by_job_.erase(held);
   }
 }
 
@@ -465,11 +475,14 @@ void Worker::leave(const std::string& reason, std::function<void()> on_left) {
 }
 
 void Worker::transition(Link to) {
-  // Leaving is final; every other move is allowed (a connection may drop at any point).
-  if (link_ == Link::kLeaving) {
-    spdlog::critical("worker: link transition out of leaving to {}", int(to));
-    std::abort();
-  }
+  // Legal: disconnected -> connected (a socket), connected -> welcomed (Welcome), connected or
+  // welcomed -> disconnected (the connection dropped), disconnected -> disconnected (a connect that
+  // failed), and anything but leaving -> leaving; leaving is final.
+  const bool legal = link_ != Link::kLeaving &&
+                     (to == Link::kLeaving || to == Link::kDisconnected ||
+                      (to == Link::kConnected && link_ == Link::kDisconnected) ||
+                      (to == Link::kWelcomed && link_ == Link::kConnected));
+  PSCHED_ASSERT(legal, int(link_), int(to));
   link_ = to;
 }
 

@@ -65,6 +65,9 @@ class Worker {
   void on_connected(boost::asio::ip::tcp::socket socket, bool tls);
   void on_message(wire::Message::Reader message);
   void on_disconnected(const std::string& why);
+  void on_welcome(wire::Welcome::Reader welcome);
+  void on_define_job(wire::DefineJob::Reader define);
+  void on_drop_job(uint64_t job_id);
   void on_give_back(wire::GiveBack::Reader give_back);
   void on_task_batch(wire::TaskBatch::Reader batch);
   void drain_inbox();                     // on the loop: the outcomes backend threads left
@@ -80,7 +83,8 @@ class Worker {
 
   // The worker's link to the scheduler: no scheduler (connecting or waiting to retry), connected
   // with Hello sent, welcomed (registered: chunks come and heartbeats go), leaving (for good: it
-  // said goodbye or gave up). transition() is the only place that changes it; leaving is final.
+  // said goodbye or gave up). transition() is the only place that changes it, and checks the move
+  // is legal (PSCHED_ASSERT); leaving is final.
   enum class Link : uint8_t { kDisconnected, kConnected, kWelcomed, kLeaving };
   void transition(Link to);
 

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/chunk_grid.h"
+#include "common/check.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/cuda_backend_impl.h"
 
@@ -41,10 +42,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp
 // The only place life_ changes: forward only (created -> running -> stopping -> stopped, or
 // created -> stopping).
 void CudaBackend::transition(Life to) {
-  if (uint8_t(to) <= uint8_t(life_) || (life_ == Life::kCreated && to == Life::kStopped)) {
-    spdlog::critical("cuda backend: invalid life transition {} -> {}", int(life_), int(to));
-    std::abort();
-  }
+  PSCHED_ASSERT(uint8_t(to) > uint8_t(life_) && !(life_ == Life::kCreated && to == Life::kStopped), int(life_),
+                int(to));
   life_ = to;
 }
 

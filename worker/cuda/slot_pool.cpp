@@ -1,12 +1,12 @@
 #include "worker/cuda/slot_pool.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/check.h"
 #include "worker/cuda/check.h"
 
 namespace psched::gpu {
@@ -94,11 +94,9 @@ void SlotPool::prepare(int slot, uint64_t buffer_bytes) {
   StreamSlot& s = slots_[size_t(slot)];
   if (s.buffer_bytes >= buffer_bytes) return;
   if (!fits(s, buffer_bytes)) release_idle_memory(slot);
-  if (!fits(s, buffer_bytes))  // claim() promised otherwise
-    throw std::logic_error(fmt::format(
-        "cuda backend: {} MiB do not fit the budget of {} MiB with {} MiB held by other slots",
-        format_mib(buffer_bytes), format_mib(budget_bytes_),
-        format_mib(allocated_bytes_ - s.footprint())));
+  // claim() promised the buffer fits the budget beside what the other slots hold.
+  PSCHED_ASSERT(fits(s, buffer_bytes), format_mib(buffer_bytes), format_mib(budget_bytes_),
+                format_mib(allocated_bytes_ - s.footprint()));
   try {
     resize(s, buffer_bytes);
   } catch (const CudaError& e) {

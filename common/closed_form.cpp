@@ -67,68 +67,73 @@ double sum_error_bound(long double sum_abs, double element_epsilon, uint64_t chu
 
 namespace {
 
+// arange: the sum in closed form over the selected indices (a 128-bit integer when every element
+// is computed exactly), min and max at the selection's ends, and the rounding bounds otherwise.
+void expect_arange(const JobSpec& s, const AxisRun& rows, const AxisRun& cols, Expectation& e) {
+  // sum over selected of index = nc * cols * sum(r) + nr * sum(c)
+  const __int128 sum_r = __int128(rows.count) * rows.first +
+                         __int128(s.row_sel.step) * rows.count * (rows.count - 1) / 2;
+  const __int128 sum_c = __int128(cols.count) * cols.first +
+                         __int128(s.col_sel.step) * cols.count * (cols.count - 1) / 2;
+  const __int128 sum_index = __int128(cols.count) * s.cols * sum_r + __int128(rows.count) * sum_c;
+  const long double n = (long double)e.count;
+  const long double total = (long double)s.scale * ((long double)s.param0 * n +
+                                                      (long double)s.param1 * (long double)sum_index) +
+                            (long double)s.offset * n;
+  e.sum = double(total);
+  e.mean = double(total / n);
+  const uint64_t first = rows.first * s.cols + cols.first;
+  const uint64_t last = (rows.first + (rows.count - 1) * s.row_sel.step) * s.cols + cols.first +
+                        (cols.count - 1) * s.col_sel.step;
+  const double v_first = s.scale * (s.param0 + s.param1 * double(first)) + s.offset;
+  const double v_last = s.scale * (s.param0 + s.param1 * double(last)) + s.offset;
+  e.has_min_max = true;
+  e.min = std::min(v_first, v_last);
+  e.max = std::max(v_first, v_last);
+  // |elements| summed, bounded term by term: |scale| (|start| + |step| index) + |offset|. Four
+  // roundings per element (step * index, + start, * scale, + offset), float32 storage one more.
+  const long double sum_abs =
+      std::fabs((long double)s.scale) * (std::fabs((long double)s.param0) * n +
+                                          std::fabs((long double)s.param1) * (long double)sum_index) +
+      std::fabs((long double)s.offset) * n;
+  const double element_epsilon =
+      4 * kUnitRoundoff + (s.dtype == DType::kFloat32 ? kFloat32Roundoff : 0.0);
+  e.sum_tolerance = sum_error_bound(sum_abs, element_epsilon,
+                                    max_selected_per_chunk(s, rows.count, cols.count),
+                                    s.chunks());
+  const double largest_abs = std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
+                             std::fabs(s.offset);
+  e.min_max_tolerance = 2 * element_epsilon * largest_abs;
+  // Integer parameters and every intermediate below 2^53 (the stored value below 2^24 for
+  // float32): every element is computed exactly, so the job's exact sum is the integer closed
+  // form and its rounding must match bit for bit. Otherwise the elements themselves are rounded
+  // and the closed form of the ideal values only bounds the sum.
+  const double stored_limit = s.dtype == DType::kFloat32 ? 16777216.0 : kTwo53;
+  const bool values_exact = is_integer(s.scale) && is_integer(s.offset) && is_integer(s.param0) &&
+                            is_integer(s.param1) &&
+                            std::fabs(s.param0) + std::fabs(s.param1) * double(last) < stored_limit &&
+                            std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
+                                    std::fabs(s.offset) < kTwo53;
+  if (values_exact) {
+    // Each term below n 2^53 <= 2^108: no overflow.
+    const __int128 exact = __int128(int64_t(s.scale)) * (__int128(int64_t(s.param0)) * __int128(e.count) +
+                                                          __int128(int64_t(s.param1)) * sum_index) +
+                           __int128(int64_t(s.offset)) * __int128(e.count);
+    e.exact = exact_scaled(exact, 0);
+    e.sum = e.exact.rounded();
+    e.sum_exact = true;
+  }
+}
+
 // The expectation over the selected rows x cols of `s` (normalized): the whole array, or one chunk.
 Expectation expected_over(const JobSpec& s, const AxisRun& rows, const AxisRun& cols) {
   Expectation e;
   e.count = rows.count * cols.count;
   if (e.count == 0) return e;
   switch (s.generator) {
-    case Generator::kArange: {
-      // sum over selected of index = nc * cols * sum(r) + nr * sum(c)
-      const __int128 sum_r = __int128(rows.count) * rows.first +
-                             __int128(s.row_sel.step) * rows.count * (rows.count - 1) / 2;
-      const __int128 sum_c = __int128(cols.count) * cols.first +
-                             __int128(s.col_sel.step) * cols.count * (cols.count - 1) / 2;
-      const __int128 sum_index = __int128(cols.count) * s.cols * sum_r + __int128(rows.count) * sum_c;
-      const long double n = (long double)e.count;
-      const long double total = (long double)s.scale * ((long double)s.param0 * n +
-                                                          (long double)s.param1 * (long double)sum_index) +
-                                (long double)s.offset * n;
-      e.sum = double(total);
-      e.mean = double(total / n);
-      const uint64_t first = rows.first * s.cols + cols.first;
-      const uint64_t last = (rows.first + (rows.count - 1) * s.row_sel.step) * s.cols + cols.first +
-                            (cols.count - 1) * s.col_sel.step;
-      const double v_first = s.scale * (s.param0 + s.param1 * double(first)) + s.offset;
-      const double v_last = s.scale * (s.param0 + s.param1 * double(last)) + s.offset;
-      e.has_min_max = true;
-      e.min = std::min(v_first, v_last);
-      e.max = std::max(v_first, v_last);
-      // |elements| summed, bounded term by term: |scale| (|start| + |step| index) + |offset|. Four
-      // roundings per element (step * index, + start, * scale, + offset), float32 storage one more.
-      const long double sum_abs =
-          std::fabs((long double)s.scale) * (std::fabs((long double)s.param0) * n +
-                                              std::fabs((long double)s.param1) * (long double)sum_index) +
-          std::fabs((long double)s.offset) * n;
-      const double element_epsilon =
-          4 * kUnitRoundoff + (s.dtype == DType::kFloat32 ? kFloat32Roundoff : 0.0);
-      e.sum_tolerance = sum_error_bound(sum_abs, element_epsilon,
-                                        max_selected_per_chunk(s, rows.count, cols.count),
-                                        s.chunks());
-      const double largest_abs = std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
-                                 std::fabs(s.offset);
-      e.min_max_tolerance = 2 * element_epsilon * largest_abs;
-      // Integer parameters and every intermediate below 2^53 (the stored value below 2^24 for
-      // float32): every element is computed exactly, so the job's exact sum is the integer closed
-      // form and its rounding must match bit for bit. Otherwise the elements themselves are rounded
-      // and the closed form of the ideal values only bounds the sum.
-      const double stored_limit = s.dtype == DType::kFloat32 ? 16777216.0 : kTwo53;
-      const bool values_exact = is_integer(s.scale) && is_integer(s.offset) && is_integer(s.param0) &&
-                                is_integer(s.param1) &&
-                                std::fabs(s.param0) + std::fabs(s.param1) * double(last) < stored_limit &&
-                                std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
-                                        std::fabs(s.offset) < kTwo53;
-      if (values_exact) {
-        // Each term below n 2^53 <= 2^108: no overflow.
-        const __int128 exact = __int128(int64_t(s.scale)) * (__int128(int64_t(s.param0)) * __int128(e.count) +
-                                                              __int128(int64_t(s.param1)) * sum_index) +
-                               __int128(int64_t(s.offset)) * __int128(e.count);
-        e.exact = exact_scaled(exact, 0);
-        e.sum = e.exact.rounded();
-        e.sum_exact = true;
-      }
+    case Generator::kArange:
+      expect_arange(s, rows, cols, e);
       break;
-    }
     case Generator::kConstant: {
       const double x = s.dtype == DType::kFloat32 ? double(float(s.param0)) : s.param0;
       const double v = s.scale * x + s.offset;

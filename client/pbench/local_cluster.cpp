@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -73,6 +74,54 @@ void install_cleanup_handlers() {
 
 LocalCluster::~LocalCluster() { stop(); }
 
+namespace {
+
+std::vector<std::string> tls_args_of(const psched::TlsFiles& tls) {
+  if (!tls.any()) return {};
+  return {"--tls-ca-file", tls.ca_file, "--tls-cert", tls.cert_file, "--tls-key", tls.key_file};
+}
+
+// The GPUs visible to us (CUDA_VISIBLE_DEVICES, which may already narrow them), as its entries.
+std::vector<std::string> visible_gpus() {
+  std::vector<std::string> visible;
+  if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES"); env && *env) {
+    std::string list = env;
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      const size_t comma = std::min(list.find(',', pos), list.size());
+      visible.push_back(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  }
+  return visible;
+}
+
+// Worker i of n: a CPU worker with its share of the cores, or GPU i of those visible (-g N: GPUs
+// 0..N-1).
+psched::ChildSpec worker_spec(const LocalClusterOptions& o, const std::string& worker_bin,
+                              const std::string& scheduler_file, int i, int n) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, int(cores) / std::max(1, n));
+  psched::ChildSpec w;
+  w.path = worker_bin;
+  w.args = {"--scheduler-file", scheduler_file, "--name", fmt::format("local-{}", i), "--log-level", o.log_level,
+            "--death-timeout", "10"};
+  if (o.gpu_workers > 0) {
+    const std::vector<std::string> visible = visible_gpus();
+    w.args.insert(w.args.end(), {"--backend", "cuda"});
+    w.env["CUDA_VISIBLE_DEVICES"] = size_t(i) < visible.size() ? visible[size_t(i)] : std::to_string(i);
+  } else {
+    w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});
+  }
+  if (!o.memory_limit.empty()) w.args.insert(w.args.end(), {"--memory-limit", o.memory_limit});
+  if (o.spin_us >= 0) w.args.insert(w.args.end(), {"--spin-us", std::to_string(o.spin_us)});
+  const std::vector<std::string> tls_args = tls_args_of(o.tls);
+  w.args.insert(w.args.end(), tls_args.begin(), tls_args.end());
+  return w;
+}
+
+}  // namespace
+
 psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   const std::string bin = o.bin_dir.empty() ? psched::self_exe_dir() : o.bin_dir;
   const std::string psched_bin = bin + "/psched";
@@ -93,10 +142,7 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   sched.args = {"--host", "127.0.0.1", "--port", "0", "--dashboard-address", "none",
                 "--scheduler-file", scheduler_file_, "--log-level", o.log_level};
   if (o.spin_us >= 0) sched.args.insert(sched.args.end(), {"--spin-us", std::to_string(o.spin_us)});
-  const std::vector<std::string> tls_args =
-      o.tls.any() ? std::vector<std::string>{"--tls-ca-file", o.tls.ca_file, "--tls-cert", o.tls.cert_file,
-                                             "--tls-key", o.tls.key_file}
-                  : std::vector<std::string>{};
+  const std::vector<std::string> tls_args = tls_args_of(o.tls);
   sched.args.insert(sched.args.end(), tls_args.begin(), tls_args.end());
   auto pid = spawn_registered(sched);
   if (!pid) return pid.status();
@@ -105,34 +151,8 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   if (!info) return psched::Status::error("local scheduler did not start: " + info.message());
 
   const int n = o.gpu_workers > 0 ? o.gpu_workers : o.cpu_workers;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const int threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, int(cores) / std::max(1, n));
-  // -g N: GPUs 0..N-1 of those visible to us (CUDA_VISIBLE_DEVICES may already narrow them).
-  std::vector<std::string> visible;
-  if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES"); env && *env) {
-    std::string list = env;
-    size_t pos = 0;
-    while (pos <= list.size()) {
-      const size_t comma = std::min(list.find(',', pos), list.size());
-      visible.push_back(list.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
-  }
   for (int i = 0; i < n; ++i) {
-    psched::ChildSpec w;
-    w.path = worker_bin;
-    w.args = {"--scheduler-file", scheduler_file_, "--name", fmt::format("local-{}", i), "--log-level", o.log_level,
-              "--death-timeout", "10"};
-    if (o.gpu_workers > 0) {
-      w.args.insert(w.args.end(), {"--backend", "cuda"});
-      w.env["CUDA_VISIBLE_DEVICES"] = size_t(i) < visible.size() ? visible[size_t(i)] : std::to_string(i);
-    } else {
-      w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});
-    }
-    if (!o.memory_limit.empty()) w.args.insert(w.args.end(), {"--memory-limit", o.memory_limit});
-    if (o.spin_us >= 0) w.args.insert(w.args.end(), {"--spin-us", std::to_string(o.spin_us)});
-    w.args.insert(w.args.end(), tls_args.begin(), tls_args.end());
-    auto wpid = spawn_registered(w);
+    auto wpid = spawn_registered(worker_spec(o, worker_bin, scheduler_file_, i, n));
     if (!wpid) return wpid.status();
     pids_.push_back(*wpid);
   }

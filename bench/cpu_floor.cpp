@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/chunk_grid.h"
-#include "common/job_spec.h"
+#include "core/chunk_grid.h"
+#include "core/job_spec.h"
 #include "worker/cpu/kernels.h"
 #include "worker/cpu/reduce.h"
 

@@ -125,7 +125,7 @@ struct StridedPlusOne {
   }
 };
 
-// What the shared element definition (common/element_math.h: log, sin and cos in explicitly rounded
+// What the shared element definition (core/element_math.h: log, sin and cos in explicitly rounded
 // basic operations, the same bits as the CPU) costs against CUDA's own math library: this kernel
 // makes the same Box-Muller pairs (one Philox block per pair, (2m, 2m+1) taking cos and sin, written
 // as double2) with CUDA's log, sqrt and sincospi, FMA-contracted, as the generator did before the

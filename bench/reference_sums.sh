@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference values of common/reference_sums.cpp: computes each job's exact sum with pbench on
+# The reference values of core/reference_sums.cpp: computes each job's exact sum with pbench on
 # the CPU backend and prints the table's lines, ready to paste:
 #   bench/reference_sums.sh BIN_DIR [--deepops]
 # The small jobs take seconds on two cores. --deepops adds the DeepOps benchmark (2 TB: run it where

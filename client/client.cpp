@@ -14,15 +14,15 @@
 #include <optional>
 #include <thread>
 
-#include "common/address.h"
-#include "common/connection.h"
-#include "common/event_loop.h"
-#include "common/framing.h"
-#include "common/job_spec.h"
-#include "common/scheduler_file.h"
-#include "common/worker_info.h"
-#include "common/tls.h"
-#include "common/wire_convert.h"
+#include "core/job_spec.h"
+#include "core/worker_info.h"
+#include "net/address.h"
+#include "net/connection.h"
+#include "net/event_loop.h"
+#include "net/framing.h"
+#include "net/scheduler_file.h"
+#include "net/tls.h"
+#include "net/wire_convert.h"
 
 namespace pclient {
 

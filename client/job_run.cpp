@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/check.h"
+#include "core/check.h"
 
 namespace pclient {
 

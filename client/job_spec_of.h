@@ -3,8 +3,8 @@
 // libpclient, pbench and the tests (not installed: the public header knows nothing of JobSpec).
 #pragma once
 
-#include "common/job_spec.h"
-#include "common/partial.h"
+#include "core/job_spec.h"
+#include "core/partial.h"
 #include "pclient/client.h"
 
 namespace pclient {

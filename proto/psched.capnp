@@ -1,6 +1,6 @@
 # The psched wire protocol: the one place that defines it. Every frame on a connection is a 4-byte
 # little-endian length followed by one flat (unpacked, single-segment or multi-segment standard
-# framing) Cap'n Proto message whose root is `Message`. Framing and limits: common/framing.h.
+# framing) Cap'n Proto message whose root is `Message`. Framing and limits: net/framing.h.
 #
 # Order on a connection: Hello first (both roles), answered by Welcome or Error-and-close.
 # Workers then receive DefineJob/TaskBatch/DropJob and send ResultBatch; clients send Submit/Cancel/
@@ -38,7 +38,7 @@ struct Slice {
   step @2 :UInt64;
 }
 
-# One array-sum job (docs/design.md, "The job"); mirrors psched::JobSpec in common/job_spec.h.
+# One array-sum job (docs/design.md, "The job"); mirrors psched::JobSpec in core/job_spec.h.
 struct JobSpec {
   rows @0 :UInt64;
   cols @1 :UInt64;
@@ -112,7 +112,7 @@ struct Goodbye {
 }
 
 # A GPU's health as NVML reports it, aggregated over the samples a worker took since its last
-# heartbeat (worker/nvml.h samples every kNvmlSampleInterval). common/gpu_health.h is its C++ twin.
+# heartbeat (worker/nvml.h samples every kNvmlSampleInterval). core/gpu_health.h is its C++ twin.
 struct GpuHealth {
   uuid @0 :Text;                 # NVML's GPU-xxxxxxxx-... identifier
   pciBusId @1 :Text;             # domain:bus:device.function
@@ -168,7 +168,7 @@ struct JobAccepted {
   chunks @2 :UInt64;
 }
 
-# The exact sum of some elements (psched::ExactSum, common/exact_sum.h), compactly: its finite part
+# The exact sum of some elements (psched::ExactSum, core/exact_sum.h), compactly: its finite part
 # as non-overlapping doubles, largest first, whose exact (unrounded) sum is the value (ExactSum::
 # terms(): empty for zero, typically one to three), and the NaN/infinite elements apart.
 struct ExactSum {
@@ -316,7 +316,7 @@ struct TaskBatch {
   jobId @0 :UInt64;
   ranges @1 :List(TaskRange);
   reportIntervalUs @2 :UInt32;  # send finished results at least this often, and otherwise only when
-                                # half of what is held is done (common/report_pacer.h); the
+                                # half of what is held is done (net/report_pacer.h); the
                                 # scheduler lengthens it as its fleet grows (0: 5 ms)
 }
 

@@ -17,7 +17,7 @@
 #include <optional>
 #include <variant>
 
-#include "common/address.h"
+#include "net/address.h"
 #include "scheduler/dashboard_auth.h"
 #include "scheduler/dashboard_page.h"
 #include "scheduler/metrics.h"

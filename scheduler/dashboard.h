@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace psched {
 

@@ -5,8 +5,8 @@
 
 #include <cctype>
 
-#include "common/check.h"
-#include "common/token.h"
+#include "core/check.h"
+#include "net/token.h"
 
 namespace psched {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/task_lanes_js.h"
+#include "app/task_lanes_js.h"
 
 namespace psched {
 

@@ -11,8 +11,8 @@
 
 #include <algorithm>
 
-#include "common/check.h"
-#include "common/wire_convert.h"
+#include "core/check.h"
+#include "net/wire_convert.h"
 #include "scheduler/give_back.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/top_up.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "common/check.h"
+#include "core/check.h"
 
 namespace psched {
 

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/job_spec.h"
-#include "common/partial.h"
+#include "core/job_spec.h"
+#include "core/partial.h"
 #include "scheduler/ids.h"
 #include "scheduler/range_table.h"
 #include "scheduler/verify.h"

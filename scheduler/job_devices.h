@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_health.h"
+#include "core/gpu_health.h"
 #include "scheduler/job.h"
 
 namespace psched {

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <optional>
 
-#include "common/logging.h"
-#include "common/plural.h"
-#include "common/wire_convert.h"
+#include "app/logging.h"
+#include "core/plural.h"
+#include "net/wire_convert.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {

@@ -13,14 +13,14 @@
 #include <iostream>
 #include <optional>
 
-#include "common/address.h"
-#include "common/cli_checks.h"
-#include "common/exit_codes.h"
-#include "common/scheduler_file.h"
-#include "common/event_loop.h"
-#include "common/framing.h"
-#include "common/logging.h"
-#include "common/token.h"
+#include "app/cli_checks.h"
+#include "app/exit_codes.h"
+#include "app/logging.h"
+#include "net/address.h"
+#include "net/event_loop.h"
+#include "net/framing.h"
+#include "net/scheduler_file.h"
+#include "net/token.h"
 #include "scheduler/dashboard.h"
 #include "scheduler/scheduler.h"
 

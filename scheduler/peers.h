@@ -11,9 +11,9 @@
 #include <string>
 #include <utility>
 
-#include "common/connection.h"
-#include "common/report_pacer.h"
-#include "common/worker_info.h"
+#include "core/worker_info.h"
+#include "net/connection.h"
+#include "net/report_pacer.h"
 #include "scheduler/job.h"
 
 namespace psched {
@@ -127,7 +127,7 @@ struct WorkerRecord : WorkerInfo {
   // small, at most kMaxWindowChunks; and for a GPU whose speed is measured, while the job alone
   // has more queued than such windows on all `fleet` workers hold, at least kWindowIntervals
   // report intervals of its work (kMaxTimedWindowChunks at most), so that reporting once an
-  // interval (common/report_pacer.h) keeps it busy. (Not for smaller jobs: a storm of small jobs
+  // interval (net/report_pacer.h) keeps it busy. (Not for smaller jobs: a storm of small jobs
   // would pile up in the first worker's deep window, 9000 of them, while the others idled.)
   uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval,
                       uint64_t fleet = 1) const {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/logging.h"
-#include "common/wire_convert.h"
+#include "app/logging.h"
+#include "net/wire_convert.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/gpu_health.h"
+#include "core/gpu_health.h"
 #include "scheduler/job_devices.h"
 
 namespace psched {

@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <optional>
 
-#include "common/address.h"
-#include "common/check.h"
-#include "common/logging.h"
-#include "common/plural.h"
-#include "common/scheduler_file.h"
-#include "common/token.h"
-#include "common/wire_convert.h"
+#include "app/logging.h"
+#include "core/check.h"
+#include "core/plural.h"
+#include "net/address.h"
+#include "net/scheduler_file.h"
+#include "net/token.h"
+#include "net/wire_convert.h"
 
 namespace psched {
 

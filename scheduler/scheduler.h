@@ -19,10 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/connection.h"
-#include "common/framing.h"
-#include "common/loop_watchdog.h"
-#include "common/status.h"
+#include "core/status.h"
+#include "net/connection.h"
+#include "net/framing.h"
+#include "net/loop_watchdog.h"
 #include "scheduler/admission.h"
 #include "scheduler/chunk_seconds_histogram.h"
 #include "scheduler/job.h"

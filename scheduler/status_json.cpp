@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "common/wire_convert.h"
+#include "net/wire_convert.h"
 #include "scheduler/performance_json.h"
 #include "scheduler/scheduler.h"
 

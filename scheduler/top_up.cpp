@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "common/check.h"
+#include "core/check.h"
 
 namespace psched {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/check.h"
+#include "core/check.h"
 
 namespace psched {
 

@@ -1,6 +1,6 @@
 // ChunkVerifier: a job's verify state (Submit.verifyFraction; docs/design.md, "Verify"). A drawn
 // chunk is computed again on a different worker once its first copy is in, and the copies are
-// compared with same_bits() (common/partial.h); on a mismatch a third worker, where there is one,
+// compared with same_bits() (core/partial.h); on a mismatch a third worker, where there is one,
 // breaks the tie. Only chunks awaiting another copy hold a partial here, so the state stays as small
 // as the copies in flight. The Job keeps the chunk in TaskState::kVerifying meanwhile; the scheduler
 // (job_lifecycle.cpp, dispatch.cpp) moves copies between this and the workers.
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/partial.h"
+#include "core/partial.h"
 #include "scheduler/ids.h"
 
 namespace psched {

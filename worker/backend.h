@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec.h"
-#include "common/partial.h"
-#include "common/worker_info.h"
+#include "core/job_spec.h"
+#include "core/partial.h"
+#include "core/worker_info.h"
 
 namespace psched {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "worker/backend.h"
 
 namespace psched {

@@ -14,14 +14,14 @@
 #include <optional>
 #include <sstream>
 
-#include "common/cli_checks.h"
-#include "common/exit_codes.h"
-#include "common/scheduler_file.h"
-#include "common/worker_info.h"
-#include "common/event_loop.h"
-#include "common/logging.h"
-#include "common/process.h"
-#include "common/token.h"
+#include "app/cli_checks.h"
+#include "app/exit_codes.h"
+#include "app/logging.h"
+#include "app/process.h"
+#include "core/worker_info.h"
+#include "net/event_loop.h"
+#include "net/scheduler_file.h"
+#include "net/token.h"
 #include "worker/backend_factory.h"
 #include "worker/supervisor.h"
 #include "worker/worker.h"

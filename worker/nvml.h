@@ -1,6 +1,6 @@
 // NVML in the GPU worker: libnvidia-ml.so.1 opened at run time (nvml_api.h declares what is used),
 // one GPU found by its PCI bus id, and a sampler thread that reads it every kNvmlSampleInterval and
-// folds the samples into the GpuHealth a heartbeat carries (common/gpu_health.h). Where the library
+// folds the samples into the GpuHealth a heartbeat carries (core/gpu_health.h). Where the library
 // or the device is missing, open() says why and the worker goes on without GPU health.
 #pragma once
 
@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/gpu_health.h"
-#include "common/status.h"
+#include "core/gpu_health.h"
+#include "core/status.h"
 
 namespace psched {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <span>
 
-#include "common/wire_convert.h"
+#include "net/wire_convert.h"
 #include "proto/psched.capnp.h"
 
 namespace psched {

@@ -11,7 +11,7 @@
 #include <deque>
 #include <vector>
 
-#include "common/exit_codes.h"
+#include "app/exit_codes.h"
 
 namespace psched {
 namespace {

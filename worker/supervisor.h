@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/process.h"
+#include "app/process.h"
 
 namespace psched {
 

@@ -9,13 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/address.h"
-#include "common/check.h"
-#include "common/chunk_grid.h"
-#include "common/plural.h"
-#include "common/scheduler_file.h"
-#include "common/tls.h"
-#include "common/wire_convert.h"
+#include "core/check.h"
+#include "core/chunk_grid.h"
+#include "core/plural.h"
+#include "net/address.h"
+#include "net/scheduler_file.h"
+#include "net/tls.h"
+#include "net/wire_convert.h"
 #include "worker/result_batches.h"
 
 namespace psched {

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "common/connection.h"
-#include "common/exit_codes.h"
-#include "common/framing.h"
-#include "common/report_pacer.h"
+#include "app/exit_codes.h"
+#include "net/connection.h"
+#include "net/framing.h"
+#include "net/report_pacer.h"
 #include "worker/backend.h"
 #include "worker/nvml.h"
 
@@ -105,7 +105,7 @@ class Worker {
   Link link_ = Link::kDisconnected;
   bool flush_posted_ = false;        // a flush_results() is posted: outcomes ride along with it
   bool report_timer_armed_ = false;
-  ReportPacer pacer_;                        // when results go (common/report_pacer.h)
+  ReportPacer pacer_;                        // when results go (net/report_pacer.h)
   std::map<uint64_t, uint64_t> held_by_job_;  // scheduler job id -> chunks enqueued, not reported
   bool warned_unreachable_ = false;  // "unreachable" was logged once for this stretch away
   int exit_code_ = 0;

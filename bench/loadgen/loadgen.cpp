@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "app/exit_codes.h"
 #include "bench/loadgen/proc_stats.h"
 #include "bench/loadgen/sim_client.h"
 #include "bench/loadgen/sim_worker.h"
-#include "common/address.h"
-#include "common/exit_codes.h"
+#include "net/address.h"
 
 namespace psched::loadgen {
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/job_spec.h"
+#include "core/job_spec.h"
 
 namespace psched::loadgen {
 

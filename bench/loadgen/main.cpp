@@ -7,10 +7,10 @@
 
 #include <optional>
 
+#include "app/cli_checks.h"
+#include "app/exit_codes.h"
 #include "bench/loadgen/loadgen.h"
-#include "common/cli_checks.h"
-#include "common/closed_form.h"
-#include "common/exit_codes.h"
+#include "core/closed_form.h"
 
 using namespace psched;
 using namespace psched::loadgen;

@@ -6,9 +6,9 @@
 
 #include <cstring>
 
-#include "common/closed_form.h"
-#include "common/framing.h"
-#include "common/wire_convert.h"
+#include "core/closed_form.h"
+#include "net/framing.h"
+#include "net/wire_convert.h"
 
 namespace psched::loadgen {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "bench/loadgen/sim_peer.h"
-#include "common/job_spec.h"
+#include "core/job_spec.h"
 
 namespace psched::loadgen {
 

@@ -3,7 +3,7 @@
 #include <capnp/message.h>
 #include <fmt/format.h>
 
-#include "common/framing.h"
+#include "net/framing.h"
 
 namespace psched::loadgen {
 

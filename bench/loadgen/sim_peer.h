@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "common/connection.h"
+#include "net/connection.h"
 
 namespace psched::loadgen {
 

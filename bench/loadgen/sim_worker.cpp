@@ -9,12 +9,12 @@
 #include <cmath>
 #include <optional>
 
-#include "common/chunk_grid.h"
-#include "common/closed_form.h"
-#include "common/framing.h"
-#include "common/wire_convert.h"
-#include "worker/result_batches.h"
+#include "core/chunk_grid.h"
+#include "core/closed_form.h"
+#include "net/framing.h"
+#include "net/wire_convert.h"
 #include "worker/cuda/batching.h"
+#include "worker/result_batches.h"
 
 namespace psched::loadgen {
 

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "bench/loadgen/sim_peer.h"
-#include "common/job_spec.h"
-#include "common/partial.h"
-#include "common/report_pacer.h"
+#include "core/job_spec.h"
+#include "core/partial.h"
+#include "net/report_pacer.h"
 #include "worker/backend.h"
 
 namespace psched::loadgen {
@@ -104,7 +104,7 @@ class SimWorker : public SimPeer {
   std::deque<Run> queue_;
   std::vector<Ready> ready_;
   uint64_t ready_chunks_ = 0;
-  ReportPacer pacer_;  // when ready chunks are reported, as pcuda-worker does (common/report_pacer.h)
+  ReportPacer pacer_;  // when ready chunks are reported, as pcuda-worker does (net/report_pacer.h)
   std::chrono::steady_clock::time_point head_done_at_{};
 };
 

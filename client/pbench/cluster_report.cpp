@@ -1,8 +1,8 @@
 // What pbench prints about the cluster and about each worker's share of a run (cluster_report.h).
 #include "cluster_report.h"
 
-#include "common/gpu_health.h"
-#include "common/plural.h"
+#include "core/gpu_health.h"
+#include "core/plural.h"
 
 #include <fmt/format.h>
 

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "common/exit_codes.h"
-#include "common/process.h"
-#include "common/scheduler_file.h"
+#include "app/exit_codes.h"
+#include "app/process.h"
+#include "net/scheduler_file.h"
 
 namespace pbench {
 
@@ -98,14 +98,11 @@ std::vector<std::string> visible_gpus() {
 
 // Worker i of n: a CPU worker with its share of the cores, or GPU i of those visible (-g N: GPUs
 // 0..N-1).
-psched::ChildSpec worker_spec(const LocalClusterOptions& o, const std::string& worker_bin,
-                              const std::string& scheduler_file, int i, int n) {
+LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::string>& shared, int i, int n) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const int threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, int(cores) / std::max(1, n));
-  psched::ChildSpec w;
-  w.path = worker_bin;
-  w.args = {"--scheduler-file", scheduler_file, "--name", fmt::format("local-{}", i), "--log-level", o.log_level,
-            "--death-timeout", "10"};
+  LocalChild w{"pcuda-worker", shared, {}};
+  w.args.insert(w.args.end(), {"--name", fmt::format("local-{}", i)});
   if (o.gpu_workers > 0) {
     const std::vector<std::string> visible = visible_gpus();
     w.args.insert(w.args.end(), {"--backend", "cuda"});
@@ -113,21 +110,42 @@ psched::ChildSpec worker_spec(const LocalClusterOptions& o, const std::string& w
   } else {
     w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});
   }
-  if (!o.memory_limit.empty()) w.args.insert(w.args.end(), {"--memory-limit", o.memory_limit});
-  if (o.spin_us >= 0) w.args.insert(w.args.end(), {"--spin-us", std::to_string(o.spin_us)});
-  const std::vector<std::string> tls_args = tls_args_of(o.tls);
-  w.args.insert(w.args.end(), tls_args.begin(), tls_args.end());
   return w;
 }
 
 }  // namespace
 
+std::vector<LocalChild> local_cluster_children(const LocalClusterOptions& o, const std::string& scheduler_file) {
+  const std::vector<std::string> tls_args = tls_args_of(o.tls);
+  LocalChild sched{"psched",
+                   {"--host", "127.0.0.1", "--port", "0", "--dashboard-address", o.dashboard_address,
+                    "--scheduler-file", scheduler_file, "--log-level", o.log_level},
+                   {}};
+  // What every worker is started with (its name, backend and device follow).
+  std::vector<std::string> shared = {"--scheduler-file", scheduler_file, "--log-level", o.log_level,
+                                     "--death-timeout", "10"};
+  if (!o.token_file.empty()) {
+    sched.args.insert(sched.args.end(), {"--token-file", o.token_file});
+    shared.insert(shared.end(), {"--token-file", o.token_file});
+  }
+  if (o.spin_us >= 0) {
+    sched.args.insert(sched.args.end(), {"--spin-us", std::to_string(o.spin_us)});
+    shared.insert(shared.end(), {"--spin-us", std::to_string(o.spin_us)});
+  }
+  if (!o.memory_limit.empty()) shared.insert(shared.end(), {"--memory-limit", o.memory_limit});
+  sched.args.insert(sched.args.end(), tls_args.begin(), tls_args.end());
+  shared.insert(shared.end(), tls_args.begin(), tls_args.end());
+
+  std::vector<LocalChild> children{std::move(sched)};
+  const int n = o.gpu_workers > 0 ? o.gpu_workers : o.cpu_workers;
+  for (int i = 0; i < n; ++i) children.push_back(worker_child(o, shared, i, n));
+  return children;
+}
+
 psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   const std::string bin = o.bin_dir.empty() ? psched::self_exe_dir() : o.bin_dir;
-  const std::string psched_bin = bin + "/psched";
-  const std::string worker_bin = bin + "/pcuda-worker";
-  for (const auto& path : {psched_bin, worker_bin})
-    if (access(path.c_str(), X_OK) != 0)
+  for (const char* binary : {"psched", "pcuda-worker"})
+    if (const std::string path = bin + "/" + binary; access(path.c_str(), X_OK) != 0)
       return psched::Status::error(fmt::format("cannot find {} (local mode runs it from pbench's directory)", path));
 
   const char* tmp = std::getenv("TMPDIR");
@@ -137,26 +155,21 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
   dir_ = tmpl;
   scheduler_file_ = dir_ + "/scheduler.json";
 
-  psched::ChildSpec sched;
-  sched.path = psched_bin;
-  sched.args = {"--host", "127.0.0.1", "--port", "0", "--dashboard-address", "none",
-                "--scheduler-file", scheduler_file_, "--log-level", o.log_level};
-  if (o.spin_us >= 0) sched.args.insert(sched.args.end(), {"--spin-us", std::to_string(o.spin_us)});
-  const std::vector<std::string> tls_args = tls_args_of(o.tls);
-  sched.args.insert(sched.args.end(), tls_args.begin(), tls_args.end());
-  auto pid = spawn_registered(sched);
-  if (!pid) return pid.status();
-  pids_.push_back(*pid);
-  auto info = psched::wait_for_scheduler_file(scheduler_file_, 15000);
-  if (!info) return psched::Status::error("local scheduler did not start: " + info.message());
-
-  const int n = o.gpu_workers > 0 ? o.gpu_workers : o.cpu_workers;
-  for (int i = 0; i < n; ++i) {
-    auto wpid = spawn_registered(worker_spec(o, worker_bin, scheduler_file_, i, n));
-    if (!wpid) return wpid.status();
-    pids_.push_back(*wpid);
+  const std::vector<LocalChild> children = local_cluster_children(o, scheduler_file_);
+  for (const LocalChild& child : children) {
+    psched::ChildSpec spec;
+    spec.path = bin + "/" + child.binary;
+    spec.args = child.args;
+    spec.env = child.env;
+    auto pid = spawn_registered(spec);
+    if (!pid) return pid.status();
+    pids_.push_back(*pid);
+    if (pids_.size() > 1) continue;
+    // The scheduler first: the workers read the address it writes.
+    auto info = psched::wait_for_scheduler_file(scheduler_file_, 15000);
+    if (!info) return psched::Status::error("local scheduler did not start: " + info.message());
   }
-  workers_ = n;
+  workers_ = int(children.size()) - 1;
   return psched::Status::ok();
 }
 

@@ -1,15 +1,17 @@
 // LocalCluster: pbench's local mode (-c N / -g N). Starts psched and N workers as child processes
-// on loopback, waits until they are registered, and stops them by pid on destruction, on Ctrl-C
-// (a signal handler forwards SIGTERM to them) and, through PR_SET_PDEATHSIG, when pbench is killed.
+// on loopback (local_cluster_children: what they are, shared with the Python LocalCluster), waits
+// until they are registered, and stops them by pid on destruction, on Ctrl-C (a signal handler
+// forwards SIGTERM to them) and, through PR_SET_PDEATHSIG, when pbench is killed.
 #pragma once
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
-#include "common/status.h"
-#include "common/tls.h"
+#include "core/status.h"
+#include "net/tls.h"
 
 namespace pbench {
 
@@ -22,7 +24,20 @@ struct LocalClusterOptions {
   int spin_us = -1;      // the daemons' --spin-us (-1: their default)
   std::string bin_dir;   // where psched and pcuda-worker live (default: next to pbench)
   psched::TlsFiles tls;  // mutual TLS: the same CA, certificate and key for psched and every worker
+  std::string token_file;                  // psched and the workers' --token-file ("": none)
+  std::string dashboard_address = "none";  // psched's --dashboard-address
 };
+
+// One process of a local cluster: the binary's name, its arguments and extra environment.
+struct LocalChild {
+  std::string binary;  // psched or pcuda-worker
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+};
+
+// The processes of a local cluster, psched first: the one description of them, which pbench's
+// local mode and the Python LocalCluster (python/psched/cluster.py) both start.
+std::vector<LocalChild> local_cluster_children(const LocalClusterOptions& options, const std::string& scheduler_file);
 
 class LocalCluster {
  public:

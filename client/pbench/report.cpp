@@ -10,8 +10,8 @@
 #include <fstream>
 #include <map>
 
+#include "app/task_lanes_js.h"
 #include "cluster_report.h"
-#include "common/task_lanes_js.h"
 
 namespace pbench {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "pclient/client.h"
 
 namespace pbench {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/plural.h"
+#include "core/plural.h"
 
 namespace pbench {
 

@@ -66,8 +66,7 @@ class LocalCluster:
         self._started = threading.Event()
         self._start_error = None
         self._closed = False
-        threads = threads_per_worker or max(1, (os.cpu_count() or 1) // self.n_workers)
-        self._children = self._specs(memory_limit, dashboard, log_level, threads)
+        self._children = self._specs(memory_limit, dashboard, log_level, threads_per_worker)
         self._keeper = threading.Thread(target=self._keep, name="psched-local-cluster", daemon=True)
         self._keeper.start()
         atexit.register(self.close)
@@ -80,35 +79,20 @@ class LocalCluster:
             self.close()
             raise
 
-    def _specs(self, memory_limit, dashboard, log_level, threads):
-        sched = ["--host", "127.0.0.1", "--port", "0", "--scheduler-file", self.scheduler_file,
-                 "--dashboard-address", "127.0.0.1:0" if dashboard else "none", "--log-level", log_level]
-        common = ["--scheduler-file", self.scheduler_file, "--log-level", log_level, "--death-timeout", "10"]
+    def _specs(self, memory_limit, dashboard, log_level, threads_per_worker):
+        # pbench's local mode describes the processes (client/pbench/local_cluster.h): one home for
+        # their flags.
+        token_file = ""
         if self.token:
             token_file = os.path.join(self._dir, "token")
             fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(self.token)
-            sched += ["--token-file", token_file]
-            common += ["--token-file", token_file]
-        if self.tls:
-            tls_args = ["--tls-ca-file", self.tls[0], "--tls-cert", self.tls[1], "--tls-key", self.tls[2]]
-            sched += tls_args
-            common += tls_args
-        if memory_limit:
-            common += ["--memory-limit", str(memory_limit)]
-        specs = [("psched", sched, {})]
-        visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v]
-        for i in range(self.n_workers):
-            args = common + ["--name", f"local-{i}"]
-            env = {}
-            if self.backend == "cuda":
-                args += ["--backend", "cuda"]
-                env["CUDA_VISIBLE_DEVICES"] = visible[i] if i < len(visible) else str(i)
-            else:
-                args += ["--backend", "cpu", "--nthreads", str(threads)]
-            specs.append(("pcuda-worker", args, env))
-        return specs
+        gpus = self.n_workers if self.backend == "cuda" else 0
+        cpus = self.n_workers if self.backend == "cpu" else 0
+        return _native.local_cluster_children(
+            gpus, cpus, threads_per_worker, str(memory_limit or ""), token_file,
+            "127.0.0.1:0" if dashboard else "none", log_level, list(self.tls or ()), self.scheduler_file)
 
     def _keep(self):
         try:

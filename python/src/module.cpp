@@ -15,9 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "app/process.h"
 #include "client/pbench/cluster_report.h"
-#include "common/process.h"
-#include "common/token.h"
+#include "client/pbench/local_cluster.h"
+#include "net/token.h"
 #include "pclient/client.h"
 
 namespace py = pybind11;
@@ -293,6 +294,26 @@ PYBIND11_MODULE(_native, m) {
     if (!psched::wait_child(pid, 0, &status)) return py::none();
     return py::int_(status);
   });
+  // psched and its workers as pbench's local mode starts them (client/pbench/local_cluster.h): a list
+  // of (binary, args, env), psched first; LocalCluster (cluster.py) starts them.
+  m.def("local_cluster_children",
+        [](int gpus, int cpus, int threads_per_worker, const std::string& memory_limit, const std::string& token_file,
+           const std::string& dashboard_address, const std::string& log_level, const std::vector<std::string>& tls,
+           const std::string& scheduler_file) {
+          pbench::LocalClusterOptions o;
+          o.gpu_workers = gpus;
+          o.cpu_workers = cpus;
+          o.threads_per_worker = threads_per_worker;
+          o.memory_limit = memory_limit;
+          o.token_file = token_file;
+          o.dashboard_address = dashboard_address;
+          o.log_level = log_level;
+          if (tls.size() == 3) o.tls = psched::TlsFiles{tls[0], tls[1], tls[2]};
+          py::list out;
+          for (const pbench::LocalChild& c : pbench::local_cluster_children(o, scheduler_file))
+            out.append(py::make_tuple(c.binary, c.args, c.env));
+          return out;
+        });
   m.def("load_token", [](const std::string& path) {
     auto token = psched::load_token(path);
     if (!token) throw pclient::Error(token.message());

@@ -7,6 +7,9 @@
 3. Every constant docs/design.md names (`kName`, `Job::kName`) has its value stated within the
    same sentence or two ("2 ms (`kMinGiveBackGainSeconds`)", "2^16 chunks") as the code defines
    it, when the code's definition is a plain number.
+4. The libraries go one way, as docs/design.md's "Layout" says: a file in core/ includes nothing
+   from net/ or app/, one in net/ nothing from app/, and none of them from scheduler/, worker/ or
+   client/.
 
   check_docs.py SOURCE_DIR BIN_DIR
 Prints each mismatch on one line and exits 1 if there is any.
@@ -36,7 +39,7 @@ def read(path):
 
 
 # 1. Paths.
-path_re = re.compile(r"(?<![\w./$-])((?:common|scheduler|worker|client|tests|bench|deploy|docs|proto|python|examples|\.ci)"
+path_re = re.compile(r"(?<![\w./$-])((?:core|net|app|scheduler|worker|client|tests|bench|deploy|docs|proto|python|examples|\.ci)"
                      r"/[\w./*{}-]*[\w*}])")
 for f in files:
     if not text_file.search(f):
@@ -142,9 +145,22 @@ for m in re.finditer(r"`(?:\w+::)?(k[A-Z]\w+)`", design):
                                                               for a in allowed)) for x in stated):
         problems.append(f"docs/design.md: `{m.group(1)}` is {value:g} in the code; no number near its mention says so")
 
+# 4. Layers.
+layers = ["core", "net", "app"]
+above = {"scheduler", "worker", "client", "bench", "tests", "python"}
+include_re = re.compile(r'^#include "(\w+)/', re.M)
+for f in files:
+    top = f.split("/", 1)[0]
+    if top not in layers or not re.search(r"\.(h|cpp|cu|cuh)$", f):
+        continue
+    for m in include_re.finditer(read(f)):
+        lib = m.group(1)
+        if lib in above or (lib in layers and layers.index(lib) > layers.index(top)):
+            problems.append(f"{f}: includes {lib}/, which is above {top}/ (core <- net <- app)")
+
 for p in problems:
     print(p)
 if problems:
     sys.exit(1)
-print(f"docs check: {len(files)} files' paths, {sum(1 for _ in option_re.finditer(read('docs/design.md')))} option "
+print(f"docs check: {len(files)} files' paths and the libraries' layers, {sum(1 for _ in option_re.finditer(read('docs/design.md')))} option "
       f"defaults in docs/design.md, constants named there: all match the code")

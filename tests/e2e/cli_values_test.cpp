@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "common/exit_codes.h"
+#include "app/exit_codes.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/closed_form.h"
-#include "common/reference_sums.h"
+#include "core/closed_form.h"
+#include "core/reference_sums.h"
 #include "support/job_helpers.h"
 #include "support/test_cluster.h"
 

@@ -16,7 +16,7 @@
 #include <random>
 #include <sstream>
 
-#include "common/process.h"
+#include "app/process.h"
 #include "support/job_helpers.h"
 #include "support/test_cluster.h"
 

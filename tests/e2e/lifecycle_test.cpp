@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-#include "common/process.h"
+#include "app/process.h"
 #include "support/job_helpers.h"
 #include "support/test_cluster.h"
 

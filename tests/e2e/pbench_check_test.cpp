@@ -49,7 +49,7 @@ TEST_CASE("an empty selection says so instead of a mean of 0", "[pbench][check]"
   CHECK(j["mean"].is_null());
 }
 
-// The README's reference values (common/reference_sums.cpp): a normal job in the table checks bit
+// The README's reference values (core/reference_sums.cpp): a normal job in the table checks bit
 // for bit in any chunking, and a sum one ulp off fails it. (One chunk's last bit among many is below
 // the total's ulp and changes nothing; pbench --verify is what catches that.)
 TEST_CASE("a normal job in the reference table passes --check bit for bit, and a one-bit fault fails it",

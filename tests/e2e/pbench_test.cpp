@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "common/process.h"
+#include "app/process.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;

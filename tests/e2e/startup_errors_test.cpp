@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "common/process.h"
+#include "app/process.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;

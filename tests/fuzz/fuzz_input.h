@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/framing.h"
+#include "net/framing.h"
 #include "proto/psched.capnp.h"
 
 namespace psched::fuzz {

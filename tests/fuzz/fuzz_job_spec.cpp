@@ -13,10 +13,10 @@
 #include <cstring>
 #include <string>
 
-#include "common/chunk_grid.h"
-#include "common/closed_form.h"
-#include "common/job_spec.h"
-#include "common/wire_convert.h"
+#include "core/chunk_grid.h"
+#include "core/closed_form.h"
+#include "core/job_spec.h"
+#include "net/wire_convert.h"
 
 namespace {
 

@@ -21,11 +21,11 @@
 #include <memory>
 #include <string>
 
-#include "common/chunk_grid.h"
-#include "common/framing.h"
-#include "common/job_spec.h"
-#include "common/wire_convert.h"
+#include "core/chunk_grid.h"
+#include "core/job_spec.h"
 #include "fuzz_input.h"
+#include "net/framing.h"
+#include "net/wire_convert.h"
 #include "scheduler/scheduler.h"
 
 namespace psched::fuzz {

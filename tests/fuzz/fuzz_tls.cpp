@@ -25,10 +25,10 @@
 #include <memory>
 #include <string>
 
-#include "common/framing.h"
-#include "common/tls.h"
 #include "fuzz_input.h"
 #include "fuzz_session.h"
+#include "net/framing.h"
+#include "net/tls.h"
 #include "scheduler/scheduler.h"
 #include "support/test_certs.h"
 

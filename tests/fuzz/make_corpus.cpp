@@ -13,10 +13,10 @@
 #include <sstream>
 #include <string>
 
-#include "common/job_spec.h"
-#include "common/partial.h"
-#include "common/wire_convert.h"
+#include "core/job_spec.h"
+#include "core/partial.h"
 #include "fuzz_input.h"
+#include "net/wire_convert.h"
 
 using namespace psched::fuzz;
 namespace wire = psched::wire;

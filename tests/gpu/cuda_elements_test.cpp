@@ -1,4 +1,4 @@
-// The CUDA generators against the host's scalar reference (common/generators.h), element by element
+// The CUDA generators against the host's scalar reference (core/generators.h), element by element
 // and bit for bit: chunks generated on the device (one chunk, and batches of small chunks) for every
 // generator in float64 and float32, millions of elements at indices past 2^32, and the Box-Muller
 // pair of edge uniforms. docs/design.md, "The element definition", promises these bits everywhere.

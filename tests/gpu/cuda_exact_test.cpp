@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/exact_sum.h"
-#include "common/generators.h"
+#include "core/exact_sum.h"
+#include "core/generators.h"
 #include "gpu_test_support.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/kernels.cuh"

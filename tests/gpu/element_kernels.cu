@@ -1,7 +1,7 @@
 // The device side of tests/gpu/element_kernels.h.
 #include "element_kernels.h"
 
-#include "common/generators.h"
+#include "core/generators.h"
 #include "worker/cuda/check.h"
 
 namespace psched::gpu_test {

@@ -7,7 +7,7 @@
 
 namespace psched::gpu_test {
 
-// For i < n: box_muller({u0[i], u1[i]}) (common/generators.h) evaluated on the current device.
+// For i < n: box_muller({u0[i], u1[i]}) (core/generators.h) evaluated on the current device.
 // Host arrays in and out. Throws CudaError when a CUDA call fails.
 void device_box_muller(const double* u0, const double* u1, size_t n, double* even, double* odd);
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/chunk_grid.h"
+#include "core/chunk_grid.h"
 #include "worker/cpu/reduce.h"
 #include "worker/cuda/cuda_backend.h"
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <random>
 
-#include "common/exact_sum.h"
+#include "core/exact_sum.h"
 #include "scheduler/range_table.h"
 
 using namespace psched;

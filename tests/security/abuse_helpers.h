@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "common/address.h"
+#include "net/address.h"
 #include "support/job_helpers.h"
 #include "support/test_cluster.h"
 

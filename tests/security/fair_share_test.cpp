@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/wire_convert.h"
+#include "net/wire_convert.h"
 #include "raw_peer.h"
 #include "security/abuse_helpers.h"
 

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "common/framing.h"
+#include "net/framing.h"
 #include "proto/psched.capnp.h"
 #include "raw_peer.h"
 

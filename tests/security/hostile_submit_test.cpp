@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "abuse_helpers.h"
-#include "common/wire_convert.h"
+#include "net/wire_convert.h"
 #include "raw_peer.h"
 
 using namespace psched::test;

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "common/framing.h"
+#include "net/framing.h"
 
 namespace psched::test {
 

@@ -16,9 +16,9 @@
 #include <random>
 
 #include "abuse_helpers.h"
-#include "common/framing.h"
-#include "common/process.h"
-#include "common/tls.h"
+#include "app/process.h"
+#include "net/framing.h"
+#include "net/tls.h"
 #include "raw_peer.h"
 #include "support/test_certs.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "abuse_helpers.h"
-#include "common/process.h"
+#include "app/process.h"
 #include "raw_peer.h"
 
 using namespace psched::test;

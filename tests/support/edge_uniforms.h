@@ -1,4 +1,4 @@
-// The uniforms at the edges of the normal generator's arithmetic (common/element_math.h), which
+// The uniforms at the edges of the normal generator's arithmetic (core/element_math.h), which
 // Philox rarely draws: tests feed their Box-Muller pairs to every backend (the CPU builds in
 // tests/worker/kernels_test.cpp, the GPU in tests/gpu/cuda_elements_test.cpp) and compare bits.
 #pragma once

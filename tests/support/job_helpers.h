@@ -2,8 +2,8 @@
 #pragma once
 
 #include "client/job_spec_of.h"
-#include "common/closed_form.h"
-#include "common/job_spec.h"
+#include "core/closed_form.h"
+#include "core/job_spec.h"
 #include "pclient/client.h"
 
 namespace psched::test {

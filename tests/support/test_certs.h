@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "common/process.h"
-#include "common/tls.h"
+#include "app/process.h"
+#include "net/tls.h"
 
 namespace psched::test {
 

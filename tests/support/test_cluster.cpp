@@ -11,9 +11,9 @@
 #include <sstream>
 #include <thread>
 
-#include "common/address.h"
-#include "common/process.h"
-#include "common/scheduler_file.h"
+#include "app/process.h"
+#include "net/address.h"
+#include "net/scheduler_file.h"
 
 namespace psched::test {
 

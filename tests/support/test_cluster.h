@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/tls.h"
+#include "net/tls.h"
 #include "pclient/client.h"
 
 namespace psched::test {

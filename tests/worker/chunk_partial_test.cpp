@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "common/chunk_grid.h"
-#include "common/closed_form.h"
+#include "core/chunk_grid.h"
+#include "core/closed_form.h"
 #include "worker/cpu/reduce.h"
 
 using namespace psched;

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/generators.h"
-#include "common/partial.h"
+#include "core/generators.h"
+#include "core/partial.h"
 #include "tests/support/edge_uniforms.h"
 #include "worker/cpu/kernels.h"
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "common/closed_form.h"
-#include "common/chunk_grid.h"
+#include "core/chunk_grid.h"
+#include "core/closed_form.h"
 #include "worker/cpu/reduce.h"
 
 using namespace psched;

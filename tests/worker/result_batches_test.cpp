@@ -4,8 +4,8 @@
 
 #include <tuple>
 
-#include "common/framing.h"
-#include "common/wire_convert.h"
+#include "net/framing.h"
+#include "net/wire_convert.h"
 #include "proto/psched.capnp.h"
 #include "worker/result_batches.h"
 

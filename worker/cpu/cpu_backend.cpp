@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/event_loop.h"
+#include "net/event_loop.h"
 #include "worker/cpu/reduce.h"
 
 namespace psched {

@@ -5,15 +5,15 @@
 // operations on every element and sums them exactly, so an element and a chunk's partial have the
 // same bits on every machine whichever build runs.
 //
-// Every generator is bit-identical to element_value() (common/generators.h): normal's log, sin and
-// cos are common/element_math.h's, the same operations on vector lanes (tests/worker/kernels_test.cpp).
+// Every generator is bit-identical to element_value() (core/generators.h): normal's log, sin and
+// cos are core/element_math.h's, the same operations on vector lanes (tests/worker/kernels_test.cpp).
 #pragma once
 
 #include <cstdint>
 
-#include "common/exact_sum.h"
-#include "common/generators.h"
-#include "common/partial.h"
+#include "core/exact_sum.h"
+#include "core/generators.h"
+#include "core/partial.h"
 
 namespace psched {
 
@@ -57,7 +57,7 @@ struct CpuKernels {
   void (*reduce)(const double* x, uint64_t step, uint64_t n, double scale, double offset,
                  ReduceLanes& lanes);
   // For i < n: the Box-Muller pair of uniforms (u0[i], u1[i]) as the normal generator computes it
-  // (box_muller() in common/generators.h), so tests can feed edge values Philox rarely draws.
+  // (box_muller() in core/generators.h), so tests can feed edge values Philox rarely draws.
   void (*box_muller)(const double* u0, const double* u1, uint64_t n, double* even, double* odd);
 };
 

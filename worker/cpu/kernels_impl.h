@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "common/element_math.h"
+#include "core/element_math.h"
 #include "worker/cpu/kernels.h"
 
 namespace psched {
@@ -200,7 +200,7 @@ void generate_with(const Source& src, bool to_float, uint64_t first, uint64_t st
   }
 }
 
-// normal (common/generators.h): elements 2m and 2m + 1 share Philox block m and its radius, and
+// normal (core/generators.h): elements 2m and 2m + 1 share Philox block m and its radius, and
 // take r cos(2 pi u1) and r sin(2 pi u1), with element_math.h's operations, so the same bits as
 // box_muller(). Computed in stages over kNormalVecs registers of blocks: Philox, then the radius
 // (log and sqrt), then sin and cos, then the scaling. Each stage's iterations are

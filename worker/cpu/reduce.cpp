@@ -1,7 +1,7 @@
 #include "worker/cpu/reduce.h"
 
-#include "common/chunk_grid.h"
-#include "common/generators.h"
+#include "core/chunk_grid.h"
+#include "core/generators.h"
 #include "worker/cpu/kernels.h"
 
 namespace psched {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/job_spec.h"
-#include "common/partial.h"
+#include "core/job_spec.h"
+#include "core/partial.h"
 #include "worker/cpu/chunk_buffer.h"
 
 namespace psched {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "common/job_spec.h"
+#include "core/job_spec.h"
 
 namespace psched::gpu {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/chunk_grid.h"
+#include "core/chunk_grid.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/cuda_backend_impl.h"
 

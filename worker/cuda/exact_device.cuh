@@ -1,4 +1,4 @@
-// The device side of the exact sum (common/exact_sum.h): whatever a thread's TwoSum expansion
+// The device side of the exact sum (core/exact_sum.h): whatever a thread's TwoSum expansion
 // (exact_result.h) cannot hold, and at the end the expansion itself, goes into its block's
 // ExactSum in shared memory as the three 32-bit pieces of ExactSum::add, a warp at a time where
 // the warp's pieces share their digits. Kernel syntax: nvcc only (reduce.cu).
@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "common/exact_sum.h"
+#include "core/exact_sum.h"
 
 namespace psched::gpu {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/exact_sum.h"
-#include "common/platform.h"
+#include "core/exact_sum.h"
+#include "core/platform.h"
 
 #if defined(__CUDA_ARCH__)
 #define PSCHED_UNROLL _Pragma("unroll")

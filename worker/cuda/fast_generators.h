@@ -1,4 +1,4 @@
-// Device-tuned forms of common/generators.h for the CUDA kernels, bit-identical to it: Philox is
+// Device-tuned forms of core/generators.h for the CUDA kernels, bit-identical to it: Philox is
 // integer arithmetic, and this form just uses 32-bit multiplies where the shared one's 64-bit
 // products cost the GPU several instructions each; the normal's log, sin and cos are the shared
 // element_math.h definition in explicitly rounded device arithmetic. Plain C++ where it can be, so
@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "common/generators.h"
-#include "common/job_spec.h"
-#include "common/platform.h"
+#include "core/generators.h"
+#include "core/job_spec.h"
+#include "core/platform.h"
 
 namespace psched::gpu {
 

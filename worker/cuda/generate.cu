@@ -1,5 +1,5 @@
 // Creating chunks in device memory (kernels.cuh): one launch writes one chunk, or every chunk of a
-// batch (grid z = the chunk within the batch). Element values come from common/generators.h, the
+// batch (grid z = the chunk within the batch). Element values come from core/generators.h, the
 // code the CPU backend runs, in the device-tuned forms of fast_generators.h: every generator is
 // bit-identical to the CPU reference, float32 being the float64 element rounded to nearest.
 #include "worker/cuda/kernels.cuh"

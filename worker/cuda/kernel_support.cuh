@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "common/generators.h"
+#include "core/generators.h"
 #include "worker/cuda/fast_generators.h"
 #include "worker/cuda/kernels.cuh"
 

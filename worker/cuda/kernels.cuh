@@ -10,9 +10,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "common/chunk_grid.h"
-#include "common/generators.h"
-#include "common/job_spec.h"
+#include "core/chunk_grid.h"
+#include "core/generators.h"
+#include "core/job_spec.h"
 #include "worker/cuda/batching.h"
 #include "worker/cuda/exact_result.h"
 
@@ -51,7 +51,7 @@ struct BatchWork {
 };
 
 // kFast evaluates elements with fast_generators.h (32-bit Philox multiplies, one thread per normal
-// pair); kReference evaluates common/generators.h's element_value() verbatim. Both give the CPU
+// pair); kReference evaluates core/generators.h's element_value() verbatim. Both give the CPU
 // reference's bits. The backend uses kFast; the floor benchmark measures both.
 enum class ElementFormula { kFast, kReference };
 

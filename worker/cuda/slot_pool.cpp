@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/check.h"
+#include "core/check.h"
 #include "worker/cuda/check.h"
 
 namespace psched::gpu {

@@ -1,0 +1,226 @@
+#include "core/closed_form.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/chunk_grid.h"
+
+namespace psched {
+namespace {
+
+bool is_integer(double v) { return std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 9e15; }
+
+constexpr double kTwo53 = 9007199254740992.0;
+constexpr double kUnitRoundoff = 1.0 / kTwo53;            // float64: 2^-53
+constexpr double kFloat32Roundoff = 1.0 / 16777216.0;     // float32: 2^-24
+
+// Selected elements in one chunk, at most: the selected rows a chunk's rows can hold, times the
+// columns.
+uint64_t max_selected_per_chunk(const JobSpec& s, uint64_t selected_rows, uint64_t selected_cols) {
+  const uint64_t r = std::min(selected_rows, s.chunk_rows / s.row_sel.step + 1);
+  const uint64_t c = std::min(selected_cols, s.chunk_cols / s.col_sel.step + 1);
+  return r * c;
+}
+
+// k * 2^exponent as an exact sum, O(1): three pieces of 52 bits, each a double exactly (exponent >=
+// -1074 keeps the lowest piece representable; the totals validate() allows keep the highest finite).
+ExactSum exact_scaled(__int128 k, int exponent) {
+  ExactSum e;
+  const bool negative = k < 0;
+  unsigned __int128 u = negative ? -(unsigned __int128)k : (unsigned __int128)k;
+  for (int piece = 0; u != 0; ++piece, u >>= 52) {
+    const double v = std::ldexp(double(uint64_t(u & ((uint64_t{1} << 52) - 1))), 52 * piece + exponent);
+    e.add(negative ? -v : v);
+  }
+  return e;
+}
+
+// v * n exactly: v's integer mantissa times n, scaled by v's exponent.
+ExactSum exact_times(double v, uint64_t n) {
+  if (v == 0 || n == 0) return ExactSum{};
+  int exponent;
+  const double m = std::frexp(v, &exponent);                       // v = m 2^exponent, |m| in [0.5, 1)
+  const int64_t mantissa = int64_t(std::ldexp(m, 53));             // exact: 53 bits
+  int scale = exponent - 53;
+  __int128 k = __int128(mantissa) * n;
+  if (scale < -1074) {  // subnormal v: its mantissa's low bits are zero, shift them out
+    k >>= -1074 - scale;
+    scale = -1074;
+  }
+  return exact_scaled(k, scale);
+}
+
+}  // namespace
+
+double sum_error_bound(long double sum_abs, double element_epsilon, uint64_t chunk_elements,
+                       uint64_t chunks) {
+  uint64_t depth = chunk_elements + 1;
+  for (uint64_t c = 1; c < chunks; c *= 2) ++depth;  // the pairwise tree over chunk partials
+  // Elements as computed (each within element_epsilon of exact) summed with depth roundings; 1%
+  // covers the second-order terms.
+  const long double elements = sum_abs * element_epsilon;
+  const long double summation = (long double)depth * kUnitRoundoff * (sum_abs + elements);
+  return double((elements + summation) * 1.01L);
+}
+
+namespace {
+
+// arange: the sum in closed form over the selected indices (a 128-bit integer when every element
+// is computed exactly), min and max at the selection's ends, and the rounding bounds otherwise.
+void expect_arange(const JobSpec& s, const AxisRun& rows, const AxisRun& cols, Expectation& e) {
+  // sum over selected of index = nc * cols * sum(r) + nr * sum(c)
+  const __int128 sum_r = __int128(rows.count) * rows.first +
+                         __int128(s.row_sel.step) * rows.count * (rows.count - 1) / 2;
+  const __int128 sum_c = __int128(cols.count) * cols.first +
+                         __int128(s.col_sel.step) * cols.count * (cols.count - 1) / 2;
+  const __int128 sum_index = __int128(cols.count) * s.cols * sum_r + __int128(rows.count) * sum_c;
+  const long double n = (long double)e.count;
+  const long double total = (long double)s.scale * ((long double)s.param0 * n +
+                                                      (long double)s.param1 * (long double)sum_index) +
+                            (long double)s.offset * n;
+  e.sum = double(total);
+  e.mean = double(total / n);
+  const uint64_t first = rows.first * s.cols + cols.first;
+  const uint64_t last = (rows.first + (rows.count - 1) * s.row_sel.step) * s.cols + cols.first +
+                        (cols.count - 1) * s.col_sel.step;
+  const double v_first = s.scale * (s.param0 + s.param1 * double(first)) + s.offset;
+  const double v_last = s.scale * (s.param0 + s.param1 * double(last)) + s.offset;
+  e.has_min_max = true;
+  e.min = std::min(v_first, v_last);
+  e.max = std::max(v_first, v_last);
+  // |elements| summed, bounded term by term: |scale| (|start| + |step| index) + |offset|. Four
+  // roundings per element (step * index, + start, * scale, + offset), float32 storage one more.
+  const long double sum_abs =
+      std::fabs((long double)s.scale) * (std::fabs((long double)s.param0) * n +
+                                          std::fabs((long double)s.param1) * (long double)sum_index) +
+      std::fabs((long double)s.offset) * n;
+  const double element_epsilon =
+      4 * kUnitRoundoff + (s.dtype == DType::kFloat32 ? kFloat32Roundoff : 0.0);
+  e.sum_tolerance = sum_error_bound(sum_abs, element_epsilon,
+                                    max_selected_per_chunk(s, rows.count, cols.count),
+                                    s.chunks());
+  const double largest_abs = std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
+                             std::fabs(s.offset);
+  e.min_max_tolerance = 2 * element_epsilon * largest_abs;
+  // Integer parameters and every intermediate below 2^53 (the stored value below 2^24 for
+  // float32): every element is computed exactly, so the job's exact sum is the integer closed
+  // form and its rounding must match bit for bit. Otherwise the elements themselves are rounded
+  // and the closed form of the ideal values only bounds the sum.
+  const double stored_limit = s.dtype == DType::kFloat32 ? 16777216.0 : kTwo53;
+  const bool values_exact = is_integer(s.scale) && is_integer(s.offset) && is_integer(s.param0) &&
+                            is_integer(s.param1) &&
+                            std::fabs(s.param0) + std::fabs(s.param1) * double(last) < stored_limit &&
+                            std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
+                                    std::fabs(s.offset) < kTwo53;
+  if (values_exact) {
+    // Each term below n 2^53 <= 2^108: no overflow.
+    const __int128 exact = __int128(int64_t(s.scale)) * (__int128(int64_t(s.param0)) * __int128(e.count) +
+                                                          __int128(int64_t(s.param1)) * sum_index) +
+                           __int128(int64_t(s.offset)) * __int128(e.count);
+    e.exact = exact_scaled(exact, 0);
+    e.sum = e.exact.rounded();
+    e.sum_exact = true;
+  }
+}
+
+// The expectation over the selected rows x cols of `s` (normalized): the whole array, or one chunk.
+Expectation expected_over(const JobSpec& s, const AxisRun& rows, const AxisRun& cols) {
+  Expectation e;
+  e.count = rows.count * cols.count;
+  if (e.count == 0) return e;
+  switch (s.generator) {
+    case Generator::kArange:
+      expect_arange(s, rows, cols, e);
+      break;
+    case Generator::kConstant: {
+      const double x = s.dtype == DType::kFloat32 ? double(float(s.param0)) : s.param0;
+      const double v = s.scale * x + s.offset;
+      // Every element is v exactly (the same two roundings as here), so the exact sum is v * count.
+      e.exact = exact_times(v, e.count);
+      e.sum = e.exact.rounded();
+      e.sum_exact = true;
+      e.mean = v;
+      e.has_min_max = true;
+      e.min = e.max = v;
+      break;
+    }
+    case Generator::kNormal:
+      e.mean = s.scale * s.param0 + s.offset;
+      e.mean_tolerance = 6.0 * std::fabs(s.scale) * s.param1 / std::sqrt(double(e.count)) +
+                         1e-12 * std::fabs(e.mean);
+      break;
+    case Generator::kUniform:
+      e.mean = s.scale * (s.param0 + s.param1) / 2 + s.offset;
+      e.mean_tolerance = 6.0 * std::fabs(s.scale) * (s.param1 - s.param0) / std::sqrt(12.0 * double(e.count)) +
+                         1e-12 * std::fabs(e.mean);
+      break;
+  }
+  return e;
+}
+
+}  // namespace
+
+Expectation expected_result(const JobSpec& raw) {
+  const JobSpec s = normalized(raw);
+  return expected_over(s, select_axis(0, s.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step),
+                       select_axis(0, s.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
+}
+
+std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t chunk) {
+  const JobSpec s = normalized(raw);
+  const ChunkBox b = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.box(chunk);
+  const Expectation e = expected_over(
+      s, select_axis(b.row0, b.row0 + b.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step),
+      select_axis(b.col0, b.col0 + b.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
+  if (e.count == 0) return PartialSum{};  // what a worker reports for a chunk with nothing selected
+  if (!e.sum_exact || !e.has_min_max || s.dtype != DType::kFloat64) return std::nullopt;
+  PartialSum p;
+  p.sum = e.sum;
+  p.count = e.count;
+  p.min = e.min;
+  p.max = e.max;
+  p.exact = e.exact;
+  return p;
+}
+
+std::string check_result(const JobSpec& spec, const PartialSum& got,
+                         const std::vector<ReferenceSum>& references) {
+  const Expectation e = expected_result(spec);
+  if (got.count != e.count) return fmt::format("count is {}, expected {}", got.count, e.count);
+  if (e.count == 0) return "";
+  if (!std::isfinite(got.sum))
+    return fmt::format("sum is {} (it overflowed float64), expected {:.17g}", got.sum, e.sum);
+  if (spec.generator == Generator::kArange || spec.generator == Generator::kConstant) {
+    if (e.sum_exact) {
+      if (std::memcmp(&got.sum, &e.sum, sizeof got.sum) != 0)
+        return fmt::format("sum is {:.17g}, expected exactly {:.17g}", got.sum, e.sum);
+    } else {
+      // Rounding of the expected value itself (computed in long double, rounded once) on top.
+      const double tol = e.sum_tolerance + kUnitRoundoff * std::fabs(e.sum);
+      if (!(std::fabs(got.sum - e.sum) <= tol))
+        return fmt::format("sum is {:.17g}, expected {:.17g} (within {:.3g}, the rounding bound)",
+                           got.sum, e.sum, tol);
+    }
+    if (e.has_min_max && spec.dtype == DType::kFloat64) {
+      const double tol_mm = e.sum_exact ? 0.0 : e.min_max_tolerance;
+      if (std::fabs(got.min - e.min) > tol_mm || std::fabs(got.max - e.max) > tol_mm)
+        return fmt::format("min/max are {:.17g}/{:.17g}, expected {:.17g}/{:.17g}", got.min, got.max,
+                           e.min, e.max);
+    }
+    return "";
+  }
+  if (const std::optional<double> reference = reference_sum(spec, references)) {
+    if (std::memcmp(&got.sum, &*reference, sizeof got.sum) != 0)
+      return fmt::format("sum is {:.17g}, expected exactly {:.17g} (reference value)", got.sum,
+                         *reference);
+    return "";
+  }
+  const double mean = got.sum / double(got.count);
+  if (!(std::fabs(mean - e.mean) <= e.mean_tolerance))
+    return fmt::format("mean is {:.17g}, expected {:.17g} within {:.3g}", mean, e.mean, e.mean_tolerance);
+  return "";
+}
+
+}  // namespace psched

@@ -1,0 +1,54 @@
+#include "core/partial.h"
+
+#include <cstring>
+
+namespace psched {
+
+void merge(PartialSum& into, const PartialSum& p) {
+  into.exact.add(p.exact);
+  into.exact.normalize();
+  into.sum = into.exact.rounded();
+  into.count += p.count;
+  into.min = p.min < into.min ? p.min : into.min;
+  into.max = p.max > into.max ? p.max : into.max;
+}
+
+CompactPartial compact(const PartialSum& p) {
+  CompactPartial c;
+  c.exact = ExactTerms(p.exact);
+  c.sum = c.exact.rounded();
+  c.count = p.count;
+  c.min = p.min;
+  c.max = p.max;
+  return c;
+}
+
+PartialSum expand(const CompactPartial& c) {
+  PartialSum p;
+  p.exact = c.exact.value();
+  p.sum = c.sum;
+  p.count = c.count;
+  p.min = c.min;
+  p.max = c.max;
+  return p;
+}
+
+PartialSum combine(const PartialSum& a, const PartialSum& b) {
+  PartialSum r = a;
+  merge(r, b);
+  return r;
+}
+
+PartialSum combine_in_order(const std::vector<PartialSum>& partials) {
+  PartialSum total;
+  for (const PartialSum& p : partials) merge(total, p);
+  return total;
+}
+
+bool same_bits(const PartialSum& a, const PartialSum& b) {
+  const auto same = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
+  return same(a.sum, b.sum) && a.count == b.count && same(a.min, b.min) && same(a.max, b.max) &&
+         same_value(a.exact, b.exact);
+}
+
+}  // namespace psched

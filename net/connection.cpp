@@ -1,0 +1,419 @@
+#include "net/connection.h"
+
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+#include <kj/exception.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+
+#include "core/check.h"
+#include "net/framing.h"
+
+namespace psched {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+std::variant<tcp::socket, asio::ssl::stream<tcp::socket>> make_stream(tcp::socket socket,
+                                                                       const Transport& transport) {
+  if (!transport.tls) return std::variant<tcp::socket, asio::ssl::stream<tcp::socket>>(std::move(socket));
+  return std::variant<tcp::socket, asio::ssl::stream<tcp::socket>>(std::in_place_index<1>, std::move(socket),
+                                                                   *transport.tls);
+}
+
+// How long, and how many bytes, a connection refused at the TLS layer keeps reading after its last
+// word (see linger_then_close).
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr size_t kLingerBytes = size_t{64} << 10;
+
+// Closing a socket whose peer's bytes are still unread makes the kernel send a reset, which can
+// destroy what we wrote last (a TLS alert, an Error frame in the clear) before the peer reads it.
+// Instead: half-close, discard what the peer still sends (bounded in bytes and time), then run
+// `done`, which closes.
+void linger_then_close(const std::shared_ptr<FramedConnection>& self, tcp::socket& socket,
+                       std::function<void()> done) {
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  struct Linger {
+    std::array<char, 4096> discard;
+    size_t left = kLingerBytes;
+    std::function<void()> done;
+    asio::steady_timer timer;
+    bool finished = false;
+    void finish() {
+      if (finished) return;
+      finished = true;
+      timer.cancel();
+      done();
+    }
+  };
+  auto linger = std::make_shared<Linger>(Linger{{}, kLingerBytes, std::move(done), asio::steady_timer(socket.get_executor()), false});
+  linger->timer.expires_after(kLingerTime);
+  linger->timer.async_wait([linger, self](const boost::system::error_code& ec) {
+    if (!ec) linger->finish();
+  });
+  auto read = std::make_shared<std::function<void()>>();
+  *read = [linger, self, &socket, read] {
+    socket.async_read_some(asio::buffer(linger->discard),
+                           [linger, self, read](const boost::system::error_code& ec, size_t n) {
+                             if (linger->finished) {
+                               *read = nullptr;  // break the cycle
+                               return;
+                             }
+                             if (ec || n >= linger->left) {
+                               *read = nullptr;
+                               linger->finish();
+                               return;
+                             }
+                             linger->left -= n;
+                             (*read)();
+                           });
+  };
+  (*read)();
+}
+
+}  // namespace
+
+FramedConnection::FramedConnection(tcp::socket socket, uint32_t max_frame_bytes, Transport transport)
+    : stream_(make_stream(std::move(socket), transport)),
+      role_(transport.role),
+      idle_timer_(this->socket().get_executor()),
+      max_frame_bytes_(max_frame_bytes) {
+  boost::system::error_code ec;
+  this->socket().set_option(tcp::no_delay(true), ec);
+  const auto ep = this->socket().remote_endpoint(ec);
+  remote_ = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+
+tcp::socket& FramedConnection::socket() {
+  if (auto* tls = std::get_if<TlsStream>(&stream_)) return tls->next_layer();
+  return std::get<tcp::socket>(stream_);
+}
+
+void FramedConnection::start(Handlers handlers) {
+  handlers_ = std::move(handlers);
+  last_rx_ = std::chrono::steady_clock::now();
+  if (!std::holds_alternative<TlsStream>(stream_)) return read_header();
+  // Nothing may be written through TLS before the handshake is done: frames queued meanwhile wait
+  // as they would behind a write in flight, and go out once it completes.
+  write_in_flight_ = true;
+  if (role_ == TlsRole::kServer) await_first_byte();
+  else handshake();
+}
+
+void FramedConnection::await_first_byte() {
+  socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!self->is_open()) return;
+    if (ec) {
+      self->close(ec.message());
+      return;
+    }
+    unsigned char first = 0;
+    boost::system::error_code peek_ec;
+    const size_t n = self->socket().receive(asio::buffer(&first, 1), tcp::socket::message_peek, peek_ec);
+    if (peek_ec == asio::error::would_block) {
+      self->await_first_byte();
+      return;
+    }
+    if (peek_ec || n == 0) {
+      self->close(peek_ec ? peek_ec.message() : "peer closed the connection before the TLS handshake");
+      return;
+    }
+    if (first != kTlsHandshakeRecord) {
+      self->refuse_plain_peer();
+      return;
+    }
+    self->handshake();
+  });
+}
+
+void FramedConnection::handshake() {
+  auto& tls = std::get<TlsStream>(stream_);
+  tls.async_handshake(role_ == TlsRole::kServer ? asio::ssl::stream_base::server : asio::ssl::stream_base::client,
+                      [self = shared_from_this()](const boost::system::error_code& ec) {
+                        if (!self->is_open()) return;
+                        self->write_in_flight_ = false;
+                        if (ec) {
+                          std::string why = "TLS handshake failed: " + self->why_failed(ec, "");
+                          if (self->role_ != TlsRole::kServer) return self->close(why);
+                          // Our alert is written; let the peer read it before the socket goes.
+                          if (self->state_ == State::kOpen) self->transition(State::kDraining);
+                          linger_then_close(self, self->socket(), [self, why] { self->close(why); });
+                          return;
+                        }
+                        self->read_header();
+                        if (!self->out_.empty()) self->flush();
+                        else if (self->state_ == State::kDraining) self->close("closed by us");
+                      });
+}
+
+// A plain peer cannot read TLS: it is told in its own protocol, one Error frame in the clear.
+void FramedConnection::refuse_plain_peer() {
+  capnp::MallocMessageBuilder m(128);
+  m.initRoot<wire::Message>().initError().setMessage(kSchedulerSpeaksTls);
+  writing_.clear();
+  append_frame(m, writing_);
+  refused_by_tls_ = true;
+  if (state_ != State::kOpen) return close(kPlainPeerOnTlsPort);
+  transition(State::kDraining);
+  write_in_flight_ = true;
+  asio::async_write(socket(), asio::buffer(writing_),
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                      self->write_in_flight_ = false;
+                      if (ec || !self->is_open()) return self->close(kPlainPeerOnTlsPort);
+                      linger_then_close(self, self->socket(), [self] { self->close(kPlainPeerOnTlsPort); });
+                    });
+}
+
+std::string FramedConnection::why_failed(const boost::system::error_code& ec, const char* eof_text) {
+  const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+  if (eof && *eof_text) return eof_text;
+  if (!eof && !is_tls_refusal(ec)) return ec.message();
+  if (!eof) refused_by_tls_ = true;  // a peer that merely went away may come back
+  SSL* ssl = nullptr;
+  if (auto* tls = std::get_if<TlsStream>(&stream_)) ssl = tls->native_handle();
+  return describe_tls_failure(ec, ssl, role_ == TlsRole::kServer ? "the peer" : "the scheduler");
+}
+
+void FramedConnection::set_idle_timeout(std::chrono::milliseconds idle,
+                                        std::shared_ptr<const LoopWatchdog> watchdog) {
+  idle_ = idle;
+  watchdog_ = std::move(watchdog);
+  last_rx_ = std::chrono::steady_clock::now();
+  arm_idle_timer(last_rx_);
+}
+
+void FramedConnection::arm_idle_timer(std::chrono::steady_clock::time_point silent_since) {
+  if (!is_open() || idle_.count() <= 0) return;
+  idle_timer_.expires_at(silent_since + idle_);
+  idle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || !self->is_open()) return;
+    const auto now = std::chrono::steady_clock::now();
+    const auto since = self->watchdog_ ? self->watchdog_->silent_since(self->last_rx_, now)
+                                       : self->last_rx_;
+    if (now - since >= self->idle_) {
+      self->close(fmt::format("nothing received for {} ms{}", self->idle_.count(),
+                              self->read_paused_ ? " (and it does not read what we send)" : ""));
+    } else {
+      self->arm_idle_timer(since);
+    }
+  });
+}
+
+void FramedConnection::read_header() {
+  with_stream([this](auto& stream) {
+    asio::async_read(stream, asio::buffer(header_, sizeof(header_)),
+                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                     if (!self->is_open()) return;
+                     if (ec) {
+                       self->close(self->why_failed(ec, "peer closed the connection"));
+                       return;
+                     }
+                     if (self->header_[0] == kTlsHandshakeRecord && self->header_[1] == 3 &&
+                         !std::holds_alternative<TlsStream>(self->stream_) && !self->write_in_flight_ &&
+                         self->state_ == State::kOpen) {
+                       // A ClientHello on a plain port: told in the clear (its TLS stack will
+                       // fail on our frame), the rest of its hello discarded before we close.
+                       self->refused_by_tls_ = true;
+                       capnp::MallocMessageBuilder m(128);
+                       m.initRoot<wire::Message>().initError().setMessage(kSchedulerSpeaksPlain);
+                       self->writing_.clear();
+                       append_frame(m, self->writing_);
+                       self->transition(State::kDraining);
+                       self->write_in_flight_ = true;
+                       asio::async_write(self->socket(), asio::buffer(self->writing_),
+                                         [self](const boost::system::error_code& ec2, size_t) {
+                                           self->write_in_flight_ = false;
+                                           if (ec2 || !self->is_open()) return self->close(kSchedulerSpeaksPlain);
+                                           linger_then_close(self, self->socket(),
+                                                             [self] { self->close(kSchedulerSpeaksPlain); });
+                                         });
+                       return;
+                     }
+                     const uint32_t n = decode_frame_length(self->header_);
+                     if (n == 0 || n % sizeof(capnp::word) != 0) {
+                       self->send_error_and_close(
+                           fmt::format("malformed frame: length {} is not a positive multiple of 8", n));
+                       return;
+                     }
+                     if (n > self->max_frame_bytes_) {
+                       self->send_error_and_close(fmt::format(
+                           "frame of {} bytes exceeds the limit of {} bytes", n, self->max_frame_bytes_));
+                       return;
+                     }
+                     self->read_body(n);
+                   });
+  });
+}
+
+void FramedConnection::read_body(uint32_t bytes) {
+  if (bytes / sizeof(capnp::word) > body_words_) {
+    body_words_ = bytes / sizeof(capnp::word);
+    body_.reset(new capnp::word[body_words_]);  // default-initialised: no page touched yet
+  }
+  with_stream([this, bytes](auto& stream) {
+    asio::async_read(stream, asio::buffer(body_.get(), bytes),
+                   [self = shared_from_this(), bytes](const boost::system::error_code& ec, size_t) {
+                     if (!self->is_open()) return;
+                     if (ec) {
+                       self->close(self->why_failed(ec, "peer closed the connection mid-frame"));
+                       return;
+                     }
+                     self->last_rx_ = std::chrono::steady_clock::now();
+                     self->dispatch(bytes);
+                     if (self->body_words_ * sizeof(capnp::word) > kKeepBodyBytes) {
+                       self->body_.reset();
+                       self->body_words_ = 0;
+                     }
+                     if (self->is_open()) self->read_next();
+                   });
+  });
+}
+
+void FramedConnection::read_next() {
+  if (queued_bytes() > kPauseReadingBytes) {
+    read_paused_ = true;  // flush() resumes once the peer has taken what we owe it
+    return;
+  }
+  read_header();
+}
+
+void FramedConnection::dispatch(size_t bytes) {
+  std::string failure;
+  try {
+    capnp::FlatArrayMessageReader reader(
+        kj::ArrayPtr<const capnp::word>(body_.get(), bytes / sizeof(capnp::word)),
+        reader_options_for(bytes));
+    handlers_.on_message(reader.getRoot<wire::Message>());
+  } catch (const kj::Exception& e) {
+    failure = fmt::format("malformed message: {}", e.getDescription().cStr());
+  } catch (const std::exception& e) {
+    failure = fmt::format("cannot handle message: {}", e.what());
+  }
+  if (!failure.empty() && is_open()) send_error_and_close(failure);
+}
+
+void FramedConnection::send(capnp::MessageBuilder& message) {
+  if (state_ != State::kOpen) return;
+  const size_t limit = std::max(kMaxUnsentBytes, size_t{2} * max_frame_bytes_);
+  if (queued_bytes() > limit) {
+    // Closed later, not here: send() runs inside loops over the owner's peers.
+    transition(State::kDraining);
+    asio::post(socket().get_executor(), [self = shared_from_this(), n = queued_bytes()] {
+      self->close(fmt::format("peer is not reading ({} bytes unsent)", n));
+    });
+    return;
+  }
+  append_frame(message, out_);
+  // Written at the end of this turn of the loop, not now: the messages a handler sends to one peer
+  // (a DefineJob and its TaskBatch, a Progress and its JobResult, a worker's result batches) go out
+  // in one write, so the kernel's per-write cost (most of a message's cost on loopback) is paid once.
+  if (write_in_flight_ || flush_posted_) return;
+  flush_posted_ = true;
+  asio::post(socket().get_executor(), [self = shared_from_this()] {
+    self->flush_posted_ = false;
+    if (!self->write_in_flight_) self->flush();
+  });
+}
+
+void FramedConnection::flush() {
+  if (!is_open() || out_.empty()) return;
+  writing_.clear();
+  writing_.swap(out_);
+  write_in_flight_ = true;
+  with_stream([this](auto& stream) {
+    asio::async_write(stream, asio::buffer(writing_),
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                      self->write_in_flight_ = false;
+                      if (!self->is_open()) return;
+                      if (ec) {
+                        self->close(self->why_failed(ec, "peer closed the connection"));
+                        return;
+                      }
+                      self->writing_.clear();
+                      if (self->read_paused_ && self->state_ == State::kOpen &&
+                          self->queued_bytes() <= kPauseReadingBytes) {
+                        self->read_paused_ = false;
+                        self->read_header();
+                      }
+                      if (!self->out_.empty()) {
+                        self->flush();
+                      } else if (self->state_ == State::kDraining) {
+                        self->close("closed by us");
+                      }
+                    });
+  });
+}
+
+void FramedConnection::send_error_and_close(const std::string& message, uint64_t job_id) {
+  if (state_ != State::kOpen) return;
+  spdlog::debug("{}: sending error and closing: {}", remote_, message);
+  sent_error_ = true;
+  capnp::MallocMessageBuilder m(128);
+  auto err = m.initRoot<wire::Message>().initError();
+  err.setMessage(message);
+  err.setJobId(job_id);
+  append_frame(m, out_);
+  transition(State::kDraining);
+  if (handlers_.on_close) {
+    auto on_close = std::move(handlers_.on_close);
+    handlers_.on_close = nullptr;
+    on_close(message);
+  }
+  if (!write_in_flight_) flush();
+  // A peer that never reads must not hold the socket: give the error a moment, then close.
+  idle_ = std::chrono::milliseconds(2000);
+  watchdog_.reset();
+  last_rx_ = std::chrono::steady_clock::now();
+  arm_idle_timer(last_rx_);
+}
+
+void FramedConnection::close_when_flushed() {
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kOpen) transition(State::kDraining);
+  if (!write_in_flight_ && out_.empty()) {
+    close("closed by us");
+    return;
+  }
+  if (!write_in_flight_) flush();
+}
+
+void FramedConnection::start_closing(std::function<void()> on_closed) {
+  handlers_.on_close = [on_closed = std::move(on_closed)](const std::string&) { on_closed(); };
+  if (state_ == State::kClosed) {
+    auto f = std::move(handlers_.on_close);
+    f("");
+    return;
+  }
+  close_when_flushed();
+}
+
+// The one place the connection's life changes. It only moves forward: open -> draining -> closed,
+// or open -> closed.
+void FramedConnection::transition(State to) {
+  PSCHED_ASSERT(to > state_, int(state_), int(to));
+  state_ = to;
+}
+
+void FramedConnection::close(const std::string& why) {
+  if (state_ == State::kClosed) return;
+  transition(State::kClosed);
+  boost::system::error_code ec;
+  idle_timer_.cancel();
+  socket().shutdown(tcp::socket::shutdown_both, ec);
+  socket().close(ec);
+  if (handlers_.on_close) {
+    auto on_close = std::move(handlers_.on_close);
+    handlers_.on_close = nullptr;
+    on_close(why);
+  }
+  // Drop the handlers (and the owners they capture) later: close() may run inside on_message.
+  asio::post(socket().get_executor(), [self = shared_from_this()] { self->handlers_ = Handlers{}; });
+}
+
+}  // namespace psched

@@ -1,0 +1,136 @@
+// FramedConnection: one TCP peer speaking psched frames, on an Asio event loop, in the clear or
+// through TLS (a Transport with a context: the handshake comes first; the framing below is the same
+// code for both, written against either stream). It reads frames
+// into word-aligned buffers, hands each decoded Message to on_message, and coalesces outgoing frames
+// so that all frames queued while a write is in flight go out in one write. A bad frame, a
+// Cap'n Proto error or an exception from the handler closes this connection only (after an Error
+// where one can be sent). A peer that does not read what we send stops being read from (past
+// kPauseReadingBytes unsent) and is closed past max(kMaxUnsentBytes, 2 frames): its requests
+// cannot make us queue without bound. A frame's buffer is allocated uninitialised (memory is
+// touched only as bytes arrive) and buffers past kKeepBodyBytes are freed after use, so a peer
+// that announces a large frame and dribbles it costs what it sends. The connection keeps itself
+// alive through its handlers (shared_from_this). Its life is a State that only moves forward,
+// changed in transition() alone: open, then draining (nothing more is queued; it closes once what
+// is queued is written), then closed.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <capnp/message.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "net/loop_watchdog.h"
+#include "net/tls.h"
+#include "proto/psched.capnp.h"
+
+namespace psched {
+
+// How a connection's bytes travel: plain TCP (no context) or TLS with `context` as `role`. A TLS
+// server tells a plain-TCP peer, in a plain Error frame, that it speaks TLS; any server tells a
+// TLS peer in the same way that it does not.
+struct Transport {
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  TlsRole role = TlsRole::kServer;
+};
+
+class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
+ public:
+  struct Handlers {
+    std::function<void(wire::Message::Reader)> on_message;
+    std::function<void(const std::string& why)> on_close;  // called once
+  };
+
+  static constexpr size_t kPauseReadingBytes = size_t{1} << 20;
+  static constexpr size_t kMaxUnsentBytes = size_t{64} << 20;
+  static constexpr size_t kKeepBodyBytes = size_t{64} << 10;
+
+  FramedConnection(boost::asio::ip::tcp::socket socket, uint32_t max_frame_bytes,
+                   Transport transport = {});
+
+  void start(Handlers handlers);
+  void send(capnp::MessageBuilder& message);
+  // Sends an Error message, then closes once it is written.
+  void send_error_and_close(const std::string& message, uint64_t job_id = 0);
+  void close(const std::string& why);
+  // Closes once everything queued so far is written (used to say Goodbye and leave).
+  void close_when_flushed();
+  // As close_when_flushed, then runs on_closed (instead of the on_close handler).
+  void start_closing(std::function<void()> on_closed);
+  // Closes the connection when nothing arrives for idle_ms (0: never). Any frame resets it. With
+  // a watchdog of this connection's loop, silence counts only from the loop's last stall, so a
+  // daemon that was itself stopped reads what arrived before it judges the peer (loop_watchdog.h).
+  void set_idle_timeout(std::chrono::milliseconds idle,
+                        std::shared_ptr<const LoopWatchdog> watchdog = nullptr);
+  // Frames longer than this are refused from now on (the scheduler allows small ones before Hello).
+  void set_max_frame_bytes(uint32_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
+
+  enum class State : uint8_t { kOpen, kDraining, kClosed };
+
+  State state() const { return state_; }
+  bool is_open() const { return state_ != State::kClosed; }
+  const std::string& remote() const { return remote_; }
+  size_t queued_bytes() const { return out_.size() + writing_.size(); }
+  // True once TLS itself refused the peer (a certificate, a protocol mismatch): the same settings
+  // will not do better on a retry.
+  bool refused_by_tls() const { return refused_by_tls_; }
+  // True once we sent the peer an Error and closed (send_error_and_close): a refusal to log.
+  bool sent_error() const { return sent_error_; }
+
+ private:
+  using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+  boost::asio::ip::tcp::socket& socket();  // the TCP socket under either stream
+  // Runs f(stream) with the plain socket or the TLS stream: the framing is written once.
+  template <typename F>
+  void with_stream(F&& f) { std::visit(std::forward<F>(f), stream_); }
+  void await_first_byte();  // TLS server: a handshake record, or a plain peer told to use TLS
+  void handshake();
+  void refuse_plain_peer();
+  // Why a read or write failed, in words (TLS failures described by tls.h).
+  std::string why_failed(const boost::system::error_code& ec, const char* eof_text);
+  void read_header();
+  void read_next();  // read_header, unless too much is unsent: then after the next write
+  void read_body(uint32_t bytes);
+  void dispatch(size_t bytes);
+  void flush();
+  void arm_idle_timer(std::chrono::steady_clock::time_point silent_since);
+  void transition(State to);
+
+  std::variant<boost::asio::ip::tcp::socket, TlsStream> stream_;
+  TlsRole role_;
+  bool refused_by_tls_ = false;
+  bool sent_error_ = false;
+  boost::asio::steady_timer idle_timer_;
+  std::chrono::milliseconds idle_{0};
+  std::shared_ptr<const LoopWatchdog> watchdog_;
+  std::chrono::steady_clock::time_point last_rx_;
+  uint32_t max_frame_bytes_;
+  Handlers handlers_;
+  std::string remote_;
+  uint8_t header_[4] = {};
+  std::unique_ptr<capnp::word[]> body_;  // body_words_ words, uninitialised until read into
+  size_t body_words_ = 0;
+  std::string out_;      // frames queued while a write is in flight
+  std::string writing_;  // the frames of the write in flight
+  State state_ = State::kOpen;
+  // Flow control inside the open and draining states: a write is on the socket; reading waits
+  // until the peer has taken what we owe it (resumed only while open).
+  bool write_in_flight_ = false;
+  bool flush_posted_ = false;  // a flush() is posted for the end of this turn (send())
+  bool read_paused_ = false;
+};
+
+// Builds a one-off message: `fill` gets the root Message builder.
+template <typename Fill>
+void send_message(FramedConnection& c, Fill&& fill) {
+  capnp::MallocMessageBuilder message(256);
+  fill(message.initRoot<wire::Message>());
+  c.send(message);
+}
+
+}  // namespace psched

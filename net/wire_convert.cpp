@@ -1,0 +1,179 @@
+#include "net/wire_convert.h"
+
+namespace psched {
+
+namespace {
+
+void slice_to_wire(const Slice& s, wire::Slice::Builder out) {
+  out.setStart(s.start);
+  out.setStop(s.stop);
+  out.setStep(s.step);
+}
+
+Slice slice_from_wire(wire::Slice::Reader in) { return Slice{in.getStart(), in.getStop(), in.getStep()}; }
+
+}  // namespace
+
+void to_wire(const JobSpec& s, wire::JobSpec::Builder out) {
+  out.setRows(s.rows);
+  out.setCols(s.cols);
+  out.setChunkRows(s.chunk_rows);
+  out.setChunkCols(s.chunk_cols);
+  out.setDtype(s.dtype == DType::kFloat64 ? wire::DType::FLOAT64 : wire::DType::FLOAT32);
+  out.setGenerator(static_cast<wire::Generator>(s.generator));
+  out.setParam0(s.param0);
+  out.setParam1(s.param1);
+  out.setSeed(s.seed);
+  out.setScale(s.scale);
+  out.setOffset(s.offset);
+  slice_to_wire(s.row_sel, out.initRowSel());
+  slice_to_wire(s.col_sel, out.initColSel());
+  out.setFused(s.fused);
+}
+
+JobSpec from_wire(wire::JobSpec::Reader in) {
+  JobSpec s;
+  s.rows = in.getRows();
+  s.cols = in.getCols();
+  s.chunk_rows = in.getChunkRows();
+  s.chunk_cols = in.getChunkCols();
+  // Unknown enumerants (a newer or hostile peer) keep their code (255 stands for any above) so that
+  // validate() rejects them naming it.
+  const auto d = static_cast<uint16_t>(in.getDtype());
+  s.dtype = static_cast<DType>(d > 255 ? 255 : d);
+  const auto g = static_cast<uint16_t>(in.getGenerator());
+  s.generator = static_cast<Generator>(g > 255 ? 255 : g);
+  s.param0 = in.getParam0();
+  s.param1 = in.getParam1();
+  s.seed = in.getSeed();
+  s.scale = in.getScale();
+  s.offset = in.getOffset();
+  s.row_sel = slice_from_wire(in.getRowSel());
+  s.col_sel = slice_from_wire(in.getColSel());
+  s.fused = in.getFused();
+  return s;
+}
+
+void to_wire(const ExactTerms& e, wire::ExactSum::Builder out) {
+  auto list = out.initTerms(uint32_t(e.size()));
+  for (size_t i = 0; i < e.size(); ++i) list.set(uint32_t(i), e.data()[i]);
+  out.setNan(e.nan);
+  out.setPosInf(e.pos_inf);
+  out.setNegInf(e.neg_inf);
+}
+
+void to_wire(const ExactSum& e, wire::ExactSum::Builder out) { to_wire(ExactTerms(e), out); }
+
+void add_from_wire(wire::ExactSum::Reader in, ExactSum& e) {
+  // A frame holds at most 2^21 terms, far below the 2^31 adds a digit takes before normalising.
+  for (double t : in.getTerms()) e.add(t);
+  e.nan += in.getNan();
+  e.pos_inf += in.getPosInf();
+  e.neg_inf += in.getNegInf();
+}
+
+ExactSum from_wire(wire::ExactSum::Reader in) {
+  ExactSum e;
+  add_from_wire(in, e);
+  return e;
+}
+
+namespace {
+
+template <typename Partial>
+void partial_to_wire(uint64_t chunk, const Partial& p, const ExactTerms& exact,
+                     wire::ChunkPartial::Builder out) {
+  out.setChunk(chunk);
+  out.setSum(p.sum);
+  out.setCount(p.count);
+  out.setMin(p.min);
+  out.setMax(p.max);
+  to_wire(exact, out.initExact());
+}
+
+}  // namespace
+
+void to_wire(uint64_t chunk, const CompactPartial& p, wire::ChunkPartial::Builder out) {
+  partial_to_wire(chunk, p, p.exact, out);
+}
+
+void to_wire(uint64_t chunk, const PartialSum& p, wire::ChunkPartial::Builder out) {
+  partial_to_wire(chunk, p, ExactTerms(p.exact), out);
+}
+
+namespace {
+
+// ChunkPartial and JobResult name these fields alike.
+template <typename Reader>
+PartialSum partial_from_wire(Reader in) {
+  PartialSum p;
+  p.sum = in.getSum();
+  p.count = in.getCount();
+  p.min = in.getMin();
+  p.max = in.getMax();
+  add_from_wire(in.getExact(), p.exact);
+  return p;
+}
+
+}  // namespace
+
+PartialSum from_wire(wire::ChunkPartial::Reader in) { return partial_from_wire(in); }
+PartialSum from_wire(wire::JobResult::Reader in) { return partial_from_wire(in); }
+
+void to_wire(const GpuHealth& h, wire::GpuHealth::Builder out) {
+  out.setUuid(h.uuid);
+  out.setPciBusId(h.pci_bus_id);
+  out.setSamples(h.samples);
+  out.setSmUtilisationPct(h.sm_utilisation_pct);
+  out.setMemUtilisationPct(h.mem_utilisation_pct);
+  out.setMemoryUsedBytes(h.memory_used_bytes);
+  out.setMemoryTotalBytes(h.memory_total_bytes);
+  out.setSmClockMhz(h.sm_clock_mhz);
+  out.setSmClockMinMhz(h.sm_clock_min_mhz);
+  out.setSmClockMaxMhz(h.sm_clock_max_mhz);
+  out.setTemperatureC(h.temperature_c);
+  out.setPowerWatts(h.power_watts);
+  out.setPowerLimitWatts(h.power_limit_watts);
+  out.setThrottleReasons(h.throttle_reasons);
+  out.setEccCorrected(h.ecc_corrected);
+  out.setEccUncorrected(h.ecc_uncorrected);
+  out.setEccSupported(h.ecc_supported);
+  out.setPcieGeneration(h.pcie_generation);
+  out.setPcieWidth(h.pcie_width);
+  out.setPcieMaxWidth(h.pcie_max_width);
+}
+
+GpuHealth from_wire(wire::GpuHealth::Reader in) {
+  GpuHealth h;
+  read_gpu_health(in, h);
+  return h;
+}
+
+void to_wire(const WorkerInfo& w, wire::WorkerInfo::Builder out) {
+  out.setId(w.id);
+  out.setName(w.name);
+  out.setHost(w.host);
+  out.setPid(w.pid);
+  out.setBackend(w.backend);
+  out.setDeviceName(w.device_name);
+  out.setMemoryTotalBytes(w.memory_total_bytes);
+  out.setMemoryLimitBytes(w.memory_limit_bytes);
+  out.setComputeMajor(w.compute_major);
+  out.setComputeMinor(w.compute_minor);
+  out.setThreads(w.threads);
+  out.setSlots(w.slots);
+  out.setWindowElements(w.window_elements);
+  out.setChunksDone(w.chunks_done);
+  out.setBytesReduced(w.bytes_reduced);
+  out.setBusySeconds(w.busy_seconds);
+  out.setCpuAffinity(w.cpu_affinity);
+  if (w.gpu) to_wire(*w.gpu, out.initGpu());
+}
+
+WorkerInfo from_wire(wire::WorkerInfo::Reader in) {
+  WorkerInfo w;
+  read_worker_info(in, w);
+  return w;
+}
+
+}  // namespace psched

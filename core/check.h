@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <source_location>
 #include <string>
 
 namespace psched::detail {
@@ -44,13 +43,13 @@ namespace psched {
 
 // The value `map` holds at `key`, which it must hold: a missing key is a bug, reported like a
 // failed PSCHED_ASSERT at the caller's line (map.at() would throw instead, and a connection's
-// handler would catch that and close a peer, hiding the bug).
+// handler would catch that and close a peer, hiding the bug). The caller's place comes from
+// __builtin_FILE/__builtin_LINE (g++ and clang alike; clang 14 has no std::source_location).
 template <typename Map, typename Key>
-auto& must_find(Map& map, const Key& key, std::source_location where = std::source_location::current()) {
+auto& must_find(Map& map, const Key& key, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   auto it = map.find(key);
   if (it == map.end()) [[unlikely]]
-    detail::check_failed("assertion failed", where.file_name(), int(where.line()), "the key is in the map",
-                         detail::check_values("key", key));
+    detail::check_failed("assertion failed", file, line, "the key is in the map", detail::check_values("key", key));
   return it->second;
 }
 

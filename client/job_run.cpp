@@ -30,7 +30,7 @@ void JobRun::on_message(wire::Message::Reader m) {
       if (state_ != State::kSubmitted || m.getJobAccepted().getTag() != tag_) return;
       job_id_ = m.getJobAccepted().getJobId();
       to(State::kAccepted);
-      if (cancel_wanted_) send_cancel();
+      if (cancel_wanted_) cancel();
       return;
     case wire::Message::JOB_FAILED: {
       auto f = m.getJobFailed();
@@ -72,12 +72,13 @@ void JobRun::on_progress(wire::Progress::Reader p) {
 void JobRun::cancel() {
   if (finished()) return;
   cancel_wanted_ = true;
-  if (state_ == State::kAccepted) send_cancel();
+  if (state_ != State::kAccepted) return;
+  send_cancel();
+  to(State::kCancelled);
 }
 
 void JobRun::send_cancel() {
   send_([&](wire::Message::Builder m) { m.initCancel().setJobId(job_id_); });
-  to(State::kCancelled);
 }
 
 void JobRun::no_workers_timeout() {
@@ -86,7 +87,7 @@ void JobRun::no_workers_timeout() {
   failure_ = fmt::format("no workers: none joined within {:g} s, {} of {} chunks left; the job was cancelled "
                          "(a longer no-workers timeout waits longer)",
                          options_.no_workers_timeout_ms / 1000.0, chunks_left_, chunks_total_);
-  send_([&](wire::Message::Builder m) { m.initCancel().setJobId(job_id_); });
+  send_cancel();
   to(State::kFailed);
 }
 

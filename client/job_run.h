@@ -47,7 +47,7 @@ class JobRun {
   // The one transition function: checks the move is legal (PSCHED_ASSERT) and makes it.
   void to(State next);
   void on_progress(psched::wire::Progress::Reader p);
-  void send_cancel();
+  void send_cancel();  // the Cancel message only; the caller moves to its state
 
   uint64_t tag_;
   const RunOptions& options_;

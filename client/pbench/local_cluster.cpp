@@ -98,13 +98,13 @@ std::vector<std::string> visible_gpus() {
 
 // Worker i of n: a CPU worker with its share of the cores, or GPU i of those visible (-g N: GPUs
 // 0..N-1).
-LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::string>& shared, int i, int n) {
+LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::string>& shared,
+                        const std::vector<std::string>& visible, int i, int n) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const int threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, int(cores) / std::max(1, n));
   LocalChild w{"pcuda-worker", shared, {}};
   w.args.insert(w.args.end(), {"--name", fmt::format("local-{}", i)});
   if (o.gpu_workers > 0) {
-    const std::vector<std::string> visible = visible_gpus();
     w.args.insert(w.args.end(), {"--backend", "cuda"});
     w.env["CUDA_VISIBLE_DEVICES"] = size_t(i) < visible.size() ? visible[size_t(i)] : std::to_string(i);
   } else {
@@ -116,29 +116,25 @@ LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::str
 }  // namespace
 
 std::vector<LocalChild> local_cluster_children(const LocalClusterOptions& o, const std::string& scheduler_file) {
-  const std::vector<std::string> tls_args = tls_args_of(o.tls);
   LocalChild sched{"psched",
                    {"--host", "127.0.0.1", "--port", "0", "--dashboard-address", o.dashboard_address,
                     "--scheduler-file", scheduler_file, "--log-level", o.log_level},
                    {}};
-  // What every worker is started with (its name, backend and device follow).
+  // What every worker is started with (its name, backend and device follow), and what psched and
+  // the workers both are.
   std::vector<std::string> shared = {"--scheduler-file", scheduler_file, "--log-level", o.log_level,
                                      "--death-timeout", "10"};
-  if (!o.token_file.empty()) {
-    sched.args.insert(sched.args.end(), {"--token-file", o.token_file});
-    shared.insert(shared.end(), {"--token-file", o.token_file});
-  }
-  if (o.spin_us >= 0) {
-    sched.args.insert(sched.args.end(), {"--spin-us", std::to_string(o.spin_us)});
-    shared.insert(shared.end(), {"--spin-us", std::to_string(o.spin_us)});
-  }
   if (!o.memory_limit.empty()) shared.insert(shared.end(), {"--memory-limit", o.memory_limit});
-  sched.args.insert(sched.args.end(), tls_args.begin(), tls_args.end());
-  shared.insert(shared.end(), tls_args.begin(), tls_args.end());
+  std::vector<std::string> both = tls_args_of(o.tls);
+  if (!o.token_file.empty()) both.insert(both.end(), {"--token-file", o.token_file});
+  if (o.spin_us >= 0) both.insert(both.end(), {"--spin-us", std::to_string(o.spin_us)});
+  sched.args.insert(sched.args.end(), both.begin(), both.end());
+  shared.insert(shared.end(), both.begin(), both.end());
 
   std::vector<LocalChild> children{std::move(sched)};
+  const std::vector<std::string> visible = o.gpu_workers > 0 ? visible_gpus() : std::vector<std::string>{};
   const int n = o.gpu_workers > 0 ? o.gpu_workers : o.cpu_workers;
-  for (int i = 0; i < n; ++i) children.push_back(worker_child(o, shared, i, n));
+  for (int i = 0; i < n; ++i) children.push_back(worker_child(o, shared, visible, i, n));
   return children;
 }
 

@@ -2,6 +2,11 @@
 // in the README's "Exit codes".
 #pragma once
 
+#include <cstdio>
+#include <string_view>
+
+#include "core/status.h"
+
 namespace psched {
 
 enum ExitCode : int {
@@ -15,6 +20,25 @@ enum ExitCode : int {
   // process gets a fresh device context, so supervisors restart it.
   kExitDeviceLost = 3,
 };
+
+// The exit code a failure calls for: a bad input is a usage error, a lost GPU is kExitDeviceLost,
+// anything else a failure.
+constexpr int exit_code(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalid: return kExitUsage;
+    case StatusCode::kDeviceLost: return kExitDeviceLost;
+    case StatusCode::kFailed: break;
+  }
+  return kExitFailure;
+}
+
+// How a binary ends on a failure it cannot go on from: "program: message" on stderr, and the exit
+// code the failure's code calls for.
+inline int exit_on(std::string_view program, const Status& failure) {
+  std::fprintf(stderr, "%.*s: %s\n", int(program.size()), program.data(), failure.message().c_str());
+  return exit_code(failure.code());
+}
 
 // A process ended by a signal it handles (SIGINT, SIGTERM, SIGHUP in pbench) exits as the shell
 // reports a process killed by it: 128 + the signal's number (130 for SIGINT).

@@ -10,7 +10,7 @@ Status setup_logging(const std::string& name, const std::string& level) {
   std::string l = level == "warning" ? "warn" : level;
   const auto parsed = spdlog::level::from_str(l);
   if (parsed == spdlog::level::off && l != "off")
-    return Status::error(fmt::format(
+    return Status::invalid(fmt::format(
         "unknown log level '{}' (expected trace, debug, info, warning, error, critical or off)",
         level));
   auto logger = spdlog::stderr_logger_mt(name);

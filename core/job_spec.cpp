@@ -24,7 +24,7 @@ Result<Generator> parse_generator(const std::string& name) {
                       Generator::kConstant}) {
     if (name == generator_name(g)) return g;
   }
-  return Status::error(fmt::format(
+  return Status::invalid(fmt::format(
       "unknown generator '{}' (expected normal, uniform, arange or constant)", name));
 }
 
@@ -33,7 +33,7 @@ const char* dtype_name(DType d) { return d == DType::kFloat64 ? "float64" : "flo
 Result<DType> parse_dtype(const std::string& name) {
   if (name == "float64") return DType::kFloat64;
   if (name == "float32") return DType::kFloat32;
-  return Status::error(fmt::format("unknown dtype '{}' (expected float64 or float32)", name));
+  return Status::invalid(fmt::format("unknown dtype '{}' (expected float64 or float32)", name));
 }
 
 namespace {
@@ -50,15 +50,15 @@ std::string wrapped_hint(uint64_t v) {
 
 Status check_slice(const char* axis, const Slice& s, uint64_t length) {
   if (s.step == 0)
-    return Status::error(fmt::format("{}-step must be > 0 (got 0)", axis));
+    return Status::invalid(fmt::format("{}-step must be > 0 (got 0)", axis));
   if (s.start > length)
-    return Status::error(fmt::format("{}-start must be from 0 to {} (got {}{})", axis, length,
+    return Status::invalid(fmt::format("{}-start must be from 0 to {} (got {}{})", axis, length,
                                      s.start, wrapped_hint(s.start)));
   if (s.stop != kToEnd && s.stop > length)
-    return Status::error(fmt::format("{}-stop must be from 0 to {} or 'to the end' (got {}{})",
+    return Status::invalid(fmt::format("{}-stop must be from 0 to {} or 'to the end' (got {}{})",
                                      axis, length, s.stop, wrapped_hint(s.stop)));
   if (s.stop != kToEnd && s.stop < s.start)
-    return Status::error(
+    return Status::invalid(
         fmt::format("{}-stop must be >= {}-start {} (got {})", axis, axis, s.start, s.stop));
   return Status::ok();
 }
@@ -101,7 +101,7 @@ Status check_magnitudes(const JobSpec& s) {
   // (half an ulp past FLT_MAX), so every finite float32 value, FLT_MAX itself included, is fine.
   const ld float32_overflow = std::ldexp(1.0L, 128) - std::ldexp(1.0L, 103);
   if (s.dtype == DType::kFloat32 && x >= float32_overflow)
-    return Status::error(fmt::format("generated values can reach {}, which float32 stores as "
+    return Status::invalid(fmt::format("generated values can reach {}, which float32 stores as "
                                      "infinity (from {} up; its largest value is {}) ({})",
                                      shown(x), double(float32_overflow),
                                      double(std::numeric_limits<float>::max()), why));
@@ -109,7 +109,7 @@ Status check_magnitudes(const JobSpec& s) {
   const ld sum = element * ld(rows.count) * ld(cols.count);
   const ld largest = ld(std::numeric_limits<double>::max());
   if (x > largest || element > largest || sum > largest)
-    return Status::error(fmt::format(
+    return Status::invalid(fmt::format(
         "elements can reach {} and the sum of the {} selected ones {}, past float64's largest "
         "value {} ({})",
         shown(element), rows.count * cols.count, shown(sum), double(largest), why));
@@ -120,59 +120,59 @@ Status check_magnitudes(const JobSpec& s) {
 
 Status validate_verify_fraction(double fraction) {
   if (!(fraction >= 0 && fraction <= 1))  // NaN fails too
-    return Status::error(fmt::format("verify fraction must be in [0, 1] (got {})", fraction));
+    return Status::invalid(fmt::format("verify fraction must be in [0, 1] (got {})", fraction));
   return Status::ok();
 }
 
 Status validate(const JobSpec& s) {
-  if (s.rows == 0) return Status::error("rows (-x) must be > 0 (got 0)");
-  if (s.cols == 0) return Status::error("cols (-y) must be > 0 (got 0)");
-  if (s.chunk_rows == 0) return Status::error("chunk-x must be > 0 (got 0)");
-  if (s.chunk_cols == 0) return Status::error("chunk-y must be > 0 (got 0)");
+  if (s.rows == 0) return Status::invalid("rows (-x) must be > 0 (got 0)");
+  if (s.cols == 0) return Status::invalid("cols (-y) must be > 0 (got 0)");
+  if (s.chunk_rows == 0) return Status::invalid("chunk-x must be > 0 (got 0)");
+  if (s.chunk_cols == 0) return Status::invalid("chunk-y must be > 0 (got 0)");
   if (s.rows > UINT64_MAX / s.cols)
-    return Status::error(fmt::format("rows x cols overflows 64 bits ({} x {})", s.rows, s.cols));
+    return Status::invalid(fmt::format("rows x cols overflows 64 bits ({} x {})", s.rows, s.cols));
   if (s.rows * s.cols > (UINT64_MAX >> 4))
-    return Status::error(fmt::format("array of {} x {} elements is too large (at most {} elements)",
+    return Status::invalid(fmt::format("array of {} x {} elements is too large (at most {} elements)",
                                      s.rows, s.cols, UINT64_MAX >> 4));
   if (s.dtype != DType::kFloat64 && s.dtype != DType::kFloat32)
-    return Status::error(fmt::format("dtype code {} is unknown", int(s.dtype)));
+    return Status::invalid(fmt::format("dtype code {} is unknown", int(s.dtype)));
   const uint64_t chunk_rows = s.chunk_rows < s.rows ? s.chunk_rows : s.rows;
   const uint64_t chunk_cols = s.chunk_cols < s.cols ? s.chunk_cols : s.cols;
   if (chunk_rows > kMaxChunkElements / chunk_cols)
-    return Status::error(fmt::format("a chunk of {} x {} elements is too large (at most {})",
+    return Status::invalid(fmt::format("a chunk of {} x {} elements is too large (at most {})",
                                      chunk_rows, chunk_cols, kMaxChunkElements));
   // From the clamped sizes: rows + chunk_rows - 1 wraps for chunk sizes near 2^64 (a zero grid
   // would then divide by zero below).
   const uint64_t grid_rows = (s.rows + chunk_rows - 1) / chunk_rows;
   const uint64_t grid_cols = (s.cols + chunk_cols - 1) / chunk_cols;
   if (grid_rows > kMaxChunks / grid_cols)
-    return Status::error(fmt::format("{} x {} chunks is too many (at most {})", grid_rows,
+    return Status::invalid(fmt::format("{} x {} chunks is too many (at most {})", grid_rows,
                                      grid_cols, kMaxChunks));
   switch (s.generator) {
     case Generator::kNormal:
-      if (!finite(s.param0)) return Status::error(fmt::format("normal mean must be finite (got {})", s.param0));
+      if (!finite(s.param0)) return Status::invalid(fmt::format("normal mean must be finite (got {})", s.param0));
       if (!finite(s.param1) || s.param1 < 0)
-        return Status::error(fmt::format("normal std must be finite and >= 0 (got {})", s.param1));
+        return Status::invalid(fmt::format("normal std must be finite and >= 0 (got {})", s.param1));
       break;
     case Generator::kUniform:
       if (!finite(s.param0) || !finite(s.param1))
-        return Status::error(fmt::format("uniform low and high must be finite (got {} and {})", s.param0, s.param1));
+        return Status::invalid(fmt::format("uniform low and high must be finite (got {} and {})", s.param0, s.param1));
       if (s.param1 < s.param0)
-        return Status::error(
+        return Status::invalid(
             fmt::format("uniform high must be >= low {} (got {})", s.param0, s.param1));
       break;
     case Generator::kArange:
       if (!finite(s.param0) || !finite(s.param1))
-        return Status::error(fmt::format("arange start and step must be finite (got {} and {})", s.param0, s.param1));
+        return Status::invalid(fmt::format("arange start and step must be finite (got {} and {})", s.param0, s.param1));
       break;
     case Generator::kConstant:
-      if (!finite(s.param0)) return Status::error(fmt::format("constant value must be finite (got {})", s.param0));
+      if (!finite(s.param0)) return Status::invalid(fmt::format("constant value must be finite (got {})", s.param0));
       break;
     default:
-      return Status::error(fmt::format("generator code {} is unknown", int(s.generator)));
+      return Status::invalid(fmt::format("generator code {} is unknown", int(s.generator)));
   }
-  if (!finite(s.scale)) return Status::error(fmt::format("scale must be finite (got {})", s.scale));
-  if (!finite(s.offset)) return Status::error(fmt::format("offset must be finite (got {})", s.offset));
+  if (!finite(s.scale)) return Status::invalid(fmt::format("scale must be finite (got {})", s.scale));
+  if (!finite(s.offset)) return Status::invalid(fmt::format("offset must be finite (got {})", s.offset));
   if (Status st = check_slice("row", s.row_sel, s.rows); !st) return st;
   if (Status st = check_slice("col", s.col_sel, s.cols); !st) return st;
   if (Status st = check_magnitudes(s); !st) return st;

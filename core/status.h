@@ -1,29 +1,43 @@
 // Status and Result<T>: how a failure travels at the edges (flags, network input, files) with a
-// message that names the bad value, after leveldb's Status. Inside, invariants are asserted instead.
+// message that names the bad value and a code that says what kind of failure it is, after leveldb's
+// Status. Inside, invariants are asserted instead (core/check.h).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 
 namespace psched {
 
+// What kind of failure: the code is set where the failure is found, and a binary's exit code
+// follows from it (app/exit_codes.h), so no caller decides that again.
+enum class StatusCode : uint8_t {
+  kOk,
+  kFailed,      // the work could not be done: a port taken, a peer or a file system that failed
+  kInvalid,     // what the user gave is wrong: an option, a value, a file's contents or mode
+  kDeviceLost,  // a GPU hit a sticky error; only a fresh process gets a fresh device context
+};
+
 class Status {
  public:
   Status() = default;
   static Status ok() { return Status(); }
-  static Status error(std::string message) { return Status(std::move(message)); }
-
-  bool is_ok() const { return !message_.has_value(); }
-  explicit operator bool() const { return is_ok(); }
-  const std::string& message() const {
-    static const std::string kNone;
-    return message_ ? *message_ : kNone;
+  static Status error(std::string message) { return Status(StatusCode::kFailed, std::move(message)); }
+  static Status invalid(std::string message) { return Status(StatusCode::kInvalid, std::move(message)); }
+  static Status device_lost(std::string message) {
+    return Status(StatusCode::kDeviceLost, std::move(message));
   }
 
+  bool is_ok() const { return code_ == StatusCode::kOk; }
+  explicit operator bool() const { return is_ok(); }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+
  private:
-  explicit Status(std::string m) : message_(std::move(m)) {}
-  std::optional<std::string> message_;
+  Status(StatusCode code, std::string m) : code_(code), message_(std::move(m)) {}
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
 };
 
 template <typename T>

@@ -32,7 +32,7 @@ std::string openssl_error() {
 // A file we must be able to read, or why not.
 Status readable(const std::string& flag, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) return Status::error(fmt::format("{} '{}': cannot read: {}", flag, path, std::strerror(errno)));
+  if (!f) return Status::invalid(fmt::format("{} '{}': cannot read: {}", flag, path, std::strerror(errno)));
   std::fclose(f);
   return Status::ok();
 }
@@ -74,14 +74,14 @@ std::string describe_verify_result(long result, X509* cert, const std::string& w
 // The certificate in `cert_file` checked against the CA store of `ctx`: signed by it and valid now.
 Status check_own_certificate(SSL_CTX* ctx, const TlsFiles& files) {
   X509* cert = SSL_CTX_get0_certificate(ctx);
-  if (!cert) return Status::error(fmt::format("--tls-cert '{}' holds no certificate", files.cert_file));
+  if (!cert) return Status::invalid(fmt::format("--tls-cert '{}' holds no certificate", files.cert_file));
   X509_STORE_CTX* check = X509_STORE_CTX_new();
   X509_STORE_CTX_init(check, SSL_CTX_get_cert_store(ctx), cert, nullptr);
   const bool ok = X509_verify_cert(check) == 1;
   const long result = X509_STORE_CTX_get_error(check);
   X509_STORE_CTX_free(check);
   if (ok) return Status::ok();
-  return Status::error(fmt::format("--tls-cert '{}': {} (--tls-ca-file '{}')", files.cert_file,
+  return Status::invalid(fmt::format("--tls-cert '{}': {} (--tls-ca-file '{}')", files.cert_file,
                                    describe_verify_result(result, cert, "this"), files.ca_file));
 }
 
@@ -110,19 +110,19 @@ int remember_failed_cert(int preverify_ok, X509_STORE_CTX* store) {
 
 Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, TlsRole role) {
   if (files.cert_file.empty() != files.key_file.empty())
-    return Status::error(files.cert_file.empty() ? "--tls-key given without --tls-cert"
+    return Status::invalid(files.cert_file.empty() ? "--tls-key given without --tls-cert"
                                                  : "--tls-cert given without --tls-key");
   if (files.ca_file.empty())
-    return Status::error("TLS needs --tls-ca-file (the cluster CA that signs every peer's certificate)");
+    return Status::invalid("TLS needs --tls-ca-file (the cluster CA that signs every peer's certificate)");
   if (files.cert_file.empty())
-    return Status::error("--tls-ca-file needs --tls-cert and --tls-key (every peer of a TLS cluster "
+    return Status::invalid("--tls-ca-file needs --tls-cert and --tls-key (every peer of a TLS cluster "
                          "proves itself with a certificate)");
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--tls-ca-file", files.ca_file},
                                    {"--tls-cert", files.cert_file}, {"--tls-key", files.key_file}})
     if (Status st = readable(flag, path); !st) return st;
   struct stat st {};
   if (stat(files.key_file.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)))
-    return Status::error(fmt::format("--tls-key '{}' is readable or writable by every user (mode {:04o}); "
+    return Status::invalid(fmt::format("--tls-key '{}' is readable or writable by every user (mode {:04o}); "
                                      "chmod 600 it", files.key_file, st.st_mode & 07777));
 
   auto ctx = std::make_shared<ssl::context>(role == TlsRole::kClient ? ssl::context::tls_client
@@ -132,26 +132,26 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, Tl
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_compression);
   ERR_clear_error();
   if (SSL_CTX_load_verify_locations(native, files.ca_file.c_str(), nullptr) != 1)
-    return Status::error(fmt::format("--tls-ca-file '{}' holds no usable CA certificate: {}",
+    return Status::invalid(fmt::format("--tls-ca-file '{}' holds no usable CA certificate: {}",
                                      files.ca_file, openssl_error()));
   // The key first: a certificate loaded after it drops a key that does not match, which
   // SSL_CTX_check_private_key then reports as such (the other order fails with "key values mismatch").
   if (SSL_CTX_use_PrivateKey_file(native, files.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
-    return Status::error(fmt::format("--tls-key '{}' holds no usable private key: {}", files.key_file,
+    return Status::invalid(fmt::format("--tls-key '{}' holds no usable private key: {}", files.key_file,
                                      openssl_error()));
   if (SSL_CTX_use_certificate_chain_file(native, files.cert_file.c_str()) != 1)
-    return Status::error(fmt::format("--tls-cert '{}' holds no usable certificate: {}", files.cert_file,
+    return Status::invalid(fmt::format("--tls-cert '{}' holds no usable certificate: {}", files.cert_file,
                                      openssl_error()));
   if (SSL_CTX_check_private_key(native) != 1) {
     ERR_clear_error();
-    return Status::error(fmt::format("--tls-key '{}' does not match the certificate in --tls-cert '{}'",
+    return Status::invalid(fmt::format("--tls-key '{}' does not match the certificate in --tls-cert '{}'",
                                      files.key_file, files.cert_file));
   }
   if (Status st = check_own_certificate(native, files); !st) return st;
   // The CA's own certificate (and key) given as this peer's: it verifies against itself, and the
   // other end refuses it with "sslv3 alert unsupported certificate".
   if (X509_check_ca(SSL_CTX_get0_certificate(native)) == 1)
-    return Status::error(fmt::format("--tls-cert '{}' is a CA certificate (the cluster CA itself?): give "
+    return Status::invalid(fmt::format("--tls-cert '{}' is a CA certificate (the cluster CA itself?): give "
                                      "this host's own certificate, signed by the CA "
                                      "(deploy/make-certs.sh DIR NAME makes one)", files.cert_file));
   // Mutual: a server without the peer's certificate ends the handshake. Membership of the cluster
@@ -174,14 +174,14 @@ Result<bool> use_tls_for(const Address& address, bool tls_configured) {
   switch (address.scheme) {
     case Scheme::kTls:
       if (!tls_configured)
-        return Status::error(fmt::format("{} is a TLS address: give --tls-ca-file, --tls-cert and --tls-key",
+        return Status::invalid(fmt::format("{} is a TLS address: give --tls-ca-file, --tls-cert and --tls-key",
                                          address.to_string()));
       return true;
     case Scheme::kTcp:
       if (tls_configured) {
         Address tls = address;
         tls.scheme = Scheme::kTls;
-        return Status::error(fmt::format("--tls-* given, but {} asks for plain TCP: use {}",
+        return Status::invalid(fmt::format("--tls-* given, but {} asks for plain TCP: use {}",
                                          address.to_string(), tls.to_string()));
       }
       return false;

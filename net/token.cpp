@@ -20,24 +20,24 @@ Result<std::string> load_token(const std::string& path) {
   } else {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
-      return Status::error(fmt::format("cannot read token file '{}': {}", path, std::strerror(errno)));
+      return Status::invalid(fmt::format("cannot read token file '{}': {}", path, std::strerror(errno)));
     if (S_ISDIR(st.st_mode))
-      return Status::error(fmt::format("token file '{}' is a directory; expected a file holding the "
+      return Status::invalid(fmt::format("token file '{}' is a directory; expected a file holding the "
                                        "cluster token (--token-file)", path));
     if (st.st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH))
       spdlog::warn("token file '{}' is readable by other users; chmod 600 it", path);
     std::ifstream in(path);
-    if (!in) return Status::error(fmt::format("cannot read token file '{}'", path));
+    if (!in) return Status::invalid(fmt::format("cannot read token file '{}'", path));
     std::stringstream text;
     text << in.rdbuf();
     token = text.str();
     if (token.find_first_not_of(" \t\r\n") == std::string::npos)
-      return Status::error(fmt::format("token file '{}' is empty", path));
+      return Status::invalid(fmt::format("token file '{}' is empty", path));
   }
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
                             token.back() == '\t'))
     token.pop_back();
-  if (token.size() > 4096) return Status::error("token is longer than 4096 bytes");
+  if (token.size() > 4096) return Status::invalid("token is longer than 4096 bytes");
   return token;
 }
 

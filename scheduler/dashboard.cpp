@@ -39,7 +39,7 @@ Result<DashboardAddress> parse_dashboard_address(const std::string& text) {
     return a;
   }
   auto bad = [&](const std::string& why) {
-    return Status::error(fmt::format("invalid --dashboard-address '{}': {} (expected none, :PORT, "
+    return Status::invalid(fmt::format("invalid --dashboard-address '{}': {} (expected none, :PORT, "
                                      "HOST:PORT or HOST)", text, why));
   };
   std::string rest = text.rfind("http://", 0) == 0 ? text.substr(7) : text;

@@ -10,7 +10,6 @@
 #include <functional>
 #include <vector>
 #include <cstdlib>
-#include <iostream>
 #include <optional>
 
 #include "app/cli_checks.h"
@@ -142,21 +141,13 @@ std::optional<int> complete(Flags& f) {
         config.dashboard_address;
   config.handshake_timeout_ms = f.handshake_timeout_s * 1000;
 
-  if (psched::Status st = psched::setup_logging("psched", f.log_level); !st) {
-    std::cerr << "psched: " << st.message() << "\n";
-    return psched::kExitUsage;
-  }
+  if (psched::Status st = psched::setup_logging("psched", f.log_level); !st) return psched::exit_on("psched", st);
   if (!config.scheduler_file.empty()) {
-    if (psched::Status st = psched::check_scheduler_file_path(config.scheduler_file, /*to_write=*/true); !st) {
-      std::cerr << "psched: " << st.message() << "\n";
-      return psched::kExitUsage;
-    }
+    if (psched::Status st = psched::check_scheduler_file_path(config.scheduler_file, /*to_write=*/true); !st)
+      return psched::exit_on("psched", st);
   }
   auto credentials = load_credentials(f);
-  if (!credentials) {
-    std::cerr << "psched: " << credentials.message() << "\n";
-    return psched::kExitUsage;
-  }
+  if (!credentials) return psched::exit_on("psched", credentials.status());
   config.token = credentials->token;
   config.tls = credentials->tls;
   config.dashboard_tls = credentials->dashboard_tls;
@@ -175,19 +166,10 @@ int run(const Flags& f) {
 
   boost::asio::io_context io;
   psched::Scheduler scheduler(io, config);
-  if (psched::Status st = scheduler.start(); !st) {
-    std::cerr << "psched: " << st.message() << "\n";
-    return psched::kExitFailure;
-  }
+  if (psched::Status st = scheduler.start(); !st) return psched::exit_on("psched", st);
   psched::Dashboard dashboard(io, scheduler);
-  if (psched::Status st = dashboard.start(config.dashboard_address); !st) {
-    std::cerr << "psched: " << st.message() << "\n";
-    return psched::kExitFailure;
-  }
-  if (psched::Status st = scheduler.publish(dashboard.url()); !st) {
-    std::cerr << "psched: " << st.message() << "\n";
-    return psched::kExitFailure;
-  }
+  if (psched::Status st = dashboard.start(config.dashboard_address); !st) return psched::exit_on("psched", st);
+  if (psched::Status st = scheduler.publish(dashboard.url()); !st) return psched::exit_on("psched", st);
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {

@@ -30,7 +30,7 @@ int usable_cuda_devices(std::string* why) {
 
 Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
   if (choice.kind != "auto" && choice.kind != "cpu" && choice.kind != "cuda")
-    return Status::error(fmt::format("unknown backend '{}' (expected auto, cpu or cuda)", choice.kind));
+    return Status::invalid(fmt::format("unknown backend '{}' (expected auto, cpu or cuda)", choice.kind));
   if (choice.kind == "cuda" || choice.kind == "auto") {
     std::string why;
     const int devices = usable_cuda_devices(&why);

@@ -47,9 +47,9 @@ psched::Result<std::vector<int>> parse_gpus(const std::string& text, int availab
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 0)
-      return psched::Status::error("--gpus must be 'all' or a list like 0,2 (got '" + text + "')");
+      return psched::Status::invalid("--gpus must be 'all' or a list like 0,2 (got '" + text + "')");
     if (v >= available)
-      return psched::Status::error("--gpus " + text + ": GPU " + std::to_string(v) + " does not exist (" +
+      return psched::Status::invalid("--gpus " + text + ": GPU " + std::to_string(v) + " does not exist (" +
                                    std::to_string(available) + " visible)");
     out.push_back(int(v));
   }
@@ -122,33 +122,22 @@ void add_flags(CLI::App& app, Flags& f) {
 // What the flags do not say: logging, the token, test-only fault switches from the environment.
 // Returns the exit code on a failure.
 std::optional<int> complete(Flags& f) {
-  if (psched::Status st = psched::setup_logging("pcuda-worker", f.log_level); !st) {
-    std::cerr << "pcuda-worker: " << st.message() << "\n";
-    return psched::kExitUsage;
-  }
-  if (f.config.scheduler_address.empty() && f.config.scheduler_file.empty()) {
-    std::cerr << "pcuda-worker: give the scheduler address (e.g. tcp://HOST:8786) or --scheduler-file\n";
-    return psched::kExitUsage;
-  }
+  if (psched::Status st = psched::setup_logging("pcuda-worker", f.log_level); !st)
+    return psched::exit_on("pcuda-worker", st);
+  if (f.config.scheduler_address.empty() && f.config.scheduler_file.empty())
+    return psched::exit_on("pcuda-worker", psched::Status::invalid(
+        "give the scheduler address (e.g. tcp://HOST:8786) or --scheduler-file"));
   if (!f.config.scheduler_file.empty()) {
-    if (psched::Status st = psched::check_scheduler_file_path(f.config.scheduler_file, false); !st) {
-      std::cerr << "pcuda-worker: " << st.message() << "\n";
-      return psched::kExitUsage;
-    }
+    if (psched::Status st = psched::check_scheduler_file_path(f.config.scheduler_file, false); !st)
+      return psched::exit_on("pcuda-worker", st);
   }
   f.backend.spin = std::chrono::microseconds(f.spin_us);
   auto token = psched::load_token(f.token_file);
-  if (!token) {
-    std::cerr << "pcuda-worker: " << token.message() << "\n";
-    return psched::kExitUsage;
-  }
+  if (!token) return psched::exit_on("pcuda-worker", token.status());
   f.config.token = *token;
   if (f.tls.any()) {
     auto tls = psched::make_tls_context(f.tls, psched::TlsRole::kClient);
-    if (!tls) {
-      std::cerr << "pcuda-worker: " << tls.message() << "\n";
-      return psched::kExitUsage;
-    }
+    if (!tls) return psched::exit_on("pcuda-worker", tls.status());
     f.config.tls = *tls;
   }
   // Test-only fault switches: environment only, never reachable from the network.
@@ -196,22 +185,17 @@ std::vector<std::string> visible_device_ids() {
 }
 
 // The worker processes to supervise: one per selected GPU when there are several (or --gpus picks
-// some), else --nworkers of them; none when this process is the worker. An error is the exit code.
-psched::Result<std::vector<psched::SupervisedChild>> children_to_supervise(const Flags& f, int* exit_code) {
+// some), else --nworkers of them; none when this process is the worker.
+psched::Result<std::vector<psched::SupervisedChild>> children_to_supervise(const Flags& f) {
   std::vector<psched::SupervisedChild> children;
   if (f.backend.kind != "cpu" && !std::getenv("PSCHED_SUPERVISED")) {
     std::string why;
     const int devices = psched::usable_cuda_devices(&why);
-    if (devices == 0 && f.backend.kind == "cuda") {
-      *exit_code = 1;
+    if (devices == 0 && f.backend.kind == "cuda")
       return psched::Status::error("--backend cuda: no usable GPU (" + why + ")");
-    }
     if (devices > 0) {
       auto selected = parse_gpus(f.gpus, devices);
-      if (!selected) {
-        *exit_code = 2;
-        return psched::Status::error(selected.message());
-      }
+      if (!selected) return selected.status();
       const std::vector<std::string> visible_ids = visible_device_ids();
       if (selected->size() > 1 || f.gpus != "all") {
         for (int gpu : *selected) {
@@ -280,10 +264,7 @@ std::string pin_near_gpu(const psched::NvmlDevice& nvml, const psched::Backend& 
 // This process is the worker: backend + Worker on one event loop until it leaves.
 int run_worker(const Flags& f) {
   auto made = psched::make_backend(f.backend);
-  if (!made) {
-    std::cerr << "pcuda-worker: " << made.message() << "\n";
-    return psched::kExitFailure;
-  }
+  if (!made) return psched::exit_on("pcuda-worker", made.status());
   boost::asio::io_context io;
   psched::WorkerConfig config = f.config;
   std::unique_ptr<psched::NvmlDevice> nvml = open_nvml(**made);
@@ -320,12 +301,8 @@ int main(int argc, char** argv) {
   }
   if (auto failed = complete(flags)) return *failed;
 
-  int exit_code = 0;
-  auto children = children_to_supervise(flags, &exit_code);
-  if (!children) {
-    std::cerr << "pcuda-worker: " << children.message() << "\n";
-    return exit_code;
-  }
+  auto children = children_to_supervise(flags);
+  if (!children) return psched::exit_on("pcuda-worker", children.status());
   if (!children->empty()) {
     spdlog::info("supervising {} worker processes", children->size());
     return psched::run_supervisor(std::move(*children), psched::SupervisorOptions{});

@@ -176,10 +176,7 @@ int run_clients(asio::io_context& io, Fleet& fleet, const asio::ip::tcp::endpoin
 
 int run_loadgen(const LoadgenOptions& o) {
   auto address = parse_address(o.scheduler);
-  if (!address) {
-    fmt::print(stderr, "psched-loadgen: {}\n", address.message());
-    return kExitUsage;
-  }
+  if (!address) return exit_on("psched-loadgen", address.status());
   asio::io_context io;
   boost::system::error_code ec;
   auto endpoints = asio::ip::tcp::resolver(io).resolve(address->host, std::to_string(address->port), ec);

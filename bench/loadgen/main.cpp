@@ -53,10 +53,7 @@ int main(int argc, char** argv) {
   o.job.generator = o.generator == "arange" ? Generator::kArange : Generator::kConstant;
   o.job.param0 = 1;
   o.job.param1 = 1;
-  if (Status st = validate(o.job); !st) {
-    fmt::print(stderr, "psched-loadgen: {}\n", st.message());
-    return psched::kExitUsage;
-  }
+  if (Status st = validate(o.job); !st) return psched::exit_on("psched-loadgen", st);
   if (!expected_result(o.job).sum_exact) {
     fmt::print(stderr, "psched-loadgen: the job's sum is not exact in float64 (values past 2^53): "
                        "results could not be checked bit for bit\n");

@@ -161,10 +161,7 @@ void add_output_flags(CLI::App& app, Flags& f) {
   app.add_option("--log-level", f.log_level, "Local mode: log level of the daemons")->capture_default_str();
 }
 
-int fail(const std::string& message, int code = psched::kExitFailure) {
-  std::cerr << "pbench: " << message << "\n";
-  return code;
-}
+int fail(const psched::Status& failure) { return psched::exit_on("pbench", failure); }
 
 // The generator's parameters and the selection from their flags (Python's meaning: a negative
 // start or stop counts from the end of its axis); throws pclient::Error for a job the scheduler
@@ -399,12 +396,14 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   connect.tls_cert_file = f.tls.cert_file;
   connect.tls_key_file = f.tls.key_file;
   if (f.local_mode()) {
-    if (psched::Status st = start_local(f, local, connect); !st) return fail(st.message());
+    if (psched::Status st = start_local(f, local, connect); !st) return fail(st);
   } else {
     connect.address = f.scheduler;
     connect.scheduler_file = f.scheduler_file;
     // One timeout for the whole way to the scheduler, said once when there is something to wait for.
     connect.scheduler_file_timeout_ms = f.connect_timeout_ms;
+    if (!f.scheduler_file.empty())
+      if (psched::Status st = psched::check_scheduler_file_path(f.scheduler_file, false); !st) return fail(st);
     if (!f.scheduler_file.empty() && f.scheduler.empty())
       if (auto now = psched::read_scheduler_file(f.scheduler_file); !now)
         std::cerr << "pbench: waiting up to " << f.connect_timeout_ms << " ms for the scheduler file ("
@@ -416,7 +415,7 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   std::vector<pclient::WorkerInfo> workers;
   if (f.local_mode()) {
     auto ready = wait_for_local_workers(client, local);
-    if (!ready) return fail(ready.message());
+    if (!ready) return fail(ready.status());
     workers = std::move(*ready);
   } else {
     workers = client.workers();
@@ -434,15 +433,15 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
     return 0;
   }
   const Runs runs = run_jobs(client, f);
-  if (psched::Status st = write_reports(f, runs); !st) return fail(st.message());
+  if (psched::Status st = write_reports(f, runs); !st) return fail(st);
   if (f.json) {
     report_json(f, runs);
   } else {
     report_text(f, runs);
   }
   client.close();
-  if (!runs.problem.empty()) return fail("check failed: " + runs.problem);
-  if (!runs.verify_problem.empty()) return fail(runs.verify_problem);
+  if (!runs.problem.empty()) return fail(psched::Status::error("check failed: " + runs.problem));
+  if (!runs.verify_problem.empty()) return fail(psched::Status::error(runs.verify_problem));
   return 0;
 }
 
@@ -462,15 +461,15 @@ int main(int argc, char** argv) {
   try {
     complete_job(flags);
   } catch (const pclient::Error& e) {
-    return fail(e.what(), psched::kExitUsage);
+    return fail(psched::Status::invalid(e.what()));
   }
 
   // Warnings (a token file others can read) go to stderr, never into --json output.
-  if (psched::Status st = psched::setup_logging("pbench", "warning"); !st) return fail(st.message(), psched::kExitUsage);
+  if (psched::Status st = psched::setup_logging("pbench", "warning"); !st) return fail(st);
   std::string token;
   if (!flags.token_file.empty()) {
     auto loaded = psched::load_token(flags.token_file);
-    if (!loaded) return fail(loaded.message(), psched::kExitUsage);
+    if (!loaded) return fail(loaded.status());
     token = *loaded;
   }
 
@@ -479,7 +478,7 @@ int main(int argc, char** argv) {
   try {
     code = run(flags, token, local);
   } catch (const pclient::Error& e) {
-    code = fail(e.what());
+    code = fail(psched::Status::error(e.what()));
   }
   local.stop();
   return code;

@@ -80,12 +80,12 @@ void Worker::connect() {
   }
   auto address = parse_address(address_text);
   if (!address) {
-    give_up(address.message(), 2);
+    give_up(address.status());
     return;
   }
   auto tls = use_tls_for(*address, config_.tls != nullptr);
   if (!tls) {
-    give_up(tls.message(), 2);
+    give_up(tls.status());
     return;
   }
   if (*tls) address->scheme = Scheme::kTls;
@@ -121,7 +121,7 @@ void Worker::schedule_reconnect() {
   if (link_ == Link::kLeaving) return;
   const auto away = std::chrono::steady_clock::now() - disconnected_since_;
   if (config_.death_timeout_s > 0 && away >= std::chrono::seconds(config_.death_timeout_s)) {
-    give_up(fmt::format("no scheduler for {} s (--death-timeout), exiting", config_.death_timeout_s), 0);
+    give_up(fmt::format("no scheduler for {} s (--death-timeout), exiting", config_.death_timeout_s), kExitOk);
     return;
   }
   retry_timer_.expires_after(backoff_);
@@ -175,7 +175,7 @@ void Worker::on_message(wire::Message::Reader message) {
       const std::string text = message.getError().getMessage().cStr();
       spdlog::error("scheduler refused us: {}", text);
       // A wrong token or protocol will not fix itself: exit rather than retry forever.
-      if (link_ != Link::kWelcomed) give_up(fmt::format("scheduler refused registration: {}", text), 1);
+      if (link_ != Link::kWelcomed) give_up(fmt::format("scheduler refused registration: {}", text), kExitFailure);
       return;
     }
     case wire::Message::HEARTBEAT:
@@ -442,7 +442,7 @@ void Worker::on_disconnected(const std::string& why) {
   pacer_ = ReportPacer{};
   // A certificate refused, or the other protocol: the same settings will not do better next time.
   if (link_ != Link::kWelcomed && conn_ && conn_->refused_by_tls()) {
-    give_up(fmt::format("cannot connect to the scheduler: {}", why), 1);
+    give_up(fmt::format("cannot connect to the scheduler: {}", why), kExitFailure);
     return;
   }
   if (link_ == Link::kWelcomed) {
@@ -486,9 +486,11 @@ void Worker::transition(Link to) {
   link_ = to;
 }
 
+void Worker::give_up(const Status& failure) { give_up(failure.message(), psched::exit_code(failure.code())); }
+
 void Worker::give_up(const std::string& why, int code) {
   if (link_ == Link::kLeaving) return;
-  if (code == 0) {
+  if (code == kExitOk) {
     spdlog::warn("{}", why);
   } else {
     spdlog::error("{}", why);

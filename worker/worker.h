@@ -79,7 +79,9 @@ class Worker {
   void arm_report_timer();  // held results go at the pacer's deadline
   void lose_device(ChunkOutcome outcome);
   void heartbeat();
+  // Leaves for good and stops the loop; run() returns `code` (a failure: the code its kind calls for).
   void give_up(const std::string& why, int code);
+  void give_up(const Status& failure);
 
   // The worker's link to the scheduler: no scheduler (connecting or waiting to retry), connected
   // with Hello sent, welcomed (registered: chunks come and heartbeats go), leaving (for good: it

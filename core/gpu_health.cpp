@@ -1,7 +1,5 @@
 #include "core/gpu_health.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 namespace psched {
@@ -19,26 +17,6 @@ std::string throttle_reason_names(uint64_t reasons) {
   for (const auto& [bit, name] : kNames)
     if (reasons & bit) out += (out.empty() ? "" : ",") + std::string(name);
   return out;
-}
-
-std::vector<std::string> gpu_warnings(const GpuHealth& h) {
-  // Thresholds a datacentre GPU stays well inside when it is healthy: most slow down near 85-90 C
-  // and a card that holds nearly all its memory is about to fail allocations.
-  constexpr uint32_t kHotC = 85;
-  constexpr double kMemoryFullShare = 0.95;
-  std::vector<std::string> w;
-  if (const std::string t = throttle_reason_names(h.throttle_reasons); !t.empty())
-    w.push_back("throttled: " + t);
-  if (h.ecc_supported && h.ecc_uncorrected > 0)
-    w.push_back(fmt::format("ECC uncorrected {}", h.ecc_uncorrected));
-  if (h.pcie_max_width > 0 && h.pcie_width > 0 && h.pcie_width < h.pcie_max_width)
-    w.push_back(fmt::format("PCIe x{} of x{}", h.pcie_width, h.pcie_max_width));
-  if (h.temperature_c >= kHotC) w.push_back(fmt::format("hot {} C", h.temperature_c));
-  if (h.memory_total_bytes > 0 &&
-      double(h.memory_used_bytes) >= kMemoryFullShare * double(h.memory_total_bytes))
-    w.push_back(fmt::format("memory {:.0f}% used",
-                            100.0 * double(h.memory_used_bytes) / double(h.memory_total_bytes)));
-  return w;
 }
 
 void MinMeanMax::add(double v) {

@@ -10,31 +10,6 @@ namespace psched {
 
 using nlohmann::json;
 
-json gpu_json(const GpuHealth& h) {
-  return {{"uuid", h.uuid},
-          {"pci_bus_id", h.pci_bus_id},
-          {"samples", h.samples},
-          {"sm_utilisation_pct", h.sm_utilisation_pct},
-          {"mem_utilisation_pct", h.mem_utilisation_pct},
-          {"memory_used_bytes", h.memory_used_bytes},
-          {"memory_total_bytes", h.memory_total_bytes},
-          {"sm_clock_mhz", h.sm_clock_mhz},
-          {"sm_clock_min_mhz", h.sm_clock_min_mhz},
-          {"sm_clock_max_mhz", h.sm_clock_max_mhz},
-          {"temperature_c", h.temperature_c},
-          {"power_watts", h.power_watts},
-          {"power_limit_watts", h.power_limit_watts},
-          {"throttle_reasons", h.throttle_reasons},
-          {"throttle", throttle_reason_names(h.throttle_reasons)},
-          {"ecc_supported", h.ecc_supported},
-          {"ecc_corrected", h.ecc_corrected},
-          {"ecc_uncorrected", h.ecc_uncorrected},
-          {"pcie_generation", h.pcie_generation},
-          {"pcie_width", h.pcie_width},
-          {"pcie_max_width", h.pcie_max_width},
-          {"warnings", gpu_warnings(h)}};
-}
-
 json devices_json(const std::vector<DeviceShare>& shares) {
   json out = json::array();
   for (const DeviceShare& d : shares)

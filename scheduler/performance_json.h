@@ -1,5 +1,5 @@
-// The JSON of what performance.cpp records, for /api/status and /api/task-stream: a GPU's health
-// with its warnings, a job's devices with stragglers marked, the task stream's recent segments.
+// The JSON of what performance.cpp records, for /api/status and /api/task-stream: a job's devices
+// with stragglers marked, the task stream's recent segments. (A GPU's health: core/worker_info_json.h.)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,14 +7,12 @@
 #include <string_view>
 #include <vector>
 
-#include "core/gpu_health.h"
 #include "scheduler/job_devices.h"
 
 namespace psched {
 
 class Scheduler;
 
-nlohmann::json gpu_json(const GpuHealth& h);
 nlohmann::json devices_json(const std::vector<DeviceShare>& shares);
 // Segments that ended after since_s (scheduler seconds), the newest kMaxSegmentsServed of them:
 // {"now": S, "segments": [[job, worker, first_chunk, chunks, start_s, end_s], ...]}.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/worker_info_json.h"
 #include "net/wire_convert.h"
 #include "scheduler/performance_json.h"
 #include "scheduler/scheduler.h"
@@ -20,35 +21,20 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// The worker as pbench and Python show it too (worker_info_json), and what only psched knows: its
+// work in flight, rates over the last samples, memory in use and the verify mismatches it caused.
 json worker_json(const WorkerRecord& w, const WorkerRates& rates, Clock::time_point now,
                  uint64_t verify_mismatches) {
   const WorkerRates::Rate rate = rates.rate(w, now);
-  json j = {{"id", w.id},
-            {"name", w.name},
-            {"host", w.host},
-            {"pid", w.pid},
-            {"backend", w.backend},
-            {"device", w.device_name},
-            {"memory_total_bytes", w.memory_total_bytes},
-            {"memory_limit_bytes", w.memory_limit_bytes},
-            {"threads", w.threads},
-            {"slots", w.slots},
-            {"tasks_in_flight", w.in_flight.size()},
-            {"chunks_done", w.chunks_done},
-            {"bytes_reduced", w.bytes_reduced},
-            {"busy_seconds", w.busy_seconds},
-            {"uptime_seconds", seconds_between(w.joined, now)},
-            {"throughput_bytes_per_second", rate.bytes_per_second},
-            {"chunks_per_second", rate.chunks_per_second},
-            {"verify_mismatches", verify_mismatches}};
+  json j = worker_info_json(w);
+  j["tasks_in_flight"] = w.in_flight.size();
+  j["uptime_seconds"] = seconds_between(w.joined, now);
+  j["throughput_bytes_per_second"] = rate.bytes_per_second;
+  j["chunks_per_second"] = rate.chunks_per_second;
+  j["verify_mismatches"] = verify_mismatches;
   // Workers that do not report memory in use send 0: say "unknown" rather than "empty".
   j["memory_used_bytes"] = w.memory_used_bytes ? json(w.memory_used_bytes) : json(nullptr);
   j["utilisation"] = rate.utilisation >= 0 ? json(rate.utilisation) : json(nullptr);
-  j["gpu"] = w.gpu ? gpu_json(*w.gpu) : json(nullptr);
-  j["cpu_affinity"] = w.cpu_affinity;
-  j["compute_capability"] = w.backend == "cuda"
-                                ? json(fmt::format("{}.{}", w.compute_major, w.compute_minor))
-                                : json(nullptr);
   return j;
 }
 

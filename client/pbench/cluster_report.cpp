@@ -2,6 +2,7 @@
 #include "cluster_report.h"
 
 #include "core/gpu_health.h"
+#include "core/worker_info_json.h"
 #include "core/plural.h"
 
 #include <fmt/format.h>
@@ -65,29 +66,11 @@ RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::Work
   return r;
 }
 
-nlohmann::json gpu_health_json(const pclient::GpuHealth& h) {
-  return {{"uuid", h.uuid}, {"pci_bus_id", h.pci_bus_id}, {"sm_utilisation_pct", h.sm_utilisation_pct},
-          {"mem_utilisation_pct", h.mem_utilisation_pct}, {"memory_used_bytes", h.memory_used_bytes},
-          {"memory_total_bytes", h.memory_total_bytes}, {"sm_clock_mhz", h.sm_clock_mhz},
-          {"sm_clock_max_mhz", h.sm_clock_max_mhz}, {"temperature_c", h.temperature_c},
-          {"power_watts", h.power_watts}, {"power_limit_watts", h.power_limit_watts},
-          {"throttle_reasons", h.throttle_reasons}, {"ecc_supported", h.ecc_supported},
-          {"ecc_corrected", h.ecc_corrected}, {"ecc_uncorrected", h.ecc_uncorrected},
-          {"pcie_generation", h.pcie_generation}, {"pcie_width", h.pcie_width},
-          {"pcie_max_width", h.pcie_max_width}};
-}
-
 nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
                             const std::vector<pclient::WorkerInfo>* before, double seconds) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& w : workers) {
-    nlohmann::json d = {{"name", w.name}, {"host", w.host}, {"backend", w.backend}, {"device", w.device_name},
-                        {"memory_total_bytes", w.memory_total_bytes}, {"threads", w.threads},
-                        {"chunks_done", w.chunks_done}, {"busy_seconds", w.busy_seconds}};
-    if (w.backend == "cuda") d["compute_capability"] = std::to_string(w.compute_major) + "." + std::to_string(w.compute_minor);
-    d["cpu_affinity"] = w.cpu_affinity;
-    d["gpu_uuid"] = w.gpu ? nlohmann::json(w.gpu->uuid) : nlohmann::json(nullptr);
-    d["gpu"] = w.gpu ? gpu_health_json(*w.gpu) : nlohmann::json(nullptr);
+    nlohmann::json d = psched::worker_info_json(w);
     if (before && seconds > 0) {
       const RunShare r = run_share(w, *before, seconds);
       d["run_chunks"] = r.chunks;

@@ -39,9 +39,7 @@ struct RunShare {
 RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::WorkerInfo>& before,
                    double seconds);
 
-// A worker's latest NVML health as JSON.
-nlohmann::json gpu_health_json(const pclient::GpuHealth& h);
-// The workers as JSON; with `before` and the last run's wall seconds, each device also gets its
+// The workers as JSON (psched::worker_info_json's keys, as psched's /api/status has them); with `before` and the last run's wall seconds, each device also gets its
 // share of that run.
 nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
                             const std::vector<pclient::WorkerInfo>* before = nullptr, double seconds = 0);

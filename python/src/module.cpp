@@ -18,6 +18,7 @@
 #include "app/process.h"
 #include "client/pbench/cluster_report.h"
 #include "client/pbench/local_cluster.h"
+#include "core/worker_info_json.h"
 #include "net/token.h"
 #include "pclient/client.h"
 
@@ -39,28 +40,8 @@ class CancelFlag {
 // notebook user both see (client/pbench/cluster_report.cpp).
 py::object from_json(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
-py::dict worker_dict(const pclient::WorkerInfo& w) {
-  py::dict d;
-  d["id"] = w.id;
-  d["name"] = w.name;
-  d["host"] = w.host;
-  d["backend"] = w.backend;
-  d["device"] = w.device_name;
-  d["pid"] = w.pid;
-  d["memory_total_bytes"] = w.memory_total_bytes;
-  d["memory_limit_bytes"] = w.memory_limit_bytes;
-  d["compute_capability"] =
-      w.backend == "cuda" ? py::object(py::str(std::to_string(w.compute_major) + "." + std::to_string(w.compute_minor)))
-                          : py::object(py::none());
-  d["threads"] = w.threads;
-  d["slots"] = w.slots;
-  d["chunks_done"] = w.chunks_done;
-  d["bytes_reduced"] = w.bytes_reduced;
-  d["busy_seconds"] = w.busy_seconds;
-  d["cpu_affinity"] = w.cpu_affinity;
-  d["gpu"] = w.gpu ? from_json(pbench::gpu_health_json(*w.gpu)) : py::object(py::none());
-  return d;
-}
+// The keys psched's /api/status and pbench's --json give a worker (core/worker_info_json.h).
+py::object worker_dict(const pclient::WorkerInfo& w) { return from_json(psched::worker_info_json(w)); }
 
 py::dict result_dict(const pclient::Result& r) {
   py::dict d;

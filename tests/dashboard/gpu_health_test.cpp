@@ -108,6 +108,20 @@ TEST_CASE("a GPU's NVML health reaches /api/status and /metrics, labelled by wor
   CHECK(has_line(m, "psched_gpu_sm_clock_max_hertz{" + labels + "} 1980000000"));
   CHECK(has_line(m, "psched_gpu_pcie_link_width{" + labels + "} 8"));
   CHECK(has_line(m, "psched_gpu_ecc_corrected_errors{" + labels + "} 3"));
+
+  // One set of keys (core/worker_info_json.h): pbench --cluster-info --json shows the worker and
+  // its GPU with /api/status's names, and the GPU with all of them.
+  std::string out;
+  REQUIRE(run_command({bin_dir() + "/pbench", "--scheduler", cluster->address(), "--cluster-info", "--json"},
+                      &out) == 0);
+  const json shown = json::parse(out.substr(out.find('{')))["workers"][0];
+  for (const auto& [key, value] : shown.items()) CHECK(w.contains(key));
+  CHECK(shown["name"] == "gpu-a");
+  CHECK(shown["gpu"]["warnings"] == json::array({"PCIe x8 of x16"}));
+  std::set<std::string> status_gpu_keys, pbench_gpu_keys;
+  for (const auto& [key, value] : w["gpu"].items()) status_gpu_keys.insert(key);
+  for (const auto& [key, value] : shown["gpu"].items()) pbench_gpu_keys.insert(key);
+  CHECK(status_gpu_keys == pbench_gpu_keys);
 }
 
 TEST_CASE("a slowed worker is named the straggler with its cause, and the task stream and report show its job") {

@@ -52,7 +52,7 @@ Result<__int128> parse_in(const std::string& text, __int128 lo, __int128 hi) {
   bool too_long = false;
   if (!parse_decimal(text, v, too_long))
     return Status::invalid(fmt::format("'{}' is not a decimal integer; expected {}", text,
-                                     range_text(lo, hi)));
+                                       range_text(lo, hi)));
   if (too_long || v < lo || v > hi)
     return Status::invalid(fmt::format("{} is out of range; expected {}", text, range_text(lo, hi)));
   return v;
@@ -77,8 +77,8 @@ Result<uint64_t> from_end(int64_t index, uint64_t length) {
   const uint64_t back = uint64_t(0) - uint64_t(index);  // |index|, also for INT64_MIN
   if (back > length)
     return Status::invalid(fmt::format("{} counts back from the end of an axis of {}, past its start "
-                                     "(expected -{} or more)",
-                                     index, length, length));
+                                       "(expected -{} or more)",
+                                       index, length, length));
   return length - back;
 }
 

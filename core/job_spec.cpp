@@ -53,10 +53,10 @@ Status check_slice(const char* axis, const Slice& s, uint64_t length) {
     return Status::invalid(fmt::format("{}-step must be > 0 (got 0)", axis));
   if (s.start > length)
     return Status::invalid(fmt::format("{}-start must be from 0 to {} (got {}{})", axis, length,
-                                     s.start, wrapped_hint(s.start)));
+                                       s.start, wrapped_hint(s.start)));
   if (s.stop != kToEnd && s.stop > length)
     return Status::invalid(fmt::format("{}-stop must be from 0 to {} or 'to the end' (got {}{})",
-                                     axis, length, s.stop, wrapped_hint(s.stop)));
+                                       axis, length, s.stop, wrapped_hint(s.stop)));
   if (s.stop != kToEnd && s.stop < s.start)
     return Status::invalid(
         fmt::format("{}-stop must be >= {}-start {} (got {})", axis, axis, s.start, s.stop));
@@ -102,9 +102,9 @@ Status check_magnitudes(const JobSpec& s) {
   const ld float32_overflow = std::ldexp(1.0L, 128) - std::ldexp(1.0L, 103);
   if (s.dtype == DType::kFloat32 && x >= float32_overflow)
     return Status::invalid(fmt::format("generated values can reach {}, which float32 stores as "
-                                     "infinity (from {} up; its largest value is {}) ({})",
-                                     shown(x), double(float32_overflow),
-                                     double(std::numeric_limits<float>::max()), why));
+                                       "infinity (from {} up; its largest value is {}) ({})",
+                                       shown(x), double(float32_overflow),
+                                       double(std::numeric_limits<float>::max()), why));
   const ld element = std::fabs(ld(s.scale)) * x + std::fabs(ld(s.offset));
   const ld sum = element * ld(rows.count) * ld(cols.count);
   const ld largest = ld(std::numeric_limits<double>::max());
@@ -133,21 +133,21 @@ Status validate(const JobSpec& s) {
     return Status::invalid(fmt::format("rows x cols overflows 64 bits ({} x {})", s.rows, s.cols));
   if (s.rows * s.cols > (UINT64_MAX >> 4))
     return Status::invalid(fmt::format("array of {} x {} elements is too large (at most {} elements)",
-                                     s.rows, s.cols, UINT64_MAX >> 4));
+                                       s.rows, s.cols, UINT64_MAX >> 4));
   if (s.dtype != DType::kFloat64 && s.dtype != DType::kFloat32)
     return Status::invalid(fmt::format("dtype code {} is unknown", int(s.dtype)));
   const uint64_t chunk_rows = s.chunk_rows < s.rows ? s.chunk_rows : s.rows;
   const uint64_t chunk_cols = s.chunk_cols < s.cols ? s.chunk_cols : s.cols;
   if (chunk_rows > kMaxChunkElements / chunk_cols)
     return Status::invalid(fmt::format("a chunk of {} x {} elements is too large (at most {})",
-                                     chunk_rows, chunk_cols, kMaxChunkElements));
+                                       chunk_rows, chunk_cols, kMaxChunkElements));
   // From the clamped sizes: rows + chunk_rows - 1 wraps for chunk sizes near 2^64 (a zero grid
   // would then divide by zero below).
   const uint64_t grid_rows = (s.rows + chunk_rows - 1) / chunk_rows;
   const uint64_t grid_cols = (s.cols + chunk_cols - 1) / chunk_cols;
   if (grid_rows > kMaxChunks / grid_cols)
     return Status::invalid(fmt::format("{} x {} chunks is too many (at most {})", grid_rows,
-                                     grid_cols, kMaxChunks));
+                                       grid_cols, kMaxChunks));
   switch (s.generator) {
     case Generator::kNormal:
       if (!finite(s.param0)) return Status::invalid(fmt::format("normal mean must be finite (got {})", s.param0));
@@ -156,17 +156,20 @@ Status validate(const JobSpec& s) {
       break;
     case Generator::kUniform:
       if (!finite(s.param0) || !finite(s.param1))
-        return Status::invalid(fmt::format("uniform low and high must be finite (got {} and {})", s.param0, s.param1));
+        return Status::invalid(
+            fmt::format("uniform low and high must be finite (got {} and {})", s.param0, s.param1));
       if (s.param1 < s.param0)
         return Status::invalid(
             fmt::format("uniform high must be >= low {} (got {})", s.param0, s.param1));
       break;
     case Generator::kArange:
       if (!finite(s.param0) || !finite(s.param1))
-        return Status::invalid(fmt::format("arange start and step must be finite (got {} and {})", s.param0, s.param1));
+        return Status::invalid(
+            fmt::format("arange start and step must be finite (got {} and {})", s.param0, s.param1));
       break;
     case Generator::kConstant:
-      if (!finite(s.param0)) return Status::invalid(fmt::format("constant value must be finite (got {})", s.param0));
+      if (!finite(s.param0))
+        return Status::invalid(fmt::format("constant value must be finite (got {})", s.param0));
       break;
     default:
       return Status::invalid(fmt::format("generator code {} is unknown", int(s.generator)));

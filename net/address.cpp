@@ -16,7 +16,7 @@ std::string Address::to_string() const {
 Result<Address> parse_address(const std::string& text, uint16_t default_port) {
   auto bad = [&](const char* why) {
     return Status::invalid(fmt::format("invalid address '{}': {} (expected tcp://HOST:PORT, "
-                                     "tls://HOST:PORT, HOST:PORT or HOST)", text, why));
+                                       "tls://HOST:PORT, HOST:PORT or HOST)", text, why));
   };
   std::string rest = text;
   Address a;

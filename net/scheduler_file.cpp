@@ -20,17 +20,17 @@ Status check_scheduler_file_path(const std::string& path, bool to_write) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     return Status::invalid(fmt::format("--scheduler-file '{}' is a directory; expected the path of the "
-                                     "file psched writes its address to (e.g. '{}')",
-                                     path, (fs::path(path) / "scheduler.json").string()));
+                                       "file psched writes its address to (e.g. '{}')",
+                                       path, (fs::path(path) / "scheduler.json").string()));
   if (!to_write) return Status::ok();
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir, ec))
     return Status::invalid(fmt::format("--scheduler-file '{}': its directory '{}' does not exist", path,
-                                     dir.string()));
+                                       dir.string()));
   if (access(dir.c_str(), W_OK | X_OK) != 0)
     return Status::invalid(fmt::format("--scheduler-file '{}': cannot write in its directory '{}': {}",
-                                     path, dir.string(), std::strerror(errno)));
+                                       path, dir.string(), std::strerror(errno)));
   return Status::ok();
 }
 
@@ -75,7 +75,7 @@ Result<SchedulerFileInfo> read_scheduler_file(const std::string& path) {
   nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded())
     return Status::invalid(fmt::format("scheduler file '{}' is not valid: not JSON ({} bytes)", path,
-                                     text.str().size()));
+                                       text.str().size()));
   if (!j.is_object() || !j.contains("address") || !j["address"].is_string())
     return Status::invalid(
         fmt::format("scheduler file '{}' is not valid: no \"address\" string in it", path));

@@ -23,7 +23,7 @@ Result<std::string> load_token(const std::string& path) {
       return Status::invalid(fmt::format("cannot read token file '{}': {}", path, std::strerror(errno)));
     if (S_ISDIR(st.st_mode))
       return Status::invalid(fmt::format("token file '{}' is a directory; expected a file holding the "
-                                       "cluster token (--token-file)", path));
+                                         "cluster token (--token-file)", path));
     if (st.st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH))
       spdlog::warn("token file '{}' is readable by other users; chmod 600 it", path);
     std::ifstream in(path);

@@ -40,7 +40,7 @@ Result<DashboardAddress> parse_dashboard_address(const std::string& text) {
   }
   auto bad = [&](const std::string& why) {
     return Status::invalid(fmt::format("invalid --dashboard-address '{}': {} (expected none, :PORT, "
-                                     "HOST:PORT or HOST)", text, why));
+                                       "HOST:PORT or HOST)", text, why));
   };
   std::string rest = text.rfind("http://", 0) == 0 ? text.substr(7) : text;
   if (rest.empty()) return bad("empty");

@@ -50,7 +50,7 @@ psched::Result<std::vector<int>> parse_gpus(const std::string& text, int availab
       return psched::Status::invalid("--gpus must be 'all' or a list like 0,2 (got '" + text + "')");
     if (v >= available)
       return psched::Status::invalid("--gpus " + text + ": GPU " + std::to_string(v) + " does not exist (" +
-                                   std::to_string(available) + " visible)");
+                                     std::to_string(available) + " visible)");
     out.push_back(int(v));
   }
   return out;

@@ -39,8 +39,8 @@ struct RunShare {
 RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::WorkerInfo>& before,
                    double seconds);
 
-// The workers as JSON (psched::worker_info_json's keys, as psched's /api/status has them); with `before` and the last run's wall seconds, each device also gets its
-// share of that run.
+// The workers as JSON (psched::worker_info_json's keys, as psched's /api/status has them); with
+// `before` and the last run's wall seconds, each device also gets its share of that run.
 nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
                             const std::vector<pclient::WorkerInfo>* before = nullptr, double seconds = 0);
 // How each worker did in a job, as the scheduler reported it: throughput, busy share of the job's

@@ -186,17 +186,14 @@ std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
     if (!info) throw Error(info.message());
     address_text = info->address;
   }
-  auto address = psched::parse_address(address_text);
-  if (!address) throw Error(address.message());
   const psched::TlsFiles tls_files{options.tls_ca_file, options.tls_cert_file, options.tls_key_file};
-  auto use_tls = psched::use_tls_for(*address, tls_files.any());
-  if (!use_tls) throw Error(use_tls.message());
+  auto address = psched::scheduler_address(address_text, tls_files.any());
+  if (!address) throw Error(address.message());
   psched::Transport transport{nullptr, psched::TlsRole::kClient};
-  if (*use_tls) {
+  if (address->scheme == psched::Scheme::kTls) {
     auto context = psched::make_tls_context(tls_files, psched::TlsRole::kClient);
     if (!context) throw Error(context.message());
     transport.tls = *context;
-    address->scheme = psched::Scheme::kTls;
   }
 
   auto impl = std::make_unique<Client::Impl>();
@@ -218,11 +215,7 @@ std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
     if (env) token = env;
   }
   s.send([&](psched::wire::Message::Builder m) {
-    auto hello = m.initHello();
-    hello.setRole(psched::wire::Role::CLIENT);
-    hello.setProtocolVersion(psched::wire::PROTOCOL_VERSION);
-    hello.setName(options.name);
-    hello.setToken(token);
+    psched::init_hello(m, psched::wire::Role::CLIENT, options.name, token);
   });
   std::string refused;
   s.waiter = [&](psched::wire::Message::Reader m) {
@@ -328,10 +321,9 @@ void Client::reconnect(const std::string& lost, const RunOptions& options) {
   }
 }
 
-Result Client::run_once(const Job& job, const RunOptions& options) {
-  const psched::JobSpec spec = job_spec_of(job);
-  Impl& s = *impl_;
-  const uint64_t tag = s.next_tag++;
+namespace {
+
+void submit(Client::Impl& s, uint64_t tag, const psched::JobSpec& spec, const RunOptions& options) {
   s.send([&](psched::wire::Message::Builder m) {
     auto submit = m.initSubmit();
     submit.setTag(tag);
@@ -340,6 +332,29 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
     submit.setVerifyFraction(options.verify);
     submit.setWantTimeline(options.want_timeline);
   });
+}
+
+// What run() returns or throws once the job's run has ended.
+Result outcome(const JobRun& run, const Client::Impl& s) {
+  switch (run.state()) {
+    case JobRun::State::kDone:
+      return run.result();
+    case JobRun::State::kCancelled:
+      throw Cancelled(fmt::format("job {} cancelled", run.job_id()));
+    default:
+      // A job failed because the scheduler is going away (it says Goodbye after failing its jobs)
+      // is a lost connection, not a property of the job: with reconnect_ms it is submitted again.
+      if (!s.closed_why.empty() && s.options.reconnect_ms > 0) throw ConnectionLost(s.closed_why);
+      throw Error(run.failure());
+  }
+}
+
+}  // namespace
+
+Result Client::run_once(const Job& job, const RunOptions& options) {
+  Impl& s = *impl_;
+  const uint64_t tag = s.next_tag++;
+  submit(s, tag, job_spec_of(job), options);
   // The job's states (job_run.h); this loop feeds it the scheduler's messages, the caller's cancel
   // (polled every cancel_poll_ms) and the no-workers timeout.
   asio::steady_timer cancel_poll(s.io), no_workers(s.io);
@@ -383,17 +398,7 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
     throw;
   }
   stop_timers();
-  switch (run.state()) {
-    case JobRun::State::kDone:
-      return run.result();
-    case JobRun::State::kCancelled:
-      throw Cancelled(fmt::format("job {} cancelled", run.job_id()));
-    default:
-      // A job failed because the scheduler is going away (it says Goodbye after failing its jobs)
-      // is a lost connection, not a property of the job: with reconnect_ms it is submitted again.
-      if (!s.closed_why.empty() && s.options.reconnect_ms > 0) throw ConnectionLost(s.closed_why);
-      throw Error(run.failure());
-  }
+  return outcome(run, s);
 }
 
 void Client::close() {

@@ -82,7 +82,7 @@ Status check_own_certificate(SSL_CTX* ctx, const TlsFiles& files) {
   X509_STORE_CTX_free(check);
   if (ok) return Status::ok();
   return Status::invalid(fmt::format("--tls-cert '{}': {} (--tls-ca-file '{}')", files.cert_file,
-                                   describe_verify_result(result, cert, "this"), files.ca_file));
+                                     describe_verify_result(result, cert, "this"), files.ca_file));
 }
 
 // OpenSSL keeps the peer's certificate only once it is verified: the one that failed is kept here
@@ -106,25 +106,30 @@ int remember_failed_cert(int preverify_ok, X509_STORE_CTX* store) {
   return preverify_ok;
 }
 
-}  // namespace
-
-Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, TlsRole role) {
+// The three files given together, readable, and the key not open to every user.
+Status check_tls_files(const TlsFiles& files) {
   if (files.cert_file.empty() != files.key_file.empty())
     return Status::invalid(files.cert_file.empty() ? "--tls-key given without --tls-cert"
-                                                 : "--tls-cert given without --tls-key");
+                                                   : "--tls-cert given without --tls-key");
   if (files.ca_file.empty())
     return Status::invalid("TLS needs --tls-ca-file (the cluster CA that signs every peer's certificate)");
   if (files.cert_file.empty())
     return Status::invalid("--tls-ca-file needs --tls-cert and --tls-key (every peer of a TLS cluster "
-                         "proves itself with a certificate)");
+                           "proves itself with a certificate)");
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--tls-ca-file", files.ca_file},
                                    {"--tls-cert", files.cert_file}, {"--tls-key", files.key_file}})
     if (Status st = readable(flag, path); !st) return st;
   struct stat st {};
   if (stat(files.key_file.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)))
     return Status::invalid(fmt::format("--tls-key '{}' is readable or writable by every user (mode {:04o}); "
-                                     "chmod 600 it", files.key_file, st.st_mode & 07777));
+                                       "chmod 600 it", files.key_file, st.st_mode & 07777));
+  return Status::ok();
+}
 
+}  // namespace
+
+Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, TlsRole role) {
+  if (Status st = check_tls_files(files); !st) return st;
   auto ctx = std::make_shared<ssl::context>(role == TlsRole::kClient ? ssl::context::tls_client
                                                                      : ssl::context::tls_server);
   SSL_CTX* native = ctx->native_handle();
@@ -133,27 +138,27 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, Tl
   ERR_clear_error();
   if (SSL_CTX_load_verify_locations(native, files.ca_file.c_str(), nullptr) != 1)
     return Status::invalid(fmt::format("--tls-ca-file '{}' holds no usable CA certificate: {}",
-                                     files.ca_file, openssl_error()));
+                                       files.ca_file, openssl_error()));
   // The key first: a certificate loaded after it drops a key that does not match, which
   // SSL_CTX_check_private_key then reports as such (the other order fails with "key values mismatch").
   if (SSL_CTX_use_PrivateKey_file(native, files.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
     return Status::invalid(fmt::format("--tls-key '{}' holds no usable private key: {}", files.key_file,
-                                     openssl_error()));
+                                       openssl_error()));
   if (SSL_CTX_use_certificate_chain_file(native, files.cert_file.c_str()) != 1)
     return Status::invalid(fmt::format("--tls-cert '{}' holds no usable certificate: {}", files.cert_file,
-                                     openssl_error()));
+                                       openssl_error()));
   if (SSL_CTX_check_private_key(native) != 1) {
     ERR_clear_error();
     return Status::invalid(fmt::format("--tls-key '{}' does not match the certificate in --tls-cert '{}'",
-                                     files.key_file, files.cert_file));
+                                       files.key_file, files.cert_file));
   }
   if (Status st = check_own_certificate(native, files); !st) return st;
   // The CA's own certificate (and key) given as this peer's: it verifies against itself, and the
   // other end refuses it with "sslv3 alert unsupported certificate".
   if (X509_check_ca(SSL_CTX_get0_certificate(native)) == 1)
     return Status::invalid(fmt::format("--tls-cert '{}' is a CA certificate (the cluster CA itself?): give "
-                                     "this host's own certificate, signed by the CA "
-                                     "(deploy/make-certs.sh DIR NAME makes one)", files.cert_file));
+                                       "this host's own certificate, signed by the CA "
+                                       "(deploy/make-certs.sh DIR NAME makes one)", files.cert_file));
   // Mutual: a server without the peer's certificate ends the handshake. Membership of the cluster
   // is the CA's signature, not a host name (workers connect by address, often an IP).
   if (role == TlsRole::kHttpsServer) {
@@ -170,25 +175,28 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, Tl
   return ctx;
 }
 
-Result<bool> use_tls_for(const Address& address, bool tls_configured) {
-  switch (address.scheme) {
+Result<Address> scheduler_address(const std::string& text, bool tls_configured) {
+  auto address = parse_address(text);
+  if (!address) return address.status();
+  switch (address->scheme) {
     case Scheme::kTls:
       if (!tls_configured)
         return Status::invalid(fmt::format("{} is a TLS address: give --tls-ca-file, --tls-cert and --tls-key",
-                                         address.to_string()));
-      return true;
+                                           address->to_string()));
+      break;
     case Scheme::kTcp:
       if (tls_configured) {
-        Address tls = address;
+        Address tls = *address;
         tls.scheme = Scheme::kTls;
         return Status::invalid(fmt::format("--tls-* given, but {} asks for plain TCP: use {}",
-                                         address.to_string(), tls.to_string()));
+                                           address->to_string(), tls.to_string()));
       }
-      return false;
+      break;
     case Scheme::kUnspecified:
+      address->scheme = tls_configured ? Scheme::kTls : Scheme::kTcp;
       break;
   }
-  return tls_configured;
+  return address;
 }
 
 bool is_tls_refusal(const boost::system::error_code& ec) {

@@ -14,6 +14,16 @@ Slice slice_from_wire(wire::Slice::Reader in) { return Slice{in.getStart(), in.g
 
 }  // namespace
 
+wire::Hello::Builder init_hello(wire::Message::Builder message, wire::Role role, const std::string& name,
+                                const std::string& token) {
+  auto hello = message.initHello();
+  hello.setRole(role);
+  hello.setProtocolVersion(wire::PROTOCOL_VERSION);
+  hello.setName(name);
+  hello.setToken(token);
+  return hello;
+}
+
 void to_wire(const JobSpec& s, wire::JobSpec::Builder out) {
   out.setRows(s.rows);
   out.setCols(s.cols);

@@ -2,6 +2,7 @@
 // proto/psched.capnp. Reading from the wire never trusts the values: callers validate() after.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/exact_sum.h"
@@ -11,6 +12,11 @@
 #include "proto/psched.capnp.h"
 
 namespace psched {
+
+// The Hello every peer opens with (workers, clients, the load generator): its role, this build's
+// protocol version, its name and the cluster token. A worker adds its WorkerInfo to the result.
+wire::Hello::Builder init_hello(wire::Message::Builder message, wire::Role role, const std::string& name,
+                                const std::string& token);
 
 void to_wire(const JobSpec& spec, wire::JobSpec::Builder out);
 JobSpec from_wire(wire::JobSpec::Reader in);

@@ -78,17 +78,11 @@ void Worker::connect() {
     }
     address_text = info->address;
   }
-  auto address = parse_address(address_text);
+  auto address = scheduler_address(address_text, config_.tls != nullptr);
   if (!address) {
     give_up(address.status());
     return;
   }
-  auto tls = use_tls_for(*address, config_.tls != nullptr);
-  if (!tls) {
-    give_up(tls.status());
-    return;
-  }
-  if (*tls) address->scheme = Scheme::kTls;
   auto resolver = std::make_shared<tcp::resolver>(io_);
   auto socket = std::make_shared<tcp::socket>(io_);
   resolver->async_resolve(
@@ -148,11 +142,7 @@ void Worker::on_connected(tcp::socket socket, bool tls) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   send_message(*conn_, [&](wire::Message::Builder m) {
-    auto hello = m.initHello();
-    hello.setRole(wire::Role::WORKER);
-    hello.setProtocolVersion(wire::PROTOCOL_VERSION);
-    hello.setName(config_.name);
-    hello.setToken(config_.token);
+    auto hello = init_hello(m, wire::Role::WORKER, config_.name, config_.token);
     WorkerInfo self;
     static_cast<DeviceInfo&>(self) = device_;
     self.name = config_.name;

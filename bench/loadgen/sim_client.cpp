@@ -37,9 +37,8 @@ SimClient::SimClient(ClientPool& pool, uint32_t index)
   burst_left_ = pool.plan().jobs_per_client;
 }
 
-void SimClient::fill_hello(wire::Hello::Builder hello) {
-  hello.setRole(wire::Role::CLIENT);
-  hello.setName(fmt::format("loadgen-client-{}", index_));
+void SimClient::say_hello(wire::Message::Builder m) {
+  init_hello(m, wire::Role::CLIENT, fmt::format("loadgen-client-{}", index_), "");
 }
 
 void SimClient::submit(const JobSpec& spec) {

@@ -49,7 +49,7 @@ class SimClient : public SimPeer {
     std::chrono::steady_clock::time_point submitted;
     uint64_t job_id = 0;  // 0 until accepted
   };
-  void fill_hello(wire::Hello::Builder hello) override;
+  void say_hello(wire::Message::Builder m) override;
   void on_message(wire::Message::Reader message) override;
   void on_close(const std::string& why) override;
   void submit_more();

@@ -36,11 +36,7 @@ void SimPeer::connect() {
                           s->conn_.reset();
                           s->on_close(why);
                         }});
-    send_message(*self->conn_, [&](wire::Message::Builder m) {
-      auto hello = m.initHello();
-      hello.setProtocolVersion(wire::PROTOCOL_VERSION);
-      self->fill_hello(hello);
-    });
+    send_message(*self->conn_, [&](wire::Message::Builder m) { self->say_hello(m); });
   });
 }
 

@@ -27,7 +27,7 @@ class SimPeer : public std::enable_shared_from_this<SimPeer> {
   void drop();
 
  protected:
-  virtual void fill_hello(wire::Hello::Builder hello) = 0;
+  virtual void say_hello(wire::Message::Builder m) = 0;  // init_hello (net/wire_convert.h) and more
   virtual void on_message(wire::Message::Reader message) = 0;
   virtual void on_close(const std::string& why) = 0;  // the connection (or the attempt) ended
   void reconnect_after(std::chrono::milliseconds pause);

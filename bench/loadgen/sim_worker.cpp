@@ -60,22 +60,20 @@ CompactPartial times(const CompactPartial& p, uint64_t n) {
 SimWorker::SimWorker(Fleet& fleet, uint32_t index)
     : SimPeer(fleet.io(), fleet.scheduler()), fleet_(fleet), index_(index), device_timer_(fleet.io()) {}
 
-void SimWorker::fill_hello(wire::Hello::Builder hello) {
-  hello.setRole(wire::Role::WORKER);
-  const std::string name = fmt::format("{}-{}", fleet_.name_prefix(), index_);
-  hello.setName(name);
-  auto info = hello.initWorker();
-  info.setName(name);
-  info.setHost("loadgen");
-  info.setPid(uint32_t(getpid()));
-  info.setBackend("cuda");
-  info.setDeviceName("simulated NVIDIA H100 80GB HBM3");
-  info.setMemoryTotalBytes(uint64_t{80} << 30);
-  info.setComputeMajor(9);
-  info.setComputeMinor(0);
-  info.setThreads(1);
-  info.setSlots(fleet_.device().slots);
-  info.setWindowElements(fleet_.device().window_elements);
+void SimWorker::say_hello(wire::Message::Builder m) {
+  WorkerInfo self;
+  self.name = fmt::format("{}-{}", fleet_.name_prefix(), index_);
+  self.host = "loadgen";
+  self.pid = uint32_t(getpid());
+  self.backend = "cuda";
+  self.device_name = "simulated NVIDIA H100 80GB HBM3";
+  self.memory_total_bytes = uint64_t{80} << 30;
+  self.compute_major = 9;
+  self.compute_minor = 0;
+  self.threads = 1;
+  self.slots = fleet_.device().slots;
+  self.window_elements = fleet_.device().window_elements;
+  to_wire(self, init_hello(m, wire::Role::WORKER, self.name, "").initWorker());
 }
 
 void SimWorker::on_message(wire::Message::Reader message) {

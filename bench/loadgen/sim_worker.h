@@ -80,7 +80,7 @@ class SimWorker : public SimPeer {
     std::vector<ChunkOutcome> outcomes;  // as a real worker keeps them (and reports them)
   };
 
-  void fill_hello(wire::Hello::Builder hello) override;
+  void say_hello(wire::Message::Builder m) override;
   void on_message(wire::Message::Reader message) override;
   void on_close(const std::string& why) override;
   void on_task_batch(wire::TaskBatch::Reader batch);

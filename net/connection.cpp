@@ -101,7 +101,7 @@ void FramedConnection::start(Handlers handlers) {
   if (!std::holds_alternative<TlsStream>(stream_)) return read_header();
   // Nothing may be written through TLS before the handshake is done: frames queued meanwhile wait
   // as they would behind a write in flight, and go out once it completes.
-  write_in_flight_ = true;
+  channel_ = Channel::kHandshaking;  // the TLS channel's first state (start runs once)
   if (role_ == TlsRole::kServer) await_first_byte();
   else handshake();
 }
@@ -125,7 +125,8 @@ void FramedConnection::await_first_byte() {
       return;
     }
     if (first != kTlsHandshakeRecord) {
-      self->refuse_plain_peer();
+      // A plain peer cannot read TLS: it is told in its own protocol.
+      self->refuse_in_the_clear(kSchedulerSpeaksTls, kPlainPeerOnTlsPort);
       return;
     }
     self->handshake();
@@ -137,7 +138,7 @@ void FramedConnection::handshake() {
   tls.async_handshake(role_ == TlsRole::kServer ? asio::ssl::stream_base::server : asio::ssl::stream_base::client,
                       [self = shared_from_this()](const boost::system::error_code& ec) {
                         if (!self->is_open()) return;
-                        self->write_in_flight_ = false;
+                        self->move(Channel::kIdle);
                         if (ec) {
                           std::string why = "TLS handshake failed: " + self->why_failed(ec, "");
                           if (self->role_ != TlsRole::kServer) return self->close(why);
@@ -152,21 +153,21 @@ void FramedConnection::handshake() {
                       });
 }
 
-// A plain peer cannot read TLS: it is told in its own protocol, one Error frame in the clear.
-void FramedConnection::refuse_plain_peer() {
+// A peer of the other protocol gets one Error frame in the clear (a plain peer reads it; a TLS
+// stack fails on it, and the log says why), then the connection lingers and closes.
+void FramedConnection::refuse_in_the_clear(const char* told, const char* why) {
+  refused_by_tls_ = true;
+  if (state_ != State::kOpen) return close(why);
   capnp::MallocMessageBuilder m(128);
-  m.initRoot<wire::Message>().initError().setMessage(kSchedulerSpeaksTls);
+  m.initRoot<wire::Message>().initError().setMessage(told);
   writing_.clear();
   append_frame(m, writing_);
-  refused_by_tls_ = true;
-  if (state_ != State::kOpen) return close(kPlainPeerOnTlsPort);
   transition(State::kDraining);
-  write_in_flight_ = true;
+  move(Channel::kRefusing);
   asio::async_write(socket(), asio::buffer(writing_),
-                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                      self->write_in_flight_ = false;
-                      if (ec || !self->is_open()) return self->close(kPlainPeerOnTlsPort);
-                      linger_then_close(self, self->socket(), [self] { self->close(kPlainPeerOnTlsPort); });
+                    [self = shared_from_this(), why](const boost::system::error_code& ec, size_t) {
+                      if (ec || !self->is_open()) return self->close(why);
+                      linger_then_close(self, self->socket(), [self, why] { self->close(why); });
                     });
 }
 
@@ -215,24 +216,11 @@ void FramedConnection::read_header() {
                        return;
                      }
                      if (self->header_[0] == kTlsHandshakeRecord && self->header_[1] == 3 &&
-                         !std::holds_alternative<TlsStream>(self->stream_) && !self->write_in_flight_ &&
+                         !std::holds_alternative<TlsStream>(self->stream_) && self->can_write() &&
                          self->state_ == State::kOpen) {
-                       // A ClientHello on a plain port: told in the clear (its TLS stack will
-                       // fail on our frame), the rest of its hello discarded before we close.
-                       self->refused_by_tls_ = true;
-                       capnp::MallocMessageBuilder m(128);
-                       m.initRoot<wire::Message>().initError().setMessage(kSchedulerSpeaksPlain);
-                       self->writing_.clear();
-                       append_frame(m, self->writing_);
-                       self->transition(State::kDraining);
-                       self->write_in_flight_ = true;
-                       asio::async_write(self->socket(), asio::buffer(self->writing_),
-                                         [self](const boost::system::error_code& ec2, size_t) {
-                                           self->write_in_flight_ = false;
-                                           if (ec2 || !self->is_open()) return self->close(kSchedulerSpeaksPlain);
-                                           linger_then_close(self, self->socket(),
-                                                             [self] { self->close(kSchedulerSpeaksPlain); });
-                                         });
+                       // A ClientHello on a plain port: told in the clear (its TLS stack will fail
+                       // on our frame), the rest of its hello discarded before we close.
+                       self->refuse_in_the_clear(kSchedulerSpeaksPlain, kSchedulerSpeaksPlain);
                        return;
                      }
                      const uint32_t n = decode_frame_length(self->header_);
@@ -313,11 +301,11 @@ void FramedConnection::send(capnp::MessageBuilder& message) {
   // Written at the end of this turn of the loop, not now: the messages a handler sends to one peer
   // (a DefineJob and its TaskBatch, a Progress and its JobResult, a worker's result batches) go out
   // in one write, so the kernel's per-write cost (most of a message's cost on loopback) is paid once.
-  if (write_in_flight_ || flush_posted_) return;
+  if (!can_write() || flush_posted_) return;
   flush_posted_ = true;
   asio::post(socket().get_executor(), [self = shared_from_this()] {
     self->flush_posted_ = false;
-    if (!self->write_in_flight_) self->flush();
+    if (self->can_write()) self->flush();
   });
 }
 
@@ -325,12 +313,12 @@ void FramedConnection::flush() {
   if (!is_open() || out_.empty()) return;
   writing_.clear();
   writing_.swap(out_);
-  write_in_flight_ = true;
+  move(Channel::kWriting);
   with_stream([this](auto& stream) {
     asio::async_write(stream, asio::buffer(writing_),
                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                      self->write_in_flight_ = false;
                       if (!self->is_open()) return;
+                      self->move(Channel::kIdle);
                       if (ec) {
                         self->close(self->why_failed(ec, "peer closed the connection"));
                         return;
@@ -365,7 +353,7 @@ void FramedConnection::send_error_and_close(const std::string& message, uint64_t
     handlers_.on_close = nullptr;
     on_close(message);
   }
-  if (!write_in_flight_) flush();
+  if (can_write()) flush();
   // A peer that never reads must not hold the socket: give the error a moment, then close.
   idle_ = std::chrono::milliseconds(2000);
   watchdog_.reset();
@@ -376,11 +364,11 @@ void FramedConnection::send_error_and_close(const std::string& message, uint64_t
 void FramedConnection::close_when_flushed() {
   if (state_ == State::kClosed) return;
   if (state_ == State::kOpen) transition(State::kDraining);
-  if (!write_in_flight_ && out_.empty()) {
+  if (can_write() && out_.empty()) {
     close("closed by us");
     return;
   }
-  if (!write_in_flight_) flush();
+  if (can_write()) flush();
 }
 
 void FramedConnection::start_closing(std::function<void()> on_closed) {
@@ -398,6 +386,14 @@ void FramedConnection::start_closing(std::function<void()> on_closed) {
 void FramedConnection::transition(State to) {
   PSCHED_ASSERT(to > state_, int(state_), int(to));
   state_ = to;
+}
+
+void FramedConnection::move(Channel to) {
+  const bool legal = (channel_ == Channel::kHandshaking && (to == Channel::kIdle || to == Channel::kRefusing)) ||
+                     (channel_ == Channel::kIdle && (to == Channel::kWriting || to == Channel::kRefusing)) ||
+                     (channel_ == Channel::kWriting && to == Channel::kIdle);
+  PSCHED_ASSERT(legal, int(channel_), int(to));
+  channel_ = to;
 }
 
 void FramedConnection::close(const std::string& why) {

@@ -90,7 +90,6 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void with_stream(F&& f) { std::visit(std::forward<F>(f), stream_); }
   void await_first_byte();  // TLS server: a handshake record, or a plain peer told to use TLS
   void handshake();
-  void refuse_plain_peer();
   // Why a read or write failed, in words (TLS failures described by tls.h).
   std::string why_failed(const boost::system::error_code& ec, const char* eof_text);
   void read_header();
@@ -100,6 +99,17 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void flush();
   void arm_idle_timer(std::chrono::steady_clock::time_point silent_since);
   void transition(State to);
+
+  // What is on the socket's sending side, inside the open and draining states. A TLS connection
+  // starts handshaking (a server first waits for the peer's first byte) and frames sent meanwhile
+  // queue; once it is done (or failed) the channel is idle, and from idle each write goes out and
+  // comes back. A peer of the other protocol (plain TCP on a TLS port, a ClientHello on a plain one)
+  // gets one frame in the clear, and refusing is final: the connection lingers and closes.
+  // handshaking -> idle | refusing; idle -> writing | refusing; writing -> idle.
+  enum class Channel : uint8_t { kHandshaking, kIdle, kWriting, kRefusing };
+  void move(Channel to);  // the one place the channel changes; checks the move
+  bool can_write() const { return channel_ == Channel::kIdle; }
+  void refuse_in_the_clear(const char* told, const char* why);  // `why`: the reason closed
 
   std::variant<boost::asio::ip::tcp::socket, TlsStream> stream_;
   TlsRole role_;
@@ -118,10 +128,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   std::string out_;      // frames queued while a write is in flight
   std::string writing_;  // the frames of the write in flight
   State state_ = State::kOpen;
-  // Flow control inside the open and draining states: a write is on the socket; reading waits
-  // until the peer has taken what we owe it (resumed only while open).
-  bool write_in_flight_ = false;
+  Channel channel_ = Channel::kIdle;
   bool flush_posted_ = false;  // a flush() is posted for the end of this turn (send())
+  // Flow control: reading waits until the peer has taken what we owe it (resumed only while open).
   bool read_paused_ = false;
 };
 

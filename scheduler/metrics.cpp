@@ -207,12 +207,8 @@ void gpu_families(Exposition& e, const Scheduler& s) {
   }
 }
 
-}  // namespace
-
-std::string metrics_text(const Scheduler& s) {
-  const SchedulerCounters& c = s.counters();
-  Exposition e;
-
+// What the scheduler is and who is connected.
+void scheduler_families(Exposition& e, const Scheduler& s) {
   e.family("psched_build_info", "gauge", "The scheduler's version and protocol version.");
   e.sample("psched_build_info",
            fmt::format("version=\"{}\",protocol=\"{}\"", PSCHED_VERSION, wire::PROTOCOL_VERSION),
@@ -224,7 +220,10 @@ std::string metrics_text(const Scheduler& s) {
   e.sample("psched_workers", "", uint64_t(s.workers().size()));
   e.family("psched_clients", "gauge", "Clients connected.");
   e.sample("psched_clients", "", uint64_t(s.clients().size()));
+}
 
+// Jobs and their chunk tasks, now and in all.
+void job_families(Exposition& e, const Scheduler& s, const SchedulerCounters& c) {
   e.family("psched_jobs_running", "gauge", "Jobs accepted and not yet finished.");
   e.sample("psched_jobs_running", "", uint64_t(s.jobs().size()));
   e.family("psched_jobs_submitted_total", "counter", "Jobs accepted.");
@@ -248,9 +247,12 @@ std::string metrics_text(const Scheduler& s) {
   e.sample("psched_tasks_total", "state=\"failed\"", c.tasks_failed);
   e.sample("psched_tasks_total", "state=\"requeued\"", c.tasks_requeued);
   e.sample("psched_tasks_total", "state=\"given_back\"", c.tasks_given_back);
-
   e.family("psched_bytes_reduced_total", "counter", "Array bytes reduced by all workers.");
   e.sample("psched_bytes_reduced_total", "", c.bytes_reduced);
+}
+
+// What went wrong around the work: refused connections, protocol errors, stalls of the loop.
+void trouble_families(Exposition& e, const Scheduler& s, const SchedulerCounters& c) {
   e.family("psched_connections_refused_total", "counter",
            "Connections refused because --max-connections were open.");
   e.sample("psched_connections_refused_total", "", c.connections_refused);
@@ -264,7 +266,16 @@ std::string metrics_text(const Scheduler& s) {
   e.family("psched_loop_stalled_seconds_total", "counter",
            "Seconds the scheduler's event loop did not run, over every stall.");
   e.sample("psched_loop_stalled_seconds_total", "", s.watchdog().stalled_seconds());
+}
 
+}  // namespace
+
+std::string metrics_text(const Scheduler& s) {
+  const SchedulerCounters& c = s.counters();
+  Exposition e;
+  scheduler_families(e, s);
+  job_families(e, s, c);
+  trouble_families(e, s, c);
   histogram(e, c.chunk_seconds);
   verify_families(e, c);
   worker_families(e, s);

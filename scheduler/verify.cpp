@@ -31,14 +31,24 @@ bool verify_drawn(uint64_t seed, uint64_t chunk, double fraction) {
   return double(h >> 11) * 0x1p-53 < fraction;
 }
 
+void ChunkVerifier::move(Pending& p, NextCopy to, WorkerId worker) {
+  const bool legal = to == NextCopy::kRunning ? p.next == NextCopy::kQueued
+                                              : p.next == NextCopy::kRunning;
+  PSCHED_ASSERT(legal, int(p.next), int(to), worker);
+  p.next = to;
+  p.running_on = to == NextCopy::kRunning ? worker : 0;
+}
+
 void ChunkVerifier::first_copy(uint64_t chunk, VerifyCopy copy) {
   PSCHED_REQUIRE(pending_.count(chunk) == 0, chunk);
-  Pending& p = pending_[chunk];
+  Pending& p = pending_[chunk];  // born queued: its second copy is queued below
   p.copies.push_back(std::move(copy));
   enqueue(chunk, p, /*front=*/false);
 }
 
-void ChunkVerifier::enqueue(uint64_t chunk, const Pending& p, bool front) {
+// Puts a queued copy in its queue; the caller has moved it to (or created it) kQueued.
+void ChunkVerifier::enqueue(uint64_t chunk, Pending& p, bool front) {
+  PSCHED_ASSERT(p.next == NextCopy::kQueued, chunk, int(p.next));
   std::deque<uint64_t>& q = p.copies.size() == 1 ? second_by_first_[p.copies[0].worker] : third_;
   if (front) {
     q.push_front(chunk);
@@ -52,7 +62,7 @@ uint64_t ChunkVerifier::take(WorkerId worker, uint64_t max, const SomeoneElse& s
                              std::vector<uint64_t>& out) {
   uint64_t n = 0;
   auto take_one = [&](uint64_t chunk) {
-    must_find(pending_, chunk).running_on = worker;
+    move(must_find(pending_, chunk), NextCopy::kRunning, worker);
     out.push_back(chunk);
     --queued_;
     ++n;
@@ -80,22 +90,23 @@ uint64_t ChunkVerifier::take(WorkerId worker, uint64_t max, const SomeoneElse& s
 
 std::optional<WorkerId> ChunkVerifier::running_on(uint64_t chunk) const {
   auto it = pending_.find(chunk);
-  return it == pending_.end() ? std::nullopt : it->second.running_on;
+  if (it == pending_.end() || it->second.next != NextCopy::kRunning) return std::nullopt;
+  return it->second.running_on;
 }
 
 std::vector<uint64_t> ChunkVerifier::running_chunks_of(WorkerId worker) const {
   std::vector<uint64_t> out;
   for (const auto& [chunk, p] : pending_)
-    if (p.running_on == worker) out.push_back(chunk);
+    if (running_there(p, worker)) out.push_back(chunk);
   return out;
 }
 
 uint32_t ChunkVerifier::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name,
                                 bool blame) {
   auto it = pending_.find(chunk);
-  if (it == pending_.end() || it->second.running_on != worker) return 0;
+  if (it == pending_.end() || !running_there(it->second, worker)) return 0;
   Pending& p = it->second;
-  p.running_on.reset();
+  move(p, NextCopy::kQueued);
   if (blame) p.failed_on.push_back(worker_name);
   enqueue(chunk, p, /*front=*/true);
   return uint32_t(p.failed_on.size());
@@ -121,15 +132,15 @@ std::optional<PartialSum> ChunkVerifier::copy_done(uint64_t chunk, VerifyCopy co
                                                    const VerifyMismatch** mismatch) {
   *mismatch = nullptr;
   auto it = pending_.find(chunk);
-  PSCHED_REQUIRE(it != pending_.end() && it->second.running_on == copy.worker, chunk, copy.worker);
+  PSCHED_REQUIRE(it != pending_.end() && running_there(it->second, copy.worker), chunk, copy.worker);
   Pending& p = it->second;
-  p.running_on.reset();
   p.copies.push_back(std::move(copy));
   std::vector<VerifyCopy>& c = p.copies;
   PartialSum keep = c[0].partial;
   if (c.size() == 2) {
     if (!same_bits(c[0].partial, c[1].partial)) {
       if (someone_else(workers_of(c))) {  // a third worker breaks the tie
+        move(p, NextCopy::kQueued);
         enqueue(chunk, p, /*front=*/true);
         return std::nullopt;
       }
@@ -151,6 +162,7 @@ std::optional<PartialSum> ChunkVerifier::copy_done(uint64_t chunk, VerifyCopy co
   ++verified_;
   if (std::all_of(c.begin(), c.end(), [&](const VerifyCopy& x) { return x.worker == c[0].worker; }))
     ++same_worker_;
+  move(p, NextCopy::kSettled);
   pending_.erase(it);
   return keep;
 }

@@ -83,12 +83,22 @@ class ChunkVerifier {
   uint64_t holding() const { return pending_.size(); }  // chunks holding a partial here
 
  private:
+  // A held chunk's next copy: queued (in second_by_first_ or third_) or running on one worker. It
+  // is settled when the copies decide; a settled chunk is erased, so it holds nothing.
+  enum class NextCopy { kQueued, kRunning, kSettled };
   struct Pending {
     std::vector<VerifyCopy> copies;       // in so far
-    std::optional<WorkerId> running_on;   // the next copy, when running
+    NextCopy next = NextCopy::kQueued;
+    WorkerId running_on = 0;              // while next == kRunning
     std::vector<std::string> failed_on;   // workers a copy failed on (blamed)
   };
-  void enqueue(uint64_t chunk, const Pending& p, bool front);
+  // The one place a held chunk's next copy changes state; checks the move (queued -> running,
+  // running -> queued or settled). `worker` is the one it runs on (for kRunning).
+  static void move(Pending& p, NextCopy to, WorkerId worker = 0);
+  static bool running_there(const Pending& p, WorkerId worker) {
+    return p.next == NextCopy::kRunning && p.running_on == worker;
+  }
+  void enqueue(uint64_t chunk, Pending& p, bool front);
   const VerifyMismatch& record_mismatch(uint64_t chunk, std::vector<VerifyCopy> copies);
 
   double fraction_ = 0;

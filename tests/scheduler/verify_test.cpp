@@ -115,6 +115,8 @@ TEST_CASE("copies that differ go to a third worker, whose copy names the odd one
   ChunkVerifier v(1.0, 0);
   const VerifyMismatch* mismatch = nullptr;  // worker 1 computes wrong
   CHECK_FALSE(two_copies(v, 5, copy(1, flipped(partial(2.0))), copy(2, partial(2.0)), 3, &mismatch));
+  CHECK_FALSE(v.running_on(5));  // the third copy is queued
+  CHECK(v.queued() == 1);
   CHECK(take(v, 1, 3).empty());
   CHECK(take(v, 2, 3).empty());
   REQUIRE(take(v, 3, 3) == std::vector<uint64_t>{5});
@@ -150,7 +152,11 @@ TEST_CASE("a copy whose worker leaves goes back to the queue for another", "[ver
   CHECK(v.requeue(2, 2, "w2", /*blame=*/true) == 1);
   CHECK(v.failed_on(2) == std::vector<std::string>{"w2"});
   CHECK(v.queued() == 1);
+  CHECK_FALSE(v.running_on(2));  // queued again, running nowhere
+  CHECK(v.running_chunks_of(2).empty());
+  CHECK(v.requeue(2, 2, "w2", /*blame=*/true) == 0);  // not running on 2: nothing moves
   REQUIRE(take(v, 3, 3) == std::vector<uint64_t>{2});
+  CHECK(v.running_on(2) == WorkerId{3});
   const VerifyMismatch* mismatch = nullptr;
   CHECK(v.copy_done(2, copy(3, partial(2.0)), cluster_of(3), &mismatch));
 }

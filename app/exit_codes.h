@@ -21,13 +21,12 @@ enum ExitCode : int {
   kExitDeviceLost = 3,
 };
 
-// The exit code a failure calls for: a bad input is a usage error, a lost GPU is kExitDeviceLost,
-// anything else a failure.
+// The exit code a failure calls for: a bad input is a usage error, anything else a failure. (A lost
+// GPU is no Status: pcuda-worker learns it from a chunk's outcome and exits kExitDeviceLost itself.)
 constexpr int exit_code(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return kExitOk;
     case StatusCode::kInvalid: return kExitUsage;
-    case StatusCode::kDeviceLost: return kExitDeviceLost;
     case StatusCode::kFailed: break;
   }
   return kExitFailure;

@@ -16,7 +16,6 @@ enum class StatusCode : uint8_t {
   kOk,
   kFailed,      // the work could not be done: a port taken, a peer or a file system that failed
   kInvalid,     // what the user gave is wrong: an option, a value, a file's contents or mode
-  kDeviceLost,  // a GPU hit a sticky error; only a fresh process gets a fresh device context
 };
 
 class Status {
@@ -25,9 +24,6 @@ class Status {
   static Status ok() { return Status(); }
   static Status error(std::string message) { return Status(StatusCode::kFailed, std::move(message)); }
   static Status invalid(std::string message) { return Status(StatusCode::kInvalid, std::move(message)); }
-  static Status device_lost(std::string message) {
-    return Status(StatusCode::kDeviceLost, std::move(message));
-  }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }
   explicit operator bool() const { return is_ok(); }

@@ -13,7 +13,6 @@ TEST_CASE("a failure's kind decides a binary's exit code", "[status]") {
   CHECK(exit_code(Status::ok().code()) == kExitOk);
   CHECK(exit_code(Status::error("port taken").code()) == kExitFailure);
   CHECK(exit_code(Status::invalid("bad value").code()) == kExitUsage);
-  CHECK(exit_code(Status::device_lost("sticky error").code()) == kExitDeviceLost);
   const Status empty_message = Status::error("");
   CHECK(!empty_message.is_ok());  // the code, not the message, says it failed
 }

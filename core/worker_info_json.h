@@ -1,5 +1,6 @@
-// A worker and its GPU as JSON: one set of keys wherever they are shown, psched's /api/status,
-// pbench's --json, --report and --cluster-info, and the Python client's workers(). Templates over
+// A worker and its GPU, and a worker's part in a job, as JSON: one set of keys wherever they are
+// shown, psched's /api/status, pbench's --json, --report and --cluster-info, and the Python client's
+// workers() and Result.devices. Templates over
 // any struct with WorkerInfo's and GpuHealth's names, as wire_convert.h's readers are: ours (the
 // scheduler's WorkerRecord) and libpclient's public pclient::WorkerInfo and pclient::GpuHealth,
 // which cannot include this header's types. Each shower adds its own figures after these (psched:
@@ -63,6 +64,23 @@ nlohmann::json worker_info_json(const Info& w) {
                                 : nlohmann::json(nullptr);
   j["gpu"] = w.gpu ? gpu_health_json(*w.gpu) : nlohmann::json(nullptr);
   return j;
+}
+
+// A worker's part in one job: /api/status's jobs[].devices (the scheduler's DeviceShare) and
+// pbench's and Python's devices of a run (libpclient's DeviceReport, read from the JobResult the
+// scheduler wrote from that DeviceShare). pbench adds the busy share and the GPU over the job.
+template <typename Share>
+nlohmann::json device_share_json(const Share& d) {
+  return {{"worker_id", d.worker_id},
+          {"worker", d.name},
+          {"host", d.host},
+          {"device", d.device},
+          {"chunks", d.chunks},
+          {"bytes", d.bytes},
+          {"busy_seconds", d.busy_seconds},
+          {"bytes_per_second", d.bytes_per_second},
+          {"slow", d.slow},
+          {"cause", d.cause}};
 }
 
 }  // namespace psched

@@ -58,7 +58,7 @@ void JobDevices::add_results(JobId job, const DeviceShare& who, uint64_t chunks,
                              double busy_seconds) {
   auto& devices = jobs_[job];
   running_.emplace(job, true);
-  auto [it, fresh] = devices.try_emplace(who.worker, who);
+  auto [it, fresh] = devices.try_emplace(who.worker_id, who);
   if (fresh) {
     it->second.chunks = it->second.bytes = 0;
     it->second.busy_seconds = 0;
@@ -112,8 +112,8 @@ std::set<WorkerId> JobDevices::slow_workers() const {
     for (const auto& [worker, d] : it->second) fresh |= !seen.count(worker);
     if (!fresh) continue;
     for (const DeviceShare& d : shares(it->first)) {
-      if (!seen.insert(d.worker).second) continue;
-      if (d.slow) slow.insert(d.worker);
+      if (!seen.insert(d.worker_id).second) continue;
+      if (d.slow) slow.insert(d.worker_id);
     }
   }
   return slow;

@@ -20,7 +20,7 @@
 namespace psched {
 
 struct DeviceShare {
-  WorkerId worker = 0;
+  WorkerId worker_id = 0;
   std::string name, host, device;
   double parallelism = 1;  // device seconds per second the worker can give (CPU: threads)
   uint64_t chunks = 0, bytes = 0;

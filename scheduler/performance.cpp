@@ -35,7 +35,7 @@ void Scheduler::observe_results(WorkerRecord& worker, const Job& job, uint64_t f
   task_stream_.record(TaskSegment{job.id(), worker.id, first_chunk, uint32_t(finished),
                                   std::max(0.0, end - device_seconds), end});
   DeviceShare who;
-  who.worker = worker.id;
+  who.worker_id = worker.id;
   who.name = worker.name;
   who.host = worker.host;
   who.device = worker.device_name;
@@ -61,7 +61,7 @@ void Scheduler::report_devices(const Job& job, wire::JobResult::Builder result) 
   for (size_t i = 0; i < shares.size(); ++i) {
     const DeviceShare& d = shares[i];
     auto out = list[uint32_t(i)];
-    out.setWorkerId(d.worker);
+    out.setWorkerId(d.worker_id);
     out.setName(d.name);
     out.setHost(d.host);
     out.setDevice(d.device);
@@ -81,7 +81,7 @@ void Scheduler::report_devices(const Job& job, wire::JobResult::Builder result) 
       out.setThrottleReasons(d.gpu->throttle_reasons);
       out.setUuid(d.gpu->uuid);
     }
-    if (const std::vector<GpuPoint>* points = job_devices_.series(job.id(), d.worker)) {
+    if (const std::vector<GpuPoint>* points = job_devices_.series(job.id(), d.worker_id)) {
       auto series = out.initSeries(uint32_t(points->size()));
       for (size_t k = 0; k < points->size(); ++k) {
         const GpuPoint& p = (*points)[k];

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/worker_info_json.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {
@@ -12,16 +13,7 @@ using nlohmann::json;
 
 json devices_json(const std::vector<DeviceShare>& shares) {
   json out = json::array();
-  for (const DeviceShare& d : shares)
-    out.push_back({{"worker_id", d.worker},
-                   {"worker", d.name},
-                   {"host", d.host},
-                   {"chunks", d.chunks},
-                   {"bytes", d.bytes},
-                   {"busy_seconds", d.busy_seconds},
-                   {"bytes_per_second", d.bytes_per_second},
-                   {"slow", d.slow},
-                   {"cause", d.cause}});
+  for (const DeviceShare& d : shares) out.push_back(device_share_json(d));
   return out;
 }
 

@@ -103,11 +103,9 @@ nlohmann::json run_devices_json(const pclient::Result& result) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& d : result.devices) {
     const double device_seconds = d.bytes_per_second > 0 ? double(d.bytes) / d.bytes_per_second : 0;
-    nlohmann::json j = {{"worker_id", d.worker_id}, {"worker", d.name}, {"host", d.host},
-                        {"device", d.device}, {"chunks", d.chunks}, {"bytes", d.bytes},
-                        {"busy_seconds", d.busy_seconds}, {"bytes_per_second", d.bytes_per_second},
-                        {"busy_share", span > 0 ? device_seconds / span : 0.0},
-                        {"slow", d.slow}, {"cause", d.cause}, {"gpu", nullptr}};
+    nlohmann::json j = psched::device_share_json(d);
+    j["busy_share"] = span > 0 ? device_seconds / span : 0.0;
+    j["gpu"] = nullptr;
     if (d.has_gpu)
       j["gpu"] = {{"uuid", d.uuid},
                   {"sm_clock_mhz", figure(d.sm_clock_mhz)},

@@ -185,6 +185,14 @@ TEST_CASE("a slowed worker is named the straggler with its cause, and the task s
   const json rep = json::parse(read_file(report));
   CHECK(rep["job"]["chunks"] == 400);
   CHECK(rep["devices"].size() == 2);
+  // One writer (device_share_json): every key psched shows for a worker's part in the job, the
+  // report has too.
+  for (const auto& [key, value] : st["recent_jobs"][0]["devices"][0].items()) {
+    INFO(key);
+    REQUIRE(rep["devices"][0].contains(key));
+  }
+  CHECK(st["recent_jobs"][0]["devices"][0]["chunks"].get<uint64_t>() +
+            st["recent_jobs"][0]["devices"][1]["chunks"].get<uint64_t>() == 400);
   CHECK(rep["stragglers"].size() == 1);
   CHECK(rep["stragglers"][0]["worker"] == "slow");
   uint64_t timeline_chunks = 0;

@@ -41,7 +41,7 @@ namespace {
 
 DeviceShare share(WorkerId id, uint64_t bytes, double busy) {
   DeviceShare d;
-  d.worker = id;
+  d.worker_id = id;
   d.bytes = bytes;
   d.busy_seconds = busy;
   return d;

@@ -21,6 +21,7 @@
 #include "net/event_loop.h"
 #include "net/framing.h"
 #include "net/scheduler_file.h"
+#include "net/scheduler_link.h"
 #include "net/tls.h"
 #include "net/wire_convert.h"
 
@@ -28,52 +29,6 @@ namespace pclient {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-
-namespace {
-
-// A socket connected to `address`, resolving and connecting under one deadline; runs `io` until
-// then. Throws Error saying why not.
-tcp::socket connect_socket(asio::io_context& io, const psched::Address& address, int timeout_ms) {
-  tcp::socket socket(io);
-  boost::system::error_code result = asio::error::timed_out;
-  bool finished = false;
-  tcp::resolver resolver(io);
-  asio::steady_timer deadline(io, std::chrono::milliseconds(timeout_ms));
-  deadline.async_wait([&](const boost::system::error_code& ec) {
-    if (ec) return;
-    finished = true;
-    resolver.cancel();
-    boost::system::error_code ignored;
-    socket.close(ignored);
-  });
-  resolver.async_resolve(address.host, std::to_string(address.port),
-                         [&](const boost::system::error_code& ec, tcp::resolver::results_type results) {
-                           if (finished) return;
-                           if (ec) {
-                             result = ec;
-                             finished = true;
-                             deadline.cancel();
-                             return;
-                           }
-                           asio::async_connect(socket, results,
-                                               [&](const boost::system::error_code& ec2, const tcp::endpoint&) {
-                                                 if (finished) return;
-                                                 result = ec2;
-                                                 finished = true;
-                                                 deadline.cancel();
-                                               });
-                         });
-  io.run();
-  io.restart();
-  if (result)
-    throw Error(fmt::format("cannot connect to scheduler {}: {}", address.to_string(),
-                            result == asio::error::timed_out || result == asio::error::operation_aborted
-                                ? fmt::format("no answer within {} ms", timeout_ms)
-                                : result.message()));
-  return socket;
-}
-
-}  // namespace
 
 uint64_t Job::bytes() const {
   const psched::Result<psched::DType> d = psched::parse_dtype(dtype);
@@ -98,7 +53,7 @@ class ConnectionLost : public Error {
 struct Client::Impl {
   ConnectOptions options;  // kept to connect again (reconnect_ms)
   asio::io_context io;
-  std::shared_ptr<psched::FramedConnection> conn;
+  std::unique_ptr<psched::SchedulerLink> link;  // the connection (open_session)
   asio::steady_timer heartbeat_timer{io};
   uint32_t heartbeat_ms = 1000;
   std::string closed_why;  // non-empty once the connection is gone
@@ -107,6 +62,8 @@ struct Client::Impl {
   bool done = false;
   uint64_t next_tag = 1;
   std::chrono::microseconds spin{0};
+
+  psched::FramedConnection* conn() const { return link ? link->conn().get() : nullptr; }
 
   void on_message(psched::wire::Message::Reader m) {
     if (m.which() == psched::wire::Message::HEARTBEAT) return;
@@ -120,8 +77,8 @@ struct Client::Impl {
   void heartbeat() {
     heartbeat_timer.expires_after(std::chrono::milliseconds(heartbeat_ms));
     heartbeat_timer.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || !conn || !conn->is_open()) return;
-      psched::send_message(*conn, [](psched::wire::Message::Builder m) { m.initHeartbeat(); });
+      if (ec || !conn() || !conn()->is_open()) return;
+      psched::send_message(*conn(), [](psched::wire::Message::Builder m) { m.initHeartbeat(); });
       heartbeat();
     });
   }
@@ -151,8 +108,8 @@ struct Client::Impl {
   }
 
   void send(const std::function<void(psched::wire::Message::Builder)>& fill) {
-    if (!conn || !conn->is_open()) throw Error(closed_why.empty() ? "not connected" : closed_why);
-    psched::send_message(*conn, fill);
+    if (!conn() || !conn()->is_open()) throw Error(closed_why.empty() ? "not connected" : closed_why);
+    psched::send_message(*conn(), fill);
   }
 };
 
@@ -175,6 +132,46 @@ Client Client::connect(const ConnectOptions& options) { return Client(open_sessi
 
 namespace {
 
+// Why open_session's wait for Welcome ended without one, in one line naming the address.
+std::string why_not_welcomed(const Client::Impl& s, const psched::Address& address, int timeout_ms,
+                             const Error& e) {
+  if (!s.conn()) {  // never connected: refused, not resolved, or no answer
+    if (!s.closed_why.empty()) return s.closed_why;
+    return fmt::format("cannot connect to scheduler {}: no answer within {} ms", address.to_string(), timeout_ms);
+  }
+  if (s.conn()->refused_by_tls()) return fmt::format("scheduler {}: {}", address.to_string(), s.closed_why);
+  // Silence or bytes that are not our protocol: most likely something else listens there.
+  return fmt::format("scheduler {} did not accept us: {} (is a psched scheduler listening there?)",
+                     address.to_string(), e.what());
+}
+
+// The session's link to the scheduler at `address`: Hello once connected, every message to the
+// session, and why it closed kept for the call that waits.
+std::unique_ptr<psched::SchedulerLink> link_for(Client::Impl& s, const psched::Address& address,
+                                                std::shared_ptr<asio::ssl::context> tls) {
+  std::string token = s.options.token;
+  if (token.empty()) {
+    const char* env = std::getenv("PSCHED_TOKEN");
+    if (env) token = env;
+  }
+  return std::make_unique<psched::SchedulerLink>(
+      s.io, std::move(tls), psched::kDefaultMaxFrameBytes,
+      psched::SchedulerLink::Handlers{
+          [address] { return psched::Result<psched::Address>(address); },
+          [name = s.options.name, token](psched::FramedConnection& c) {
+            psched::send_message(c, [&](psched::wire::Message::Builder m) {
+              psched::init_hello(m, psched::wire::Role::CLIENT, name, token);
+            });
+          },
+          [&s](psched::wire::Message::Reader m) { s.on_message(m); },
+          [&s](const psched::Status& why, bool was_open) {
+            if (!s.closed_why.empty()) return;
+            s.closed_why = !was_open || s.conn()->refused_by_tls()
+                               ? why.message()
+                               : "connection to the scheduler lost: " + why.message();
+          }});
+}
+
 std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
   if (options.name.size() > psched::kMaxPeerNameBytes)
     throw Error(fmt::format("client name is {} bytes long; at most {}", options.name.size(),
@@ -189,34 +186,18 @@ std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
   const psched::TlsFiles tls_files{options.tls_ca_file, options.tls_cert_file, options.tls_key_file};
   auto address = psched::scheduler_address(address_text, tls_files.any());
   if (!address) throw Error(address.message());
-  psched::Transport transport{nullptr, psched::TlsRole::kClient};
+  std::shared_ptr<asio::ssl::context> tls;
   if (address->scheme == psched::Scheme::kTls) {
     auto context = psched::make_tls_context(tls_files, psched::TlsRole::kClient);
     if (!context) throw Error(context.message());
-    transport.tls = *context;
+    tls = *context;
   }
 
   auto impl = std::make_unique<Client::Impl>();
   Client::Impl& s = *impl;
   s.options = options;
   s.spin = options.spin_us < 0 ? psched::kDefaultSpin : std::chrono::microseconds(options.spin_us);
-  tcp::socket socket = connect_socket(s.io, *address, options.connect_timeout_ms);
-
-  s.conn = std::make_shared<psched::FramedConnection>(std::move(socket), psched::kDefaultMaxFrameBytes,
-                                                      transport);
-  s.conn->start({[&s](psched::wire::Message::Reader m) { s.on_message(m); },
-                 [&s](const std::string& why) {
-                   if (s.closed_why.empty())
-                     s.closed_why = s.conn->refused_by_tls() ? why : "connection to the scheduler lost: " + why;
-                 }});
-  std::string token = options.token;
-  if (token.empty()) {
-    const char* env = std::getenv("PSCHED_TOKEN");
-    if (env) token = env;
-  }
-  s.send([&](psched::wire::Message::Builder m) {
-    psched::init_hello(m, psched::wire::Role::CLIENT, options.name, token);
-  });
+  s.link = link_for(s, *address, std::move(tls));
   std::string refused;
   s.waiter = [&](psched::wire::Message::Reader m) {
     if (m.which() == psched::wire::Message::WELCOME) {
@@ -227,14 +208,11 @@ std::unique_ptr<Client::Impl> open_session(const ConnectOptions& options) {
       s.done = true;
     }
   };
+  s.link->connect();
   try {
     s.wait(options.connect_timeout_ms, "the scheduler's Welcome");
   } catch (const Error& e) {
-    if (s.conn->refused_by_tls())
-      throw Error(fmt::format("scheduler {}: {}", address->to_string(), s.closed_why));
-    // Silence or bytes that are not our protocol: most likely something else listens there.
-    throw Error(fmt::format("scheduler {} did not accept us: {} (is a psched scheduler listening there?)",
-                            address->to_string(), e.what()));
+    throw Error(why_not_welcomed(s, *address, options.connect_timeout_ms, e));
   }
   if (!refused.empty()) throw Error(fmt::format("scheduler {} refused us: {}", address->to_string(), refused));
   return impl;
@@ -402,14 +380,15 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
 }
 
 void Client::close() {
-  if (!impl_ || !impl_->conn) return;
+  if (!impl_ || !impl_->link) return;
   Impl& s = *impl_;
-  if (s.conn->is_open()) {
-    s.conn->close("client closed");
+  s.link->stop();
+  if (s.conn() && s.conn()->is_open()) {
+    s.conn()->close("client closed");
     s.io.restart();
     s.io.poll();
   }
-  s.conn.reset();
+  s.link.reset();
 }
 
 }  // namespace pclient

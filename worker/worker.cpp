@@ -28,7 +28,10 @@ Worker::Worker(asio::io_context& io, WorkerConfig config, std::unique_ptr<Backen
       config_(std::move(config)),
       backend_(std::move(backend)),
       watchdog_(std::make_shared<LoopWatchdog>(io)),
-      retry_timer_(io),
+      scheduler_(io, config_.tls, config_.max_frame_bytes,
+                 {[this] { return where(); }, [this](FramedConnection& c) { on_connected(c); },
+                  [this](wire::Message::Reader m) { on_message(m); },
+                  [this](const Status& why, bool was_open) { on_link_closed(why, was_open); }}),
       heartbeat_timer_(io),
       report_timer_(io) {
   device_ = backend_->info();
@@ -60,55 +63,34 @@ void Worker::start() {
       if (alive.lock()) drain_inbox();
     });
   });
-  connect();
+  scheduler_.connect();
 }
 
-void Worker::connect() {
-  if (link_ == Link::kLeaving) return;
+// Where the scheduler is now: --scheduler, or the scheduler file (read at each attempt: a restarted
+// scheduler rewrites it). A file not there yet is a failure to retry; a bad address is a usage error.
+Result<Address> Worker::where() const {
   std::string address_text = config_.scheduler_address;
   if (address_text.empty()) {
     auto info = read_scheduler_file(config_.scheduler_file);
-    if (!info) {
-      if (!warned_unreachable_) {
-        spdlog::info("waiting for the scheduler file ({})", info.message());
-        warned_unreachable_ = true;
-      }
-      schedule_reconnect();
-      return;
-    }
+    if (!info) return Status::error(fmt::format("waiting for the scheduler file ({})", info.message()));
     address_text = info->address;
   }
-  auto address = scheduler_address(address_text, config_.tls != nullptr);
-  if (!address) {
-    give_up(address.status());
+  return scheduler_address(address_text, config_.tls != nullptr);
+}
+
+void Worker::on_link_closed(const Status& why, bool was_open) {
+  if (link_ == Link::kLeaving) return;
+  if (was_open) {
+    on_disconnected(why.message());
     return;
   }
-  auto resolver = std::make_shared<tcp::resolver>(io_);
-  auto socket = std::make_shared<tcp::socket>(io_);
-  resolver->async_resolve(
-      address->host, std::to_string(address->port),
-      [this, resolver, socket, addr = *address](const boost::system::error_code& ec,
-                                                 tcp::resolver::results_type results) {
-        if (ec) {
-          if (!warned_unreachable_)
-            spdlog::warn("cannot resolve scheduler {}: {}", addr.to_string(), ec.message());
-          warned_unreachable_ = true;
-          schedule_reconnect();
-          return;
-        }
-        asio::async_connect(*socket, results,
-                            [this, socket, addr](const boost::system::error_code& ec2, const tcp::endpoint&) {
-                              if (ec2) {
-                                if (!warned_unreachable_)
-                                  spdlog::warn("scheduler {} unreachable: {}; retrying",
-                                               addr.to_string(), ec2.message());
-                                warned_unreachable_ = true;
-                                schedule_reconnect();
-                                return;
-                              }
-                              on_connected(std::move(*socket), addr.scheme == Scheme::kTls);
-                            });
-      });
+  if (why.code() == StatusCode::kInvalid) {
+    give_up(why);
+    return;
+  }
+  if (!warned_unreachable_) spdlog::warn("{}; retrying", why.message());
+  warned_unreachable_ = true;
+  schedule_reconnect();
 }
 
 void Worker::schedule_reconnect() {
@@ -118,30 +100,16 @@ void Worker::schedule_reconnect() {
     give_up(fmt::format("no scheduler for {} s (--death-timeout), exiting", config_.death_timeout_s), kExitOk);
     return;
   }
-  retry_timer_.expires_after(backoff_);
+  scheduler_.retry_after(backoff_);
   backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(2000));
-  retry_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) connect();
-  });
 }
 
-void Worker::on_connected(tcp::socket socket, bool tls) {
-  if (link_ == Link::kLeaving) return;  // a connect that completed after we decided to leave
-  ++generation_;
+void Worker::on_connected(FramedConnection& conn) {
   transition(Link::kConnected);
-  conn_ = std::make_shared<FramedConnection>(std::move(socket), config_.max_frame_bytes,
-                                             Transport{tls ? config_.tls : nullptr, TlsRole::kClient});
-  const uint32_t generation = generation_;
-  conn_->start({[this, generation](wire::Message::Reader m) {
-                  if (generation == generation_) on_message(m);
-                },
-                [this, generation](const std::string& why) {
-                  if (generation == generation_) on_disconnected(why);
-                }});
-  conn_->set_idle_timeout(std::chrono::milliseconds(config_.scheduler_timeout_ms), watchdog_);
+  conn.set_idle_timeout(std::chrono::milliseconds(config_.scheduler_timeout_ms), watchdog_);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  send_message(*conn_, [&](wire::Message::Builder m) {
+  send_message(conn, [&](wire::Message::Builder m) {
     auto hello = init_hello(m, wire::Role::WORKER, config_.name, config_.token);
     WorkerInfo self;
     static_cast<DeviceInfo&>(self) = device_;
@@ -165,7 +133,7 @@ void Worker::on_message(wire::Message::Reader message) {
       const std::string text = message.getError().getMessage().cStr();
       spdlog::error("scheduler refused us: {}", text);
       // A wrong token or protocol will not fix itself: exit rather than retry forever.
-      if (link_ != Link::kWelcomed) give_up(fmt::format("scheduler refused registration: {}", text), kExitFailure);
+      if (link_ != Link::kWelcomed) give_up(Status::error(fmt::format("scheduler refused registration: {}", text)));
       return;
     }
     case wire::Message::HEARTBEAT:
@@ -184,23 +152,23 @@ void Worker::on_message(wire::Message::Reader message) {
       return;
     case wire::Message::GOODBYE:
       spdlog::warn("scheduler says goodbye: {}", message.getGoodbye().getReason().cStr());
-      conn_->close("scheduler said goodbye");
+      conn()->close("scheduler said goodbye");
       return;
     default:
-      conn_->send_error_and_close(
+      conn()->send_error_and_close(
           fmt::format("unexpected message kind {} for a worker", unsigned(message.which())));
   }
 }
 
 void Worker::on_welcome(wire::Welcome::Reader welcome) {
   if (link_ != Link::kConnected) {
-    conn_->send_error_and_close("a second Welcome");
+    conn()->send_error_and_close("a second Welcome");
     return;
   }
   transition(Link::kWelcomed);
   warned_unreachable_ = false;
   backoff_ = std::chrono::milliseconds(100);
-  spdlog::info("registered with the scheduler at {} as worker {} ({} backend, {})", conn_->remote(),
+  spdlog::info("registered with the scheduler at {} as worker {} ({} backend, {})", conn()->remote(),
                welcome.getPeerId(), device_.backend, device_.device_name);
   // The scheduler's pace and frame limit: a heartbeat it can count on within its timeout,
   // ResultBatches it will not refuse.
@@ -289,7 +257,7 @@ void Worker::on_give_back(wire::GiveBack::Reader give_back) {
   std::vector<ChunkRun> returned;
   if (auto it = jobs_.find(job_id); it != jobs_.end())
     returned = backend_->give_back(it->second.local_key, give_back.getFirst(), give_back.getCount());
-  release(job_id, build_returned_batch(job_id, returned, [this](capnp::MessageBuilder& m) { conn_->send(m); }));
+  release(job_id, build_returned_batch(job_id, returned, [this](capnp::MessageBuilder& m) { conn()->send(m); }));
 }
 
 void Worker::release(uint64_t job_id, uint64_t chunks) {
@@ -354,7 +322,7 @@ void Worker::lose_device(ChunkOutcome outcome) {
 }
 
 void Worker::add_pending(ChunkOutcome outcome) {
-  if (!conn_ || !conn_->is_open()) return;
+  if (!conn() || !conn()->is_open()) return;
   release(outcome.job_id, outcome.chunks);
   auto [it, added] = pending_.try_emplace(outcome.job_id);
   if (added) it->second.swap(spare_outcomes_);
@@ -389,7 +357,7 @@ void Worker::arm_report_timer() {
 void Worker::flush_results() {
   flush_posted_ = false;
   pacer_.reported(std::chrono::steady_clock::now());
-  if (!conn_ || !conn_->is_open()) {
+  if (!conn() || !conn()->is_open()) {
     pending_.clear();
     return;
   }
@@ -398,7 +366,7 @@ void Worker::flush_results() {
     auto job = jobs_.find(job_id);
     const bool merge_runs = job != jobs_.end() && !job->second.chunk_partials;
     build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes, merge_runs,
-                         [this](capnp::MessageBuilder& m) { conn_->send(m); });
+                         [this](capnp::MessageBuilder& m) { conn()->send(m); });
     outcomes.clear();
     if (outcomes.capacity() > spare_outcomes_.capacity()) outcomes.swap(spare_outcomes_);
   }
@@ -408,10 +376,10 @@ void Worker::flush_results() {
 void Worker::heartbeat() {
   heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.heartbeat_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || !conn_ || !conn_->is_open() || link_ != Link::kWelcomed) return;
+    if (ec || !conn() || !conn()->is_open() || link_ != Link::kWelcomed) return;
     const uint64_t used = backend_->memory_used_bytes();
     const std::optional<GpuHealth> gpu = gpu_ ? std::optional(gpu_->take()) : std::nullopt;
-    send_message(*conn_, [&](wire::Message::Builder m) {
+    send_message(*conn(), [&](wire::Message::Builder m) {
       auto hb = m.initHeartbeat();
       hb.setMemoryUsedBytes(used);
       if (gpu) to_wire(*gpu, hb.initGpu());
@@ -431,8 +399,8 @@ void Worker::on_disconnected(const std::string& why) {
   held_by_job_.clear();
   pacer_ = ReportPacer{};
   // A certificate refused, or the other protocol: the same settings will not do better next time.
-  if (link_ != Link::kWelcomed && conn_ && conn_->refused_by_tls()) {
-    give_up(fmt::format("cannot connect to the scheduler: {}", why), kExitFailure);
+  if (link_ != Link::kWelcomed && conn() && conn()->refused_by_tls()) {
+    give_up(Status::error(fmt::format("cannot connect to the scheduler: {}", why)));
     return;
   }
   if (link_ == Link::kWelcomed) {
@@ -450,15 +418,15 @@ void Worker::leave(const std::string& reason, std::function<void()> on_left) {
   if (link_ == Link::kLeaving) return;
   transition(Link::kLeaving);
   spdlog::info("leaving: {}", reason);
-  retry_timer_.cancel();
+  scheduler_.stop();
   heartbeat_timer_.cancel();
   watchdog_->stop();
   backend_->stop();
-  if (conn_ && conn_->is_open()) {
-    send_message(*conn_, [&](wire::Message::Builder m) { m.initGoodbye().setReason(reason); });
+  if (conn() && conn()->is_open()) {
+    send_message(*conn(), [&](wire::Message::Builder m) { m.initGoodbye().setReason(reason); });
     // The connection's close handler is ours; swap in one that reports the goodbye was written.
     auto done = std::make_shared<std::function<void()>>(std::move(on_left));
-    conn_->start_closing([done] { (*done)(); });
+    conn()->start_closing([done] { (*done)(); });
   } else {
     asio::post(io_, std::move(on_left));
   }
@@ -487,11 +455,11 @@ void Worker::give_up(const std::string& why, int code) {
   }
   exit_code_ = code;
   transition(Link::kLeaving);
-  retry_timer_.cancel();
+  scheduler_.stop();
   heartbeat_timer_.cancel();
   watchdog_->stop();
   backend_->stop();
-  if (conn_) conn_->close(why);
+  if (conn()) conn()->close(why);
   io_.stop();
 }
 

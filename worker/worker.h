@@ -19,6 +19,7 @@
 #include "net/connection.h"
 #include "net/framing.h"
 #include "net/report_pacer.h"
+#include "net/scheduler_link.h"
 #include "worker/backend.h"
 #include "worker/nvml.h"
 
@@ -60,9 +61,11 @@ class Worker {
   // The exit code after a sticky device error (supervisors restart the worker).
 
  private:
-  void connect();
+  Result<Address> where() const;
+  void on_link_closed(const Status& why, bool was_open);  // an attempt failed, or the link closed
   void schedule_reconnect();
-  void on_connected(boost::asio::ip::tcp::socket socket, bool tls);
+  void on_connected(FramedConnection& conn);  // says Hello
+  FramedConnection* conn() const { return scheduler_.conn().get(); }
   void on_message(wire::Message::Reader message);
   void on_disconnected(const std::string& why);
   void on_welcome(wire::Welcome::Reader welcome);
@@ -95,11 +98,10 @@ class Worker {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<NvmlSampler> gpu_;  // null: no NVML (CPU backend, no driver library)
   DeviceInfo device_;
-  std::shared_ptr<FramedConnection> conn_;
   // Silence from the scheduler counts only while this loop runs (a stopped worker that wakes
   // reads the scheduler's heartbeats before it judges it gone).
   std::shared_ptr<LoopWatchdog> watchdog_;
-  boost::asio::steady_timer retry_timer_;
+  SchedulerLink scheduler_;  // the connection; which outcomes belong to it is job_of_key_'s
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer report_timer_;  // sends held results at the pacer's deadline
   std::chrono::milliseconds backoff_{100};
@@ -111,7 +113,6 @@ class Worker {
   std::map<uint64_t, uint64_t> held_by_job_;  // scheduler job id -> chunks enqueued, not reported
   bool warned_unreachable_ = false;  // "unreachable" was logged once for this stretch away
   int exit_code_ = 0;
-  uint32_t generation_ = 0;  // bumps on every new connection: outcomes of older ones are dropped
   // The backend sees local job keys, never the scheduler's job ids: ids restart at 1 when the
   // scheduler restarts, and an outcome computed for the old scheduler must not be mistaken for one
   // of the new scheduler's job of the same number. Keys are never reused.

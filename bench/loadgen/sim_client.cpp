@@ -47,7 +47,7 @@ void SimClient::submit(const JobSpec& spec) {
   const auto now = Clock::now();
   if (st.submitted++ == 0) st.first_submit = now;
   pending_[tag] = Pending{spec, now, 0};
-  send_message(*conn_, [&](wire::Message::Builder m) {
+  send_message(*conn(), [&](wire::Message::Builder m) {
     auto s = m.initSubmit();
     s.setTag(tag);
     to_wire(spec, s.initSpec());
@@ -55,7 +55,7 @@ void SimClient::submit(const JobSpec& spec) {
 }
 
 void SimClient::submit_more() {
-  if (!welcomed_ || !conn_ || !conn_->is_open()) return;
+  if (!welcomed_ || !conn()) return;
   if (pool_.continuous()) {
     while (pending_.size() < pool_.plan().outstanding && Clock::now() < pool_.plan().deadline)
       submit(pool_.next_job());
@@ -158,8 +158,8 @@ void SimClient::on_close(const std::string& why) {
 }
 
 void SimClient::heartbeat() {
-  if (welcomed_ && conn_ && conn_->is_open())
-    send_message(*conn_, [](wire::Message::Builder m) { m.initHeartbeat(); });
+  if (welcomed_ && conn())
+    send_message(*conn(), [](wire::Message::Builder m) { m.initHeartbeat(); });
   if (pool_.continuous() && !finished_) check_done();
 }
 

@@ -1,7 +1,7 @@
-// SimPeer: what a simulated worker and a simulated client share: one framed connection to psched
-// (opened, said Hello on, retried after a pause, left with Goodbye) whose callbacks reach the peer
-// only while it lives and only for its current connection, so a late callback of an old connection
-// (before a reconnect or a kill) changes nothing.
+// SimPeer: what a simulated worker and a simulated client share: one connection to psched through
+// the SchedulerLink every peer uses (net/scheduler_link.h: opened, said Hello on, retried after a
+// pause; a late callback of an old connection, before a reconnect or a kill, changes nothing), left
+// with Goodbye or dropped as a killed process's socket.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "net/connection.h"
+#include "net/scheduler_link.h"
 
 namespace psched::loadgen {
 
@@ -32,14 +33,11 @@ class SimPeer : public std::enable_shared_from_this<SimPeer> {
   virtual void on_close(const std::string& why) = 0;  // the connection (or the attempt) ended
   void reconnect_after(std::chrono::milliseconds pause);
   bool stopped() const { return stopped_; }
-
-  std::shared_ptr<FramedConnection> conn_;
+  // The connection while it is open (null before the first and after one closed).
+  FramedConnection* conn() const;
 
  private:
-  boost::asio::io_context& io_;
-  boost::asio::ip::tcp::endpoint scheduler_;
-  boost::asio::steady_timer retry_timer_;
-  uint32_t generation_ = 0;
+  SchedulerLink link_;
   bool stopped_ = false;
 };
 

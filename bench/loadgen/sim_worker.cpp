@@ -173,7 +173,7 @@ void SimWorker::on_give_back(wire::GiveBack::Reader give_back) {
     cut_runs(queue_, [&](const Run& r) { return r.job_id == id && &r != &queue_.front(); }, first,
              first + give_back.getCount(), returned);
   }
-  pacer_.released(build_returned_batch(id, returned, [this](capnp::MessageBuilder& m) { conn_->send(m); }));
+  pacer_.released(build_returned_batch(id, returned, [this](capnp::MessageBuilder& m) { conn()->send(m); }));
   arm();
 }
 
@@ -280,7 +280,7 @@ std::optional<CompactPartial> SimWorker::chunk_partial(JobEntry& job, uint64_t c
 // Every chunk whose simulated finish time has passed is ready; ready chunks are reported, one
 // ResultBatch per job (runs merged), when the pacer says so, as a real worker's are.
 void SimWorker::on_device_tick() {
-  if (!conn_ || !conn_->is_open()) return;
+  if (!conn()) return;
   const auto now = Clock::now();
   while (!queue_.empty() && head_done_at_ <= now) {
     Run& run = queue_.front();
@@ -340,7 +340,7 @@ void SimWorker::report() {
     auto job = jobs_.find(r.job_id);
     const bool merge_runs = job != jobs_.end() && !job->second.chunk_partials;
     build_result_batches(r.job_id, r.outcomes, kDefaultMaxFrameBytes, merge_runs,
-                         [&](capnp::MessageBuilder& m) { conn_->send(m); });
+                         [&](capnp::MessageBuilder& m) { conn()->send(m); });
     for (const ChunkOutcome& o : r.outcomes) {
       (o.ok ? c.chunks_done : c.chunks_refused) += o.chunks;
       c.busy_seconds += o.busy_seconds;
@@ -351,8 +351,8 @@ void SimWorker::report() {
 }
 
 void SimWorker::heartbeat() {
-  if (!registered_ || !conn_ || !conn_->is_open()) return;
-  send_message(*conn_, [](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(0); });
+  if (!registered_ || !conn()) return;
+  send_message(*conn(), [](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(0); });
 }
 
 void SimWorker::reset_device() {

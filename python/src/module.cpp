@@ -203,15 +203,8 @@ class NativeClient {
   int no_workers_timeout_ms_;  // RunOptions::no_workers_timeout_ms (0: never)
 };
 
-}  // namespace
-
-PYBIND11_MODULE(_native, m) {
-  m.doc() = "libpclient for Python (use the psched package, not this module)";
-  m.attr("version") = PSCHED_VERSION;
-  // Cancelled after Error: translators are tried newest first, so the subclass is matched first.
-  auto error = py::register_exception<pclient::Error>(m, "Error", PyExc_RuntimeError);
-  py::register_exception<pclient::Cancelled>(m, "Cancelled", error.ptr());
-
+// The job description, as libpclient's Job.
+void bind_job(py::module_& m) {
   py::class_<pclient::Job>(m, "Job")
       .def(py::init<>())
       .def_readwrite("rows", &pclient::Job::rows)
@@ -234,7 +227,10 @@ PYBIND11_MODULE(_native, m) {
       .def("validate", [](const pclient::Job& job) { pclient::validate(job); })
       .def("chunks", &pclient::Job::chunks)
       .def("bytes", &pclient::Job::bytes);
+}
 
+// The client and what cancels its calls.
+void bind_client(py::module_& m) {
   py::class_<CancelFlag>(m, "CancelFlag")
       .def(py::init<>())
       .def("set", &CancelFlag::set)
@@ -251,7 +247,11 @@ PYBIND11_MODULE(_native, m) {
       .def("run", &NativeClient::run, py::arg("job"), py::arg("on_progress") = py::none(),
            py::arg("cancel") = nullptr, py::arg("interruptible") = false, py::arg("verify") = 0.0)
       .def("close", &NativeClient::close);
+}
 
+// LocalCluster's processes, described, started and stopped as pbench's local mode does it, and the
+// token file read as the binaries read it.
+void bind_local_cluster(py::module_& m) {
   // LocalCluster's children, started as pbench starts its own: fork+exec with PR_SET_PDEATHSIG, so
   // a Python killed with -9 takes them along (the signal follows the thread that spawned them).
   m.def("spawn_child", [](const std::string& path, const std::vector<std::string>& args,
@@ -300,4 +300,17 @@ PYBIND11_MODULE(_native, m) {
     if (!token) throw pclient::Error(token.message());
     return *token;
   });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "libpclient for Python (use the psched package, not this module)";
+  m.attr("version") = PSCHED_VERSION;
+  // Cancelled after Error: translators are tried newest first, so the subclass is matched first.
+  auto error = py::register_exception<pclient::Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception<pclient::Cancelled>(m, "Cancelled", error.ptr());
+  bind_job(m);
+  bind_client(m);
+  bind_local_cluster(m);
 }

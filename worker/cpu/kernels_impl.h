@@ -397,6 +397,40 @@ inline __attribute__((always_inline)) void lane_add(ReduceLanes& lanes, int l, d
   if (e2 != 0) lanes_spill(lanes, e2);
 }
 
+// One register's worth of a run's elements at p, `step` apart. `beyond` says an element of the run
+// lies past this register's last.
+inline __attribute__((always_inline)) vd load_register(const double* p, uint64_t step, bool beyond) {
+  vd v;
+  if (step == 1) {
+    __builtin_memcpy(&v, p, sizeof(v));
+  } else if (step == 2 && beyond) {
+    // Every other element (the DeepOps benchmark's [::2]): two plain loads and one shuffle instead
+    // of kW single loads. The second load reaches one element past this register's last, which
+    // exists: a later element of the run lies beyond it.
+    vd a, b;
+    __builtin_memcpy(&a, p, sizeof(a));
+    __builtin_memcpy(&b, p + kW, sizeof(b));
+    v = even_lanes(a, b);
+  } else {
+    for (int l = 0; l < kW; ++l) v[l] = p[uint64_t(l) * step];
+  }
+  return v;
+}
+
+// Register q's elements v one by one through lane_add, from the lanes as they were (hi, lo), which
+// then take what lane_add left. Lane by lane, never through the registers' addresses, so that the
+// caller's registers stay registers.
+inline __attribute__((always_inline)) void register_by_lanes(ReduceLanes& lanes, int q, vd v, vd& hi,
+                                                             vd& lo) {
+  for (int l = 0; l < kW; ++l) {
+    lanes.hi[q * kW + l] = hi[l];
+    lanes.lo[q * kW + l] = lo[l];
+    lane_add(lanes, q * kW + l, v[l]);
+    hi[l] = lanes.hi[q * kW + l];
+    lo[l] = lanes.lo[q * kW + l];
+  }
+}
+
 // The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8. Per
 // register both TwoSums run on the elements as they are, and one test of e2 (lo's own error) finds
 // the rare register that needs the scalar path: a nonzero e2 is something to spill, and a NaN,
@@ -417,35 +451,13 @@ void reduce(const double* x, uint64_t step, uint64_t n, double scale, double off
 #pragma GCC unroll 4
     for (int q = 0; q < kRegs; ++q) {
       const double* p = x + (j + uint64_t(q) * kW) * step;
-      vd v;
-      if (step == 1) {
-        __builtin_memcpy(&v, p, sizeof(v));
-      } else if (step == 2 && j + uint64_t(q + 1) * kW < n) {
-        // Every other element (the DeepOps benchmark's [::2]): two plain loads and one shuffle
-        // instead of kW single loads. The second load reaches one element past this register's
-        // last, which exists: a later element of the run lies beyond it.
-        vd a, b;
-        __builtin_memcpy(&a, p, sizeof(a));
-        __builtin_memcpy(&b, p + kW, sizeof(b));
-        v = even_lanes(a, b);
-      } else {
-        for (int l = 0; l < kW; ++l) v[l] = p[uint64_t(l) * step];
-      }
-      v = v * scale + offset;
+      const vd v = load_register(p, step, j + uint64_t(q + 1) * kW < n) * scale + offset;
       mn[q] = v < mn[q] ? v : mn[q];
       mx[q] = v > mx[q] ? v : mx[q];
       const vd t = hi[q] + v, bv = t - hi[q], e = (hi[q] - (t - bv)) + (v - bv);
       const vd t2 = lo[q] + e, be = t2 - lo[q], e2 = (lo[q] - (t2 - be)) + (e - be);
       if (__builtin_expect(any_set((vu)e2 & kAbs), 0)) {
-        // Back to the lanes as they were, then this register's elements one by one.
-        // (Lane by lane, never through the registers' addresses, so that they stay registers.)
-        for (int l = 0; l < kW; ++l) {
-          lanes.hi[q * kW + l] = hi[q][l];
-          lanes.lo[q * kW + l] = lo[q][l];
-          lane_add(lanes, q * kW + l, v[l]);
-          hi[q][l] = lanes.hi[q * kW + l];
-          lo[q][l] = lanes.lo[q * kW + l];
-        }
+        register_by_lanes(lanes, q, v, hi[q], lo[q]);
       } else {
         hi[q] = t;
         lo[q] = t2;

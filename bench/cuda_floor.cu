@@ -192,72 +192,91 @@ void time_generator_variants(const gpu::ChunkWork& work, void* buffer, int sm_co
   }
 }
 
+// The chunk-sized device memory measure_floor times kernels on.
+struct FloorBuffers {
+  void *buffer = nullptr, *copy = nullptr;
+  gpu::ChunkAccumulator* acc = nullptr;
+  gpu::ChunkResult* result = nullptr;
+  double* sum_out = nullptr;
+};
+
+FloorBuffers allocate_floor_buffers(uint64_t bytes) {
+  FloorBuffers b;
+  PSCHED_CUDA_CHECK(cudaMalloc(&b.buffer, bytes));
+  PSCHED_CUDA_CHECK(cudaMalloc(&b.copy, bytes));
+  PSCHED_CUDA_CHECK(cudaMalloc(&b.acc, sizeof(*b.acc)));
+  PSCHED_CUDA_CHECK(cudaMalloc(&b.result, sizeof(*b.result)));
+  PSCHED_CUDA_CHECK(cudaMalloc(&b.sum_out, sizeof(double)));
+  return b;
+}
+
+void free_floor_buffers(const FloorBuffers& b) {
+  for (void* p : {b.buffer, b.copy, static_cast<void*>(b.acc), static_cast<void*>(b.result),
+                  static_cast<void*>(b.sum_out)})
+    PSCHED_CUDA_CHECK(cudaFree(p));
+}
+
+// CUB's sums of the generated chunk in b.buffer, for reference: the strided (x + 1)[::2, ::2]
+// (plain, inexact) and the whole chunk (its read bandwidth).
+void time_cub_sums(const gpu::ChunkWork& work, const FloorBuffers& b, cudaStream_t stream, int it,
+                   Floor& f) {
+  const double* data = static_cast<const double*>(b.buffer);
+  const uint64_t n = work.box.rows * work.box.cols;
+  const StridedPlusOne plus_one{data, uint32_t(work.cols.count), uint32_t(2 * work.box.cols)};
+  auto strided = thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0), plus_one);
+  const uint32_t selected = uint32_t(work.selected());
+  size_t sum_temp_bytes = 0, strided_temp_bytes = 0;
+  PSCHED_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, sum_temp_bytes, data, b.sum_out, uint32_t(n)));
+  PSCHED_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, strided_temp_bytes, strided, b.sum_out, selected));
+  sum_temp_bytes = std::max(sum_temp_bytes, strided_temp_bytes);
+  void* sum_temp = nullptr;
+  PSCHED_CUDA_CHECK(cudaMalloc(&sum_temp, sum_temp_bytes));
+  f.sum_only_ms = time_ms(stream, it, [&] {
+    PSCHED_CUDA_CHECK(cub::DeviceReduce::Sum(sum_temp, sum_temp_bytes, strided, b.sum_out, selected, stream));
+  });
+  f.cub_sum_ms = time_ms(stream, it, [&] {
+    PSCHED_CUDA_CHECK(cub::DeviceReduce::Sum(sum_temp, sum_temp_bytes, data, b.sum_out, uint32_t(n), stream));
+  });
+  f.cub_sum_tb_per_s = double(work.box_bytes()) / (f.cub_sum_ms * 1e-3) / 1e12;
+  PSCHED_CUDA_CHECK(cudaStreamSynchronize(stream));
+  PSCHED_CUDA_CHECK(cudaFree(sum_temp));
+}
+
 Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
   Floor f{};
   gpu::ChunkWork work = gpu::chunk_work(spec, 0);
   gpu::ChunkWork fused = work;
   fused.fused = true;
   const uint64_t bytes = work.box_bytes();
-  const uint64_t n = work.box.rows * work.box.cols;
-
   cudaStream_t stream;
   PSCHED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  void *buffer = nullptr, *copy = nullptr, *sum_temp = nullptr;
-  gpu::ChunkAccumulator* acc = nullptr;
-  gpu::ChunkResult* result = nullptr;
-  double* sum_out = nullptr;
-  PSCHED_CUDA_CHECK(cudaMalloc(&buffer, bytes));
-  PSCHED_CUDA_CHECK(cudaMalloc(&copy, bytes));
-  PSCHED_CUDA_CHECK(cudaMalloc(&acc, sizeof(*acc)));
-  PSCHED_CUDA_CHECK(cudaMalloc(&result, sizeof(*result)));
-  PSCHED_CUDA_CHECK(cudaMalloc(&sum_out, sizeof(double)));
-
-  const double* data = static_cast<const double*>(buffer);
-  size_t sum_temp_bytes = 0, strided_temp_bytes = 0;
-  const StridedPlusOne plus_one{data, uint32_t(work.cols.count), uint32_t(2 * work.box.cols)};
-  auto strided = thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0), plus_one);
-  const uint32_t selected = uint32_t(work.selected());
-  PSCHED_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, sum_temp_bytes, data, sum_out, uint32_t(n)));
-  PSCHED_CUDA_CHECK(
-      cub::DeviceReduce::Sum(nullptr, strided_temp_bytes, strided, sum_out, selected));
-  sum_temp_bytes = std::max(sum_temp_bytes, strided_temp_bytes);
-  PSCHED_CUDA_CHECK(cudaMalloc(&sum_temp, sum_temp_bytes));
+  const FloorBuffers b = allocate_floor_buffers(bytes);
 
   const int it = a.iterations;
-  auto generate = [&] { gpu::launch_generate(work, buffer, sm_count, stream); };
+  auto generate = [&] { gpu::launch_generate(work, b.buffer, sm_count, stream); };
   auto reduce = [&] {
-    gpu::launch_reduce(gpu::BatchWork{work, 1, 0}, buffer, acc, result, sm_count, stream);
+    gpu::launch_reduce(gpu::BatchWork{work, 1, 0}, b.buffer, b.acc, b.result, sm_count, stream);
   };
   f.generate_ms = time_ms(stream, it, generate);
-  time_generator_variants(work, buffer, sm_count, stream, it, f);
+  time_generator_variants(work, b.buffer, sm_count, stream, it, f);
   generate();
   f.reduce_ms = time_ms(stream, it, reduce);
-  f.sum_only_ms = time_ms(stream, it, [&] {
-    PSCHED_CUDA_CHECK(cub::DeviceReduce::Sum(sum_temp, sum_temp_bytes, strided, sum_out,
-                                             selected, stream));
-  });
+  time_cub_sums(work, b, stream, it, f);
   f.floor_ms = time_ms(stream, it, [&] {
     generate();
     reduce();
   });
-  f.mean = exact_sum_of(acc, result) / double(work.selected());
+  f.mean = exact_sum_of(b.acc, b.result) / double(work.selected());
   f.fused_ms = time_ms(stream, it, [&] {
-    gpu::launch_reduce(gpu::BatchWork{fused, 1, 0}, nullptr, acc, result, sm_count, stream);
+    gpu::launch_reduce(gpu::BatchWork{fused, 1, 0}, nullptr, b.acc, b.result, sm_count, stream);
   });
   const double copy_ms = time_ms(stream, it, [&] {
-    PSCHED_CUDA_CHECK(cudaMemcpyAsync(copy, buffer, bytes, cudaMemcpyDeviceToDevice, stream));
+    PSCHED_CUDA_CHECK(cudaMemcpyAsync(b.copy, b.buffer, bytes, cudaMemcpyDeviceToDevice, stream));
   });
   f.copy_tb_per_s = 2.0 * double(bytes) / (copy_ms * 1e-3) / 1e12;
-  f.cub_sum_ms = time_ms(stream, it, [&] {
-    PSCHED_CUDA_CHECK(
-        cub::DeviceReduce::Sum(sum_temp, sum_temp_bytes, data, sum_out, uint32_t(n), stream));
-  });
-  f.cub_sum_tb_per_s = double(bytes) / (f.cub_sum_ms * 1e-3) / 1e12;
 
   PSCHED_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (void* p : {buffer, copy, sum_temp, static_cast<void*>(acc), static_cast<void*>(result),
-                  static_cast<void*>(sum_out)})
-    PSCHED_CUDA_CHECK(cudaFree(p));
+  free_floor_buffers(b);
   PSCHED_CUDA_CHECK(cudaStreamDestroy(stream));
   return f;
 }
@@ -379,6 +398,63 @@ BackendRun run_backend(const Args& a, const JobSpec& spec) {
   return run;
 }
 
+// The floor's key=value lines.
+void print_floor(const cudaDeviceProp& prop, const JobSpec& spec, const Args& args, const Floor& f) {
+  std::printf("device=%s\n", prop.name);
+  std::printf("chunk=%llux%llu float64 normal(10,1) (x+1)[::2,::2]\n",
+              (unsigned long long)spec.chunk_rows, (unsigned long long)spec.chunk_cols);
+  std::printf("iterations=%d\n", args.iterations);
+  std::printf("generate_ms=%.4f\n", f.generate_ms);
+  std::printf("generate_reference_ms=%.4f\n", f.generate_reference_ms);
+  std::printf("generate_uniform_ms=%.4f\n", f.generate_uniform_ms);
+  std::printf("generate_arange_ms=%.4f\n", f.generate_arange_ms);
+  std::printf("generate_arange_write_tb_per_s=%.3f\n",
+              double(spec.chunk_bytes()) / (f.generate_arange_ms * 1e-3) / 1e12);
+  std::printf("generate_cuda_libm_ms=%.4f\n", f.generate_cuda_libm_ms);
+  std::printf("strided_reduce_ms=%.4f\n", f.reduce_ms);
+  std::printf("strided_sum_only_ms=%.4f\n", f.sum_only_ms);
+  std::printf("floor_ms_per_chunk=%.4f\n", f.floor_ms);
+  std::printf("fused_ms_per_chunk=%.4f\n", f.fused_ms);
+  std::printf("d2d_copy_tb_per_s=%.3f\n", f.copy_tb_per_s);
+  std::printf("cub_sum_ms=%.4f\n", f.cub_sum_ms);
+  std::printf("cub_sum_tb_per_s=%.3f\n", f.cub_sum_tb_per_s);
+  std::printf("floor_mean=%.6f\n", f.mean);
+  std::printf("floor_vs_gpu_md=%.3f\n", f.floor_ms / kGpuMdFloorMs);
+  std::printf("fused_vs_gpu_md=%.3f\n", f.fused_ms / kGpuMdFusedMs);
+}
+
+// --batch-chunk's lines, beside the floor per 1e8 elements.
+void print_batch(const Args& args, const JobSpec& spec, const Floor& f, int sm_count) {
+  const BatchFloor b = measure_batch(args, spec, sm_count);
+  const double per_1e8 = f.floor_ms * 1e8 / double(spec.chunk_rows * spec.chunk_cols);
+  std::printf("batch_chunk=%llu\n", (unsigned long long)args.batch_side);
+  std::printf("batch_chunks=%u\n", b.chunks);
+  std::printf("batch_generate_ms=%.4f\n", b.generate_ms);
+  std::printf("batch_reduce_ms=%.4f\n", b.reduce_ms);
+  std::printf("batch_ms_per_1e8=%.4f\n", b.ms_per_1e8);
+  std::printf("batch_over_floor=%.3f\n", b.ms_per_1e8 / per_1e8);
+  std::printf("batch_copy_results_ms=%.4f\n", b.copy_results_ms);
+  std::printf("batch_copy_results_share=%.4f\n", b.copy_results_ms / b.total_ms);
+  std::printf("batch_copy_full_ms=%.4f\n", b.copy_full_ms);
+  std::printf("batch_copy_full_share=%.4f\n", b.copy_full_ms / b.total_ms);
+}
+
+// --chunks' lines: the real backend against its floor.
+BackendRun print_backend(const Args& args, const JobSpec& spec, const Floor& f) {
+  const BackendRun run = run_backend(args, spec);
+  const double floor = args.fused ? f.fused_ms : f.floor_ms;
+  std::printf("backend_chunks=%llu\n", (unsigned long long)args.chunks);
+  std::printf("backend_fused=%d\n", args.fused ? 1 : 0);
+  std::printf("backend_streams=%d\n", args.streams);
+  std::printf("backend_ms_per_chunk=%.4f\n", run.ms_per_chunk);
+  std::printf("backend_busy_ms_per_chunk=%.4f\n", run.busy_ms_per_chunk);
+  std::printf("backend_over_floor=%.3f\n", run.ms_per_chunk / floor);
+  std::printf("backend_mean=%.6f\n", run.mean);
+  std::printf("backend_failed=%llu\n", (unsigned long long)run.failed);
+  if (run.failed > 0) std::printf("backend_first_error=%s\n", run.first_error.c_str());
+  return run;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -396,58 +472,10 @@ int main(int argc, char** argv) {
     PSCHED_CUDA_CHECK(cudaGetDeviceProperties(&prop, args.device));
     const JobSpec spec = deepops_benchmark_job(args);
     const Floor f = measure_floor(args, spec, prop.multiProcessorCount);
-
-    std::printf("device=%s\n", prop.name);
-    std::printf("chunk=%llux%llu float64 normal(10,1) (x+1)[::2,::2]\n",
-                (unsigned long long)spec.chunk_rows, (unsigned long long)spec.chunk_cols);
-    std::printf("iterations=%d\n", args.iterations);
-    std::printf("generate_ms=%.4f\n", f.generate_ms);
-    std::printf("generate_reference_ms=%.4f\n", f.generate_reference_ms);
-    std::printf("generate_uniform_ms=%.4f\n", f.generate_uniform_ms);
-    std::printf("generate_arange_ms=%.4f\n", f.generate_arange_ms);
-    std::printf("generate_arange_write_tb_per_s=%.3f\n",
-                double(spec.chunk_bytes()) / (f.generate_arange_ms * 1e-3) / 1e12);
-    std::printf("generate_cuda_libm_ms=%.4f\n", f.generate_cuda_libm_ms);
-    std::printf("strided_reduce_ms=%.4f\n", f.reduce_ms);
-    std::printf("strided_sum_only_ms=%.4f\n", f.sum_only_ms);
-    std::printf("floor_ms_per_chunk=%.4f\n", f.floor_ms);
-    std::printf("fused_ms_per_chunk=%.4f\n", f.fused_ms);
-    std::printf("d2d_copy_tb_per_s=%.3f\n", f.copy_tb_per_s);
-    std::printf("cub_sum_ms=%.4f\n", f.cub_sum_ms);
-    std::printf("cub_sum_tb_per_s=%.3f\n", f.cub_sum_tb_per_s);
-    std::printf("floor_mean=%.6f\n", f.mean);
-    std::printf("floor_vs_gpu_md=%.3f\n", f.floor_ms / kGpuMdFloorMs);
-    std::printf("fused_vs_gpu_md=%.3f\n", f.fused_ms / kGpuMdFusedMs);
-
-    if (args.batch_side > 0) {
-      const BatchFloor b = measure_batch(args, spec, prop.multiProcessorCount);
-      const double per_1e8 = f.floor_ms * 1e8 / double(spec.chunk_rows * spec.chunk_cols);
-      std::printf("batch_chunk=%llu\n", (unsigned long long)args.batch_side);
-      std::printf("batch_chunks=%u\n", b.chunks);
-      std::printf("batch_generate_ms=%.4f\n", b.generate_ms);
-      std::printf("batch_reduce_ms=%.4f\n", b.reduce_ms);
-      std::printf("batch_ms_per_1e8=%.4f\n", b.ms_per_1e8);
-      std::printf("batch_over_floor=%.3f\n", b.ms_per_1e8 / per_1e8);
-      std::printf("batch_copy_results_ms=%.4f\n", b.copy_results_ms);
-      std::printf("batch_copy_results_share=%.4f\n", b.copy_results_ms / b.total_ms);
-      std::printf("batch_copy_full_ms=%.4f\n", b.copy_full_ms);
-      std::printf("batch_copy_full_share=%.4f\n", b.copy_full_ms / b.total_ms);
-    }
-
+    print_floor(prop, spec, args, f);
+    if (args.batch_side > 0) print_batch(args, spec, f, prop.multiProcessorCount);
     BackendRun run;
-    if (args.chunks > 0) {
-      run = run_backend(args, spec);
-      const double floor = args.fused ? f.fused_ms : f.floor_ms;
-      std::printf("backend_chunks=%llu\n", (unsigned long long)args.chunks);
-      std::printf("backend_fused=%d\n", args.fused ? 1 : 0);
-      std::printf("backend_streams=%d\n", args.streams);
-      std::printf("backend_ms_per_chunk=%.4f\n", run.ms_per_chunk);
-      std::printf("backend_busy_ms_per_chunk=%.4f\n", run.busy_ms_per_chunk);
-      std::printf("backend_over_floor=%.3f\n", run.ms_per_chunk / floor);
-      std::printf("backend_mean=%.6f\n", run.mean);
-      std::printf("backend_failed=%llu\n", (unsigned long long)run.failed);
-      if (run.failed > 0) std::printf("backend_first_error=%s\n", run.first_error.c_str());
-    }
+    if (args.chunks > 0) run = print_backend(args, spec, f);
 
     std::printf("%s: floor %.3f ms/chunk (generate %.3f + reduce %.3f; GPU.md H100 %.3f, x%.2f), "
                 "fused %.3f ms/chunk; 2500 chunks = %.2f s",

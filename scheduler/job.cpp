@@ -3,9 +3,34 @@
 #include <algorithm>
 #include <iterator>
 
+#include <fmt/format.h>
+
 #include "core/check.h"
 
 namespace psched {
+
+namespace {
+
+// Worker names in first-seen order, each once, with how often when more than once (a restarted
+// worker keeps its name and may fail a chunk twice): "a x2, b".
+std::vector<std::string> distinct(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::vector<size_t> times;
+  for (const auto& n : names) {
+    auto it = std::find(out.begin(), out.end(), n);
+    if (it == out.end()) {
+      out.push_back(n);
+      times.push_back(1);
+    } else {
+      ++times[size_t(it - out.begin())];
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (times[i] > 1) out[i] += fmt::format(" x{}", times[i]);
+  return out;
+}
+
+}  // namespace
 
 Job::Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool want_partials)
     : id_(id),
@@ -167,6 +192,10 @@ const std::vector<std::string>& Job::failed_on(uint64_t chunk) const {
   static const std::vector<std::string> kNone;
   const Blame* b = blame_of(chunk);
   return b != nullptr ? b->names : kNone;
+}
+
+std::vector<std::string> Job::failure_names(uint64_t chunk, bool copy) const {
+  return distinct(copy ? verify.failed_on(chunk) : failed_on(chunk));
 }
 
 uint32_t Job::failures(uint64_t chunk) const {

@@ -131,6 +131,9 @@ class Job {
   // failures count against the failure limit (all but a halved suspect range's crashes).
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
   uint32_t failures(uint64_t chunk) const;
+  // The workers `chunk` (copy: its verify copy) failed on, each name once, in first-seen order,
+  // with how often when more than once (a restarted worker keeps its name): "a x2, b".
+  std::vector<std::string> failure_names(uint64_t chunk, bool copy) const;
 
   // The merged partials of the done chunks, `sum` rounded from the exact total.
   PartialSum result() const;

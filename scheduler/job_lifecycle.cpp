@@ -1,7 +1,7 @@
-// Jobs through their life in the scheduler: a Submit becomes a Job, ResultBatches fold into it,
-// Progress streams to its client, and it ends done, failed or cancelled (and is remembered for the
-// dashboard); a worker that leaves or dies hands its running chunks back. Connections and Hello
-// are in scheduler.cpp, keeping windows full in dispatch.cpp.
+// Jobs through their life in the scheduler: a Submit becomes a Job, Progress streams to its client,
+// and it ends done, failed or cancelled (and is remembered for the dashboard); a worker that leaves
+// or dies hands its running chunks back. ResultBatches fold into a job in results.cpp, connections
+// and Hello are in scheduler.cpp, keeping windows full in dispatch.cpp.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -15,58 +15,6 @@
 #include "scheduler/scheduler.h"
 
 namespace psched {
-
-namespace {
-
-// Worker names in first-seen order, each once, with how often when more than once (a restarted
-// worker keeps its name and may fail a chunk twice): "a x2, b".
-std::vector<std::string> distinct(const std::vector<std::string>& names) {
-  std::vector<std::string> out;
-  std::vector<size_t> times;
-  for (const auto& n : names) {
-    auto it = std::find(out.begin(), out.end(), n);
-    if (it == out.end()) {
-      out.push_back(n);
-      times.push_back(1);
-    } else {
-      ++times[size_t(it - out.begin())];
-    }
-  }
-  for (size_t i = 0; i < out.size(); ++i)
-    if (times[i] > 1) out[i] += fmt::format(" x{}", times[i]);
-  return out;
-}
-
-// The workers a chunk (or, for a verify copy, the chunk's copy) failed on, each once, counted.
-std::vector<std::string> failed_on(const Job& job, uint64_t chunk, bool copy) {
-  return distinct(copy ? job.verify.failed_on(chunk) : job.failed_on(chunk));
-}
-
-// Why a batch's results cannot be taken (empty: they can): one names no chunks, covers several
-// chunks of a job that asked for one partial per chunk, or chunks not all running on `worker` (nor
-// settled already: a late duplicate is ignored, not refused).
-std::string refused_result(const Job& job, WorkerId worker, wire::ResultBatch::Reader batch) {
-  for (auto r : batch.getResults()) {
-    const ChunkRange range{r.getChunk(), r.getChunks()};
-    const bool inside = range.count > 0 && range.first < job.chunks() && range.count <= job.chunks() - range.first;
-    if (range.count == 0)
-      return fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job.id());
-    if (range.count > 1 && job.chunk_partials())
-      return fmt::format("a result for {} chunks of job {}, which asked for one per chunk", range.count, job.id());
-    if (inside && (job.ranges().running_here(range, worker) ||
-                   (range.count == 1 && job.verify.running_on(range.first) == worker) ||
-                   job.ranges().all_settled(range)))
-      continue;
-    return range.count == 1
-               ? fmt::format("result for chunk {} of job {} that was not assigned to this worker", range.first,
-                             job.id())
-               : fmt::format("result for chunks {} to {} of job {} that were not all assigned to this worker",
-                             range.first, range.first + (range.count - 1), job.id());
-  }
-  return {};
-}
-
-}  // namespace
 
 void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   JobSpec spec = from_wire(submit.getSpec());
@@ -115,133 +63,6 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   Job& accepted = *(jobs_[id] = std::move(job));
   if (workers_.empty()) send_progress(accepted, /*force=*/true);  // "no workers" at once
   dispatch();
-}
-
-void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch) {
-  if (batch.hasReturned()) {  // the answer to a GiveBack
-    on_given_back(worker, batch);
-    return;
-  }
-  const JobId job_id = batch.getJobId();
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
-    if (job_id == 0 || job_id >= next_job_id_) {
-      protocol_error(*worker.conn, fmt::format("results for unknown job {}", job_id));
-      return;
-    }
-    // The job finished, failed or was cancelled meanwhile: its late results are dropped (its
-    // chunks left the worker's window when the job was forgotten).
-    dispatch_to(worker);
-    return;
-  }
-  Job& job = *it->second;
-  const double busy = observe_busy(worker, job, batch);
-  // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
-  // good results first would keep a liar's partials, and could leave a job with every chunk done
-  // and no one to complete it.
-  if (const std::string wrong = refused_result(job, worker.id, batch); !wrong.empty()) {
-    protocol_error(*worker.conn, wrong);
-    return;
-  }
-  // Verify copies queued by this batch are for other workers, so every window is topped up, not
-  // only this worker's (which may not take them).
-  const uint64_t copies_before = job.verify.queued();
-  apply_partials(job, worker, batch, busy);
-  bool requeued = job.verify.queued() > copies_before;
-  if (const std::optional<bool> failed = apply_failures(job, worker, batch)) {
-    requeued = requeued || *failed;
-  } else {
-    dispatch();  // the job failed and is gone
-    return;
-  }
-  work_.update(job);
-  if (job.complete()) {
-    complete_job(job);
-  } else {
-    send_progress(job, /*force=*/false);
-  }
-  if (requeued) {
-    dispatch();
-  } else {
-    dispatch_to(worker);
-  }
-}
-
-double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, wire::ResultBatch::Reader batch) {
-  // A worker's own figure: NaN, infinite or negative would poison the counters for good.
-  const double busy = std::isfinite(batch.getBusySeconds()) && batch.getBusySeconds() >= 0
-                          ? batch.getBusySeconds()
-                          : 0.0;
-  worker.busy_seconds += busy;
-  // Chunks, not partials: a partial covers a run of them.
-  uint64_t reported = batch.getFailures().size();
-  for (auto r : batch.getResults()) reported += r.getChunks();
-  if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
-  worker.observe_speed(busy, reported * job.spec()->chunk_rows * job.spec()->chunk_cols);
-  return busy;
-}
-
-void Scheduler::apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch, double busy) {
-  uint64_t finished = 0, first_chunk = UINT64_MAX;
-  for (auto r : batch.getResults()) {
-    const ChunkRange range{r.getChunk(), r.getChunks()};
-    const uint64_t chunk = range.first;
-    // The common case: the range's exact terms go straight into the job's total.
-    if (!job.chunk_partials()) {
-      const auto exact = r.getExact();
-      const ChunkFigures figures{r.getSum(), r.getCount(), r.getMin(), r.getMax()};
-      if (job.finish_adding(range, worker.id, figures, exact.getTerms().size(),
-                            [&](ExactSum& total) { add_from_wire(exact, total); })) {
-        finished += range.count;
-        first_chunk = std::min<uint64_t>(first_chunk, chunk);
-      }
-      continue;  // else a late duplicate
-    }
-    const PartialSum partial = from_wire(r);
-    // A drawn chunk's first copy waits for another; a running verify copy settles it.
-    if (job.verify.drawn(chunk) && job.hold_for_verify(chunk, worker.id)) {
-      job.verify.first_copy(chunk, copy_of(worker, partial));
-    } else if (!job.finish(chunk, worker.id, partial)) {
-      if (job.verify.running_on(chunk) != worker.id) continue;
-      on_verify_copy(job, worker, chunk, partial);
-    }
-    ++finished;
-    first_chunk = std::min<uint64_t>(first_chunk, chunk);
-  }
-  observe_results(worker, job, finished, first_chunk, busy);
-  const uint64_t elements = finished * job.spec()->chunk_rows * job.spec()->chunk_cols;
-  const uint64_t bytes = finished * job.spec()->chunk_bytes();
-  worker.in_flight.remove(job.id(), finished);
-  worker.chunks_done += finished;
-  worker.elements_done += elements;
-  worker.bytes_reduced += bytes;
-  counters_.tasks_done += finished;
-  counters_.bytes_reduced += bytes;
-}
-
-std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch) {
-  bool requeued = false;
-  for (auto f : batch.getFailures()) {
-    const uint64_t chunk = f.getChunk();
-    if (chunk >= job.chunks()) continue;
-    const bool copy = job.verify.running_on(chunk) == worker.id;
-    if (!copy && !job.ranges().running_here(ChunkRange{chunk, 1}, worker.id)) continue;
-    worker.in_flight.remove(job.id(), 1);
-    ++counters_.tasks_failed;
-    const std::string message = printable(f.getMessage().cStr(), 1000);
-    spdlog::warn("job {} chunk {} {}failed on worker '{}': {}", job.id(), chunk, copy ? "(verify copy) " : "",
-                 worker.name, message);
-    const uint32_t failures = copy ? job.verify.requeue(chunk, worker.id, worker.name, /*blame=*/true)
-                                   : job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
-    ++counters_.tasks_requeued;
-    requeued = true;
-    if (failures >= config_.allowed_failures) {
-      fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, failures,
-                                fmt::join(failed_on(job, chunk, copy), ", "), message));
-      return std::nullopt;
-    }
-  }
-  return requeued;
 }
 
 void Scheduler::send_progress(Job& job, bool force) {
@@ -434,7 +255,7 @@ std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord&
   if (at_limit.empty()) return std::nullopt;
   const uint64_t chunk = at_limit.front().first;
   const size_t taken_down = copy_at_limit ? job.verify.failed_on(chunk).size() : job.failed_on(chunk).size();
-  const auto workers = failed_on(job, chunk, copy_at_limit);  // each name once
+  const auto workers = job.failure_names(chunk, copy_at_limit);  // each name once
   if (at_limit.size() == 1 && at_limit.front().count == 1)
     return fmt::format("chunk {}{} took down {} ({}); the last one was lost: {}", chunk,
                        copy_at_limit ? " (verify copy)" : "", counted(taken_down, "worker"),

@@ -1,5 +1,5 @@
 // Verify in the scheduler: a drawn chunk's copies travel to workers like any chunk (dispatch.cpp
-// takes them first), come back in ResultBatches (job_lifecycle.cpp hands them here), and are settled
+// takes them first), come back in ResultBatches (results.cpp hands them here), and are settled
 // by the job's ChunkVerifier (verify.h); suspects are logged and counted per worker for /metrics and
 // the dashboard, and the job's JobResult lists the mismatches.
 #include <fmt/format.h>

@@ -150,7 +150,7 @@ class Scheduler {
   void on_client_message(ClientRecord& client, wire::Message::Reader message);
 
   void on_submit(ClientRecord& client, wire::Submit::Reader submit);
-  // job_lifecycle.cpp: a ResultBatch, checked whole (refused_result), then its partials and its
+  // results.cpp: a ResultBatch, checked whole (refused_result), then its partials and its
   // failures; apply_failures returns whether it re-queued any, nullopt when the job failed (and is
   // gone).
   void on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch);

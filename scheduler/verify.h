@@ -3,7 +3,7 @@
 // compared with same_bits() (core/partial.h); on a mismatch a third worker, where there is one,
 // breaks the tie. Only chunks awaiting another copy hold a partial here, so the state stays as small
 // as the copies in flight. The Job keeps the chunk in TaskState::kVerifying meanwhile; the scheduler
-// (job_lifecycle.cpp, dispatch.cpp) moves copies between this and the workers.
+// (results.cpp, job_lifecycle.cpp, dispatch.cpp) moves copies between this and the workers.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,172 @@
+// A ResultBatch folded into its job: checked whole first (refused_result), then its partials (the
+// common case: a run's exact terms straight into the job's total; a verify job's chunk by chunk,
+// through its ChunkVerifier) and its failures (re-queued, blamed, the job failed at the limit).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "app/logging.h"
+#include "net/wire_convert.h"
+#include "scheduler/scheduler.h"
+
+namespace psched {
+
+namespace {
+
+// Why a batch's results cannot be taken (empty: they can): one names no chunks, covers several
+// chunks of a job that asked for one partial per chunk, or chunks not all running on `worker` (nor
+// settled already: a late duplicate is ignored, not refused).
+std::string refused_result(const Job& job, WorkerId worker, wire::ResultBatch::Reader batch) {
+  for (auto r : batch.getResults()) {
+    const ChunkRange range{r.getChunk(), r.getChunks()};
+    const bool inside = range.count > 0 && range.first < job.chunks() && range.count <= job.chunks() - range.first;
+    if (range.count == 0)
+      return fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job.id());
+    if (range.count > 1 && job.chunk_partials())
+      return fmt::format("a result for {} chunks of job {}, which asked for one per chunk", range.count, job.id());
+    if (inside && (job.ranges().running_here(range, worker) ||
+                   (range.count == 1 && job.verify.running_on(range.first) == worker) ||
+                   job.ranges().all_settled(range)))
+      continue;
+    return range.count == 1
+               ? fmt::format("result for chunk {} of job {} that was not assigned to this worker", range.first,
+                             job.id())
+               : fmt::format("result for chunks {} to {} of job {} that were not all assigned to this worker",
+                             range.first, range.first + (range.count - 1), job.id());
+  }
+  return {};
+}
+
+}  // namespace
+
+void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch) {
+  if (batch.hasReturned()) {  // the answer to a GiveBack
+    on_given_back(worker, batch);
+    return;
+  }
+  const JobId job_id = batch.getJobId();
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    if (job_id == 0 || job_id >= next_job_id_) {
+      protocol_error(*worker.conn, fmt::format("results for unknown job {}", job_id));
+      return;
+    }
+    // The job finished, failed or was cancelled meanwhile: its late results are dropped (its
+    // chunks left the worker's window when the job was forgotten).
+    dispatch_to(worker);
+    return;
+  }
+  Job& job = *it->second;
+  const double busy = observe_busy(worker, job, batch);
+  // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
+  // good results first would keep a liar's partials, and could leave a job with every chunk done
+  // and no one to complete it.
+  if (const std::string wrong = refused_result(job, worker.id, batch); !wrong.empty()) {
+    protocol_error(*worker.conn, wrong);
+    return;
+  }
+  // Verify copies queued by this batch are for other workers, so every window is topped up, not
+  // only this worker's (which may not take them).
+  const uint64_t copies_before = job.verify.queued();
+  apply_partials(job, worker, batch, busy);
+  bool requeued = job.verify.queued() > copies_before;
+  if (const std::optional<bool> failed = apply_failures(job, worker, batch)) {
+    requeued = requeued || *failed;
+  } else {
+    dispatch();  // the job failed and is gone
+    return;
+  }
+  work_.update(job);
+  if (job.complete()) {
+    complete_job(job);
+  } else {
+    send_progress(job, /*force=*/false);
+  }
+  if (requeued) {
+    dispatch();
+  } else {
+    dispatch_to(worker);
+  }
+}
+
+double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, wire::ResultBatch::Reader batch) {
+  // A worker's own figure: NaN, infinite or negative would poison the counters for good.
+  const double busy = std::isfinite(batch.getBusySeconds()) && batch.getBusySeconds() >= 0
+                          ? batch.getBusySeconds()
+                          : 0.0;
+  worker.busy_seconds += busy;
+  // Chunks, not partials: a partial covers a run of them.
+  uint64_t reported = batch.getFailures().size();
+  for (auto r : batch.getResults()) reported += r.getChunks();
+  if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
+  worker.observe_speed(busy, reported * job.spec()->chunk_rows * job.spec()->chunk_cols);
+  return busy;
+}
+
+void Scheduler::apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch, double busy) {
+  uint64_t finished = 0, first_chunk = UINT64_MAX;
+  for (auto r : batch.getResults()) {
+    const ChunkRange range{r.getChunk(), r.getChunks()};
+    const uint64_t chunk = range.first;
+    // The common case: the range's exact terms go straight into the job's total.
+    if (!job.chunk_partials()) {
+      const auto exact = r.getExact();
+      const ChunkFigures figures{r.getSum(), r.getCount(), r.getMin(), r.getMax()};
+      if (job.finish_adding(range, worker.id, figures, exact.getTerms().size(),
+                            [&](ExactSum& total) { add_from_wire(exact, total); })) {
+        finished += range.count;
+        first_chunk = std::min<uint64_t>(first_chunk, chunk);
+      }
+      continue;  // else a late duplicate
+    }
+    const PartialSum partial = from_wire(r);
+    // A drawn chunk's first copy waits for another; a running verify copy settles it.
+    if (job.verify.drawn(chunk) && job.hold_for_verify(chunk, worker.id)) {
+      job.verify.first_copy(chunk, copy_of(worker, partial));
+    } else if (!job.finish(chunk, worker.id, partial)) {
+      if (job.verify.running_on(chunk) != worker.id) continue;
+      on_verify_copy(job, worker, chunk, partial);
+    }
+    ++finished;
+    first_chunk = std::min<uint64_t>(first_chunk, chunk);
+  }
+  observe_results(worker, job, finished, first_chunk, busy);
+  const uint64_t elements = finished * job.spec()->chunk_rows * job.spec()->chunk_cols;
+  const uint64_t bytes = finished * job.spec()->chunk_bytes();
+  worker.in_flight.remove(job.id(), finished);
+  worker.chunks_done += finished;
+  worker.elements_done += elements;
+  worker.bytes_reduced += bytes;
+  counters_.tasks_done += finished;
+  counters_.bytes_reduced += bytes;
+}
+
+std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch) {
+  bool requeued = false;
+  for (auto f : batch.getFailures()) {
+    const uint64_t chunk = f.getChunk();
+    if (chunk >= job.chunks()) continue;
+    const bool copy = job.verify.running_on(chunk) == worker.id;
+    if (!copy && !job.ranges().running_here(ChunkRange{chunk, 1}, worker.id)) continue;
+    worker.in_flight.remove(job.id(), 1);
+    ++counters_.tasks_failed;
+    const std::string message = printable(f.getMessage().cStr(), 1000);
+    spdlog::warn("job {} chunk {} {}failed on worker '{}': {}", job.id(), chunk, copy ? "(verify copy) " : "",
+                 worker.name, message);
+    const uint32_t failures = copy ? job.verify.requeue(chunk, worker.id, worker.name, /*blame=*/true)
+                                   : job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
+    ++counters_.tasks_requeued;
+    requeued = true;
+    if (failures >= config_.allowed_failures) {
+      fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, failures,
+                                fmt::join(job.failure_names(chunk, copy), ", "), message));
+      return std::nullopt;
+    }
+  }
+  return requeued;
+}
+
+}  // namespace psched

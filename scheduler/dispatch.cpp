@@ -57,6 +57,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
 void Scheduler::send_top_up(WorkerRecord& worker, const JobTopUp& top_up) {
   const Job& job = *top_up.job;
   counters_.tasks_dispatched += top_up.chunks();
+  send_owed_drops(worker);
   if (worker.defined_jobs.insert(job.id()).second) {
     defined_on_[job.id()].push_back(worker.id);
     send_message(*worker.conn, [&](wire::Message::Builder m) {

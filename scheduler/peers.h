@@ -99,6 +99,9 @@ struct WorkerRecord : WorkerInfo {
   std::shared_ptr<FramedConnection> conn;
   InFlight in_flight;
   std::set<JobId> defined_jobs;                    // jobs whose spec it has been sent
+  // Completed jobs it was sent, whose DropJob rides with the next message to it (Scheduler::
+  // forget_job): nothing of theirs is left on it, so the drop need not cost a write of its own.
+  std::vector<JobId> drops_owed;
   // Running a suspect chunk alone (Job::requeue_suspect): it gets nothing more until its window is
   // empty again, so that if it dies, the suspect is the one to blame.
   bool isolating = false;

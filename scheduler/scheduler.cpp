@@ -154,7 +154,10 @@ void Scheduler::heartbeat() {
   if (shutting_down_) return;
   capnp::MallocMessageBuilder m(16);
   m.initRoot<wire::Message>().initHeartbeat();
-  for (auto& [id, w] : workers_) w->conn->send(m);
+  for (auto& [id, w] : workers_) {
+    send_owed_drops(*w);
+    w->conn->send(m);
+  }
   for (auto& [id, c] : clients_) c->conn->send(m);
   if (workers_.empty()) {
     for (auto& [id, job] : jobs_) send_progress(*job, /*force=*/true);  // still no workers

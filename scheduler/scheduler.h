@@ -200,6 +200,9 @@ class Scheduler {
   void fail_job(Job& job, const std::string& message);
   void cancel_job(JobId id);
   void forget_job(Job& job);  // drops it from workers and the job table
+  // The DropJobs a worker is owed (WorkerRecord::drops_owed), sent with its next message: a
+  // TaskBatch (send_top_up) or at the latest the next heartbeat.
+  void send_owed_drops(WorkerRecord& worker);
   void remember_job(const Job& job, const char* state, const std::string& message);
   void remove_worker(WorkerId id, const std::string& why, bool graceful);
   // The chunks of `job` that worker `w` held go back to the queue (blamed unless it left on

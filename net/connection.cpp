@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <functional>
 
 #include "core/check.h"
@@ -98,7 +99,7 @@ tcp::socket& FramedConnection::socket() {
 void FramedConnection::start(Handlers handlers) {
   handlers_ = std::move(handlers);
   last_rx_ = std::chrono::steady_clock::now();
-  if (!std::holds_alternative<TlsStream>(stream_)) return read_header();
+  if (!std::holds_alternative<TlsStream>(stream_)) return read_next();
   // Nothing may be written through TLS before the handshake is done: frames queued meanwhile wait
   // as they would behind a write in flight, and go out once it completes.
   channel_ = Channel::kHandshaking;  // the TLS channel's first state (start runs once)
@@ -147,7 +148,7 @@ void FramedConnection::handshake() {
                           linger_then_close(self, self->socket(), [self, why] { self->close(why); });
                           return;
                         }
-                        self->read_header();
+                        self->read_next();
                         if (!self->out_.empty()) self->flush();
                         else if (self->state_ == State::kDraining) self->close("closed by us");
                       });
@@ -206,69 +207,100 @@ void FramedConnection::arm_idle_timer(std::chrono::steady_clock::time_point sile
   });
 }
 
-void FramedConnection::read_header() {
-  with_stream([this](auto& stream) {
-    asio::async_read(stream, asio::buffer(header_, sizeof(header_)),
-                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                     if (!self->is_open()) return;
-                     if (ec) {
-                       self->close(self->why_failed(ec, "peer closed the connection"));
-                       return;
-                     }
-                     if (self->header_[0] == kTlsHandshakeRecord && self->header_[1] == 3 &&
-                         !std::holds_alternative<TlsStream>(self->stream_) && self->can_write() &&
-                         self->state_ == State::kOpen) {
-                       // A ClientHello on a plain port: told in the clear (its TLS stack will fail
-                       // on our frame), the rest of its hello discarded before we close.
-                       self->refuse_in_the_clear(kSchedulerSpeaksPlain, kSchedulerSpeaksPlain);
-                       return;
-                     }
-                     const uint32_t n = decode_frame_length(self->header_);
-                     if (n == 0 || n % sizeof(capnp::word) != 0) {
-                       self->send_error_and_close(
-                           fmt::format("malformed frame: length {} is not a positive multiple of 8", n));
-                       return;
-                     }
-                     if (n > self->max_frame_bytes_) {
-                       self->send_error_and_close(fmt::format(
-                           "frame of {} bytes exceeds the limit of {} bytes", n, self->max_frame_bytes_));
-                       return;
-                     }
-                     self->read_body(n);
-                   });
-  });
+// What is read comes in as many bytes as the socket has (up to the buffer's room) and is cut into
+// frames here: a burst of frames costs one read, not two per frame (a header, then its body).
+void FramedConnection::read_next() {
+  while (is_open()) {
+    if (queued_bytes() > kPauseReadingBytes) {
+      read_paused_ = true;  // flush() resumes once the peer has taken what we owe it
+      return;
+    }
+    switch (take_frame()) {
+      case Taken::kFrame:
+        continue;
+      case Taken::kStop:
+        return;
+      case Taken::kNeedMore:
+        return read_more();
+    }
+  }
 }
 
-void FramedConnection::read_body(uint32_t bytes) {
-  if (bytes / sizeof(capnp::word) > body_words_) {
-    body_words_ = bytes / sizeof(capnp::word);
+FramedConnection::Taken FramedConnection::take_frame() {
+  const size_t have = in_end_ - in_begin_;
+  if (have < kFrameHeaderBytes) return Taken::kNeedMore;
+  const uint8_t* header = reinterpret_cast<const uint8_t*>(in_.get() + in_begin_);
+  if (header[0] == kTlsHandshakeRecord && header[1] == 3 && !std::holds_alternative<TlsStream>(stream_) &&
+      can_write() && state_ == State::kOpen) {
+    // A ClientHello on a plain port: told in the clear (its TLS stack will fail on our frame), the
+    // rest of its hello discarded before we close.
+    refuse_in_the_clear(kSchedulerSpeaksPlain, kSchedulerSpeaksPlain);
+    return Taken::kStop;
+  }
+  const uint32_t n = decode_frame_length(header);
+  if (n == 0 || n % sizeof(capnp::word) != 0) {
+    send_error_and_close(fmt::format("malformed frame: length {} is not a positive multiple of 8", n));
+    return Taken::kStop;
+  }
+  if (n > max_frame_bytes_) {
+    send_error_and_close(fmt::format("frame of {} bytes exceeds the limit of {} bytes", n, max_frame_bytes_));
+    return Taken::kStop;
+  }
+  if (have < kFrameHeaderBytes + n) {
+    need_ = kFrameHeaderBytes + n;
+    return Taken::kNeedMore;
+  }
+  // Cap'n Proto reads whole words: the body is copied to word-aligned memory (a frame's offset in
+  // the read buffer is any multiple of 4).
+  if (n / sizeof(capnp::word) > body_words_) {
+    body_words_ = n / sizeof(capnp::word);
     body_.reset(new capnp::word[body_words_]);  // default-initialised: no page touched yet
   }
-  with_stream([this, bytes](auto& stream) {
-    asio::async_read(stream, asio::buffer(body_.get(), bytes),
-                   [self = shared_from_this(), bytes](const boost::system::error_code& ec, size_t) {
-                     if (!self->is_open()) return;
-                     if (ec) {
-                       self->close(self->why_failed(ec, "peer closed the connection mid-frame"));
-                       return;
-                     }
-                     self->last_rx_ = std::chrono::steady_clock::now();
-                     self->dispatch(bytes);
-                     if (self->body_words_ * sizeof(capnp::word) > kKeepBodyBytes) {
-                       self->body_.reset();
-                       self->body_words_ = 0;
-                     }
-                     if (self->is_open()) self->read_next();
-                   });
-  });
+  std::memcpy(body_.get(), in_.get() + in_begin_ + kFrameHeaderBytes, n);
+  in_begin_ += kFrameHeaderBytes + n;
+  need_ = 0;
+  last_rx_ = std::chrono::steady_clock::now();  // a whole frame, not a byte, is a sign of life
+  dispatch(n);
+  if (body_words_ * sizeof(capnp::word) > kKeepBodyBytes) {
+    body_.reset();
+    body_words_ = 0;
+  }
+  return is_open() ? Taken::kFrame : Taken::kStop;
 }
 
-void FramedConnection::read_next() {
-  if (queued_bytes() > kPauseReadingBytes) {
-    read_paused_ = true;  // flush() resumes once the peer has taken what we owe it
-    return;
+void FramedConnection::read_more() {
+  // What is left of a frame moves to the front; the buffer holds the frame being read (need_,
+  // once its header is in) and kReadAheadBytes at least, and is let go when a big frame left it
+  // larger than kKeepBodyBytes and empty.
+  const size_t left = in_end_ - in_begin_;
+  if (left == 0 && in_capacity_ > kKeepBodyBytes) {
+    in_.reset();
+    in_capacity_ = 0;
   }
-  read_header();
+  if (in_begin_ > 0 && left > 0) std::memmove(in_.get(), in_.get() + in_begin_, left);
+  in_begin_ = 0;
+  in_end_ = left;
+  const size_t want = std::max<size_t>(kReadAheadBytes, need_);
+  if (in_capacity_ < want) {
+    std::unique_ptr<char[]> bigger(new char[want]);  // default-initialised: no page touched yet
+    if (left > 0) std::memcpy(bigger.get(), in_.get(), left);
+    in_ = std::move(bigger);
+    in_capacity_ = want;
+  }
+  with_stream([this](auto& stream) {
+    stream.async_read_some(
+        asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_),
+        [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+          if (!self->is_open()) return;
+          if (ec) {
+            self->close(self->why_failed(ec, self->in_end_ > self->in_begin_ ? "peer closed the connection mid-frame"
+                                                                              : "peer closed the connection"));
+            return;
+          }
+          self->in_end_ += n;
+          self->read_next();
+        });
+  });
 }
 
 void FramedConnection::dispatch(size_t bytes) {
@@ -327,7 +359,7 @@ void FramedConnection::flush() {
                       if (self->read_paused_ && self->state_ == State::kOpen &&
                           self->queued_bytes() <= kPauseReadingBytes) {
                         self->read_paused_ = false;
-                        self->read_header();
+                        self->read_next();
                       }
                       if (!self->out_.empty()) {
                         self->flush();

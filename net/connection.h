@@ -49,6 +49,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   static constexpr size_t kPauseReadingBytes = size_t{1} << 20;
   static constexpr size_t kMaxUnsentBytes = size_t{64} << 20;
   static constexpr size_t kKeepBodyBytes = size_t{64} << 10;
+  // A read asks for at least this much (a burst of small frames in one read); an idle peer's
+  // buffer is this big (psched holds one per connection).
+  static constexpr size_t kReadAheadBytes = 2048;
 
   FramedConnection(boost::asio::ip::tcp::socket socket, uint32_t max_frame_bytes,
                    Transport transport = {});
@@ -92,9 +95,12 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void handshake();
   // Why a read or write failed, in words (TLS failures described by tls.h).
   std::string why_failed(const boost::system::error_code& ec, const char* eof_text);
-  void read_header();
-  void read_next();  // read_header, unless too much is unsent: then after the next write
-  void read_body(uint32_t bytes);
+  // The frames already read, dispatched one by one, then more from the socket; unless too much is
+  // unsent: then after the next write.
+  void read_next();
+  enum class Taken : uint8_t { kFrame, kNeedMore, kStop };  // kStop: refused, closed or closing
+  Taken take_frame();  // the next whole frame in the read buffer, checked and dispatched
+  void read_more();    // reads what the socket has into the buffer, then read_next()
   void dispatch(size_t bytes);
   void flush();
   void arm_idle_timer(std::chrono::steady_clock::time_point silent_since);
@@ -122,8 +128,11 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   uint32_t max_frame_bytes_;
   Handlers handlers_;
   std::string remote_;
-  uint8_t header_[4] = {};
-  std::unique_ptr<capnp::word[]> body_;  // body_words_ words, uninitialised until read into
+  // Bytes read and not yet taken as frames: in_[in_begin_, in_end_) of in_capacity_; need_ is the
+  // length (header included) of the frame being read once its header is in, else 0.
+  std::unique_ptr<char[]> in_;
+  size_t in_capacity_ = 0, in_begin_ = 0, in_end_ = 0, need_ = 0;
+  std::unique_ptr<capnp::word[]> body_;  // body_words_ words: the frame being dispatched
   size_t body_words_ = 0;
   std::string out_;      // frames queued while a write is in flight
   std::string writing_;  // the frames of the write in flight

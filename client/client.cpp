@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/job_spec.h"
+#include "core/plural.h"
 #include "core/worker_info.h"
 #include "net/address.h"
 #include "net/connection.h"
@@ -242,7 +243,8 @@ std::vector<WorkerInfo> Client::wait_for_workers(size_t n, int timeout_ms) {
     auto list = workers();
     if (list.size() >= n) return list;
     if (std::chrono::steady_clock::now() >= deadline)
-      throw Error(fmt::format("only {} of {} workers registered within {} ms", list.size(), n, timeout_ms));
+      throw Error(fmt::format("only {} of {} registered within {} ms", list.size(), psched::counted(n, "worker"),
+                              timeout_ms));
     // Readiness check, not synchronisation: ask again shortly.
     asio::steady_timer pause(impl_->io, std::chrono::milliseconds(20));
     pause.wait();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/plural.h"
 
 namespace pclient {
 
@@ -84,9 +85,9 @@ void JobRun::send_cancel() {
 void JobRun::no_workers_timeout() {
   if (state_ != State::kAccepted || !waiting_for_workers_) return;
   waiting_for_workers_ = false;
-  failure_ = fmt::format("no workers: none joined within {:g} s, {} of {} chunks left; the job was cancelled "
+  failure_ = fmt::format("no workers: none joined within {:g} s, {} of {} left; the job was cancelled "
                          "(a longer no-workers timeout waits longer)",
-                         options_.no_workers_timeout_ms / 1000.0, chunks_left_, chunks_total_);
+                         options_.no_workers_timeout_ms / 1000.0, chunks_left_, psched::counted(chunks_total_, "chunk"));
   send_cancel();
   to(State::kFailed);
 }

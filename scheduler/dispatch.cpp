@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/plural.h"
 #include "net/wire_convert.h"
 #include "scheduler/give_back.h"
 #include "scheduler/scheduler.h"
@@ -138,8 +139,8 @@ void Scheduler::on_given_back(WorkerRecord& worker, wire::ResultBatch::Reader ba
     const ChunkRange range{r.getFirst(), r.getCount()};
     if (range.count == 0 || range.first >= job.chunks() || range.count > job.chunks() - range.first ||
         !job.ranges().running_here(range, worker.id)) {
-      protocol_error(*worker.conn, fmt::format("gave back {} chunks from chunk {} of job {}, which it does not hold",
-                                               range.count, range.first, job.id()));
+      protocol_error(*worker.conn, fmt::format("gave back {} from chunk {} of job {}, which it does not hold",
+                                               counted(range.count, "chunk"), range.first, job.id()));
       return;
     }
   }

@@ -39,8 +39,8 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
       f.setJobId(0);
       f.setMessage(st.message());
     });
-    job_refusals_.warn(fmt::format("client {} '{}': refused a job of {} chunks: {}", client.id,
-                                   client.name, chunks, st.message()));
+    job_refusals_.warn(fmt::format("client {} '{}': refused a job of {}: {}", client.id,
+                                   client.name, counted(chunks, "chunk"), st.message()));
     return;
   }
   const JobId id = next_job_id_++;
@@ -49,8 +49,8 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   job->verify = ChunkVerifier(verify_fraction, job_spec.seed);
   ++counters_.jobs_submitted;
   if (spdlog::should_log(spdlog::level::info))  // describe() is not free: tiny jobs notice
-    spdlog::info("job {} from client '{}': {} ({} chunks)", id, client.name, describe(spec),
-                 job->chunks());
+    spdlog::info("job {} from client '{}': {} ({})", id, client.name, describe(spec),
+                 counted(job->chunks(), "chunk"));
   send_message(*client.conn, [&](wire::Message::Builder m) {
     auto a = m.initJobAccepted();
     a.setTag(submit.getTag());
@@ -144,8 +144,8 @@ void Scheduler::cancel_job(JobId id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   ++counters_.jobs_cancelled;
-  spdlog::info("job {} cancelled ({} of {} chunks done)", id, it->second->done(),
-               it->second->chunks());
+  spdlog::info("job {} cancelled ({} of {} done)", id, it->second->done(),
+               counted(it->second->chunks(), "chunk"));
   remember_job(*it->second, "cancelled", "cancelled by its client, or its client left");
   forget_job(*it->second);
   dispatch();

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/chunk_grid.h"
+#include "core/plural.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/cuda_backend_impl.h"
 
@@ -79,9 +80,9 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     const JobSpec& spec = *spec_ptr;
     const uint64_t chunks = spec.chunks();
     if (first >= chunks || count > chunks - first) {
-      fail(count == 1 ? fmt::format("chunk {} is out of range (the job has {} chunks)", first, chunks)
-                      : fmt::format("chunks {}..{} are out of range (the job has {} chunks)", first,
-                                    first + count - 1, chunks));
+      fail(count == 1 ? fmt::format("chunk {} is out of range (the job has {})", first, counted(chunks, "chunk"))
+                      : fmt::format("chunks {}..{} are out of range (the job has {})", first, first + count - 1,
+                                    counted(chunks, "chunk")));
       return entry;
     }
     const bool batch = batched(spec);

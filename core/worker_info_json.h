@@ -66,6 +66,14 @@ nlohmann::json worker_info_json(const Info& w) {
   return j;
 }
 
+// One segment of the task stream, [job, worker id, first chunk, chunks, start s, end s]: the shape
+// the dashboard's and the report's lanes (app/task_lanes_js.h) draw, from psched's /api/task-stream
+// and pbench's report timeline.
+inline nlohmann::json task_segment_json(uint64_t job, uint64_t worker, uint64_t first_chunk, uint64_t chunks,
+                                        double start_s, double end_s) {
+  return nlohmann::json::array({job, worker, first_chunk, chunks, start_s, end_s});
+}
+
 // A worker's part in one job: /api/status's jobs[].devices (the scheduler's DeviceShare) and
 // pbench's and Python's devices of a run (libpclient's DeviceReport, read from the JobResult the
 // scheduler wrote from that DeviceShare). pbench adds the busy share and the GPU over the job.

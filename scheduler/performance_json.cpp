@@ -29,7 +29,7 @@ double since_from_query(std::string_view target) {
 json task_stream_json(const Scheduler& s, double since_s) {
   json segments = json::array();
   for (const TaskSegment& t : s.task_stream().since(since_s, kMaxSegmentsServed))
-    segments.push_back(json::array({t.job, t.worker, t.first_chunk, t.chunks, t.start_s, t.end_s}));
+    segments.push_back(task_segment_json(t.job, t.worker, t.first_chunk, t.chunks, t.start_s, t.end_s));
   json workers = json::object();
   for (const auto& [id, w] : s.workers()) workers[std::to_string(id)] = w->name;
   return {{"now", s.seconds_since_start()}, {"workers", std::move(workers)},

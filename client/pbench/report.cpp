@@ -11,6 +11,7 @@
 #include <map>
 
 #include "app/task_lanes_js.h"
+#include "core/worker_info_json.h"
 #include "cluster_report.h"
 
 namespace pbench {
@@ -73,8 +74,8 @@ json report_json(const pclient::Job& job, const pclient::Result& r,
   for (const auto& d : r.devices) lanes.push_back({{"id", d.worker_id}, {"name", d.name}, {"slow", d.slow}});
   json segments = json::array();
   for (const auto& t : r.timeline)
-    segments.push_back(json::array({r.job_id, t.worker_id, t.first_chunk, t.chunks, us(t.start_seconds),
-                                    us(t.end_seconds)}));
+    segments.push_back(psched::task_segment_json(r.job_id, t.worker_id, t.first_chunk, t.chunks,
+                                                 us(t.start_seconds), us(t.end_seconds)));
   j["timeline"] = {{"lanes", std::move(lanes)}, {"segments", std::move(segments)}};
   j["throughput"] = throughput_json(job, r);
   return j;

@@ -29,7 +29,6 @@
 namespace pclient {
 
 namespace asio = boost::asio;
-using asio::ip::tcp;
 
 uint64_t Job::bytes() const {
   const psched::Result<psched::DType> d = psched::parse_dtype(dtype);
@@ -64,7 +63,8 @@ struct Client::Impl {
   uint64_t next_tag = 1;
   std::chrono::microseconds spin{0};
 
-  psched::FramedConnection* conn() const { return link ? link->conn().get() : nullptr; }
+  psched::FramedConnection* conn() const { return link ? link->conn().get() : nullptr; }  // open or closed
+  psched::FramedConnection* open_conn() const { return link ? link->open_conn() : nullptr; }
 
   void on_message(psched::wire::Message::Reader m) {
     if (m.which() == psched::wire::Message::HEARTBEAT) return;
@@ -78,8 +78,8 @@ struct Client::Impl {
   void heartbeat() {
     heartbeat_timer.expires_after(std::chrono::milliseconds(heartbeat_ms));
     heartbeat_timer.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || !conn() || !conn()->is_open()) return;
-      psched::send_message(*conn(), [](psched::wire::Message::Builder m) { m.initHeartbeat(); });
+      if (ec || !open_conn()) return;
+      psched::send_message(*open_conn(), [](psched::wire::Message::Builder m) { m.initHeartbeat(); });
       heartbeat();
     });
   }
@@ -109,8 +109,8 @@ struct Client::Impl {
   }
 
   void send(const std::function<void(psched::wire::Message::Builder)>& fill) {
-    if (!conn() || !conn()->is_open()) throw Error(closed_why.empty() ? "not connected" : closed_why);
-    psched::send_message(*conn(), fill);
+    if (!open_conn()) throw Error(closed_why.empty() ? "not connected" : closed_why);
+    psched::send_message(*open_conn(), fill);
   }
 };
 
@@ -385,8 +385,8 @@ void Client::close() {
   if (!impl_ || !impl_->link) return;
   Impl& s = *impl_;
   s.link->stop();
-  if (s.conn() && s.conn()->is_open()) {
-    s.conn()->close("client closed");
+  if (psched::FramedConnection* c = s.open_conn()) {
+    c->close("client closed");
     s.io.restart();
     s.io.poll();
   }

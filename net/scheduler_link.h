@@ -49,8 +49,12 @@ class SchedulerLink {
   // Goodbye on and close.
   void stop();
 
-  // The current connection (null before the first one is up and after one closed).
+  // The last connection, open or closed (null before the first one is up): why it closed
+  // (refused_by_tls) is asked of it after.
   const std::shared_ptr<FramedConnection>& conn() const { return conn_; }
+  // The connection while it is open (null before the first one is up and once it closed): what
+  // the owner sends on.
+  FramedConnection* open_conn() const { return conn_ && conn_->is_open() ? conn_.get() : nullptr; }
   // The address of the last attempt (to name it in messages).
   const Address& address() const { return address_; }
 

@@ -21,7 +21,6 @@
 namespace psched {
 
 namespace asio = boost::asio;
-using asio::ip::tcp;
 
 Worker::Worker(asio::io_context& io, WorkerConfig config, std::unique_ptr<Backend> backend)
     : io_(io),
@@ -322,7 +321,7 @@ void Worker::lose_device(ChunkOutcome outcome) {
 }
 
 void Worker::add_pending(ChunkOutcome outcome) {
-  if (!conn() || !conn()->is_open()) return;
+  if (!scheduler_.open_conn()) return;
   release(outcome.job_id, outcome.chunks);
   auto [it, added] = pending_.try_emplace(outcome.job_id);
   if (added) it->second.swap(spare_outcomes_);
@@ -357,7 +356,7 @@ void Worker::arm_report_timer() {
 void Worker::flush_results() {
   flush_posted_ = false;
   pacer_.reported(std::chrono::steady_clock::now());
-  if (!conn() || !conn()->is_open()) {
+  if (!scheduler_.open_conn()) {
     pending_.clear();
     return;
   }
@@ -376,7 +375,7 @@ void Worker::flush_results() {
 void Worker::heartbeat() {
   heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.heartbeat_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || !conn() || !conn()->is_open() || link_ != Link::kWelcomed) return;
+    if (ec || !scheduler_.open_conn() || link_ != Link::kWelcomed) return;
     const uint64_t used = backend_->memory_used_bytes();
     const std::optional<GpuHealth> gpu = gpu_ ? std::optional(gpu_->take()) : std::nullopt;
     send_message(*conn(), [&](wire::Message::Builder m) {
@@ -422,11 +421,11 @@ void Worker::leave(const std::string& reason, std::function<void()> on_left) {
   heartbeat_timer_.cancel();
   watchdog_->stop();
   backend_->stop();
-  if (conn() && conn()->is_open()) {
-    send_message(*conn(), [&](wire::Message::Builder m) { m.initGoodbye().setReason(reason); });
+  if (FramedConnection* c = scheduler_.open_conn()) {
+    send_message(*c, [&](wire::Message::Builder m) { m.initGoodbye().setReason(reason); });
     // The connection's close handler is ours; swap in one that reports the goodbye was written.
     auto done = std::make_shared<std::function<void()>>(std::move(on_left));
-    conn()->start_closing([done] { (*done)(); });
+    c->start_closing([done] { (*done)(); });
   } else {
     asio::post(io_, std::move(on_left));
   }

@@ -17,11 +17,6 @@ SimPeer::SimPeer(asio::io_context& io, asio::ip::tcp::endpoint scheduler)
              [this](wire::Message::Reader m) { on_message(m); },
              [this](const Status& why, bool) { on_close(why.message()); }}) {}
 
-FramedConnection* SimPeer::conn() const {
-  FramedConnection* c = link_.conn().get();
-  return c && c->is_open() ? c : nullptr;
-}
-
 void SimPeer::connect() {
   if (!stopped_) link_.connect();
 }

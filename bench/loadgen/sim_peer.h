@@ -34,7 +34,7 @@ class SimPeer : public std::enable_shared_from_this<SimPeer> {
   void reconnect_after(std::chrono::milliseconds pause);
   bool stopped() const { return stopped_; }
   // The connection while it is open (null before the first and after one closed).
-  FramedConnection* conn() const;
+  FramedConnection* conn() const { return link_.open_conn(); }
 
  private:
   SchedulerLink link_;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Steady state: one big job on a simulated H100 fleet (psched-loadgen: 6.7 ps an element, constant(1),
+# Steady state: big jobs on a simulated H100 fleet (psched-loadgen: 6.7 ps an element, constant(1),
 # (x + 1)[::2, ::2], window and result batches as the CUDA backend's), sized so that its ideal (GPU
-# time / fleet) is about 0.2 s, at several fleet sizes and chunk sizes; one job of 10^6 one-element
+# time / fleet) is about 0.2 s, at several fleet sizes and chunk sizes, one job at a time or 16
+# at once (4 clients x 4 jobs, each a sixteenth of the work); one job of 10^6 one-element
 # chunks on 64 workers, for psched's CPU per job; and one of 2^32 chunks, for psched's memory. Prints each run's efficiency (ideal /
 # wall) and psched's CPU per chunk; given a second BIN_DIR (an older build), runs each case with
 # both builds in turn in this one call and prints new / old:
@@ -42,15 +43,16 @@ best() {
   done
 }
 
-# CASE NAME WORKERS SIDE CHUNK: a SIDE² array in CHUNK² chunks on WORKERS simulated H100s.
+# CASE NAME WORKERS SIDE CHUNK [CLIENTS JOBS]: a SIDE² array in CHUNK² chunks on WORKERS simulated
+# H100s; CLIENTS clients each submitting JOBS of them at once (default 1 x 1).
 printf "| run | chunks | build | wall s | ideal s | of ideal | psched CPU s | psched CPU per chunk | psched peak MB | loadgen CPU s |\n|---|---|---|---|---|---|---|---|---|---|\n"
 case_row() {
-  local name=$1 workers=$2 side=$3 chunk=$4 build f chunks
+  local name=$1 workers=$2 side=$3 chunk=$4 clients=${5:-1} jobs=${6:-1} build f chunks
   [[ -z "${CASES:-}" || " $CASES " == *" $name "* ]] || return 0
-  chunks=$(( (side / chunk) * (side / chunk) ))
+  chunks=$(( (side / chunk) * (side / chunk) * clients * jobs ))
   for build in new ${old:+old}; do
     best "$build" "$name" -w "$workers" -x "$side" -y "$side" --chunk-x "$chunk" --chunk-y "$chunk" \
-      --same-jobs -c 1 -j 1 --generator constant
+      --same-jobs -c "$clients" -j "$jobs" --generator constant
     f="$out/$name.$build.log"
     [[ -f $f ]] || continue
     printf "| %s | %s | %s | %s | %s | %s%% | %s | %s µs | %s | %s |\n" "$name" "$chunks" "$build" "$(fig "$f" wall_s)" \
@@ -71,6 +73,9 @@ case_row h100x1024-10000 1024 5600000 10000
 case_row h100x1024-1000 1024 5600000 1000
 case_row h100x1024-100 1024 5600000 100
 case_row h100x4096-1000 4096 11200000 1000
+# 16 jobs at once, each a sixteenth of the work (a quarter of the side).
+case_row h100x1024-10000-16jobs 1024 1400000 10000 4 4
+case_row h100x1024-1000-16jobs 1024 1400000 1000 4 4
 # psched's CPU for one job of 10^6 one-element chunks, and a job of 2^32 chunks (2 x 2 elements).
 case_row onejob-1e6x1-64 64 1000 1
 case_row onejob-2e32-1024 1024 131072 2

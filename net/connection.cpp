@@ -210,20 +210,18 @@ void FramedConnection::arm_idle_timer(std::chrono::steady_clock::time_point sile
 // What is read comes in as many bytes as the socket has (up to the buffer's room) and is cut into
 // frames here: a burst of frames costs one read, not two per frame (a header, then its body).
 void FramedConnection::read_next() {
-  while (is_open()) {
+  Taken taken = Taken::kFrame;
+  bool handled = false;
+  while (is_open() && taken == Taken::kFrame) {
     if (queued_bytes() > kPauseReadingBytes) {
       read_paused_ = true;  // flush() resumes once the peer has taken what we owe it
-      return;
+      break;
     }
-    switch (take_frame()) {
-      case Taken::kFrame:
-        continue;
-      case Taken::kStop:
-        return;
-      case Taken::kNeedMore:
-        return read_more();
-    }
+    taken = take_frame();
+    handled = handled || taken == Taken::kFrame;
   }
+  if (handled && is_open() && handlers_.on_frames_handled) handlers_.on_frames_handled();
+  if (taken == Taken::kNeedMore && is_open()) read_more();
 }
 
 FramedConnection::Taken FramedConnection::take_frame() {

@@ -44,6 +44,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   struct Handlers {
     std::function<void(wire::Message::Reader)> on_message;
     std::function<void(const std::string& why)> on_close;  // called once
+    // Optional: after the frames one read brought were handed to on_message, so the owner can do
+    // once for a burst what it deferred (psched tops a worker up once per report, not per job).
+    std::function<void()> on_frames_handled = nullptr;
   };
 
   static constexpr size_t kPauseReadingBytes = size_t{1} << 20;

@@ -105,6 +105,10 @@ struct WorkerRecord : WorkerInfo {
   // Running a suspect chunk alone (Job::requeue_suspect): it gets nothing more until its window is
   // empty again, so that if it dies, the suspect is the one to blame.
   bool isolating = false;
+  // Results of its came in the burst of frames being handled: it is topped up once the burst is
+  // (Scheduler::on_frames_handled), not after each job's ResultBatch, so that a report of several
+  // jobs gets one top-up and its window is not cut into a sliver of each job.
+  bool top_up_owed = false;
   // A GiveBack was sent and its answer has not come: for this idle worker (0: none; dispatch.cpp).
   WorkerId giving_back_to = 0;
   uint64_t elements_done = 0;  // array elements of the chunks it finished
@@ -127,21 +131,24 @@ struct WorkerRecord : WorkerInfo {
   }
 
   // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are
-  // small, at most kMaxWindowChunks; and for a GPU whose speed is measured, while the job alone
-  // has more queued than such windows on all `fleet` workers hold, at least kWindowIntervals
-  // report intervals of its work (kMaxTimedWindowChunks at most), so that reporting once an
-  // interval (net/report_pacer.h) keeps it busy. (Not for smaller jobs: a storm of small jobs
-  // would pile up in the first worker's deep window, 9000 of them, while the others idled.)
+  // small, at most kMaxWindowChunks. For a GPU whose speed is measured, while its share of all the
+  // work queued (`share_elements`: every job's queued elements over the fleet) is more than that,
+  // the window deepens to that share, up to kWindowIntervals report intervals of its work
+  // (kMaxTimedWindowChunks at most), so that reporting once an interval (net/report_pacer.h) keeps
+  // it busy. Never past its share: a storm of small jobs would pile up in the first worker's deep
+  // window, 9000 of them, while the others idled; and as the work drains the windows shrink with
+  // it, so the tail stays short.
   uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval,
-                      uint64_t fleet = 1) const {
+                      double share_elements = 0) const {
     const JobSpec& s = *job.spec();
     const uint64_t chunk_elements = std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols);
     uint64_t window = window_elements / chunk_elements;
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
     window = window > slots ? window : slots;
-    if (seconds_per_element > 0 && job.queued() / std::max<uint64_t>(fleet, 1) > window) {
+    if (seconds_per_element > 0 && share_elements > double(window) * double(chunk_elements)) {
       const double seconds = kWindowIntervals * std::chrono::duration<double>(report_interval).count();
-      const double timed = seconds / (seconds_per_element * double(chunk_elements));
+      const double timed = std::min(seconds / (seconds_per_element * double(chunk_elements)),
+                                    share_elements / double(chunk_elements));
       if (timed > double(window))
         window = timed < double(kMaxTimedWindowChunks) ? uint64_t(timed) : kMaxTimedWindowChunks;
     }

@@ -56,7 +56,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     }
     // The job finished, failed or was cancelled meanwhile: its late results are dropped (its
     // chunks left the worker's window when the job was forgotten).
-    dispatch_to(worker);
+    worker.top_up_owed = true;
     return;
   }
   Job& job = *it->second;
@@ -88,7 +88,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   if (requeued) {
     dispatch();
   } else {
-    dispatch_to(worker);
+    worker.top_up_owed = true;  // once the burst of its reports is handled
   }
 }
 

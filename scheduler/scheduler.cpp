@@ -128,7 +128,8 @@ void Scheduler::accept() {
       ++connections_;
       peer->pending = pending_.add(conn);
       conn->start({[this, peer](wire::Message::Reader m) { on_message(peer, m); },
-                   [this, peer](const std::string& why) { on_close(peer, why); }});
+                   [this, peer](const std::string& why) { on_close(peer, why); },
+                   [this, peer] { on_frames_handled(*peer); }});
       conn->set_idle_timeout(std::chrono::milliseconds(config_.handshake_timeout_ms), watchdog_);
     } else {
       // Out of descriptors (EMFILE) and the like: retrying at once would spin; pause instead.
@@ -195,6 +196,14 @@ void Scheduler::on_message(const std::shared_ptr<Peer>& peer, wire::Message::Rea
       return;
     }
   }
+}
+
+void Scheduler::on_frames_handled(const Peer& peer) {
+  if (peer.kind != Peer::Kind::kWorker) return;
+  auto it = workers_.find(peer.id);
+  if (it == workers_.end() || !it->second->top_up_owed) return;
+  it->second->top_up_owed = false;
+  dispatch_to(*it->second);
 }
 
 void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& why) {

@@ -140,6 +140,8 @@ class Scheduler {
   void accept();
   void on_message(const std::shared_ptr<Peer>& peer, wire::Message::Reader message);
   void on_close(const std::shared_ptr<Peer>& peer, const std::string& why);
+  // After a burst of a peer's frames: a worker whose results came in it is topped up once.
+  void on_frames_handled(const Peer& peer);
   // Hello: refused (said to the peer, connection closed) or admitted as a worker or a client.
   void on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader hello);
   bool refused_hello(FramedConnection& conn, wire::Hello::Reader hello);

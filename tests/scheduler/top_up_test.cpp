@@ -171,3 +171,64 @@ TEST_CASE("verify copies go out before fresh chunks, and not to the worker of th
   CHECK(to_b[0].ranges.front() == ChunkRange{0, 1});  // the copy first
   CHECK(job.verify.running_on(0) == 2);
 }
+
+TEST_CASE("the queue counts the elements of every job's queued chunks as jobs take and give back work",
+          "[top_up]") {
+  Table t;
+  Job& a = t.add(job_of(1, 10, 1000));
+  t.add(job_of(2, 4, 500));
+  CHECK(t.queue.queued_elements() == 10 * 1000 + 4 * 500);
+  uint64_t first = 0;
+  REQUIRE(a.take_run(7, 6, first) == 6);
+  t.queue.update(a);
+  CHECK(t.queue.queued_elements() == 4 * 1000 + 4 * 500);
+  REQUIRE(a.take_run(7, 4, first) == 4);
+  t.queue.update(a);
+  CHECK_FALSE(t.queue.contains(1));
+  CHECK(t.queue.queued_elements() == 4 * 500);
+  a.requeue(ChunkRange{2, 3}, 7, "w7", /*blame=*/false);
+  t.queue.update(a);
+  CHECK(t.queue.queued_elements() == 3 * 1000 + 4 * 500);
+  t.queue.forget(2);
+  t.queue.forget(2);  // twice: nothing more to take away
+  CHECK(t.queue.queued_elements() == 3 * 1000);
+}
+
+namespace {
+
+// A GPU whose speed is measured: 1 us per element, so a chunk of 1000 elements takes 1 ms.
+WorkerRecord measured_gpu(WorkerId id, uint32_t slots) {
+  WorkerRecord w = worker_with_slots(id, slots);
+  w.backend = "cuda";
+  w.observe_speed(1e-3, 1000);
+  return w;
+}
+
+TopUpContext fleet_of(uint64_t workers, std::chrono::microseconds interval) {
+  TopUpContext c = alone(workers);
+  c.report_interval = interval;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("many jobs on a measured GPU: each turn is at least a report interval of one job's work, and the "
+          "top-up at most the worker's part of all the work queued",
+          "[top_up]") {
+  Table t;
+  for (JobId id = 1; id <= 20; ++id) t.add(job_of(id, 100, 1000));  // 2000 chunks of 1 ms
+  WorkerRecord w = measured_gpu(7, 4);
+  // 10 workers: this one's part of the queue is 200 ms; its window four intervals of 10 ms.
+  const auto plan = plan_top_up(w, t.queue, t.jobs, fleet_of(10, std::chrono::milliseconds(10)));
+  REQUIRE(plan.size() == 4);
+  for (const JobTopUp& p : plan) CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});  // a turn: 10 ms
+  CHECK(w.in_flight.size() == 40);
+  // Unmeasured, the same worker takes its 4 slots, a chunk of each of 4 jobs.
+  Table u;
+  for (JobId id = 1; id <= 20; ++id) u.add(job_of(id, 100, 1000));
+  WorkerRecord fresh = worker_with_slots(8, 4);
+  fresh.backend = "cuda";
+  const auto plain = plan_top_up(fresh, u.queue, u.jobs, fleet_of(10, std::chrono::milliseconds(10)));
+  REQUIRE(plain.size() == 4);
+  for (const JobTopUp& p : plain) CHECK(p.chunks() == 1);
+}

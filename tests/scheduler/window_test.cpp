@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include "scheduler/peers.h"
 
 using namespace psched;
@@ -27,6 +29,21 @@ TEST_CASE("a worker's window widens to its element budget for small chunks, with
   CHECK(w.window_for(job_with_chunks_of(1, 1)) == kMaxWindowChunks);
   w.window_elements = 0;  // a worker that asks for none (the CUDA backend today)
   CHECK(w.window_for(job_with_chunks_of(1, 1)) == 4);
+}
+
+TEST_CASE("a measured GPU's window deepens to its share of the queued work, at most four report intervals",
+          "[window]") {
+  WorkerRecord w;
+  w.slots = 4;
+  w.backend = "cuda";
+  const Job job = job_with_chunks_of(100, 100);  // 10^4 elements a chunk
+  const auto interval = std::chrono::milliseconds(10);
+  CHECK(w.window_for(job, interval, 1e9) == 4);  // speed not measured: slots
+  w.observe_speed(1e-3, 10000);                  // 0.1 us an element: 1 ms a chunk
+  CHECK(w.window_for(job, interval, 0) == 4);      // nothing queued: slots
+  CHECK(w.window_for(job, interval, 4e4) == 4);    // a share of 4 chunks: the plain window holds it
+  CHECK(w.window_for(job, interval, 2.5e5) == 25);  // a share of 25 chunks
+  CHECK(w.window_for(job, interval, 1e9) == 40);    // four intervals of 1 ms chunks
 }
 
 TEST_CASE("in-flight chunks are counted per job, and a forgotten job leaves the window", "[window]") {

@@ -318,6 +318,9 @@ struct TaskBatch {
   reportIntervalUs @2 :UInt32;  # send finished results at least this often, and otherwise only when
                                 # half of what is held is done (net/report_pacer.h); the
                                 # scheduler lengthens it as its fleet grows (0: 5 ms)
+  queueEmpty @3 :Bool;          # nothing else waited at the scheduler once this batch was planned:
+                                # a report would bring no top-up, so until the next TaskBatch the
+                                # worker reports at the interval or when it holds nothing, not at half
 }
 
 struct DropJob {

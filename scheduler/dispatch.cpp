@@ -28,11 +28,13 @@ std::chrono::microseconds Scheduler::report_interval() const {
 void Scheduler::dispatch() {
   // Each worker in turn shares what is left with the workers after it; once nothing is queued the
   // rest need not look.
+  std::vector<PlannedTopUp> planned;
   uint64_t left = workers_.size();
   for (auto& [id, w] : workers_) {
-    if (work_.empty()) return;
-    dispatch_to(*w, left--);
+    if (work_.empty()) break;
+    plan_for(*w, left--, planned);
   }
+  send_planned(planned);
 }
 
 void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
@@ -48,14 +50,26 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
     }
     return;
   }
-  const TopUpContext context{report_interval(), workers_.size(), sharing > 0 ? sharing : workers_.size(),
-                             someone_else()};
-  for (const JobTopUp& top_up : plan_top_up(worker, work_, jobs_, context)) send_top_up(worker, top_up);
+  std::vector<PlannedTopUp> planned;
+  plan_for(worker, sharing, planned);
+  send_planned(planned);
+}
+
+void Scheduler::plan_for(WorkerRecord& worker, uint64_t sharing, std::vector<PlannedTopUp>& planned) {
+  if (shutting_down_ || !worker.conn->is_open()) return;
+  const TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), someone_else()};
+  std::vector<JobTopUp> jobs = plan_top_up(worker, work_, jobs_, context);
+  if (!jobs.empty()) planned.push_back(PlannedTopUp{&worker, std::move(jobs)});
+}
+
+void Scheduler::send_planned(const std::vector<PlannedTopUp>& planned) {
+  for (const PlannedTopUp& p : planned)
+    for (const JobTopUp& top_up : p.jobs) send_top_up(*p.worker, top_up, work_.empty());
 }
 
 // What plan_top_up took for one job goes out: its spec first if the worker has not had it, then the
 // ranges in one TaskBatch.
-void Scheduler::send_top_up(WorkerRecord& worker, const JobTopUp& top_up) {
+void Scheduler::send_top_up(WorkerRecord& worker, const JobTopUp& top_up, bool queue_empty) {
   const Job& job = *top_up.job;
   counters_.tasks_dispatched += top_up.chunks();
   send_owed_drops(worker);
@@ -72,6 +86,7 @@ void Scheduler::send_top_up(WorkerRecord& worker, const JobTopUp& top_up) {
   auto batch = m.initRoot<wire::Message>().initTaskBatch();
   batch.setJobId(job.id());
   batch.setReportIntervalUs(uint32_t(report_interval().count()));
+  batch.setQueueEmpty(queue_empty);
   auto list = batch.initRanges(uint32_t(top_up.ranges.size()));
   for (size_t i = 0; i < top_up.ranges.size(); ++i) {
     list[uint32_t(i)].setFirst(top_up.ranges[i].first);

@@ -173,11 +173,19 @@ class Scheduler {
   // kReportCostPerWorker for each worker, so that a fleet's reports (and the top-ups they bring)
   // stay near 100,000 a second, what one core takes with room to spare.
   std::chrono::microseconds report_interval() const;
+  // Every top-up is planned before any is sent, so that each TaskBatch can say whether anything
+  // is still queued (queueEmpty: then the worker need not report at half, net/report_pacer.h).
   void dispatch();
   // sharing: how many workers share what each job has left (0: every worker); the worker takes at
   // most its part.
   void dispatch_to(WorkerRecord& worker, uint64_t sharing = 0);
-  void send_top_up(WorkerRecord& worker, const JobTopUp& top_up);
+  struct PlannedTopUp {
+    WorkerRecord* worker;
+    std::vector<JobTopUp> jobs;
+  };
+  void plan_for(WorkerRecord& worker, uint64_t sharing, std::vector<PlannedTopUp>& planned);
+  void send_planned(const std::vector<PlannedTopUp>& planned);
+  void send_top_up(WorkerRecord& worker, const JobTopUp& top_up, bool queue_empty);
   // Nothing queued and `idle` holds nothing: asks the worker whose share of a job would end last
   // for the back half of it (scheduler/give_back.h); on_given_back takes the answer.
   bool split_tail(WorkerRecord& idle);  // true: a GiveBack went out

@@ -141,7 +141,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
         continue;
       }
       // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
-      const double share_elements = queue.queued_elements() / double(std::max<uint64_t>(1, context.fleet));
+      const double share_elements = queue.queued_elements() / double(std::max<uint64_t>(1, context.sharing));
       const uint64_t unit = InFlight::unit_for(worker.window_for(job, context.report_interval, share_elements));
       const uint64_t free = worker.in_flight.room(unit);
       if (free == 0) continue;

@@ -59,8 +59,8 @@ struct JobTopUp {
 
 struct TopUpContext {
   std::chrono::microseconds report_interval = kReportInterval;  // sizes a GPU's timed window
-  uint64_t fleet = 1;    // connected workers: a worker's share of the queued work is 1 / fleet
-  uint64_t sharing = 1;  // workers sharing each job's queued chunks: this one takes its part
+  // Workers sharing the queued work (each job's chunks, and all of it): this one takes its part.
+  uint64_t sharing = 1;
   ChunkVerifier::SomeoneElse someone_else;  // verify: whether another worker could take a copy
 };
 

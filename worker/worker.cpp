@@ -208,7 +208,7 @@ void Worker::on_drop_job(uint64_t job_id) {
 
 void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
   const uint64_t job_id = batch.getJobId();
-  pacer_.set_interval_us(batch.getReportIntervalUs());
+  pacer_.on_task_batch(batch.getReportIntervalUs(), batch.getQueueEmpty());
   auto it = jobs_.find(job_id);
   const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
   const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;
@@ -269,7 +269,7 @@ void Worker::release(uint64_t job_id, uint64_t chunks) {
 
 void Worker::assign(uint64_t job_id, uint64_t chunks) {
   held_by_job_[job_id] += chunks;
-  pacer_.assigned(chunks);
+  pacer_.assigned(chunks, std::chrono::steady_clock::now());
 }
 
 void Worker::drain_inbox() {

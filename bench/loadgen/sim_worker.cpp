@@ -139,7 +139,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
 
 void SimWorker::on_task_batch(wire::TaskBatch::Reader batch) {
   const bool idle = queue_.empty();
-  pacer_.set_interval_us(batch.getReportIntervalUs());
+  pacer_.on_task_batch(batch.getReportIntervalUs(), batch.getQueueEmpty());
   for (auto r : batch.getRanges()) {
     const int64_t crash = fleet_.device().crash_chunk;
     if (crash >= 0 && uint64_t(crash) >= r.getFirst() && uint64_t(crash) - r.getFirst() < r.getCount()) {
@@ -149,7 +149,7 @@ void SimWorker::on_task_batch(wire::TaskBatch::Reader batch) {
       return;
     }
     queue_.push_back(Run{batch.getJobId(), r.getFirst(), r.getFirst() + r.getCount()});
-    pacer_.assigned(r.getCount());
+    pacer_.assigned(r.getCount(), Clock::now());
   }
   if (idle && !queue_.empty()) {
     head_done_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -206,14 +206,16 @@ void SimWorker::arm() {
     uint64_t next = r.next;
     if (const JobEntry* job = alike(r)) {
       // Chunk j of the run (0-based) is done at due + j s; after it ready + j + 1 are ready and
-      // held - j - 1 held. The pacer is due from j_due on (held halves, or the interval passes);
+      // held - j - 1 held. The pacer is due from j_due on (held halves, unless the scheduler's queue
+      // was empty; the interval passes; or nothing more is held);
       // a report waits for a batch boundary or the queue's last chunk.
       const uint64_t n = r.end - next, held = pacer.held();
       const double s = job->chunk_seconds;
-      uint64_t j_due = held >= 1 + pacer.high() / 2 ? held - 1 - pacer.high() / 2 : 0;
+      uint64_t j_due = !pacer.halves() ? n : held >= 1 + pacer.high() / 2 ? held - 1 - pacer.high() / 2 : 0;
       const double wait = Seconds(pacer.deadline() - due).count();
       const uint64_t j_time = wait <= 0 ? 0 : s > 0 ? uint64_t(std::ceil(wait / s)) : 0;
       j_due = std::min(j_due, j_time);
+      if (last_run) j_due = std::min(j_due, n - 1);  // holding nothing more: due
       if (j_due < n) {
         uint64_t j = j_due + (batch - (ready + j_due + 1) % batch) % batch;
         if (last_run) j = std::min(j, n - 1);

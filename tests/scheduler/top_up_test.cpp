@@ -54,7 +54,6 @@ struct Table {
 TopUpContext alone(uint64_t sharing = 1) {
   TopUpContext c;
   c.sharing = sharing;
-  c.fleet = sharing;
   c.someone_else = [](const std::vector<WorkerId>&) { return false; };
   return c;
 }
@@ -223,12 +222,12 @@ TEST_CASE("many jobs on a measured GPU: each turn is at least a report interval 
   REQUIRE(plan.size() == 4);
   for (const JobTopUp& p : plan) CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});  // a turn: 10 ms
   CHECK(w.in_flight.size() == 40);
-  // Unmeasured, the same worker takes its 4 slots, a chunk of each of 4 jobs.
+  // Unmeasured, the same worker takes four times its 4 slots, a chunk of each of 16 jobs.
   Table u;
   for (JobId id = 1; id <= 20; ++id) u.add(job_of(id, 100, 1000));
   WorkerRecord fresh = worker_with_slots(8, 4);
   fresh.backend = "cuda";
   const auto plain = plan_top_up(fresh, u.queue, u.jobs, fleet_of(10, std::chrono::milliseconds(10)));
-  REQUIRE(plain.size() == 4);
+  REQUIRE(plain.size() == 16);
   for (const JobTopUp& p : plain) CHECK(p.chunks() == 1);
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -168,12 +169,13 @@ Expectation expected_result(const JobSpec& raw) {
                        select_axis(0, s.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
 }
 
-std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t chunk) {
-  const JobSpec s = normalized(raw);
-  const ChunkBox b = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.box(chunk);
+namespace {
+
+// The exact partial over rows [row0, row0 + rows) x cols [col0, col0 + cols) of `s` (normalized).
+std::optional<PartialSum> partial_over(const JobSpec& s, uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols) {
   const Expectation e = expected_over(
-      s, select_axis(b.row0, b.row0 + b.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step),
-      select_axis(b.col0, b.col0 + b.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
+      s, select_axis(row0, row0 + rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step),
+      select_axis(col0, col0 + cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step));
   if (e.count == 0) return PartialSum{};  // what a worker reports for a chunk with nothing selected
   if (!e.sum_exact || !e.has_min_max || s.dtype != DType::kFloat64) return std::nullopt;
   PartialSum p;
@@ -183,6 +185,39 @@ std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t ch
   p.max = e.max;
   p.exact = e.exact;
   return p;
+}
+
+}  // namespace
+
+std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t chunk) {
+  const JobSpec s = normalized(raw);
+  const ChunkBox b = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.box(chunk);
+  return partial_over(s, b.row0, b.rows, b.col0, b.cols);
+}
+
+std::optional<PartialSum> expected_run_partial(const JobSpec& raw, uint64_t first, uint64_t count) {
+  const JobSpec s = normalized(raw);
+  const ChunkGrid grid{s.rows, s.cols, s.chunk_rows, s.chunk_cols};
+  const uint64_t per_row = grid.grid_cols();
+  PartialSum run;
+  // A chunk row's chunks [c0, c1), for chunk rows [r0, r1): one rectangle of the array.
+  auto add = [&](uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1) {
+    if (r0 >= r1 || c0 >= c1) return true;
+    const uint64_t row0 = r0 * s.chunk_rows, col0 = c0 * s.chunk_cols;
+    const std::optional<PartialSum> p = partial_over(s, row0, std::min(r1 * s.chunk_rows, s.rows) - row0, col0,
+                                                     std::min(c1 * s.chunk_cols, s.cols) - col0);
+    if (p) merge(run, *p);
+    return p.has_value();
+  };
+  if (count == 0) return run;
+  const uint64_t end = first + count, r_first = first / per_row, r_last = (end - 1) / per_row;
+  const uint64_t c_first = first % per_row, c_end = (end - 1) % per_row + 1;
+  const bool ok = r_first == r_last
+                      ? add(r_first, r_first + 1, c_first, c_end)
+                      : add(r_first, r_first + 1, c_first, per_row) && add(r_first + 1, r_last, 0, per_row) &&
+                            add(r_last, r_last + 1, 0, c_end);
+  if (!ok) return std::nullopt;
+  return run;
 }
 
 std::string check_result(const JobSpec& spec, const PartialSum& got,

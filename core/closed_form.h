@@ -49,6 +49,11 @@ Expectation expected_result(const JobSpec& spec);
 // bench/loadgen answer with it; tests/worker/chunk_partial_test.cpp holds it to reduce_chunk_cpu.
 std::optional<PartialSum> expected_chunk_partial(const JobSpec& spec, uint64_t chunk);
 
+// The same for the run of `count` chunks from `first` (row-major over the chunk grid), merged as a
+// worker merges the partials of consecutive chunks: the same value, count, min and max, in O(1)
+// (a run is at most three rectangles of the array). nullopt where expected_chunk_partial is.
+std::optional<PartialSum> expected_run_partial(const JobSpec& spec, uint64_t first, uint64_t count);
+
 // Empty when `got` satisfies the expectation; else one line saying what differs. arange/constant
 // with exactly computed elements and jobs in `references` (reference_sums.h) must match bit for bit;
 // the rest within the rounding bound (arange) or the statistical one (normal, uniform).

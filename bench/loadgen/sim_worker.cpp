@@ -23,14 +23,16 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Every chunk the same shape and, for a constant job, the same number of selected elements: the
-// grid divides each axis, and each axis's selection (to its end) picks every step-th index with a
-// step that divides the chunk.
+// Every chunk the same shape: the grid divides each axis.
+bool chunks_uniform(const JobSpec& s) { return s.rows % s.chunk_rows == 0 && s.cols % s.chunk_cols == 0; }
+
+// And, for a constant job, the same number of selected elements: each axis's selection (to its
+// end) picks every step-th index with a step that divides the chunk.
 bool chunks_alike(const JobSpec& s) {
   auto axis_alike = [](uint64_t n, uint64_t chunk, const Slice& sel) {
-    return n % chunk == 0 && sel.stop == n && sel.start < sel.step && chunk % sel.step == 0;
+    return sel.stop == n && sel.start < sel.step && chunk % sel.step == 0;
   };
-  return s.generator == Generator::kConstant && axis_alike(s.rows, s.chunk_rows, s.row_sel) &&
+  return s.generator == Generator::kConstant && chunks_uniform(s) && axis_alike(s.rows, s.chunk_rows, s.row_sel) &&
          axis_alike(s.cols, s.chunk_cols, s.col_sel);
 }
 
@@ -91,11 +93,13 @@ void SimWorker::on_message(wire::Message::Reader message) {
       JobEntry entry;
       if (validate(spec)) entry.spec = std::make_shared<const JobSpec>(normalized(spec));
       entry.chunk_partials = d.getChunkPartials();
-      if (entry.spec && chunks_alike(*entry.spec) && fleet_.device().corrupt_chunk < 0) {
-        if (std::optional<CompactPartial> p = chunk_partial(entry, 0)) {
+      if (entry.spec && !entry.chunk_partials && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
+          chunk_partial(entry, 0)) {
+        entry.uniform = true;
+        entry.chunk_seconds = double(spec.chunk_rows * spec.chunk_cols) * fleet_.device().seconds_per_element;
+        if (chunks_alike(*entry.spec)) {
           entry.alike = true;
-          entry.chunk_seconds = double(spec.chunk_rows * spec.chunk_cols) * fleet_.device().seconds_per_element;
-          entry.chunk_partial = std::move(*p);
+          entry.chunk_partial = *chunk_partial(entry, 0);
         }
       }
       jobs_[d.getJobId()] = std::move(entry);
@@ -188,7 +192,7 @@ double SimWorker::chunk_seconds(const Run& run) const {
 // The device timer fires when the next report is due, not per chunk: at the end of the first
 // result batch (result_batch chunks, or the queue dry) at which the pacer would send, as
 // pcuda-worker's does; the chunks finishing before then are counted at that tick, each at its own
-// simulated time. Runs of alike chunks are walked arithmetically, others chunk by chunk. (A timer
+// simulated time. Runs of uniform chunks are walked arithmetically, others chunk by chunk. (A timer
 // per chunk made the loadgen, not psched, the bottleneck of a 64-GPU fleet of 1000² chunks.)
 void SimWorker::arm() {
   if (queue_.empty()) return;
@@ -204,7 +208,7 @@ void SimWorker::arm() {
     const uint64_t batch = result_batch_for(r.job_id);
     const bool last_run = run + 1 == queue_.size();
     uint64_t next = r.next;
-    if (const JobEntry* job = alike(r)) {
+    if (const JobEntry* job = uniform(r)) {
       // Chunk j of the run (0-based) is done at due + j s; after it ready + j + 1 are ready and
       // held - j - 1 held. The pacer is due from j_due on (held halves, unless the scheduler's queue
       // was empty; the interval passes; or nothing more is held);
@@ -252,9 +256,9 @@ void SimWorker::arm() {
   });
 }
 
-const SimWorker::JobEntry* SimWorker::alike(const Run& run) const {
+const SimWorker::JobEntry* SimWorker::uniform(const Run& run) const {
   auto it = jobs_.find(run.job_id);
-  return it != jobs_.end() && it->second.alike ? &it->second : nullptr;
+  return it != jobs_.end() && it->second.uniform ? &it->second : nullptr;
 }
 
 std::optional<CompactPartial> SimWorker::chunk_partial(JobEntry& job, uint64_t chunk) {
@@ -288,31 +292,9 @@ void SimWorker::on_device_tick() {
     Run& run = queue_.front();
     if (ready_.empty() || ready_.back().job_id != run.job_id) ready_.push_back({run.job_id, {}});
     Ready& r = ready_.back();
-    auto it = jobs_.find(run.job_id);
     ChunkOutcome& o = r.outcomes.emplace_back();
-    o.chunk = run.next;
-    double last_done_s = 0;  // the last chunk taken, after the head one
-    if (it != jobs_.end() && it->second.alike) {
-      const JobEntry* job = &it->second;
-      // Every alike chunk of the run done by now, at once.
-      const double behind = std::chrono::duration<double>(now - head_done_at_).count();
-      o.chunks = std::min<uint64_t>(run.end - run.next, 1 + uint64_t(behind / job->chunk_seconds));
-      o.busy_seconds = double(o.chunks) * job->chunk_seconds;
-      o.partial = times(job->chunk_partial, o.chunks);
-      last_done_s = double(o.chunks - 1) * job->chunk_seconds;
-    } else {
-      o.busy_seconds = chunk_seconds(run);
-      std::optional<CompactPartial> partial;
-      if (it != jobs_.end() && it->second.spec) partial = chunk_partial(it->second, run.next);
-      if (partial) {
-        o.partial = std::move(*partial);
-      } else {
-        o.ok = false;
-        o.error =
-            "simulated worker: this job has no exact closed form (use arange or constant with "
-            "integer values)";
-      }
-    }
+    // The last chunk taken, after the head one.
+    const double last_done_s = finish_chunks(run, std::chrono::duration<double>(now - head_done_at_).count(), o);
     ready_chunks_ += o.chunks;
     pacer_.released(o.chunks);
     if ((run.next += o.chunks) == run.end) queue_.pop_front();
@@ -327,6 +309,37 @@ void SimWorker::on_device_tick() {
     pacer_.reported(now);
   }
   arm();
+}
+
+double SimWorker::finish_chunks(const Run& run, double behind, ChunkOutcome& o) {
+  o.chunk = run.next;
+  auto it = jobs_.find(run.job_id);
+  if (const JobEntry* job = uniform(run)) {
+    // Every chunk of the run done by now, at once.
+    const uint64_t n = std::min<uint64_t>(run.end - run.next, 1 + uint64_t(behind / job->chunk_seconds));
+    std::optional<CompactPartial> partial;
+    if (job->alike) {
+      partial = times(job->chunk_partial, n);
+    } else if (std::optional<PartialSum> p = expected_run_partial(*job->spec, run.next, n)) {
+      partial = compact(*p);
+    }
+    if (partial) {
+      o.chunks = n;
+      o.busy_seconds = double(n) * job->chunk_seconds;
+      o.partial = std::move(*partial);
+      return double(n - 1) * job->chunk_seconds;
+    }
+  }
+  o.busy_seconds = chunk_seconds(run);
+  std::optional<CompactPartial> partial;
+  if (it != jobs_.end() && it->second.spec) partial = chunk_partial(it->second, run.next);
+  if (partial) {
+    o.partial = std::move(*partial);
+  } else {
+    o.ok = false;
+    o.error = "simulated worker: this job has no exact closed form (use arange or constant with integer values)";
+  }
+  return 0;
 }
 
 // Chunks reported together: the option, or one CUDA batch of the job's chunks.

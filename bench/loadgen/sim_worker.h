@@ -69,10 +69,14 @@ class SimWorker : public SimPeer {
     // constant(v): a chunk's partial depends only on how many elements it selects, so each count's
     // partial is computed once (the closed form per chunk was the loadgen's largest cost).
     std::map<uint64_t, std::optional<CompactPartial>> constant_partials;
-    // Every chunk alike (the grid divides the array, a constant job whose selection picks as many
-    // elements in each): runs are simulated in bulk, their partial as one chunk's times the run.
-    bool alike = false;
+    // Every chunk the same size (the grid divides the array) and reported in runs (no chunk
+    // partials asked for): runs are simulated in bulk, chunk_seconds each, their partial from the
+    // closed form of the run (expected_run_partial) ...
+    bool uniform = false;
     double chunk_seconds = 0;
+    // ... or, when every chunk's partial is the same too (a constant job whose selection picks as
+    // many elements in each), as one chunk's times the run.
+    bool alike = false;
     CompactPartial chunk_partial;
   };
   struct Ready {  // finished chunks of one job, not yet reported
@@ -89,8 +93,12 @@ class SimWorker : public SimPeer {
   void arm();
   // The partial a real worker reports for `chunk` (nullopt: no exact closed form).
   std::optional<CompactPartial> chunk_partial(JobEntry& job, uint64_t chunk);
-  // Whether the rest of `run` is alike chunks (JobEntry::alike), and their entry.
-  const JobEntry* alike(const Run& run) const;
+  // Whether the rest of `run` is chunks of one size simulated in bulk (JobEntry::uniform), and
+  // their entry.
+  const JobEntry* uniform(const Run& run) const;
+  // The outcome of the chunks of `run` from its next one done `behind` seconds after it (at least
+  // one; in bulk when uniform); returns the device seconds from the first one's end to the last's.
+  double finish_chunks(const Run& run, double behind, ChunkOutcome& o);
   void on_device_tick();
   void reset_device();
   void report();

@@ -82,6 +82,41 @@ TEST_CASE("chunk partials combined in order give the job's closed form exactly",
   CHECK(check_result(s, total) == "");
 }
 
+TEST_CASE("a run's closed-form partial is its chunks' partials merged, for every run of a ragged grid",
+          "[closed_form]") {
+  JobSpec s;
+  s.generator = Generator::kArange;
+  s.param0 = -3000;  // integers of both signs: min, max and the exact sum all move
+  s.param1 = 7;
+  s.rows = 23;
+  s.cols = 17;
+  s.chunk_rows = 4;
+  s.chunk_cols = 5;  // 6 x 4 chunks, the last row and column ragged
+  s.row_sel = Slice{1, 23, 3};
+  s.col_sel = Slice{0, 17, 2};
+  REQUIRE(validate(s));
+  const uint64_t chunks = s.chunks();
+  int checked = 0;
+  for (uint64_t first = 0; first < chunks; ++first) {
+    PartialSum merged;
+    for (uint64_t n = 1; first + n <= chunks; ++n) {
+      merge(merged, *expected_chunk_partial(s, first + n - 1));
+      const std::optional<PartialSum> run = expected_run_partial(s, first, n);
+      REQUIRE(run);
+      INFO("chunks " << first << " + " << n);
+      CHECK(run->sum == merged.sum);
+      CHECK(run->exact.rounded() == merged.exact.rounded());
+      CHECK(run->count == merged.count);
+      CHECK(run->min == merged.min);
+      CHECK(run->max == merged.max);
+      ++checked;
+    }
+  }
+  CHECK(checked == 300);  // every run of the 24 chunks
+  s.generator = Generator::kNormal;
+  CHECK_FALSE(expected_run_partial(s, 0, 5).has_value());
+}
+
 TEST_CASE("no closed-form chunk partial where the sum could round or the generator is random",
           "[closed_form]") {
   JobSpec s;  // the seed: normal(10, 1)

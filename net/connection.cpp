@@ -159,7 +159,7 @@ void FramedConnection::handshake() {
 void FramedConnection::refuse_in_the_clear(const char* told, const char* why) {
   refused_by_tls_ = true;
   if (state_ != State::kOpen) return close(why);
-  capnp::MallocMessageBuilder m(128);
+  OutgoingMessage m(128);
   m.initRoot<wire::Message>().initError().setMessage(told);
   writing_.clear();
   append_frame(m, writing_);
@@ -372,7 +372,7 @@ void FramedConnection::send_error_and_close(const std::string& message, uint64_t
   if (state_ != State::kOpen) return;
   spdlog::debug("{}: sending error and closing: {}", remote_, message);
   sent_error_ = true;
-  capnp::MallocMessageBuilder m(128);
+  OutgoingMessage m(128);
   auto err = m.initRoot<wire::Message>().initError();
   err.setMessage(message);
   err.setJobId(job_id);

@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "net/framing.h"
 #include "net/loop_watchdog.h"
 #include "net/tls.h"
 #include "proto/psched.capnp.h"
@@ -149,7 +150,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
 // Builds a one-off message: `fill` gets the root Message builder.
 template <typename Fill>
 void send_message(FramedConnection& c, Fill&& fill) {
-  capnp::MallocMessageBuilder message(256);
+  OutgoingMessage message;
   fill(message.initRoot<wire::Message>());
   c.send(message);
 }

@@ -4,14 +4,46 @@
 
 namespace psched {
 
+namespace {
+
+// Cap'n Proto's serializer writing into a frame buffer.
+class AppendTo final : public kj::OutputStream {
+ public:
+  explicit AppendTo(std::string& out) : out_(out) {}
+  void write(const void* buffer, size_t size) override { out_.append(static_cast<const char*>(buffer), size); }
+
+ private:
+  std::string& out_;
+};
+
+// The first segment lent to one OutgoingMessage at a time on each thread; zero when lent.
+thread_local capnp::word scratch[OutgoingMessage::kScratchWords];
+thread_local bool scratch_lent = false;
+
+}  // namespace
+
 void append_frame(capnp::MessageBuilder& message, std::string& out) {
-  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
-  const auto bytes = words.asBytes();
-  const uint32_t n = uint32_t(bytes.size());
+  const uint32_t n = uint32_t(capnp::computeSerializedSizeInWords(message) * sizeof(capnp::word));
   const char header[kFrameHeaderBytes] = {char(n & 0xff), char((n >> 8) & 0xff),
                                           char((n >> 16) & 0xff), char((n >> 24) & 0xff)};
+  out.reserve(out.size() + kFrameHeaderBytes + n);
   out.append(header, kFrameHeaderBytes);
-  out.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  AppendTo stream(out);
+  capnp::writeMessage(stream, message);
+}
+
+OutgoingMessage::OutgoingMessage(size_t first_segment_words) {
+  if (!scratch_lent && first_segment_words <= kScratchWords) {
+    scratch_lent = holds_scratch_ = true;
+    builder_.emplace(kj::arrayPtr(scratch, kScratchWords));
+  } else {
+    builder_.emplace(uint(first_segment_words));
+  }
+}
+
+OutgoingMessage::~OutgoingMessage() {
+  builder_.reset();  // zeroes what it used of the scratch
+  if (holds_scratch_) scratch_lent = false;
 }
 
 uint32_t decode_frame_length(const uint8_t h[kFrameHeaderBytes]) {

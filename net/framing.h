@@ -7,6 +7,7 @@
 #include <capnp/message.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,34 @@ constexpr uint32_t kDefaultMaxFrameBytes = 16u << 20;
 constexpr uint32_t kMinMaxFrameBytes = 64u << 10;
 constexpr uint32_t kFrameHeaderBytes = 4;
 
-// Appends the frame for `message` to `out` (many frames may share one buffer and one write).
+// Appends the frame for `message` to `out` (many frames may share one buffer and one write),
+// written straight from the message's segments.
 void append_frame(capnp::MessageBuilder& message, std::string& out);
+
+// A message being built to send. Its first segment is this thread's reused scratch (Cap'n Proto
+// zeroes what it used when the message is done) while no other message holds it and the size asked
+// for fits, so a small message costs no allocation: a 2 KiB calloc per message was a sixth of
+// psched's CPU for 10^4 small jobs. Otherwise the first segment is allocated as asked.
+class OutgoingMessage {
+ public:
+  explicit OutgoingMessage(size_t first_segment_words = 256);
+  ~OutgoingMessage();
+  OutgoingMessage(const OutgoingMessage&) = delete;
+  OutgoingMessage& operator=(const OutgoingMessage&) = delete;
+
+  capnp::MessageBuilder& builder() { return *builder_; }
+  operator capnp::MessageBuilder&() { return *builder_; }  // NOLINT: used where a builder is
+  template <typename Root>
+  typename Root::Builder initRoot() {
+    return builder_->initRoot<Root>();
+  }
+
+  static constexpr size_t kScratchWords = 8192;  // 64 KiB, of which only what is used is zeroed
+
+ private:
+  bool holds_scratch_ = false;
+  std::optional<capnp::MallocMessageBuilder> builder_;
+};
 
 uint32_t decode_frame_length(const uint8_t header[kFrameHeaderBytes]);
 

@@ -82,7 +82,7 @@ void Scheduler::send_top_up(WorkerRecord& worker, const JobTopUp& top_up, bool q
       d.setChunkPartials(job.chunk_partials());
     });
   }
-  capnp::MallocMessageBuilder m(64 + top_up.ranges.size() * 4);
+  OutgoingMessage m(64 + top_up.ranges.size() * 4);
   auto batch = m.initRoot<wire::Message>().initTaskBatch();
   batch.setJobId(job.id());
   batch.setReportIntervalUs(uint32_t(report_interval().count()));

@@ -74,7 +74,7 @@ void Scheduler::send_progress(Job& job, bool force) {
   size_t sent = 0;
   do {
     const size_t n = std::min(job.unsent_partials.size() - sent, kMaxPartialsPerProgress);
-    capnp::MallocMessageBuilder m(256 + n * 6);
+    OutgoingMessage m(256 + n * 6);
     auto p = m.initRoot<wire::Message>().initProgress();
     p.setJobId(job.id());
     p.setChunksDone(job.done());
@@ -153,7 +153,7 @@ void Scheduler::cancel_job(JobId id) {
 
 void Scheduler::forget_job(Job& job) {
   const JobId id = job.id();
-  capnp::MallocMessageBuilder m(32);
+  OutgoingMessage m(32);
   m.initRoot<wire::Message>().initDropJob().setJobId(id);
   // A completed job left nothing on any worker: its DropJob waits for the next message to each
   // (send_owed_drops), instead of a write per worker now, which on 1024 workers came before the
@@ -199,7 +199,7 @@ void Scheduler::remember_job(const Job& job, const char* state, const std::strin
   s.id = job.id();
   auto cit = clients_.find(job.client());
   s.client = cit != clients_.end() ? cit->second->name : fmt::format("client {}", job.client());
-  s.description = describe(*job.spec());
+  s.spec = job.spec();
   s.state = state;
   s.message = message.substr(0, 1000);
   s.chunks = job.chunks();

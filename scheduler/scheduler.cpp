@@ -153,7 +153,7 @@ void Scheduler::reload_credentials(std::shared_ptr<asio::ssl::context> tls,
 
 void Scheduler::heartbeat() {
   if (shutting_down_) return;
-  capnp::MallocMessageBuilder m(16);
+  OutgoingMessage m(16);
   m.initRoot<wire::Message>().initHeartbeat();
   for (auto& [id, w] : workers_) {
     send_owed_drops(*w);
@@ -421,7 +421,7 @@ void Scheduler::shutdown(const std::string& reason, std::function<void()> on_dra
   heartbeat_timer_.cancel();
   watchdog_->stop();
   while (!jobs_.empty()) fail_job(*jobs_.begin()->second, reason);
-  capnp::MallocMessageBuilder m(64);
+  OutgoingMessage m(64);
   m.initRoot<wire::Message>().initGoodbye().setReason(reason);
   for (auto& [id, w] : workers_) {
     w->conn->send(m);

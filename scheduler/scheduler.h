@@ -92,7 +92,8 @@ struct SchedulerCounters {
 // A finished job as the dashboard shows it: the job table forgets jobs once they end.
 struct JobSummary {
   JobId id = 0;
-  std::string client, description;
+  std::string client;
+  std::shared_ptr<const JobSpec> spec;  // described (describe()) when shown, not when the job ends
   std::string state;    // done, failed or cancelled
   std::string message;  // why it failed or was cancelled
   uint64_t chunks = 0, chunks_done = 0, bytes = 0, count = 0, retries = 0;

@@ -84,7 +84,7 @@ json recent_job_json(const JobSummary& r) {
       r.chunks ? double(r.bytes) * double(r.chunks_done) / double(r.chunks) : 0.0;
   return {{"id", r.id},
           {"client", r.client},
-          {"description", r.description},
+          {"description", describe(*r.spec)},
           {"state", r.state},
           {"message", r.message},
           {"chunks", r.chunks},

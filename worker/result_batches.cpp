@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <span>
 
+#include "net/framing.h"
 #include "net/wire_convert.h"
 #include "proto/psched.capnp.h"
 
@@ -117,7 +118,7 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
       busy += items[end].busy;
       ++end;
     }
-    capnp::MallocMessageBuilder m(uint32_t(std::min<size_t>(bytes / 8 + 64, 1u << 20)));
+    OutgoingMessage m(uint32_t(std::min<size_t>(bytes / 8 + 64, 1u << 20)));
     auto batch = m.initRoot<wire::Message>().initResultBatch();
     batch.setJobId(job_id);
     batch.setBusySeconds(busy);
@@ -141,7 +142,7 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
 
 uint64_t build_returned_batch(uint64_t job_id, const std::vector<ChunkRun>& returned,
                               const std::function<void(capnp::MessageBuilder&)>& send) {
-  capnp::MallocMessageBuilder m(64 + returned.size() * 4);
+  OutgoingMessage m(64 + returned.size() * 4);
   auto batch = m.initRoot<wire::Message>().initResultBatch();
   batch.setJobId(job_id);
   auto list = batch.initReturned(uint32_t(returned.size()));

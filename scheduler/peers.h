@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -132,15 +131,14 @@ struct WorkerRecord : WorkerInfo {
   }
 
   // The window for chunks of `job`: slots, widened to cover window_elements when its chunks are
-  // small, at most kMaxWindowChunks. A GPU's window stretches to its share of all the work queued
-  // (`share_elements`: every job's queued elements over the workers sharing them) when that is
-  // more: once its speed is measured, up to kWindowIntervals report intervals of its work
+  // small, at most kMaxWindowChunks. A GPU's window deepens while its share of all the work
+  // queued (`share_elements`: every job's queued elements over the workers sharing them) is more
+  // than that: once its speed is measured, to kWindowIntervals report intervals of its work
   // (kMaxTimedWindowChunks at most), so that reporting once an interval (net/report_pacer.h) keeps
-  // it busy; before, up to kWindowIntervals plain windows, so that a big job's first top-up is
-  // often the whole of its share (reports at half of a plain window cost 1024 simulated GPUs
-  // five messages each for a job of 10^6 chunks). Never past its share: a storm of small jobs would pile up in the first
-  // worker's deep window, 9000 of them, while the others idled; and as the work drains the
-  // windows shrink with it, so the tail stays short.
+  // it busy; before, to kWindowIntervals plain windows, so that a big job's first top-up is often
+  // the whole of its share (reports at half of a plain window cost 1024 simulated GPUs five
+  // messages each for a job of 10^6 chunks). What one top-up takes stays within the share
+  // (plan_top_up), so the windows fill from what is left as the work drains.
   uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval,
                       double share_elements = 0) const {
     const JobSpec& s = *job.spec();
@@ -148,14 +146,13 @@ struct WorkerRecord : WorkerInfo {
     uint64_t window = window_elements / chunk_elements;
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
     window = window > slots ? window : slots;
-    const double share = std::ceil(share_elements / double(chunk_elements));
-    if (backend != "cuda" || share <= double(window)) return window;
-    const double most = seconds_per_element > 0
+    if (backend != "cuda" || share_elements <= double(window) * double(chunk_elements)) return window;
+    const double deep = seconds_per_element > 0
                             ? kWindowIntervals * std::chrono::duration<double>(report_interval).count() /
                                   (seconds_per_element * double(chunk_elements))
                             : kWindowIntervals * double(window);
-    const double stretched = std::min({most, share, double(kMaxTimedWindowChunks)});
-    return stretched > double(window) ? uint64_t(stretched) : window;
+    const double capped = std::min(deep, double(kMaxTimedWindowChunks));
+    return capped > double(window) ? uint64_t(capped) : window;
   }
 };
 

@@ -1,6 +1,7 @@
 #include "scheduler/top_up.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -128,12 +129,16 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
   if (worker.isolating && worker.in_flight.size() > 0) return {};  // a suspect runs alone
   worker.isolating = false;
   Plan plan(worker, context);
+  // What this top-up may take over all jobs, in elements: the worker's part of all the work
+  // queued (guided self-scheduling), so the first workers do not fill deep windows with a storm of
+  // small jobs while the others idle; a job worth no split is taken whole all the same.
+  double budget = queue.queued_elements() / double(std::max<uint64_t>(1, context.sharing));
   // Passes over the jobs in turn until no job can take more or the window is full for every job.
-  for (bool progress = !worker.in_flight.full(); progress;) {
+  for (bool progress = !worker.in_flight.full(); progress && budget > 0;) {
     progress = false;
     const size_t candidates = queue.size();
     auto it = queue.jobs().upper_bound(queue.served_last());
-    for (size_t tried = 0; tried < candidates && !queue.empty() && !worker.in_flight.full(); ++tried) {
+    for (size_t tried = 0; tried < candidates && !queue.empty() && !worker.in_flight.full() && budget > 0; ++tried) {
       if (it == queue.jobs().end()) it = queue.jobs().begin();
       Job& job = *must_find(jobs, (it++)->first);  // moved on first: the job may leave the queue below
       if (!job.has_work()) {
@@ -149,10 +154,15 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
       // than a turn's worth (least_turn): thousands of small jobs would otherwise each put a chunk
       // or two on every worker (a DefineJob per worker per job; 100 clients x 100 jobs took 226 s).
       JobTopUp& entry = plan.of(job, queue.queued_elements());
-      const uint64_t share = std::min(
-          {free, std::max<uint64_t>(free / candidates, least_turn(worker, job, context.report_interval)), entry.part_left});
+      const double chunk_elements = double(std::max<uint64_t>(1, job.spec()->chunk_rows * job.spec()->chunk_cols));
+      const uint64_t in_budget =
+          std::max(uint64_t(std::min(std::ceil(budget / chunk_elements), double(UINT64_MAX / 2))),
+                   least_worth_splitting(worker, job));
+      const uint64_t share = std::min({free, std::max<uint64_t>(free / candidates, least_turn(worker, job, context.report_interval)),
+                                       entry.part_left, in_budget});
       if (share == 0) continue;
       const uint64_t taken = take_turn(plan, entry, worker, share, unit, context);
+      budget -= double(taken) * chunk_elements;
       queue.update(job);
       if (taken == 0) continue;  // only verify copies this worker already computed
       queue.served(job.id());

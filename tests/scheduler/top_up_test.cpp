@@ -231,3 +231,20 @@ TEST_CASE("many jobs on a measured GPU: each turn is at least a report interval 
   REQUIRE(plain.size() == 16);
   for (const JobTopUp& p : plain) CHECK(p.chunks() == 1);
 }
+
+TEST_CASE("a top-up takes at most the worker's part of all the work queued, whatever its window holds",
+          "[top_up]") {
+  Table t;
+  for (JobId id = 1; id <= 100; ++id) t.add(job_of(id, 10, 1000));  // 1000 chunks of 1 ms
+  WorkerRecord w = measured_gpu(7, 4);
+  // Its window is four intervals of 100 ms (400 chunks); its part of the queue over 10 workers,
+  // 100 chunks: ten whole jobs.
+  const auto plan = plan_top_up(w, t.queue, t.jobs, fleet_of(10, std::chrono::milliseconds(100)));
+  uint64_t taken = 0;
+  for (const JobTopUp& p : plan) {
+    CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});
+    taken += p.chunks();
+  }
+  CHECK(taken == 100);
+  CHECK(t.queue.queued_elements() == 900 * 1000);
+}

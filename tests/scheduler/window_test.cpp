@@ -31,21 +31,23 @@ TEST_CASE("a worker's window widens to its element budget for small chunks, with
   CHECK(w.window_for(job_with_chunks_of(1, 1)) == 4);
 }
 
-TEST_CASE("a GPU's window stretches to its share of the queued work: at most four plain windows until its "
-          "speed is measured, four report intervals after",
+TEST_CASE("a GPU's window deepens while its share of the queued work is more than the plain window: four plain "
+          "windows until its speed is measured, four report intervals after",
           "[window]") {
   WorkerRecord w;
   w.slots = 4;
   w.backend = "cuda";
   const Job job = job_with_chunks_of(100, 100);  // 10^4 elements a chunk
   const auto interval = std::chrono::milliseconds(10);
-  CHECK(w.window_for(job, interval, 5e4) == 5);  // speed not measured: its share of 5 chunks,
-  CHECK(w.window_for(job, interval, 1e9) == 16);  // at most four times the slots
-  w.observe_speed(1e-3, 10000);                  // 0.1 us an element: 1 ms a chunk
-  CHECK(w.window_for(job, interval, 0) == 4);      // nothing queued: slots
-  CHECK(w.window_for(job, interval, 4e4) == 4);    // a share of 4 chunks: the plain window holds it
-  CHECK(w.window_for(job, interval, 2.5e5) == 25);  // a share of 25 chunks
-  CHECK(w.window_for(job, interval, 1e9) == 40);    // four intervals of 1 ms chunks
+  CHECK(w.window_for(job, interval, 4e4) == 4);   // a share of 4 chunks: the plain window holds it
+  CHECK(w.window_for(job, interval, 5e4) == 16);  // more: four plain windows
+  w.observe_speed(1e-3, 10000);                   // 0.1 us an element: 1 ms a chunk
+  CHECK(w.window_for(job, interval, 0) == 4);     // nothing queued: slots
+  CHECK(w.window_for(job, interval, 4e4) == 4);
+  CHECK(w.window_for(job, interval, 5e4) == 40);  // four intervals of 1 ms chunks
+  CHECK(w.window_for(job, interval, 1e9) == 40);
+  w.backend = "cpu";  // a CPU worker keeps its plain window
+  CHECK(w.window_for(job, interval, 1e9) == 4);
 }
 
 TEST_CASE("in-flight chunks are counted per job, and a forgotten job leaves the window", "[window]") {

@@ -57,7 +57,8 @@ struct JobSpec {
   uint64_t elements() const { return rows * cols; }
   uint64_t element_bytes() const { return psched::element_bytes(dtype); }
   uint64_t bytes() const { return elements() * element_bytes(); }
-  uint64_t chunk_bytes() const { return chunk_rows * chunk_cols * element_bytes(); }
+  uint64_t chunk_elements() const { return chunk_rows * chunk_cols; }  // a whole chunk's, edge or not
+  uint64_t chunk_bytes() const { return chunk_elements() * element_bytes(); }
   ChunkGrid grid() const { return ChunkGrid{rows, cols, chunk_rows, chunk_cols}; }
   uint64_t chunks() const { return grid().chunks(); }  // chunk sizes > 0: after validate()
 };

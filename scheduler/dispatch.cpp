@@ -119,7 +119,7 @@ bool Scheduler::split_tail(WorkerRecord& idle) {
       auto jit = jobs_.find(job_id);
       if (jit == jobs_.end()) continue;
       const JobSpec& s = *jit->second->spec();
-      const double elements = double(s.chunk_rows * s.chunk_cols);
+      const double elements = double(s.chunk_elements());
       // A chunk per unit of parallelism at a time: a CPU worker's threads, a GPU's one device.
       holders.push_back(TailHolder{id, job_id, held.chunks, uint32_t(std::max(1.0, parallelism(*w))),
                                    per_element * elements, idle_per_element * elements});

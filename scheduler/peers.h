@@ -141,8 +141,7 @@ struct WorkerRecord : WorkerInfo {
   // (plan_top_up), so the windows fill from what is left as the work drains.
   uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval,
                       double share_elements = 0) const {
-    const JobSpec& s = *job.spec();
-    const uint64_t chunk_elements = std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols);
+    const uint64_t chunk_elements = job.spec()->chunk_elements();
     uint64_t window = window_elements / chunk_elements;
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
     window = window > slots ? window : slots;

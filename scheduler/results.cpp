@@ -102,7 +102,7 @@ double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, wire::Resul
   uint64_t reported = batch.getFailures().size();
   for (auto r : batch.getResults()) reported += r.getChunks();
   if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
-  worker.observe_speed(busy, reported * job.spec()->chunk_rows * job.spec()->chunk_cols);
+  worker.observe_speed(busy, reported * job.spec()->chunk_elements());
   return busy;
 }
 
@@ -134,7 +134,7 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch
     first_chunk = std::min<uint64_t>(first_chunk, chunk);
   }
   observe_results(worker, job, finished, first_chunk, busy);
-  const uint64_t elements = finished * job.spec()->chunk_rows * job.spec()->chunk_cols;
+  const uint64_t elements = finished * job.spec()->chunk_elements();
   const uint64_t bytes = finished * job.spec()->chunk_bytes();
   worker.in_flight.remove(job.id(), finished);
   worker.chunks_done += finished;

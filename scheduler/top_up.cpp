@@ -14,22 +14,13 @@ namespace {
 // of small jobs).
 class Plan {
  public:
-  Plan(WorkerRecord& worker, const TopUpContext& context)
-      : worker_(worker), workers_(std::max<uint64_t>(1, context.sharing)) {}
+  explicit Plan(WorkerRecord& worker) : worker_(worker) {}
 
-  // The job's entry, made on first use with the most this top-up takes of it: the worker's part
-  // of all the work queued (`queued_elements` over the workers sharing it), in the job's chunks,
-  // but at least its part of the job's own and what is worth splitting. (The part of the job's own
-  // alone cut 20 concurrent jobs of 10^4 chunks on 1024 GPUs into ten chunks of each per top-up.)
-  JobTopUp& of(Job& job, double queued_elements) {
+  // The job's entry, made on first use.
+  JobTopUp& of(Job& job) {
     auto [it, fresh] = index_.try_emplace(job.id(), plan_.size());
     if (!fresh) return plan_[it->second];
-    const uint64_t work = job.queued() + job.verify.queued();
-    const JobSpec& s = *job.spec();
-    const double of_all = queued_elements / double(workers_) / double(std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols));
-    const uint64_t part = std::max({(work + workers_ - 1) / workers_, least_worth_splitting(worker_, job),
-                                    uint64_t(std::min(of_all, double(work)))});
-    plan_.push_back(JobTopUp{&job, part, {}});
+    plan_.push_back(JobTopUp{&job, {}});
     return plan_.back();
   }
 
@@ -52,7 +43,6 @@ class Plan {
 
  private:
   WorkerRecord& worker_;
-  uint64_t workers_;
   std::vector<JobTopUp> plan_;
   std::unordered_map<JobId, size_t> index_;
 };
@@ -94,8 +84,7 @@ void WorkQueue::update(const Job& job) {
     if (it != jobs_.end()) jobs_.erase(it);
     return;
   }
-  const uint64_t chunk_elements = job.spec()->chunk_rows * job.spec()->chunk_cols;
-  const unsigned __int128 elements = (unsigned __int128)(job.queued() + job.verify.queued()) * chunk_elements;
+  const unsigned __int128 elements = (unsigned __int128)(job.queued() + job.verify.queued()) * job.spec()->chunk_elements();
   if (it == jobs_.end()) it = jobs_.emplace(job.id(), 0).first;
   it->second = uint64_t(std::min<unsigned __int128>(elements, UINT64_MAX));
   queued_elements_ += it->second;
@@ -109,8 +98,7 @@ void WorkQueue::forget(JobId id) {
 }
 
 uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job) {
-  const JobSpec& s = *job.spec();
-  const uint64_t chunk_elements = std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols);
+  const uint64_t chunk_elements = job.spec()->chunk_elements();
   const uint64_t slot_elements = worker.window_elements / std::max<uint64_t>(1, worker.slots);
   return std::max<uint64_t>(1, (slot_elements + chunk_elements - 1) / chunk_elements);
 }
@@ -118,8 +106,7 @@ uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job) {
 uint64_t least_turn(const WorkerRecord& worker, const Job& job, std::chrono::microseconds report_interval) {
   const uint64_t splitting = least_worth_splitting(worker, job);
   if (worker.seconds_per_element <= 0) return splitting;
-  const JobSpec& s = *job.spec();
-  const double chunk_seconds = worker.seconds_per_element * double(std::max<uint64_t>(1, s.chunk_rows * s.chunk_cols));
+  const double chunk_seconds = worker.seconds_per_element * double(job.spec()->chunk_elements());
   const double interval = std::chrono::duration<double>(report_interval).count();
   return std::max(splitting, uint64_t(std::min(interval / chunk_seconds, double(kMaxTimedWindowChunks))));
 }
@@ -128,7 +115,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
                                   const TopUpContext& context) {
   if (worker.isolating && worker.in_flight.size() > 0) return {};  // a suspect runs alone
   worker.isolating = false;
-  Plan plan(worker, context);
+  Plan plan(worker);
   // What this top-up may take over all jobs, in elements: the worker's part of all the work
   // queued (guided self-scheduling), so the first workers do not fill deep windows with a storm of
   // small jobs while the others idle; a job worth no split is taken whole all the same.
@@ -153,21 +140,18 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
       // This job's share of the free window (all of it when it is the only job), but never less
       // than a turn's worth (least_turn): thousands of small jobs would otherwise each put a chunk
       // or two on every worker (a DefineJob per worker per job; 100 clients x 100 jobs took 226 s).
-      JobTopUp& entry = plan.of(job, queue.queued_elements());
-      const double chunk_elements = double(std::max<uint64_t>(1, job.spec()->chunk_rows * job.spec()->chunk_cols));
-      const uint64_t in_budget =
-          std::max(uint64_t(std::min(std::ceil(budget / chunk_elements), double(UINT64_MAX / 2))),
-                   least_worth_splitting(worker, job));
-      const uint64_t share = std::min({free, std::max<uint64_t>(free / candidates, least_turn(worker, job, context.report_interval)),
-                                       entry.part_left, in_budget});
-      if (share == 0) continue;
-      const uint64_t taken = take_turn(plan, entry, worker, share, unit, context);
+      // Within the budget, in the job's chunks, but never less than what is worth splitting.
+      const double chunk_elements = double(job.spec()->chunk_elements());
+      const uint64_t in_budget = std::max(uint64_t(std::min(std::ceil(budget / chunk_elements), 0x1p62)),
+                                          least_worth_splitting(worker, job));
+      const uint64_t share =
+          std::min({free, std::max<uint64_t>(free / candidates, least_turn(worker, job, context.report_interval)), in_budget});
+      const uint64_t taken = take_turn(plan, plan.of(job), worker, share, unit, context);
       budget -= double(taken) * chunk_elements;
       queue.update(job);
       if (taken == 0) continue;  // only verify copies this worker already computed
       queue.served(job.id());
       if (worker.isolating) return plan.done();  // a suspect runs alone
-      entry.part_left -= std::min(taken, entry.part_left);
       progress = true;
     }
   }

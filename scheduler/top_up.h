@@ -48,7 +48,6 @@ class WorkQueue {
 // merged while the count fits the wire's UInt32.
 struct JobTopUp {
   Job* job = nullptr;
-  uint64_t part_left = 0;  // how many more of the job's chunks this top-up may take
   std::vector<ChunkRange> ranges;
   uint64_t chunks() const {
     uint64_t n = 0;
@@ -77,7 +76,9 @@ uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job);
 uint64_t least_turn(const WorkerRecord& worker, const Job& job, std::chrono::microseconds report_interval);
 
 // Fills `worker`'s free window from the jobs in `queue`, in turn from the one after the last
-// served, until no job can take more or the window is full: verify copies first (the partials they
+// served, until no job can take more, the window is full, or the top-up holds the worker's part of
+// all the work queued (over `context.sharing` workers; a job worth no split is taken whole all the
+// same): verify copies first (the partials they
 // are compared with wait for them), then re-queued and fresh chunks. A suspect goes alone to an
 // idle worker, which is then `isolating`. The chunks taken are running on the worker and in its
 // window; jobs left without work leave the queue. Returns what to send, per job (jobs that got

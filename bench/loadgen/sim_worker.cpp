@@ -96,7 +96,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
       if (entry.spec && !entry.chunk_partials && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
           chunk_partial(entry, 0)) {
         entry.uniform = true;
-        entry.chunk_seconds = double(spec.chunk_rows * spec.chunk_cols) * fleet_.device().seconds_per_element;
+        entry.chunk_seconds = double(spec.chunk_elements()) * fleet_.device().seconds_per_element;
         if (chunks_alike(*entry.spec)) {
           entry.alike = true;
           entry.chunk_partial = *chunk_partial(entry, 0);

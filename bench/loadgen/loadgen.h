@@ -1,7 +1,11 @@
 // psched-loadgen's run: a simulated GPU fleet (sim_worker.h) registers with a real psched, is
 // optionally held idle (what heartbeats cost), then simulated clients (sim_client.h) submit jobs
 // whose results are checked bit for bit, while workers are optionally killed and replaced. Each
-// phase prints its figures for a person, and "figure NAME VALUE" lines for scripts at the end.
+// phase prints its figures for a person, and "figure NAME VALUE" lines for scripts at the end. The
+// load is cut into shards, a loop each with its part of the workers and clients: shard 0 on the
+// calling thread, which also waits and measures, the others on threads of their own (by default
+// one per CPU the process may run on: bench/lib/loadgen_run.sh pins it to the CPUs psched does not
+// use, so on a machine with CPUs to spare the loadgen is not what a measurement measures).
 #pragma once
 
 #include "worker/cuda/batching.h"
@@ -32,6 +36,7 @@ struct LoadgenOptions {
   uint32_t churn_ms = 0;
   bool allow_failures = false;
   double ready_timeout_s = 120;
+  unsigned threads = 0;  // loops, each with its part of the workers and clients; 0: a loop per CPU it may use
   JobSpec job;
   std::string generator = "constant";
   bool vary = true;

@@ -1,5 +1,5 @@
 // psched-loadgen: a simulated GPU fleet and a crowd of clients against a real psched, over the real
-// protocol, in one process on one Asio loop (loadgen.h). It exits 1 when any result differs from
+// protocol, in one process on a loop per CPU it may use (--threads; loadgen.h). It exits 1 when any result differs from
 // the closed form, or any job failed without --allow-failures; 2 when it cannot run.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   app.add_option("--churn-ms", o.churn_ms, "kill a random simulated worker this often and start another");
   app.add_flag("--allow-failures", o.allow_failures, "failed jobs (each with its message) do not fail the run");
   app.add_option("--ready-timeout", o.ready_timeout_s, "seconds to wait for the fleet to register");
+  app.add_option("--threads", o.threads,
+                 "threads, each a loop with its part of the workers and clients (default: one per CPU the loadgen "
+                 "may run on, so it is never the bottleneck where it has CPUs of its own)");
   app.add_option("--generator", o.generator, "arange or constant")->check(CLI::IsMember({"arange", "constant"}));
   app.add_option("-x,--rows", o.job.rows)->capture_default_str();
   app.add_option("-y,--cols", o.job.cols)->capture_default_str();

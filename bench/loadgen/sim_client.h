@@ -7,6 +7,7 @@
 
 #include <boost/asio.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -72,6 +73,7 @@ class ClientPool {
   void start(uint32_t clients);
   void stop();
   bool finished() const { return finished_clients_ == clients_.size(); }
+  size_t finished_clients() const { return finished_clients_; }  // from any thread
 
   ClientStats& stats() { return stats_; }
   const ClientPlan& plan() const { return plan_; }
@@ -89,7 +91,7 @@ class ClientPool {
   boost::asio::ip::tcp::endpoint scheduler_;
   ClientPlan plan_;
   std::vector<std::shared_ptr<SimClient>> clients_;
-  size_t finished_clients_ = 0;
+  std::atomic<size_t> finished_clients_{0};
   uint64_t job_number_ = 0;
   boost::asio::steady_timer heartbeat_timer_;
   bool stopping_ = false;

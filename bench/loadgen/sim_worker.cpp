@@ -402,11 +402,13 @@ void SimWorker::leave() {
 }
 
 Fleet::Fleet(asio::io_context& io, asio::ip::tcp::endpoint scheduler, DeviceModel device,
-             std::string name_prefix)
+             std::string name_prefix, uint32_t first_index, uint32_t index_step)
     : io_(io),
       scheduler_(std::move(scheduler)),
       device_(device),
       name_prefix_(std::move(name_prefix)),
+      next_index_(first_index),
+      index_step_(index_step),
       heartbeat_timer_(io) {}
 
 void Fleet::start(uint32_t count) {
@@ -422,7 +424,8 @@ void Fleet::open_more() {
   while (to_open_ > 0 && handshaking_ < kConnectWave && !stopping_) {
     --to_open_;
     ++handshaking_;
-    auto w = std::make_shared<SimWorker>(*this, next_index_++);
+    auto w = std::make_shared<SimWorker>(*this, next_index_);
+    next_index_ += index_step_;
     workers_.push_back(w);
     w->connect();
   }
@@ -451,7 +454,8 @@ void Fleet::replace(const SimWorker* dead) {
 }
 
 void Fleet::respawn(std::shared_ptr<SimWorker>& slot) {
-  slot = std::make_shared<SimWorker>(*this, next_index_++);
+  slot = std::make_shared<SimWorker>(*this, next_index_);
+  next_index_ += index_step_;
   slot->connect();
 }
 

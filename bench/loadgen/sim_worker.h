@@ -8,6 +8,7 @@
 
 #include <boost/asio.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -39,14 +40,15 @@ struct DeviceModel {
   int64_t crash_chunk = -1;
 };
 
+// Written by the fleet's loop, read by the loadgen's main thread (loadgen.cpp: a fleet per thread).
 struct FleetCounters {
-  uint64_t welcomed = 0;        // Welcome received (registrations, reconnections included)
-  uint64_t connected_now = 0;   // workers registered at this moment
-  uint64_t chunks_done = 0;
-  uint64_t chunks_refused = 0;  // jobs without a closed form: reported as chunk failures
-  uint64_t kills = 0;
-  uint64_t disconnects = 0;     // connections the scheduler or the network ended
-  double busy_seconds = 0;      // simulated device time of the chunks done
+  std::atomic<uint64_t> welcomed{0};        // Welcome received (registrations, reconnections included)
+  std::atomic<uint64_t> connected_now{0};   // workers registered at this moment
+  std::atomic<uint64_t> chunks_done{0};
+  std::atomic<uint64_t> chunks_refused{0};  // jobs without a closed form: reported as chunk failures
+  std::atomic<uint64_t> kills{0};
+  std::atomic<uint64_t> disconnects{0};     // connections the scheduler or the network ended
+  std::atomic<double> busy_seconds{0};      // simulated device time of the chunks done
 };
 
 class Fleet;
@@ -118,8 +120,10 @@ class SimWorker : public SimPeer {
 
 class Fleet {
  public:
+  // Workers are named name_prefix-N, N from first_index in steps of index_step (fleets on several
+  // loops interleave their numbers, so every name is unique).
   Fleet(boost::asio::io_context& io, boost::asio::ip::tcp::endpoint scheduler, DeviceModel device,
-        std::string name_prefix);
+        std::string name_prefix, uint32_t first_index = 0, uint32_t index_step = 1);
 
   // Opens `count` workers, at most kConnectWave handshakes at a time (a burst of thousands of SYNs
   // overflows the listen backlog and costs retransmission seconds).
@@ -154,7 +158,7 @@ class Fleet {
   DeviceModel device_;
   std::string name_prefix_;
   std::vector<std::shared_ptr<SimWorker>> workers_;
-  uint32_t to_open_ = 0, handshaking_ = 0, next_index_ = 0;
+  uint32_t to_open_ = 0, handshaking_ = 0, next_index_ = 0, index_step_ = 1;
   uint32_t heartbeat_ms_ = 1000;
   boost::asio::steady_timer heartbeat_timer_;
   bool heartbeat_running_ = false;

@@ -87,7 +87,8 @@ pid_t start_loadgen(const TestCluster& cluster, const std::vector<std::string>& 
 
 }  // namespace
 
-TEST_CASE("64 simulated GPUs and 10 clients submitting 10 jobs each at once: every result exact, psched memory bounded",
+TEST_CASE("64 simulated GPUs and 10 clients submitting 10 jobs each at once, from three loadgen threads: every "
+          "result exact, psched memory bounded",
           "[fleet]") {
   TestCluster cluster;
   const pid_t scheduler = cluster.scheduler_pid();
@@ -95,7 +96,7 @@ TEST_CASE("64 simulated GPUs and 10 clients submitting 10 jobs each at once: eve
   const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(),
                                   "--scheduler-pid", std::to_string(scheduler), "-w", "64", "-c", "10",
                                   "-j", "10", "--generator", "arange", "-x", "1000", "-y", "1000",
-                                  "--chunk-x", "100", "--chunk-y", "100"},
+                                  "--chunk-x", "100", "--chunk-y", "100", "--threads", "3"},
                                  &out, 60000);
   INFO(out);
   CHECK(WIFEXITED(status));
@@ -105,6 +106,7 @@ TEST_CASE("64 simulated GPUs and 10 clients submitting 10 jobs each at once: eve
   CHECK(c.exact == 100);
   CHECK(c.mismatched == 0);
   CHECK(out.find("chunks: 10000 done") != std::string::npos);
+  CHECK(out.find("loadgen_threads: 3") != std::string::npos);
   CHECK(peak_rss_kb(scheduler) < kSchedulerPeakLimitKb);
   // Every simulated worker registered and left (Goodbye), nothing held.
   // Every simulated worker said Goodbye; the scheduler holds none of them.

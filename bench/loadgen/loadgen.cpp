@@ -256,14 +256,15 @@ int run_clients(Shards& shards, const asio::ip::tcp::endpoint& endpoint, const L
   const double wall = seconds_since(tc);
   const ProcSample b = sample_scheduler(o.scheduler_pid), self_b = sample_process(getpid());
   const double busy = shards.sum(&FleetCounters::busy_seconds) - busy_a;
-  // Each pool's figures are copied on its own loop, then merged here.
-  std::atomic<size_t> copied{0};
-  shards.on_each([&copied](Shard& s, size_t) {
+  // Each pool's figures are copied on its own loop, then merged here. The count is shared: a loop
+  // still busy when the wait gives up must not count into a variable that is gone.
+  auto copied = std::make_shared<std::atomic<size_t>>(0);
+  shards.on_each([copied](Shard& s, size_t) {
     s.stats = s.pool->stats();
     s.pool->stop();
-    ++copied;
+    ++*copied;
   });
-  run_until(shards.main_io(), [&] { return copied == n; }, 60);
+  run_until(shards.main_io(), [&] { return *copied == n; }, 60);
   status = std::max(status, report_clients(merged(shards), busy, wall, shards, o, figures));
   print_cost(figures, "psched", "clients", a, b, wall);
   print_cost(figures, "loadgen", "clients", self_a, self_b, wall);

@@ -130,6 +130,7 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
   for (auto m : r.getMismatches()) {
     VerifyMismatch& out = result.mismatches.emplace_back();
     out.chunk = m.getChunk();
+    out.chunks = m.getChunks();
     for (auto c : m.getCopies())
       out.copies.push_back({c.getWorkerId(), c.getWorkerName().cStr(), c.getDeviceName().cStr(),
                             c.getSum(), c.getCount(), c.getMin(), c.getMax(), c.getSuspect()});

@@ -11,8 +11,10 @@
 $import "/capnp/c++.capnp".namespace("psched::wire");
 
 # 2: a worker's ChunkPartial covers a run of chunks (ChunkPartial.chunks), and DefineJob says when
-# a job needs them one by one. A peer of another version is refused at Hello, naming both.
-const protocolVersion :UInt32 = 2;
+# a job needs them one by one. 3: DefineJob.partialBlock says where to cut them (verify compares
+# blocks of chunks), and a VerifyMismatch names a range. A peer of another version is refused at
+# Hello, naming both.
+const protocolVersion :UInt32 = 3;
 
 enum Role {
   worker @0;
@@ -179,8 +181,8 @@ struct ExactSum {
 }
 
 # The partial of a range: chunks chunk .. chunk + chunks - 1 of one job. In a ResultBatch a worker
-# merges each run of consecutive chunks it finished into one (unless DefineJob.chunkPartials);
-# in Progress every partial is one chunk's.
+# merges each run of consecutive chunks it finished into one, cut where DefineJob.partialBlock
+# says; in Progress every partial is one chunk's.
 struct ChunkPartial {
   chunk @0 :UInt64;            # the range's first chunk
   sum @1 :Float64;             # exact, correctly rounded (the receiver rounds `exact` itself)
@@ -222,7 +224,8 @@ struct JobResult {
   timeline @15 :List(TaskSegment);   # the job's task stream, when Submit asked for it
 }
 
-# One copy of a verified chunk: who computed it and what it got.
+# One copy of verified chunks: who computed it and what it got (a block's first copy may come from
+# several workers: their names joined).
 struct VerifyCopy {
   workerId @0 :UInt32;
   workerName @1 :Text;
@@ -234,10 +237,12 @@ struct VerifyCopy {
   suspect @7 :Bool;            # this copy is the odd one out (or one of two that disagree)
 }
 
-# A verified chunk whose copies disagree: two copies, or three when a third worker broke the tie.
+# Verified chunks whose copies disagree: a block's two copies, or three when a third worker broke
+# the tie; once narrowed down to one chunk, the odd copy's worker's and another worker's copies of it.
 struct VerifyMismatch {
-  chunk @0 :UInt64;
-  copies @1 :List(VerifyCopy);
+  chunk @0 :UInt64;            # the first chunk
+  copies @1 :List(VerifyCopy); # each copy's partial of the chunks named
+  chunks @2 :UInt64 = 1;       # chunks named (1: found down to the chunk)
 }
 
 # One GPU figure over a job: lowest, mean and highest of the heartbeats that came while it ran.
@@ -303,8 +308,9 @@ struct ClusterInfo {
 struct DefineJob {
   jobId @0 :UInt64;
   spec @1 :JobSpec;
-  chunkPartials @2 :Bool;      # report every chunk's own partial (verify compares chunks, and the
-                               # client streams them); otherwise merge runs of consecutive chunks
+  partialBlock @2 :UInt64;     # 0: merge runs of consecutive chunks into one partial; B: never
+                               # across a multiple of B (verify compares blocks of B chunks; 1: a
+                               # partial per chunk, which a client streams)
 }
 
 struct TaskRange {
@@ -345,7 +351,7 @@ struct ChunkFailure {
 
 struct ResultBatch {
   jobId @0 :UInt64;
-  results @1 :List(ChunkPartial);  # one per run of consecutive chunks finished (chunkPartials: per chunk)
+  results @1 :List(ChunkPartial);  # one per run of consecutive chunks finished (cut at partialBlock)
   failures @2 :List(ChunkFailure);
   busySeconds @3 :Float64;     # backend compute time for these chunks
   returned @4 :List(TaskRange);  # set only in the answer to a GiveBack: the chunks given back

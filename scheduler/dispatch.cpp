@@ -57,7 +57,7 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
 
 void Scheduler::plan_for(WorkerRecord& worker, uint64_t sharing, std::vector<PlannedTopUp>& planned) {
   if (shutting_down_ || !worker.conn->is_open()) return;
-  const TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), someone_else()};
+  const TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), verify_peers()};
   std::vector<JobTopUp> jobs = plan_top_up(worker, work_, jobs_, context);
   if (!jobs.empty()) planned.push_back(PlannedTopUp{&worker, std::move(jobs)});
 }
@@ -79,7 +79,7 @@ void Scheduler::send_top_up(WorkerRecord& worker, const JobTopUp& top_up, bool q
       auto d = m.initDefineJob();
       d.setJobId(job.id());
       to_wire(*job.spec(), d.initSpec());
-      d.setChunkPartials(job.chunk_partials());
+      d.setPartialBlock(job.partial_block());
     });
   }
   OutgoingMessage m(64 + top_up.ranges.size() * 4);
@@ -117,7 +117,8 @@ bool Scheduler::split_tail(WorkerRecord& idle) {
     if (idle_per_element == 0 && (w->backend != idle.backend || w->device_name != idle.device_name)) continue;
     for (const auto& [job_id, held] : w->in_flight.by_job()) {
       auto jit = jobs_.find(job_id);
-      if (jit == jobs_.end()) continue;
+      // A verify job's tail is its copies; giving back half a block would split its first copy.
+      if (jit == jobs_.end() || jit->second->verify.on()) continue;
       const JobSpec& s = *jit->second->spec();
       const double elements = double(s.chunk_elements());
       // A chunk per unit of parallelism at a time: a CPU worker's threads, a GPU's one device.

@@ -52,7 +52,8 @@ double Job::seconds() const {
 
 uint64_t Job::take_run(WorkerId worker, uint64_t max, uint64_t& first) {
   PSCHED_REQUIRE(has_ordinary() && max > 0, id_, max);
-  const ChunkRange r = table_.take(worker, max);
+  // A verify block's first copy on one worker: its copies then need only one other each.
+  const ChunkRange r = table_.take(worker, max, verify.on() ? verify.block_chunks() : 0);
   first = r.first;
   return r.count;
 }
@@ -89,10 +90,9 @@ void Job::record_figures(ChunkRange r, WorkerId worker, const ChunkFigures& f) {
   done_by_[worker] += r.count;
 }
 
-void Job::finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial) {
-  PSCHED_REQUIRE(chunk < chunks() && table_.state(chunk) == ChunkState::kHeld, chunk);
-  table_.finish_held(chunk);
-  record(ChunkRange{chunk, 1}, worker, partial);
+void Job::finish_verified(ChunkRange block, WorkerId worker, const PartialSum& partial) {
+  table_.finish_held(block);
+  record(block, worker, partial);
 }
 
 bool Job::requeue(ChunkRange r, WorkerId worker, const std::string& worker_name, bool blame,

@@ -39,9 +39,10 @@ class Job {
   ClientId client() const { return client_; }
   const std::shared_ptr<const JobSpec>& spec() const { return spec_; }
   bool want_partials() const { return want_partials_; }
-  // Whether workers report this job chunk by chunk (DefineJob.chunkPartials): verify compares
-  // chunks and streamed partials are per chunk; otherwise a worker merges each run it finishes.
-  bool chunk_partials() const { return want_partials_ || verify.on(); }
+  // Where workers cut the partials they report (DefineJob.partialBlock): at every chunk for
+  // streamed partials, at every verify block for verify (which compares blocks), nowhere (0: a
+  // partial per run) otherwise.
+  uint64_t partial_block() const { return verify.on() ? verify.block_chunks() : want_partials_ ? 1 : 0; }
   const RangeTable& ranges() const { return table_; }
   uint64_t chunks() const { return table_.chunks(); }
   uint64_t done() const { return table_.done(); }
@@ -65,7 +66,8 @@ class Job {
 
   // Takes the next run of at most `max` queued chunks (re-queued ones first, then fresh ones in
   // index order) and marks it running on `worker`; returns the run's length (>= 1), its first
-  // chunk in `first`. Requires has_ordinary().
+  // chunk in `first`. A verify job's runs end on a block's end (RangeTable::take's `align`), even
+  // past `max`. Requires has_ordinary().
   uint64_t take_run(WorkerId worker, uint64_t max, uint64_t& first);
   uint64_t take(WorkerId worker) {  // one chunk
     uint64_t first = 0;
@@ -95,11 +97,11 @@ class Job {
     record_figures(r, worker, figures);
     return true;
   }
-  // Verify: a running chunk's first copy is in and `verify` holds it; returns false unless the
-  // chunk is running on `worker`. finish_verified() completes it with the partial that
+  // Verify: running chunks' first copy is in and `verify` holds it; returns false unless all of `r`
+  // is running on `worker`. finish_verified() completes a block with the partial that
   // verification settled on, credited to `worker` (the first copy's).
-  bool hold_for_verify(uint64_t chunk, WorkerId worker) { return table_.hold(chunk, worker); }
-  void finish_verified(uint64_t chunk, WorkerId worker, const PartialSum& partial);
+  bool hold_for_verify(ChunkRange r, WorkerId worker) { return table_.hold(r, worker); }
+  void finish_verified(ChunkRange block, WorkerId worker, const PartialSum& partial);
   // Running chunks go back to the queue: their worker left (blame = false), or died or failed them
   // (blame = true, counted against each chunk, naming `worker_name`). With `repeat_as_suspect`, the
   // blamed chunks that had failed before go back as a suspect range: their worker died while it
@@ -143,7 +145,7 @@ class Job {
   std::chrono::steady_clock::time_point last_progress{};
   std::vector<std::pair<uint64_t, PartialSum>> unsent_partials;
   // Submit.verifyFraction's state: its own structure (scheduler/verify.h), off by default.
-  ChunkVerifier verify;
+  BlockVerifier verify;
 
  private:
   // The one place a partial joins the job, once the table has marked its chunks done: record()

@@ -46,7 +46,9 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   const JobId id = next_job_id_++;
   auto job = std::make_unique<Job>(id, client.id, std::make_shared<const JobSpec>(job_spec),
                                    submit.getWantPartials());
-  job->verify = ChunkVerifier(verify_fraction, job_spec.seed);
+  if (verify_fraction > 0)
+    job->verify = BlockVerifier(verify_fraction, job_spec.seed, chunks,
+                                job->want_partials() ? 1 : verify_block_chunks(chunks, job_spec.chunk_elements()));
   ++counters_.jobs_submitted;
   if (spdlog::should_log(spdlog::level::info))  // describe() is not free: tiny jobs notice
     spdlog::info("job {} from client '{}': {} ({})", id, client.name, describe(spec),
@@ -232,9 +234,22 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
     if (jit == jobs_.end()) continue;
     if (auto failure = requeue_lost(*jit->second, *w, why, graceful)) to_fail.emplace_back(job_id, *failure);
   }
+  // Verify copies, and the searches for an odd chunk that needed this worker, of every job.
+  std::vector<JobId> settled;
+  for (auto& [job_id, job] : jobs_) {
+    if (job->verify.holding() == 0) continue;
+    if (auto failure = verify_worker_gone(*job, *w, why, graceful)) to_fail.emplace_back(job_id, *failure);
+    settled.push_back(job_id);
+  }
   for (auto& [job_id, message] : to_fail) {
     auto jit = jobs_.find(job_id);
     if (jit != jobs_.end()) fail_job(*jit->second, message);
+  }
+  for (const JobId job_id : settled) {
+    auto jit = jobs_.find(job_id);
+    if (jit == jobs_.end()) continue;
+    work_.update(*jit->second);
+    if (jit->second->complete()) complete_job(*jit->second);
   }
   if (shutting_down_) return;
   if (workers_.empty()) tell_clients_about_workers();
@@ -260,22 +275,14 @@ std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord&
     if (!graceful && w.isolating && job.requeue_halves(r, w.id, w.name)) continue;
     job.requeue(r, w.id, w.name, /*blame=*/!graceful, /*repeat_as_suspect=*/!alone, limit, &at_limit);
   }
-  const size_t ranges_at_limit = at_limit.size();
-  for (const uint64_t chunk : job.verify.running_chunks_of(w.id)) {
-    const uint32_t failures = job.verify.requeue(chunk, w.id, w.name, /*blame=*/!graceful);
-    ++counters_.tasks_requeued;
-    if (failures >= limit) at_limit.push_back(ChunkRange{chunk, 1});
-  }
   work_.update(job);
-  const bool copy_at_limit = ranges_at_limit == 0 && !at_limit.empty();
   if (at_limit.empty()) return std::nullopt;
   const uint64_t chunk = at_limit.front().first;
-  const size_t taken_down = copy_at_limit ? job.verify.failed_on(chunk).size() : job.failed_on(chunk).size();
-  const auto workers = job.failure_names(chunk, copy_at_limit);  // each name once
+  const size_t taken_down = job.failed_on(chunk).size();
+  const auto workers = job.failure_names(chunk, /*copy=*/false);  // each name once
   if (at_limit.size() == 1 && at_limit.front().count == 1)
-    return fmt::format("chunk {}{} took down {} ({}); the last one was lost: {}", chunk,
-                       copy_at_limit ? " (verify copy)" : "", counted(taken_down, "worker"),
-                       fmt::join(workers, ", "), why);
+    return fmt::format("chunk {} took down {} ({}); the last one was lost: {}", chunk,
+                       counted(taken_down, "worker"), fmt::join(workers, ", "), why);
   std::vector<std::string> named;
   for (const ChunkRange& r : at_limit)
     named.push_back(r.count == 1 ? fmt::format("{}", r.first)

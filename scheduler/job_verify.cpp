@@ -1,6 +1,6 @@
-// Verify in the scheduler: a drawn chunk's copies travel to workers like any chunk (dispatch.cpp
+// Verify in the scheduler: a drawn block's copies travel to workers like any range (top_up.cpp
 // takes them first), come back in ResultBatches (results.cpp hands them here), and are settled
-// by the job's ChunkVerifier (verify.h); suspects are logged and counted per worker for /metrics and
+// by the job's BlockVerifier (verify.h); suspects are logged and counted per worker for /metrics and
 // the dashboard, and the job's JobResult lists the mismatches.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/plural.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {
@@ -19,6 +20,16 @@ bool Scheduler::worker_outside(const std::vector<WorkerId>& excluded) const {
   return false;
 }
 
+VerifyPeers Scheduler::verify_peers() const {
+  VerifyPeers peers;
+  peers.someone_else = [this](const std::vector<WorkerId>& excluded) { return worker_outside(excluded); };
+  peers.connected = [this](WorkerId id) {
+    auto it = workers_.find(id);
+    return it != workers_.end() && it->second->conn->is_open();
+  };
+  return peers;
+}
+
 VerifyCopy Scheduler::copy_of(const WorkerRecord& worker, const PartialSum& partial) const {
   VerifyCopy c;
   c.worker = worker.id;
@@ -28,37 +39,59 @@ VerifyCopy Scheduler::copy_of(const WorkerRecord& worker, const PartialSum& part
   return c;
 }
 
-void Scheduler::on_verify_copy(Job& job, WorkerRecord& worker, uint64_t chunk,
-                               const PartialSum& partial) {
-  const VerifyMismatch* mismatch = nullptr;
-  const std::optional<PartialSum> keep =
-      job.verify.copy_done(chunk, copy_of(worker, partial), someone_else(), &mismatch);
-  if (!keep) {
-    spdlog::warn("job {} chunk {}: copies differ; computing it on a third worker", job.id(), chunk);
-    return;
-  }
-  ++counters_.verify_chunks;
-  if (mismatch != nullptr) {
+void Scheduler::on_verify_piece(Job& job, WorkerRecord& worker, ChunkRange range, const PartialSum& partial) {
+  if (auto settled = job.verify.piece_done(range, copy_of(worker, partial), verify_peers()))
+    settle_block(job, *settled);
+}
+
+uint32_t Scheduler::on_verify_failure(Job& job, WorkerRecord& worker, uint64_t chunk) {
+  std::optional<VerifySettled> settled;
+  const uint32_t failures = job.verify.chunk_failed(chunk, worker.id, worker.name, verify_peers(), settled);
+  if (settled) settle_block(job, *settled);
+  return failures;
+}
+
+void Scheduler::settle_block(Job& job, const VerifySettled& settled) {
+  counters_.verify_chunks += settled.block.count;
+  if (const VerifyMismatch* mismatch = settled.mismatch) {
     std::string copies;
     for (const VerifyCopy& c : mismatch->copies) {
       if (c.suspect) ++counters_.verify_mismatches[c.worker_name];
       copies += fmt::format("{}'{}' ({}) sum {:.17g}{}", copies.empty() ? "" : ", ", c.worker_name,
                             c.device_name, c.partial.sum, c.suspect ? " [suspect]" : "");
     }
-    spdlog::error("job {} chunk {}: verify mismatch: {}", job.id(), chunk, copies);
+    const ChunkRange r = mismatch->chunks;
+    spdlog::error("job {} {}: verify mismatch: {}", job.id(),
+                  r.count == 1 ? fmt::format("chunk {}", r.first) : fmt::format("chunks {} to {}", r.first, r.end() - 1),
+                  copies);
   }
-  job.finish_verified(chunk, worker.id, *keep);
+  job.finish_verified(settled.block, settled.credit, settled.keep);
+}
+
+std::optional<std::string> Scheduler::verify_worker_gone(Job& job, const WorkerRecord& w, const std::string& why,
+                                                         bool graceful) {
+  std::vector<ChunkRange> at_limit;
+  std::vector<VerifySettled> settled;
+  const uint32_t limit = graceful ? UINT32_MAX : config_.allowed_failures;
+  job.verify.worker_gone(w.id, w.name, /*blame=*/!graceful, limit, at_limit, settled);
+  for (const VerifySettled& s : settled) settle_block(job, s);
+  if (at_limit.empty()) return std::nullopt;
+  const ChunkRange r = at_limit.front();
+  return fmt::format("the verify copy of chunks {} to {} took down {} ({}); the last one was lost: {}", r.first,
+                     r.end() - 1, counted(job.verify.failed_on(r.first).size(), "worker"),
+                     fmt::join(job.failure_names(r.first, /*copy=*/true), ", "), why);
 }
 
 void Scheduler::write_verify_report(const Job& job, wire::JobResult::Builder out) const {
-  const ChunkVerifier& v = job.verify;
+  const BlockVerifier& v = job.verify;
   out.setVerifiedChunks(v.verified());
   out.setSameWorkerChunks(v.same_worker());
   out.setMismatchCount(v.mismatch_count());
   auto list = out.initMismatches(uint32_t(v.mismatches().size()));
   for (uint32_t i = 0; i < list.size(); ++i) {
     const VerifyMismatch& m = v.mismatches()[i];
-    list[i].setChunk(m.chunk);
+    list[i].setChunk(m.chunks.first);
+    list[i].setChunks(m.chunks.count);
     auto copies = list[i].initCopies(uint32_t(m.copies.size()));
     for (uint32_t k = 0; k < copies.size(); ++k) {
       const VerifyCopy& c = m.copies[k];

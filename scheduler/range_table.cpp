@@ -17,12 +17,11 @@ void RangeTable::move(ChunkRange r, ChunkState from, ChunkState to, WorkerId wor
     case ChunkState::kRunning:
       PSCHED_ASSERT(to != ChunkState::kRunning && running_here(r, worker), int(to), r.first, r.count,
                     worker);
-      PSCHED_ASSERT(to != ChunkState::kHeld || r.count == 1, r.first, r.count);
       remove_running(r);
       break;
     case ChunkState::kHeld:
-      PSCHED_ASSERT(to == ChunkState::kDone && r.count == 1 && held_.erase(r.first) == 1, int(to),
-                    r.first, r.count);
+      PSCHED_ASSERT(to == ChunkState::kDone, int(to), r.first, r.count);
+      remove_held(r);
       break;
     case ChunkState::kDone:
       PSCHED_ASSERT(false, "a done chunk never changes", r.first, r.count);
@@ -40,7 +39,8 @@ void RangeTable::move(ChunkRange r, ChunkState from, ChunkState to, WorkerId wor
       add_running(r, worker);
       break;
     case ChunkState::kHeld:
-      held_.insert(r.first);
+      PSCHED_ASSERT(held_.emplace(r.first, r.end()).second, r.first, r.count);
+      held_count_ += r.count;
       break;
     case ChunkState::kDone:
       done_ += r.count;
@@ -84,18 +84,32 @@ void RangeTable::remove_running(ChunkRange r) {
   running_count_ -= r.count;
 }
 
-ChunkRange RangeTable::take(WorkerId worker, uint64_t max) {
+namespace {
+
+// How many of the `available` chunks from `first` a run of at most `max` takes, ending on a
+// multiple of `align` where it can: cut back to one, or, when that leaves nothing, taken on to one.
+uint64_t aligned_count(uint64_t first, uint64_t available, uint64_t max, uint64_t align) {
+  const uint64_t n = std::min(available, max);
+  if (align <= 1 || n == available) return n;
+  const uint64_t end = first + n, down = end / align * align;
+  if (down > first) return down - first;
+  return std::min(available, (end / align + 1) * align - first);
+}
+
+}  // namespace
+
+ChunkRange RangeTable::take(WorkerId worker, uint64_t max, uint64_t align) {
   PSCHED_REQUIRE(has_ordinary() && max > 0, max);
   ChunkRange r;
   if (!requeued_.empty()) {
     ChunkRange& front = requeued_.front();
-    r = ChunkRange{front.first, std::min(front.count, max)};
+    r = ChunkRange{front.first, aligned_count(front.first, front.count, max, align)};
     front.first += r.count;
     front.count -= r.count;
     if (front.count == 0) requeued_.pop_front();
     requeued_count_ -= r.count;
   } else {
-    r = ChunkRange{next_fresh_, std::min(chunks_ - next_fresh_, max)};
+    r = ChunkRange{next_fresh_, aligned_count(next_fresh_, chunks_ - next_fresh_, max, align)};
     next_fresh_ += r.count;
   }
   move(r, ChunkState::kQueued, ChunkState::kRunning, worker);
@@ -126,14 +140,23 @@ bool RangeTable::finish(ChunkRange r, WorkerId worker) {
   return true;
 }
 
-bool RangeTable::hold(uint64_t chunk, WorkerId worker) {
-  if (!running_here(ChunkRange{chunk, 1}, worker)) return false;
-  move(ChunkRange{chunk, 1}, ChunkState::kRunning, ChunkState::kHeld, worker);
+bool RangeTable::hold(ChunkRange r, WorkerId worker) {
+  if (!running_here(r, worker)) return false;
+  move(r, ChunkState::kRunning, ChunkState::kHeld, worker);
   return true;
 }
 
-void RangeTable::finish_held(uint64_t chunk) {
-  move(ChunkRange{chunk, 1}, ChunkState::kHeld, ChunkState::kDone, 0);
+void RangeTable::finish_held(ChunkRange r) { move(r, ChunkState::kHeld, ChunkState::kDone, 0); }
+
+// Held entries are the pieces held, each wholly inside one verify block: `r` must be exactly a
+// run of them.
+void RangeTable::remove_held(ChunkRange r) {
+  uint64_t at = r.first;
+  for (auto it = held_.find(r.first); at < r.end(); it = held_.erase(it)) {
+    PSCHED_ASSERT(it != held_.end() && it->first == at && it->second <= r.end(), r.first, r.count, at);
+    at = it->second;
+  }
+  held_count_ -= r.count;
 }
 
 bool RangeTable::requeue(ChunkRange r, WorkerId worker, bool suspect) {
@@ -196,7 +219,8 @@ ChunkState RangeTable::state(uint64_t chunk) const {
   PSCHED_REQUIRE(chunk < chunks_, chunk, chunks_);
   if (chunk >= next_fresh_) return ChunkState::kQueued;
   if (running_on(chunk)) return ChunkState::kRunning;
-  if (held_.count(chunk)) return ChunkState::kHeld;
+  if (auto h = held_.upper_bound(chunk); h != held_.begin() && std::prev(h)->second > chunk)
+    return ChunkState::kHeld;
   for (const ChunkRange& q : requeued_)
     if (chunk >= q.first && chunk < q.end()) return ChunkState::kQueued;
   for (const ChunkRange& q : suspects_)

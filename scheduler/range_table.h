@@ -52,8 +52,8 @@ class RangeFifo {
   size_t head_ = 0;
 };
 
-// kHeld: the chunk's first copy is in and held by the job's ChunkVerifier (scheduler/verify.h) until
-// another worker's copy agrees; only then is it done. Verify works chunk by chunk.
+// kHeld: the chunk's first copy is in and held by the job's BlockVerifier (scheduler/verify.h) until
+// another worker's copy of its block agrees; only then is it done.
 enum class ChunkState : uint8_t { kQueued, kSuspect, kRunning, kHeld, kDone };
 
 class RangeTable {
@@ -63,7 +63,7 @@ class RangeTable {
   uint64_t chunks() const { return chunks_; }
   uint64_t done() const { return done_; }
   uint64_t running() const { return running_count_; }
-  uint64_t held() const { return held_.size(); }
+  uint64_t held() const { return held_count_; }
   // Queued chunks: fresh, re-queued and suspects.
   uint64_t queued() const { return requeued_count_ + suspect_count_ + (chunks_ - next_fresh_); }
   bool complete() const { return done_ == chunks_; }
@@ -75,8 +75,10 @@ class RangeTable {
   uint64_t requeued_total() const { return requeued_total_; }
 
   // Events. take(): the next run of at most `max` queued chunks (re-queued ones first, then fresh
-  // ones in index order), now running on `worker`; requires has_ordinary() and max > 0.
-  ChunkRange take(WorkerId worker, uint64_t max);
+  // ones in index order), now running on `worker`; requires has_ordinary() and max > 0. With
+  // `align`, the run ends on a multiple of it unless it takes all that range has: cut back, or
+  // taken on past `max` when cutting back leaves nothing (a verify job's blocks stay on one worker).
+  ChunkRange take(WorkerId worker, uint64_t max, uint64_t align = 0);
   // The first (at most `max`) chunks of the oldest suspect range, now running on `worker`;
   // requires has_suspects() and max > 0. oldest_suspect(): that range's length.
   ChunkRange take_suspect(WorkerId worker, uint64_t max);
@@ -84,10 +86,11 @@ class RangeTable {
   // Running chunks of `worker` finished: done. False (nothing changes) unless all of `r` is running
   // on `worker`.
   bool finish(ChunkRange r, WorkerId worker);
-  // A running chunk's first copy is in and held for verify; false unless it runs on `worker`.
-  bool hold(uint64_t chunk, WorkerId worker);
-  // A held chunk is settled: done. Requires state(chunk) == kHeld.
-  void finish_held(uint64_t chunk);
+  // Running chunks' first copy is in and held for verify; false (nothing changes) unless all of
+  // `r` runs on `worker`.
+  bool hold(ChunkRange r, WorkerId worker);
+  // Held chunks are settled: done. Requires every chunk of `r` held.
+  void finish_held(ChunkRange r);
   // Running chunks go back to the queue: at the back of the re-queued ranges, or as a suspect range
   // (to run alone). False (nothing changes) unless all of `r` is running on `worker`.
   bool requeue(ChunkRange r, WorkerId worker, bool suspect);
@@ -121,6 +124,7 @@ class RangeTable {
   void move(ChunkRange r, ChunkState from, ChunkState to, WorkerId worker);
   void add_running(ChunkRange r, WorkerId worker);
   void remove_running(ChunkRange r);
+  void remove_held(ChunkRange r);
 
   uint64_t chunks_;
   uint64_t next_fresh_ = 0;  // chunks at or after it are queued and were never handed out
@@ -130,7 +134,8 @@ class RangeTable {
   uint64_t suspect_count_ = 0;  // chunks in suspects_
   std::map<uint64_t, Run> running_;  // by first chunk; a worker's adjacent runs are one entry
   uint64_t running_count_ = 0;
-  std::set<uint64_t> held_;
+  std::map<uint64_t, uint64_t> held_;  // first chunk -> end, as held (a block's pieces)
+  uint64_t held_count_ = 0;
   uint64_t done_ = 0;
   uint64_t requeued_total_ = 0;
   uint64_t given_back_total_ = 0;

@@ -1,6 +1,6 @@
 // A ResultBatch folded into its job: checked whole first (refused_result), then its partials (the
-// common case: a run's exact terms straight into the job's total; a verify job's chunk by chunk,
-// through its ChunkVerifier) and its failures (re-queued, blamed, the job failed at the limit).
+// common case: a run's exact terms straight into the job's total; a verify job's block by block,
+// through its BlockVerifier) and its failures (re-queued, blamed, the job failed at the limit).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -16,19 +16,20 @@ namespace psched {
 
 namespace {
 
-// Why a batch's results cannot be taken (empty: they can): one names no chunks, covers several
-// chunks of a job that asked for one partial per chunk, or chunks not all running on `worker` (nor
-// settled already: a late duplicate is ignored, not refused).
+// Why a batch's results cannot be taken (empty: they can): one names no chunks, crosses a block
+// of a job that asked for a partial per block (DefineJob.partialBlock), or chunks not all running
+// on `worker` (nor settled already: a late duplicate is ignored, not refused).
 std::string refused_result(const Job& job, WorkerId worker, wire::ResultBatch::Reader batch) {
+  const uint64_t block = job.partial_block();
   for (auto r : batch.getResults()) {
     const ChunkRange range{r.getChunk(), r.getChunks()};
     const bool inside = range.count > 0 && range.first < job.chunks() && range.count <= job.chunks() - range.first;
     if (range.count == 0)
       return fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job.id());
-    if (range.count > 1 && job.chunk_partials())
-      return fmt::format("a result for {} chunks of job {}, which asked for one per chunk", range.count, job.id());
-    if (inside && (job.ranges().running_here(range, worker) ||
-                   (range.count == 1 && job.verify.running_on(range.first) == worker) ||
+    if (inside && block > 0 && range.first / block != (range.end() - 1) / block)
+      return fmt::format("a result for chunks {} to {} of job {}, which asked for a partial per {}", range.first,
+                         range.end() - 1, job.id(), block == 1 ? "chunk" : fmt::format("{} chunks", block));
+    if (inside && (job.ranges().running_here(range, worker) || job.verify.running_here(range, worker) ||
                    job.ranges().all_settled(range)))
       continue;
     return range.count == 1
@@ -112,7 +113,7 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch
     const ChunkRange range{r.getChunk(), r.getChunks()};
     const uint64_t chunk = range.first;
     // The common case: the range's exact terms go straight into the job's total.
-    if (!job.chunk_partials()) {
+    if (job.partial_block() == 0) {
       const auto exact = r.getExact();
       const ChunkFigures figures{r.getSum(), r.getCount(), r.getMin(), r.getMax()};
       if (job.finish_adding(range, worker.id, figures, exact.getTerms().size(),
@@ -123,14 +124,14 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch
       continue;  // else a late duplicate
     }
     const PartialSum partial = from_wire(r);
-    // A drawn chunk's first copy waits for another; a running verify copy settles it.
-    if (job.verify.drawn(chunk) && job.hold_for_verify(chunk, worker.id)) {
-      job.verify.first_copy(chunk, copy_of(worker, partial));
-    } else if (!job.finish(chunk, worker.id, partial)) {
-      if (job.verify.running_on(chunk) != worker.id) continue;
-      on_verify_copy(job, worker, chunk, partial);
+    // A drawn block's first copy waits for another; a running verify copy settles it.
+    if (job.verify.drawn(chunk) && job.hold_for_verify(range, worker.id)) {
+      job.verify.first_piece(range, copy_of(worker, partial));
+    } else if (!job.finish(range, worker.id, partial)) {
+      if (!job.verify.running_here(range, worker.id)) continue;  // a late duplicate
+      on_verify_piece(job, worker, range, partial);
     }
-    ++finished;
+    finished += range.count;
     first_chunk = std::min<uint64_t>(first_chunk, chunk);
   }
   observe_results(worker, job, finished, first_chunk, busy);
@@ -149,14 +150,14 @@ std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, wi
   for (auto f : batch.getFailures()) {
     const uint64_t chunk = f.getChunk();
     if (chunk >= job.chunks()) continue;
-    const bool copy = job.verify.running_on(chunk) == worker.id;
+    const bool copy = job.verify.running_here(ChunkRange{chunk, 1}, worker.id);
     if (!copy && !job.ranges().running_here(ChunkRange{chunk, 1}, worker.id)) continue;
     worker.in_flight.remove(job.id(), 1);
     ++counters_.tasks_failed;
     const std::string message = printable(f.getMessage().cStr(), 1000);
     spdlog::warn("job {} chunk {} {}failed on worker '{}': {}", job.id(), chunk, copy ? "(verify copy) " : "",
                  worker.name, message);
-    const uint32_t failures = copy ? job.verify.requeue(chunk, worker.id, worker.name, /*blame=*/true)
+    const uint32_t failures = copy ? on_verify_failure(job, worker, chunk)
                                    : job.requeue(chunk, worker.id, worker.name, /*blame=*/true);
     ++counters_.tasks_requeued;
     requeued = true;

@@ -195,12 +195,17 @@ class Scheduler {
   // job_verify.cpp: verify copies in and out of workers.
   // Whether a connected worker outside `excluded` exists (a verify copy's other worker).
   bool worker_outside(const std::vector<WorkerId>& excluded) const;
-  ChunkVerifier::SomeoneElse someone_else() const {
-    return [this](const std::vector<WorkerId>& excluded) { return worker_outside(excluded); };
-  }
+  VerifyPeers verify_peers() const;
   VerifyCopy copy_of(const WorkerRecord& worker, const PartialSum& partial) const;
-  // A verify copy of `chunk` came back from `worker`: settle the chunk when the copies decide it.
-  void on_verify_copy(Job& job, WorkerRecord& worker, uint64_t chunk, const PartialSum& partial);
+  // A piece of a verify copy came back from `worker`, or one of its chunks failed there.
+  void on_verify_piece(Job& job, WorkerRecord& worker, ChunkRange range, const PartialSum& partial);
+  uint32_t on_verify_failure(Job& job, WorkerRecord& worker, uint64_t chunk);
+  // The copies settled a block: its chunks are done; a mismatch is logged and counted.
+  void settle_block(Job& job, const VerifySettled& settled);
+  // Worker `w` left or died: its verify copies go to others and searches that needed it end; the
+  // job's failure message when a block's copies have now failed --allowed-failures times.
+  std::optional<std::string> verify_worker_gone(Job& job, const WorkerRecord& w, const std::string& why,
+                                                bool graceful);
   void write_verify_report(const Job& job, wire::JobResult::Builder out) const;
 
   void send_progress(Job& job, bool force);

@@ -61,9 +61,9 @@ uint64_t take_turn(Plan& plan, JobTopUp& entry, WorkerRecord& worker, uint64_t s
   }
   uint64_t taken = 0;
   if (job.verify.has_queued()) {
-    std::vector<uint64_t> copies;
-    taken = job.verify.take(worker.id, share, context.someone_else, copies);
-    for (const uint64_t chunk : copies) plan.add(entry, ChunkRange{chunk, 1}, unit);
+    std::vector<ChunkRange> copies;
+    taken = job.verify.take(worker.id, share, context.peers, copies);
+    for (const ChunkRange& r : copies) plan.add(entry, r, unit);
   }
   while (taken < share && job.has_ordinary()) {
     uint64_t first = 0;

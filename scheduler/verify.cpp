@@ -1,6 +1,7 @@
 #include "scheduler/verify.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "core/check.h"
 
@@ -8,7 +9,7 @@ namespace psched {
 
 namespace {
 
-// splitmix64's finaliser: every input bit moves every output bit, so neighbouring chunks draw
+// splitmix64's finaliser: every input bit moves every output bit, so neighbouring blocks draw
 // independently.
 uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -16,155 +17,396 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::vector<WorkerId> workers_of(const std::vector<VerifyCopy>& copies) {
-  std::vector<WorkerId> out;
-  for (const VerifyCopy& c : copies) out.push_back(c.worker);
-  return out;
+bool has(const std::vector<WorkerId>& workers, WorkerId w) {
+  return std::find(workers.begin(), workers.end(), w) != workers.end();
+}
+
+void add_name(std::string& names, const std::string& name) {
+  if (name.empty() || names == name || names.find(name + ", ") == 0 || names.find(", " + name) != std::string::npos)
+    return;
+  names += names.empty() ? name : ", " + name;
 }
 
 }  // namespace
 
-bool verify_drawn(uint64_t seed, uint64_t chunk, double fraction) {
+uint64_t verify_block_chunks(uint64_t chunks, uint64_t chunk_elements) {
+  const uint64_t elements = std::max<uint64_t>(chunk_elements, 1);
+  const uint64_t by_elements =
+      elements >= kVerifyBlockElements ? 1 : std::bit_ceil((kVerifyBlockElements + elements - 1) / elements);
+  const uint64_t by_count = std::bit_floor(std::max<uint64_t>(chunks / kVerifyMinBlocks, 1));
+  return std::min(by_elements, by_count);
+}
+
+bool verify_drawn(uint64_t seed, uint64_t block, double fraction) {
   if (!(fraction > 0)) return false;
   if (fraction >= 1) return true;
-  const uint64_t h = mix(mix(seed + 0x9e3779b97f4a7c15ULL) ^ chunk);
+  const uint64_t h = mix(mix(seed + 0x9e3779b97f4a7c15ULL) ^ block);
   return double(h >> 11) * 0x1p-53 < fraction;
 }
 
-void ChunkVerifier::move(Pending& p, NextCopy to, WorkerId worker) {
-  const bool legal = to == NextCopy::kRunning ? p.next == NextCopy::kQueued
-                                              : p.next == NextCopy::kRunning;
-  PSCHED_ASSERT(legal, int(p.next), int(to), worker);
-  p.next = to;
-  p.running_on = to == NextCopy::kRunning ? worker : 0;
+BlockVerifier::BlockVerifier(double fraction, uint64_t seed, uint64_t chunks, uint64_t block_chunks)
+    : fraction_(fraction), seed_(seed), chunks_(chunks), block_(std::max<uint64_t>(block_chunks, 1)) {}
+
+ChunkRange BlockVerifier::block_of(uint64_t chunk) const {
+  const uint64_t first = chunk / block_ * block_;
+  return ChunkRange{first, std::min(block_, chunks_ - first)};
 }
 
-void ChunkVerifier::first_copy(uint64_t chunk, VerifyCopy copy) {
-  PSCHED_REQUIRE(pending_.count(chunk) == 0, chunk);
-  Pending& p = pending_[chunk];  // born queued: its second copy is queued below
-  p.copies.push_back(std::move(copy));
-  enqueue(chunk, p, /*front=*/false);
+void BlockVerifier::Copy::add(ChunkRange r, VerifyCopy piece) {
+  chunks += r.count;
+  merge(partial, piece.partial);
+  ranges.push_back(r);
+  pieces.push_back(std::move(piece));
 }
 
-// Puts a queued copy in its queue; the caller has moved it to (or created it) kQueued.
-void ChunkVerifier::enqueue(uint64_t chunk, Pending& p, bool front) {
-  PSCHED_ASSERT(p.next == NextCopy::kQueued, chunk, int(p.next));
-  std::deque<uint64_t>& q = p.copies.size() == 1 ? second_by_first_[p.copies[0].worker] : third_;
+VerifyCopy BlockVerifier::Copy::whole() const {
+  VerifyCopy c;
+  if (!pieces.empty()) c.worker = pieces.front().worker;
+  for (const VerifyCopy& p : pieces) {
+    add_name(c.worker_name, p.worker_name);
+    add_name(c.device_name, p.device_name);
+  }
+  c.partial = partial;
+  return c;
+}
+
+std::vector<WorkerId> BlockVerifier::workers_of(const Pending& p) {
+  std::vector<WorkerId> out;
+  for (const VerifyCopy& piece : p.first.pieces)
+    if (!has(out, piece.worker)) out.push_back(piece.worker);
+  for (size_t i = 1; i < p.copies.size(); ++i)
+    if (!has(out, p.copies[i].worker)) out.push_back(p.copies[i].worker);
+  return out;
+}
+
+void BlockVerifier::first_piece(ChunkRange range, VerifyCopy copy) {
+  const uint64_t block = range.first / block_;
+  auto [it, fresh] = pending_.try_emplace(block);
+  Pending& p = it->second;
+  if (fresh) p.block = block_of(range.first);
+  PSCHED_REQUIRE(range.count > 0 && range.end() <= p.block.end() && p.copies.empty(), range.first,
+                 range.count, p.block.first);
+  p.first.add(range, std::move(copy));
+  PSCHED_ASSERT(p.first.chunks <= p.block.count, p.first.chunks, p.block.count);
+  if (p.first.chunks < p.block.count) return;
+  p.copies.push_back(p.first.whole());
+  queue(block, p, Kind::kBlock, p.block, 0, /*front=*/false);
+}
+
+void BlockVerifier::queue(uint64_t block, Pending& p, Kind kind, ChunkRange range, WorkerId pinned,
+                          bool front) {
+  const bool listed = std::any_of(p.tasks.begin(), p.tasks.end(),
+                                  [](const Task& t) { return t.state == State::kQueued; });
+  p.tasks.push_back(Task{kind, range, State::kQueued, pinned, {}});
+  queued_ += range.count;
+  if (listed) return;
   if (front) {
-    q.push_front(chunk);
+    queue_.push_front(block);
   } else {
-    q.push_back(chunk);
+    queue_.push_back(block);
   }
-  ++queued_;
 }
 
-uint64_t ChunkVerifier::take(WorkerId worker, uint64_t max, const SomeoneElse& someone_else,
-                             std::vector<uint64_t>& out) {
-  uint64_t n = 0;
-  auto take_one = [&](uint64_t chunk) {
-    move(must_find(pending_, chunk), NextCopy::kRunning, worker);
-    out.push_back(chunk);
-    --queued_;
-    ++n;
-  };
-  for (auto it = second_by_first_.begin(); it != second_by_first_.end() && n < max;) {
-    if (it->first == worker && someone_else({worker})) {
-      ++it;
-      continue;
+bool BlockVerifier::may_take(const Pending& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const {
+  switch (t.kind) {
+    case Kind::kBlock: {
+      const std::vector<WorkerId> done_by = workers_of(p);
+      return !has(done_by, worker) || !peers.someone_else(done_by);
     }
-    std::deque<uint64_t>& q = it->second;
-    for (; !q.empty() && n < max; q.pop_front()) take_one(q.front());
-    it = q.empty() ? second_by_first_.erase(it) : std::next(it);
+    case Kind::kSuspect:
+      return worker == t.worker;
+    case Kind::kOther:
+      return worker != p.probe->suspect.worker;
   }
-  for (auto it = third_.begin(); it != third_.end() && n < max;) {
-    const std::vector<WorkerId> done_by = workers_of(must_find(pending_, *it).copies);
-    if (std::find(done_by.begin(), done_by.end(), worker) != done_by.end() && someone_else(done_by)) {
-      ++it;
-      continue;
+  return false;
+}
+
+uint64_t BlockVerifier::take(WorkerId worker, uint64_t max, const VerifyPeers& peers, std::vector<ChunkRange>& out) {
+  uint64_t n = 0;
+  for (auto it = queue_.begin(); it != queue_.end() && n < max;) {
+    Pending& p = must_find(pending_, *it);
+    bool left = false;
+    for (Task& t : p.tasks) {
+      if (t.state != State::kQueued) continue;
+      if ((n > 0 && n + t.range.count > max) || !may_take(p, t, worker, peers)) {
+        left = true;
+        continue;
+      }
+      t.state = State::kRunning;
+      t.worker = worker;
+      queued_ -= t.range.count;
+      n += t.range.count;
+      out.push_back(t.range);
     }
-    take_one(*it);
-    it = third_.erase(it);
+    it = left ? std::next(it) : queue_.erase(it);
   }
   return n;
 }
 
-std::optional<WorkerId> ChunkVerifier::running_on(uint64_t chunk) const {
-  auto it = pending_.find(chunk);
-  if (it == pending_.end() || it->second.next != NextCopy::kRunning) return std::nullopt;
-  return it->second.running_on;
+const BlockVerifier::Task* BlockVerifier::running_task(const Pending& p, ChunkRange r, WorkerId worker) {
+  for (const Task& t : p.tasks)
+    if (t.state == State::kRunning && t.worker == worker && r.first >= t.range.first && r.end() <= t.range.end())
+      return &t;
+  return nullptr;
 }
 
-std::vector<uint64_t> ChunkVerifier::running_chunks_of(WorkerId worker) const {
-  std::vector<uint64_t> out;
-  for (const auto& [chunk, p] : pending_)
-    if (running_there(p, worker)) out.push_back(chunk);
+bool BlockVerifier::running_here(ChunkRange r, WorkerId worker) const {
+  auto it = pending_.find(r.first / block_);
+  return r.count > 0 && it != pending_.end() && running_task(it->second, r, worker) != nullptr;
+}
+
+std::vector<ChunkRange> BlockVerifier::running_of(WorkerId worker) const {
+  std::vector<ChunkRange> out;
+  for (const auto& [block, p] : pending_)
+    for (const Task& t : p.tasks)
+      if (t.state == State::kRunning && t.worker == worker) out.push_back(t.range);
   return out;
 }
 
-uint32_t ChunkVerifier::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name,
-                                bool blame) {
-  auto it = pending_.find(chunk);
-  if (it == pending_.end() || !running_there(it->second, worker)) return 0;
-  Pending& p = it->second;
-  move(p, NextCopy::kQueued);
-  if (blame) p.failed_on.push_back(worker_name);
-  enqueue(chunk, p, /*front=*/true);
-  return uint32_t(p.failed_on.size());
+std::optional<VerifySettled> BlockVerifier::piece_done(ChunkRange r, VerifyCopy copy, const VerifyPeers& peers) {
+  const uint64_t block = r.first / block_;
+  Pending& p = must_find(pending_, block);
+  const Task* found = running_task(p, r, copy.worker);
+  PSCHED_REQUIRE(found != nullptr, r.first, r.count, copy.worker);
+  auto t = p.tasks.begin() + (found - p.tasks.data());
+  t->got.add(r, std::move(copy));
+  if (t->got.chunks < t->range.count) return std::nullopt;
+  Task done = std::move(*t);
+  p.tasks.erase(t);
+  return task_done(block, p, std::move(done), peers);
 }
 
-const std::vector<std::string>& ChunkVerifier::failed_on(uint64_t chunk) const {
-  static const std::vector<std::string> kNone;
-  auto it = pending_.find(chunk);
-  return it == pending_.end() ? kNone : it->second.failed_on;
+uint32_t BlockVerifier::chunk_failed(uint64_t chunk, WorkerId worker, const std::string& worker_name,
+                                     const VerifyPeers& peers, std::optional<VerifySettled>& settled) {
+  const uint64_t block = chunk / block_;
+  Pending& p = must_find(pending_, block);
+  const Task* found = running_task(p, ChunkRange{chunk, 1}, worker);
+  PSCHED_REQUIRE(found != nullptr, chunk, worker);
+  auto t = p.tasks.begin() + (found - p.tasks.data());
+  p.failed_on.push_back(worker_name);
+  t->got.failed = true;
+  ++t->got.chunks;
+  const uint32_t failures = uint32_t(p.failed_on.size());
+  if (t->got.chunks == t->range.count) {
+    Task done = std::move(*t);
+    p.tasks.erase(t);
+    settled = task_done(block, p, std::move(done), peers);
+  }
+  return failures;
 }
 
-const VerifyMismatch& ChunkVerifier::record_mismatch(uint64_t chunk, std::vector<VerifyCopy> copies) {
-  ++mismatch_count_;
-  VerifyMismatch& m = mismatches_.size() < kMaxReportedMismatches ? mismatches_.emplace_back()
-                                                                  : last_mismatch_;
-  m.chunk = chunk;
-  m.copies = std::move(copies);
-  return m;
-}
-
-std::optional<PartialSum> ChunkVerifier::copy_done(uint64_t chunk, VerifyCopy copy,
-                                                   const SomeoneElse& someone_else,
-                                                   const VerifyMismatch** mismatch) {
-  *mismatch = nullptr;
-  auto it = pending_.find(chunk);
-  PSCHED_REQUIRE(it != pending_.end() && running_there(it->second, copy.worker), chunk, copy.worker);
-  Pending& p = it->second;
-  p.copies.push_back(std::move(copy));
-  std::vector<VerifyCopy>& c = p.copies;
-  PartialSum keep = c[0].partial;
-  if (c.size() == 2) {
-    if (!same_bits(c[0].partial, c[1].partial)) {
-      if (someone_else(workers_of(c))) {  // a third worker breaks the tie
-        move(p, NextCopy::kQueued);
-        enqueue(chunk, p, /*front=*/true);
-        return std::nullopt;
+void BlockVerifier::worker_gone(WorkerId worker, const std::string& worker_name, bool blame, uint32_t limit,
+                                std::vector<ChunkRange>& at_limit, std::vector<VerifySettled>& settled) {
+  std::vector<uint64_t> ended;
+  for (auto& [block, p] : pending_) {
+    bool requeued = false, lost = false;
+    for (auto t = p.tasks.begin(); t != p.tasks.end();) {
+      if (t->worker != worker || (t->kind != Kind::kSuspect && t->state != State::kRunning)) {
+        ++t;
+      } else if (t->kind == Kind::kSuspect) {  // the odd copy's worker is gone: the search ends here
+        if (t->state == State::kQueued) queued_ -= t->range.count;
+        t = p.tasks.erase(t);
+        lost = true;
+      } else {  // a block's copy, or a search step on another worker: to someone else
+        t->state = State::kQueued;
+        t->worker = 0;
+        t->got = Copy{};
+        queued_ += t->range.count;
+        requeued = true;
+        ++t;
       }
-      c[0].suspect = c[1].suspect = true;  // no majority: both are suspects, the first copy counts
-      *mismatch = &record_mismatch(chunk, c);
     }
+    if (requeued) {
+      if (blame) p.failed_on.push_back(worker_name);
+      if (blame && p.failed_on.size() >= limit) at_limit.push_back(p.block);
+      queue_.push_front(block);
+    }
+    if (lost) {
+      end_search(p);
+      ended.push_back(block);
+    }
+  }
+  for (const uint64_t block : ended)
+    if (auto s = settle_if_done(block)) settled.push_back(*s);
+}
+
+// The search for the odd chunk stops where it got (the mismatch names the smallest range known):
+// queued steps are dropped; running ones finish, and their results change nothing.
+void BlockVerifier::end_search(Pending& p) {
+  for (auto t = p.tasks.begin(); t != p.tasks.end();) {
+    if (t->state == State::kQueued && t->kind != Kind::kBlock) {
+      queued_ -= t->range.count;
+      t = p.tasks.erase(t);
+    } else {
+      ++t;
+    }
+  }
+  p.probe.reset();
+  p.to_check.clear();
+}
+
+std::optional<VerifySettled> BlockVerifier::task_done(uint64_t block, Pending& p, Task task,
+                                                      const VerifyPeers& peers) {
+  if (task.got.failed) {
+    if (task.kind == Kind::kBlock) {  // runs again, on another worker if there is one
+      queue(block, p, Kind::kBlock, task.range, 0, /*front=*/true);
+      return std::nullopt;
+    }
+    end_search(p);  // a search step failed: the search ends where it got
+    return settle_if_done(block);
+  }
+  if (task.kind == Kind::kBlock) {
+    p.copies.push_back(task.got.whole());
+    decide(block, p, peers);
+  } else if (p.probe) {  // else the search ended meanwhile
+    Probe& probe = *p.probe;
+    (task.kind == Kind::kSuspect ? probe.suspect_got : probe.other_got) = task.got.whole();
+    if (probe.check) {  // a piece's own partial is known; now the other worker's
+      probe.check = false;
+      probe_step(block, p, peers);
+    } else if (probe.suspect_got && probe.other_got) {
+      const bool differ = !same_bits(probe.suspect_got->partial, probe.other_got->partial);
+      const ChunkRange rest{probe.asked.end(), probe.range.end() - probe.asked.end()};
+      if (probe.asked == probe.range || differ) {  // the difference is in what was asked
+        probe.range = probe.asked;
+        probe.suspect.partial = probe.suspect_got->partial;
+        probe_step(block, p, peers);
+      } else {  // the left half agrees, so the right half differs
+        probe.range = rest;
+        ask(block, p, rest.count == 1 ? rest : ChunkRange{rest.first, rest.count / 2});
+      }
+    }
+  }
+  return settle_if_done(block);
+}
+
+void BlockVerifier::decide(uint64_t block, Pending& p, const VerifyPeers& peers) {
+  std::vector<VerifyCopy>& c = p.copies;
+  size_t odd = c.size();  // the one copy against a majority, if any
+  if (c.size() == 2) {
+    p.keep = c[0].partial;
+    if (same_bits(c[0].partial, c[1].partial)) {
+      p.decided = true;
+      return;
+    }
+    if (peers.someone_else(workers_of(p))) {  // a third worker breaks the tie
+      queue(block, p, Kind::kBlock, p.block, 0, /*front=*/true);
+      return;
+    }
+    c[0].suspect = c[1].suspect = true;  // no majority: both are suspects, the first copy counts
+    odd = 1;                             // search where the second differs from the first
   } else {
-    PSCHED_ASSERT(c.size() == 3, chunk, c.size());
-    if (same_bits(c[2].partial, c[0].partial)) {
-      c[1].suspect = true;
+    PSCHED_ASSERT(c.size() == 3, block, c.size());
+    p.keep = c[0].partial;
+    const bool third_apart = c[2].worker != c[1].worker &&
+                             std::none_of(p.first.pieces.begin(), p.first.pieces.end(),
+                                          [&](const VerifyCopy& x) { return x.worker == c[2].worker; });
+    if (!third_apart) {
+      // The third copy ran where one of the others did (no one else was left): no majority.
+      c[0].suspect = c[1].suspect = true;
+      odd = 1;
+    } else if (same_bits(c[2].partial, c[0].partial)) {
+      odd = 1;
     } else if (same_bits(c[2].partial, c[1].partial)) {
-      c[0].suspect = true;
-      keep = c[1].partial;
+      odd = 0;
+      p.keep = c[1].partial;
     } else {
       c[0].suspect = c[1].suspect = c[2].suspect = true;
     }
-    *mismatch = &record_mismatch(chunk, c);
+    p.majority = odd < c.size() && !c[0].suspect;
+    if (odd < c.size()) c[odd].suspect = true;
   }
-  ++verified_;
-  if (std::all_of(c.begin(), c.end(), [&](const VerifyCopy& x) { return x.worker == c[0].worker; }))
-    ++same_worker_;
-  move(p, NextCopy::kSettled);
+  p.decided = true;
+  p.mismatch = VerifyMismatch{p.block, c};
+  if (odd == c.size() || p.block.count == 1) return;
+  // Narrow it down: the odd copy's pieces, each against the others' partial.
+  p.reference = odd == 0 ? c[1].partial : c[0].partial;
+  if (odd == 0) {
+    for (size_t i = 0; i < p.first.pieces.size(); ++i) p.to_check.emplace_back(p.first.ranges[i], p.first.pieces[i]);
+  } else {
+    p.to_check.emplace_back(p.block, c[odd]);
+  }
+  next_probe(block, p, peers);
+}
+
+void BlockVerifier::next_probe(uint64_t block, Pending& p, const VerifyPeers& peers) {
+  p.probe.reset();
+  while (!p.to_check.empty()) {
+    auto [range, suspect] = std::move(p.to_check.back());
+    p.to_check.pop_back();
+    suspect.suspect = true;
+    // A search needs the suspect's worker and another.
+    if (!peers.connected(suspect.worker) || !peers.someone_else({suspect.worker})) continue;
+    p.probe = Probe{range, range, std::move(suspect), std::nullopt, std::nullopt, false};
+    if (range == p.block) {  // the others' partial of it is known
+      VerifyCopy other;
+      other.partial = p.reference;
+      p.probe->other_got = other;
+      probe_step(block, p, peers);
+    } else {  // a piece of a first copy: is it the one that differs?
+      p.probe->check = true;
+      queue(block, p, Kind::kOther, range, 0, /*front=*/true);
+    }
+    return;
+  }
+}
+
+// The probe's range and the other worker's partial of it are known: on to its left half, or done.
+void BlockVerifier::probe_step(uint64_t block, Pending& p, const VerifyPeers& peers) {
+  Probe& probe = *p.probe;
+  const VerifyCopy& other = *probe.other_got;
+  if (same_bits(probe.suspect.partial, other.partial)) {  // this piece is not the odd one
+    next_probe(block, p, peers);
+    return;
+  }
+  if (probe.range.count == 1) {  // found: the chunk, the two workers and what each got
+    if (other.worker != 0) {
+      VerifyCopy good = other;
+      good.suspect = !p.majority;
+      p.mismatch->chunks = probe.range;
+      p.mismatch->copies = {probe.suspect, good};
+    }
+    p.probe.reset();
+    p.to_check.clear();
+    return;
+  }
+  ask(block, p, ChunkRange{probe.range.first, probe.range.count / 2});
+}
+
+void BlockVerifier::ask(uint64_t block, Pending& p, ChunkRange range) {
+  Probe& probe = *p.probe;
+  probe.asked = range;
+  probe.suspect_got.reset();
+  probe.other_got.reset();
+  queue(block, p, Kind::kSuspect, range, probe.suspect.worker, /*front=*/true);
+  queue(block, p, Kind::kOther, range, 0, /*front=*/true);
+}
+
+std::optional<VerifySettled> BlockVerifier::settle_if_done(uint64_t block) {
+  auto it = pending_.find(block);
+  Pending& p = it->second;
+  if (!p.decided || p.probe || !p.to_check.empty() || !p.tasks.empty()) return std::nullopt;
+  VerifySettled s;
+  s.block = p.block;
+  s.keep = p.keep;
+  s.credit = p.copies.front().worker;
+  verified_ += p.block.count;
+  const std::vector<WorkerId> by = workers_of(p);
+  if (by.size() == 1) same_worker_ += p.block.count;
+  if (p.mismatch) {
+    ++mismatch_count_;
+    VerifyMismatch& m = mismatches_.size() < kMaxReportedMismatches ? mismatches_.emplace_back() : last_mismatch_;
+    m = std::move(*p.mismatch);
+    s.mismatch = &m;
+  }
   pending_.erase(it);
-  return keep;
+  return s;
+}
+
+const std::vector<std::string>& BlockVerifier::failed_on(uint64_t chunk) const {
+  static const std::vector<std::string> kNone;
+  auto it = pending_.find(chunk / block_);
+  return it == pending_.end() ? kNone : it->second.failed_on;
 }
 
 }  // namespace psched

@@ -1,14 +1,19 @@
-// ChunkVerifier: a job's verify state (Submit.verifyFraction; docs/design.md, "Verify"). A drawn
-// chunk is computed again on a different worker once its first copy is in, and the copies are
-// compared with same_bits() (core/partial.h); on a mismatch a third worker, where there is one,
-// breaks the tie. Only chunks awaiting another copy hold a partial here, so the state stays as small
-// as the copies in flight. The Job keeps the chunk in TaskState::kVerifying meanwhile; the scheduler
-// (results.cpp, job_lifecycle.cpp, dispatch.cpp) moves copies between this and the workers.
+// BlockVerifier: a job's verify state (Submit.verifyFraction; docs/design.md, "Verify"). Verify
+// works on blocks, aligned runs of block_chunks() chunks that workers report as one partial each
+// (DefineJob.partialBlock), so it costs per block, not per chunk. A drawn block is computed again
+// on a different worker once its first copy is whole, and the copies are compared with
+// same_bits() (core/partial.h); on a mismatch a third worker, where there is one, breaks the tie.
+// Then the block is narrowed down to the chunk: its left half is computed again on the odd copy's
+// worker and on another, and the search goes on in the half that differs, so the mismatch names
+// the chunk and the worker. Only blocks awaiting a copy hold anything here, so the state stays as
+// small as the copies in flight. The Job holds the block's chunks (ChunkState::kHeld) meanwhile;
+// the scheduler (results.cpp, job_lifecycle.cpp, top_up.cpp, job_verify.cpp) moves the copies
+// between this and the workers.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +21,7 @@
 
 #include "core/partial.h"
 #include "scheduler/ids.h"
+#include "scheduler/range_table.h"
 
 namespace psched {
 
@@ -23,11 +29,22 @@ namespace psched {
 // job must not make a JobResult outgrow a frame (each listed mismatch is ~300 bytes on the wire).
 inline constexpr size_t kMaxReportedMismatches = 1000;
 
-// Whether `chunk` is drawn for verification: a hash of (seed, chunk) against `fraction`, so the same
-// job spec draws the same chunks every time. fraction >= 1 draws every chunk, <= 0 none.
-bool verify_drawn(uint64_t seed, uint64_t chunk, double fraction);
+// A verify block holds at least this many elements (a 10000^2 chunk is a block alone; 1000^2
+// chunks go 32 to a block), so that verify costs psched a partial per ~2^24 elements, not one per
+// chunk; but a job has at least kVerifyMinBlocks blocks (a fraction then draws a fair sample, and
+// a mismatch is narrowed down in a few rounds).
+inline constexpr uint64_t kVerifyBlockElements = uint64_t{1} << 24;
+inline constexpr uint64_t kVerifyMinBlocks = 64;
+// Chunks per verify block of a job of `chunks` chunks of `chunk_elements` elements: a power of two.
+uint64_t verify_block_chunks(uint64_t chunks, uint64_t chunk_elements);
 
-// One copy of a chunk: who computed it, on what, and what it got.
+// Whether block `block` (chunk index / block_chunks) is drawn for verification: a hash of (seed,
+// block) against `fraction`, so the same job spec draws the same blocks every time. fraction >= 1
+// draws every block, <= 0 none.
+bool verify_drawn(uint64_t seed, uint64_t block, double fraction);
+
+// One copy of a range: who computed it, on what, and what it got. A block's first copy may come in
+// pieces from several workers; `worker` is then the first one's and the names are joined.
 struct VerifyCopy {
   WorkerId worker = 0;
   std::string worker_name, device_name;
@@ -35,83 +52,144 @@ struct VerifyCopy {
   bool suspect = false;  // the odd one out, or one of copies that disagree with no majority
 };
 
+// Chunks whose copies differ: a block, or, once narrowed down, one chunk.
 struct VerifyMismatch {
-  uint64_t chunk = 0;
-  std::vector<VerifyCopy> copies;  // in the order computed
+  ChunkRange chunks;
+  std::vector<VerifyCopy> copies;  // each copy's partial over `chunks`, in the order computed
 };
 
-class ChunkVerifier {
+// A block the copies settled: its chunks are done with `keep` (credited to `credit`, the first
+// copy's worker); `mismatch` is set when its copies differed.
+struct VerifySettled {
+  ChunkRange block;
+  PartialSum keep;
+  WorkerId credit = 0;
+  const VerifyMismatch* mismatch = nullptr;
+};
+
+// What the verifier asks about the scheduler's workers.
+struct VerifyPeers {
+  std::function<bool(const std::vector<WorkerId>& excluded)> someone_else;  // a connected one outside
+  std::function<bool(WorkerId)> connected;
+};
+
+class BlockVerifier {
  public:
-  ChunkVerifier() = default;
-  ChunkVerifier(double fraction, uint64_t seed) : fraction_(fraction), seed_(seed) {}
+  BlockVerifier() = default;
+  BlockVerifier(double fraction, uint64_t seed, uint64_t chunks, uint64_t block_chunks);
 
   bool on() const { return fraction_ > 0; }
   double fraction() const { return fraction_; }
-  bool drawn(uint64_t chunk) const { return on() && verify_drawn(seed_, chunk, fraction_); }
+  uint64_t block_chunks() const { return block_; }
+  ChunkRange block_of(uint64_t chunk) const;
+  bool drawn(uint64_t chunk) const { return on() && verify_drawn(seed_, chunk / block_, fraction_); }
 
-  // The first copy of a drawn chunk is in: it is held, and the next copy queued.
-  void first_copy(uint64_t chunk, VerifyCopy copy);
+  // A piece of a drawn block's first copy is in: `range` (inside one block) with `copy`'s partial.
+  // Once the block's first copy is whole, its second copy is queued.
+  void first_piece(ChunkRange range, VerifyCopy copy);
 
   bool has_queued() const { return queued_ > 0; }
-  uint64_t queued() const { return queued_; }
-  // Whether a connected worker outside `excluded` exists (the scheduler's answer, from its workers).
-  using SomeoneElse = std::function<bool(const std::vector<WorkerId>& excluded)>;
-  // Takes up to `max` queued copies that `worker` may run, marking them running on it, into `out`
-  // (appended, in queue order). A copy goes to a worker that has not computed the chunk yet; to one
-  // that has only when no other worker is connected (one worker: it computes the chunk twice).
-  uint64_t take(WorkerId worker, uint64_t max, const SomeoneElse& someone_else,
-                std::vector<uint64_t>& out);
-  // The worker running the copy of `chunk` (nullopt: none running).
-  std::optional<WorkerId> running_on(uint64_t chunk) const;
-  std::vector<uint64_t> running_chunks_of(WorkerId worker) const;
-  // A running copy goes back to the queue (its worker left, died or failed it); returns how many
-  // times copies of this chunk have failed (blame = true counts, naming `worker_name`).
-  uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame);
-  // The workers a copy of `chunk` failed on (empty when none, or the chunk is settled).
+  uint64_t queued() const { return queued_; }  // chunks of queued copies
+  // Takes queued copies `worker` may run, whole, up to `max` chunks (at least one if any), marking
+  // them running on it, into `out` (appended, in queue order). A block's copy goes to a worker
+  // that computed none of its copies yet, or to one that did when no other worker is connected
+  // (one worker: it computes the block twice); a narrowing step's pair goes one to the odd copy's
+  // worker, one to another.
+  uint64_t take(WorkerId worker, uint64_t max, const VerifyPeers& peers, std::vector<ChunkRange>& out);
+  // Whether all of `r` lies in a copy running on `worker` (a result for it is that copy's).
+  bool running_here(ChunkRange r, WorkerId worker) const;
+  // The ranges of copies running on `worker`.
+  std::vector<ChunkRange> running_of(WorkerId worker) const;
+
+  // A piece of a running copy came back. Returns the block when this settled it.
+  std::optional<VerifySettled> piece_done(ChunkRange r, VerifyCopy copy, const VerifyPeers& peers);
+  // A chunk of a copy running on `worker` failed there (blamed, naming `worker_name`); the copy
+  // runs again once its other chunks are in. Returns how many times the block's copies failed;
+  // `settled` is set when the block settled (a narrowing step failed, which ends the search).
+  uint32_t chunk_failed(uint64_t chunk, WorkerId worker, const std::string& worker_name,
+                        const VerifyPeers& peers, std::optional<VerifySettled>& settled);
+  // `worker` left (blame: it died or was cut off, naming it): its running copies go back to the
+  // queue, and narrowing steps it was to run end the search. Blocks whose failures reach `limit`
+  // are appended to `at_limit`, blocks this settled to `settled`.
+  void worker_gone(WorkerId worker, const std::string& worker_name, bool blame, uint32_t limit,
+                   std::vector<ChunkRange>& at_limit, std::vector<VerifySettled>& settled);
+  // The workers copies of `chunk`'s block failed on (empty when none, or the block is settled).
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
 
-  // A running copy came back. Returns the partial the job keeps once the chunk is settled (the
-  // copies agree, or a majority or no further worker decides), nullopt when another copy is queued
-  // to break a tie. `mismatch` is set when this settled a mismatch.
-  std::optional<PartialSum> copy_done(uint64_t chunk, VerifyCopy copy, const SomeoneElse& someone_else,
-                                      const VerifyMismatch** mismatch);
-
-  uint64_t verified() const { return verified_; }
+  uint64_t verified() const { return verified_; }  // chunks settled
   uint64_t same_worker() const { return same_worker_; }
   uint64_t mismatch_count() const { return mismatch_count_; }
   const std::vector<VerifyMismatch>& mismatches() const { return mismatches_; }  // the first ones
-  uint64_t holding() const { return pending_.size(); }  // chunks holding a partial here
+  uint64_t holding() const { return pending_.size(); }  // blocks awaiting a copy
 
  private:
-  // A held chunk's next copy: queued (in second_by_first_ or third_) or running on one worker. It
-  // is settled when the copies decide; a settled chunk is erased, so it holds nothing.
-  enum class NextCopy { kQueued, kRunning, kSettled };
-  struct Pending {
-    std::vector<VerifyCopy> copies;       // in so far
-    NextCopy next = NextCopy::kQueued;
-    WorkerId running_on = 0;              // while next == kRunning
-    std::vector<std::string> failed_on;   // workers a copy failed on (blamed)
+  // A copy of a range as it comes in, in pieces.
+  struct Copy {
+    std::vector<VerifyCopy> pieces;
+    std::vector<ChunkRange> ranges;  // each piece's
+    uint64_t chunks = 0;             // in so far (failed ones included)
+    PartialSum partial;              // the pieces merged
+    bool failed = false;
+    void add(ChunkRange r, VerifyCopy piece);
+    VerifyCopy whole() const;  // the pieces as one copy: merged partial, names joined
   };
-  // The one place a held chunk's next copy changes state; checks the move (queued -> running,
-  // running -> queued or settled). `worker` is the one it runs on (for kRunning).
-  static void move(Pending& p, NextCopy to, WorkerId worker = 0);
-  static bool running_there(const Pending& p, WorkerId worker) {
-    return p.next == NextCopy::kRunning && p.running_on == worker;
-  }
-  void enqueue(uint64_t chunk, Pending& p, bool front);
-  const VerifyMismatch& record_mismatch(uint64_t chunk, std::vector<VerifyCopy> copies);
+  // What a copy computes: the block again, or a narrowing step's range on the odd copy's worker
+  // (kSuspect, pinned to it) or on another (kOther).
+  enum class Kind : uint8_t { kBlock, kSuspect, kOther };
+  // A copy is queued, then runs on one worker, then is done (and leaves the block's list).
+  enum class State : uint8_t { kQueued, kRunning };
+  struct Task {
+    Kind kind;
+    ChunkRange range;
+    State state = State::kQueued;
+    WorkerId worker = 0;  // running on it; kSuspect: pinned to it
+    Copy got;
+  };
+  // The search for the chunk inside `range` (known or, in a kCheck, suspected to differ) where
+  // `suspect`'s copy differs from another worker's; `asked` is what its running step computes.
+  struct Probe {
+    ChunkRange range, asked;
+    VerifyCopy suspect;  // partial over `range` when known
+    std::optional<VerifyCopy> suspect_got, other_got;
+    bool check = false;  // only the other worker computes `range`: the suspect's partial is known
+  };
+  struct Pending {
+    ChunkRange block;
+    Copy first;                       // the first copy, as its pieces come in
+    std::vector<VerifyCopy> copies;   // whole copies, in the order computed
+    std::vector<Task> tasks;          // copies queued or running
+    std::vector<std::string> failed_on;
+    // Once the copies decide: what the job keeps, and the mismatch being narrowed down.
+    bool decided = false;
+    PartialSum keep;
+    bool majority = false;
+    std::optional<VerifyMismatch> mismatch;
+    PartialSum reference;              // the other copies' block partial (narrowing)
+    std::vector<std::pair<ChunkRange, VerifyCopy>> to_check;  // odd copy's pieces left to search
+    std::optional<Probe> probe;
+  };
+
+  void queue(uint64_t block, Pending& p, Kind kind, ChunkRange range, WorkerId pinned, bool front);
+  bool may_take(const Pending& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const;
+  static const Task* running_task(const Pending& p, ChunkRange r, WorkerId worker);
+  void end_search(Pending& p);
+  // A task's chunks are all in: what it means for the block.
+  std::optional<VerifySettled> task_done(uint64_t block, Pending& p, Task task, const VerifyPeers& peers);
+  void decide(uint64_t block, Pending& p, const VerifyPeers& peers);
+  void next_probe(uint64_t block, Pending& p, const VerifyPeers& peers);
+  void probe_step(uint64_t block, Pending& p, const VerifyPeers& peers);
+  void ask(uint64_t block, Pending& p, ChunkRange range);
+  std::optional<VerifySettled> settle_if_done(uint64_t block);
+  static std::vector<WorkerId> workers_of(const Pending& p);
 
   double fraction_ = 0;
-  uint64_t seed_ = 0;
-  std::map<uint64_t, Pending> pending_;  // chunks awaiting another copy: the only ones held
-  // Queued second copies by the worker of the first (a worker skips only its own queue), and
-  // queued third copies (after a mismatch; rare, so scanned).
-  std::map<WorkerId, std::deque<uint64_t>> second_by_first_;
-  std::deque<uint64_t> third_;
+  uint64_t seed_ = 0, chunks_ = 0, block_ = 1;
+  std::map<uint64_t, Pending> pending_;  // by block index: blocks awaiting a copy, the only ones held
+  std::list<uint64_t> queue_;            // blocks with a queued copy, in the order they go out
   uint64_t queued_ = 0;
   uint64_t verified_ = 0, same_worker_ = 0, mismatch_count_ = 0;
   std::vector<VerifyMismatch> mismatches_;
-  VerifyMismatch last_mismatch_;  // the one copy_done() reports when the list is full
+  VerifyMismatch last_mismatch_;  // the one a settled block reports when the list is full
 };
 
 }  // namespace psched

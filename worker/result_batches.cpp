@@ -60,8 +60,10 @@ CompactPartial merge_run(std::span<const ChunkOutcome* const> run) {
   return out;
 }
 
-// The ok outcomes as runs of consecutive chunks (merge_runs) or one item each, then the failures.
-std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, bool merge_runs) {
+// The ok outcomes as runs of consecutive chunks, cut at multiples of `block` (0: never; 1: one
+// item per chunk), then the failures.
+std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, uint64_t block) {
+  const bool merge_runs = block != 1;
   std::vector<Item> items;
   std::vector<const ChunkOutcome*> ok;
   for (const ChunkOutcome& o : outcomes) {
@@ -80,7 +82,9 @@ std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, bool merge
               [](const ChunkOutcome* a, const ChunkOutcome* b) { return a->chunk < b->chunk; });
   for (size_t i = 0; i < ok.size();) {
     size_t end = i + 1;
-    while (merge_runs && end < ok.size() && ok[end]->chunk == ok[end - 1]->chunk + ok[end - 1]->chunks) ++end;
+    while (merge_runs && end < ok.size() && ok[end]->chunk == ok[end - 1]->chunk + ok[end - 1]->chunks &&
+           (block == 0 || ok[end]->chunk % block != 0))
+      ++end;
     Item item;
     item.first = ok[i]->chunk;
     item.chunks = 0;
@@ -102,11 +106,11 @@ std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, bool merge
 }  // namespace
 
 void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outcomes,
-                          uint32_t max_frame_bytes, bool merge_runs,
+                          uint32_t max_frame_bytes, uint64_t partial_block,
                           const std::function<void(capnp::MessageBuilder&)>& send) {
   const size_t budget = max_frame_bytes > 2 * kBatchOverheadBytes ? max_frame_bytes - kBatchOverheadBytes
                                                                   : kBatchOverheadBytes;
-  const std::vector<Item> items = items_of(outcomes, merge_runs);
+  const std::vector<Item> items = items_of(outcomes, partial_block);
   size_t begin = 0;
   while (begin < items.size()) {
     size_t end = begin, bytes = 0, ok = 0;

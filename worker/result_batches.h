@@ -18,11 +18,12 @@ namespace psched {
 constexpr size_t kMaxFailureMessageBytes = 1000;
 
 // Builds the ResultBatches for one job's `outcomes`, each within `max_frame_bytes` (the whole of a
-// frame's body), and hands each to `send`. With `merge_runs` every run of consecutive chunks that
-// finished goes out as one partial (ChunkPartial.chunks; the exact sums merged here), else one
-// partial per chunk (DefineJob.chunkPartials). busySeconds is split by outcome.
+// frame's body), and hands each to `send`. Every run of consecutive chunks that finished goes out as
+// one partial (ChunkPartial.chunks; the exact sums merged here), cut at every multiple of
+// `partial_block` (DefineJob.partialBlock: 0 never, 1 at every chunk). busySeconds is split by
+// outcome.
 void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outcomes,
-                          uint32_t max_frame_bytes, bool merge_runs,
+                          uint32_t max_frame_bytes, uint64_t partial_block,
                           const std::function<void(capnp::MessageBuilder&)>& send);
 
 // The answer to a GiveBack: a ResultBatch for `job_id` whose `returned` lists the chunks given back

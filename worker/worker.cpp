@@ -181,7 +181,7 @@ void Worker::on_define_job(wire::DefineJob::Reader d) {
   if (jobs_.count(job_id)) return;  // defined already
   JobEntry entry;
   entry.local_key = next_local_key_++;
-  entry.chunk_partials = d.getChunkPartials();
+  entry.partial_block = d.getPartialBlock();
   JobSpec spec = from_wire(d.getSpec());
   if (Status st = validate(spec); !st) {
     spdlog::error("job {}: invalid spec from scheduler: {}", job_id, st.message());
@@ -363,8 +363,8 @@ void Worker::flush_results() {
   for (auto& [job_id, outcomes] : pending_) {
     if (outcomes.empty()) continue;
     auto job = jobs_.find(job_id);
-    const bool merge_runs = job != jobs_.end() && !job->second.chunk_partials;
-    build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes, merge_runs,
+    const uint64_t partial_block = job != jobs_.end() ? job->second.partial_block : 1;
+    build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes, partial_block,
                          [this](capnp::MessageBuilder& m) { conn()->send(m); });
     outcomes.clear();
     if (outcomes.capacity() > spare_outcomes_.capacity()) outcomes.swap(spare_outcomes_);

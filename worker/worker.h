@@ -119,7 +119,7 @@ class Worker {
   struct JobEntry {
     uint64_t local_key = 0;
     std::shared_ptr<const JobSpec> spec;  // null: the scheduler sent an invalid spec
-    bool chunk_partials = false;          // DefineJob.chunkPartials: report chunk by chunk
+    uint64_t partial_block = 0;           // DefineJob.partialBlock: where partials are cut
   };
   std::map<uint64_t, JobEntry> jobs_;                 // scheduler job id -> entry
   std::map<uint64_t, uint64_t> job_of_key_;           // local key -> scheduler job id

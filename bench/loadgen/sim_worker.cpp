@@ -92,8 +92,8 @@ void SimWorker::on_message(wire::Message::Reader message) {
       JobSpec spec = from_wire(d.getSpec());
       JobEntry entry;
       if (validate(spec)) entry.spec = std::make_shared<const JobSpec>(normalized(spec));
-      entry.chunk_partials = d.getChunkPartials();
-      if (entry.spec && !entry.chunk_partials && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
+      entry.partial_block = d.getPartialBlock();
+      if (entry.spec && entry.partial_block == 0 && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
           chunk_partial(entry, 0)) {
         entry.uniform = true;
         entry.chunk_seconds = double(spec.chunk_elements()) * fleet_.device().seconds_per_element;
@@ -353,8 +353,8 @@ void SimWorker::report() {
   FleetCounters& c = fleet_.counters();
   for (const Ready& r : ready_) {
     auto job = jobs_.find(r.job_id);
-    const bool merge_runs = job != jobs_.end() && !job->second.chunk_partials;
-    build_result_batches(r.job_id, r.outcomes, kDefaultMaxFrameBytes, merge_runs,
+    const uint64_t partial_block = job != jobs_.end() ? job->second.partial_block : 1;
+    build_result_batches(r.job_id, r.outcomes, kDefaultMaxFrameBytes, partial_block,
                          [&](capnp::MessageBuilder& m) { conn()->send(m); });
     for (const ChunkOutcome& o : r.outcomes) {
       (o.ok ? c.chunks_done : c.chunks_refused) += o.chunks;

@@ -67,7 +67,7 @@ class SimWorker : public SimPeer {
   };
   struct JobEntry {
     std::shared_ptr<const JobSpec> spec;  // null: the spec was invalid
-    bool chunk_partials = false;          // DefineJob.chunkPartials: report chunk by chunk
+    uint64_t partial_block = 0;           // DefineJob.partialBlock: where partials are cut
     // constant(v): a chunk's partial depends only on how many elements it selects, so each count's
     // partial is computed once (the closed form per chunk was the loadgen's largest cost).
     std::map<uint64_t, std::optional<CompactPartial>> constant_partials;

@@ -1,5 +1,6 @@
 #include "verify_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -10,9 +11,11 @@ namespace pbench {
 
 namespace {
 
-// "chunk 7: 'w1' (cpu model) sum 1.5 [suspect], 'w2' (...) sum 1.4999999999999998"
+// "chunk 7: 'w1' (cpu model) sum 1.5 [suspect], 'w2' (...) sum 1.4999999999999998"; a range
+// the scheduler could not narrow down to one chunk: "chunks 0 to 127: ...".
 std::string describe(const pclient::VerifyMismatch& m) {
-  std::string out = fmt::format("chunk {}:", m.chunk);
+  std::string out = m.chunks == 1 ? fmt::format("chunk {}:", m.chunk)
+                                  : fmt::format("chunks {} to {}:", m.chunk, m.chunk + (m.chunks - 1));
   for (size_t i = 0; i < m.copies.size(); ++i) {
     const pclient::VerifyCopy& c = m.copies[i];
     out += fmt::format("{} worker '{}' ({}) sum {:.17g}{}", i == 0 ? "" : ",", c.worker_name,
@@ -51,7 +54,7 @@ nlohmann::json verify_json(const pclient::Result& r) {
                         {"min", c.min},
                         {"max", c.max},
                         {"suspect", c.suspect}});
-    mismatches.push_back({{"chunk", m.chunk}, {"copies", copies}});
+    mismatches.push_back({{"chunk", m.chunk}, {"chunks", m.chunks}, {"copies", copies}});
   }
   return {{"verified_chunks", r.verified_chunks},
           {"same_worker_chunks", r.same_worker_chunks},
@@ -66,8 +69,10 @@ std::string verify_problem(const pclient::Result& r) {
     for (const pclient::VerifyCopy& c : m.copies)
       if (c.suspect && suspects.find("'" + c.worker_name + "'") == std::string::npos)
         suspects += fmt::format("{}'{}'", suspects.empty() ? "" : ", ", c.worker_name);
+  const bool chunks = std::all_of(r.mismatches.begin(), r.mismatches.end(),
+                                  [](const pclient::VerifyMismatch& m) { return m.chunks == 1; });
   return fmt::format("verify found {} whose copies differ (suspect workers: {})",
-                     psched::counted(r.mismatch_count, "chunk"), suspects);
+                     psched::counted(r.mismatch_count, chunks ? "chunk" : "range"), suspects);
 }
 
 }  // namespace pbench

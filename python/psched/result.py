@@ -29,7 +29,8 @@ class Result(float):
     retries, resubmissions (after a lost scheduler connection, Client(reconnect=...)), job_id, bytes (the
     array's), devices (per-worker figures, see device_figures), kind (what float(self) is) and,
     for verify jobs, verified_chunks, same_worker_chunks, mismatch_count and mismatches (each
-    {chunk, copies: [{worker, device, sum, suspect}]}).
+    {chunk, chunks, copies: [{worker, device, sum, suspect}]}: chunks chunk .. chunk + chunks - 1,
+    one chunk once the scheduler narrowed the mismatch down).
 
     GPU health and stragglers, with the keys of pbench --json: devices[i]["gpu"] is the worker's
     latest NVML health (uuid, pci_bus_id, sm_utilisation_pct, mem_utilisation_pct,

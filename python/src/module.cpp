@@ -73,6 +73,7 @@ py::dict result_dict(const pclient::Result& r) {
     }
     py::dict md;
     md["chunk"] = m.chunk;
+    md["chunks"] = m.chunks;
     md["copies"] = copies;
     mismatches.append(md);
   }

@@ -19,9 +19,12 @@ using namespace psched::test;
 
 namespace {
 
-std::vector<std::string> pbench_verify(const TestCluster& cluster, const std::string& fraction) {
-  return {bin_dir() + "/pbench", "-d", "--scheduler", cluster.address(), "-x", "200", "-y", "200",
-          "--chunk-x", "20", "--chunk-y", "20", "--generator", "arange", "--row-step", "1",
+// 100 chunks of 20 x 20 by default (verify blocks of one chunk); `side` 400 in chunks of 10 x 10
+// makes 1600 chunks, compared in blocks of 16.
+std::vector<std::string> pbench_verify(const TestCluster& cluster, const std::string& fraction,
+                                       const std::string& side = "200", const std::string& chunk = "20") {
+  return {bin_dir() + "/pbench", "-d", "--scheduler", cluster.address(), "-x", side, "-y", side,
+          "--chunk-x", chunk, "--chunk-y", chunk, "--generator", "arange", "--row-step", "1",
           "--col-step", "1", "--check", "--json", "--verify", fraction};
 }
 
@@ -52,20 +55,23 @@ TEST_CASE("pbench --verify with no fault compares every chunk, finds no mismatch
 TEST_CASE("pbench --verify names the chunk and the worker that flipped its last bit and exits 1", "[verify]") {
   TestCluster cluster;
   cluster.add_worker({.threads = 1, .name = "good"});
-  cluster.add_worker({.threads = 1, .name = "flipper", .env = {{"PSCHED_TEST_FLIP_CHUNK", "42"}}});
+  cluster.add_worker({.threads = 1, .name = "flipper", .env = {{"PSCHED_TEST_FLIP_CHUNK", "1000"}}});
   cluster.wait_for_workers(2);
   std::string out;
-  const int status = run_command(pbench_verify(cluster, "1.0"), &out);
+  // 1600 chunks compared in blocks of 16: the block of chunks 992 to 1007 differs, and is narrowed
+  // down to chunk 1000 by computing halves of it again on both workers.
+  const int status = run_command(pbench_verify(cluster, "1.0", "400", "10"), &out);
   INFO(out);
   CHECK(WEXITSTATUS(status) == 1);
   CHECK(out.find("pbench: verify found 1 chunk whose copies differ") != std::string::npos);
   const auto j = nlohmann::json::parse(out.substr(0, out.find('\n')));
-  CHECK(j["check"] == "ok");  // the first copy counts with two workers; chunk 42 came from either
-  CHECK(j["verify"]["verified_chunks"] == 100);
+  CHECK(j["check"] == "ok");  // the first copy counts with two workers; chunk 1000 came from either
+  CHECK(j["verify"]["verified_chunks"] == 1600);
   CHECK(j["verify"]["mismatch_count"] == 1);
   REQUIRE(j["verify"]["mismatches"].size() == 1);
   const auto& m = j["verify"]["mismatches"][0];
-  CHECK(m["chunk"] == 42);
+  CHECK(m["chunk"] == 1000);
+  CHECK(m["chunks"] == 1);
   REQUIRE(m["copies"].size() == 2);  // no third worker: both are suspects
   std::set<std::string> names;
   for (const auto& c : m["copies"]) {
@@ -78,13 +84,15 @@ TEST_CASE("pbench --verify names the chunk and the worker that flipped its last 
 TEST_CASE("with three workers verify names the one worker that flips a chunk, keeps the majority's "
           "partial and /metrics counts it", "[verify]") {
   TestCluster cluster({.dashboard = "127.0.0.1:0"});
-  // The faulty worker is alone when the job starts and slow, so it takes every chunk's first copy;
-  // the other two join at the first progress, long before it reaches chunk 99, and check it.
+  // The faulty worker is alone when the job starts and slow, so it takes every block's first copy;
+  // the other two join at the first progress and compute the second and third copies. The odd
+  // copy's block (chunks 992 to 1007) is narrowed down to its chunk on the flipper and another.
   cluster.add_worker({.threads = 1,
                       .name = "flipper",
-                      .env = {{"PSCHED_TEST_FLIP_CHUNK", "99"}, {"PSCHED_TEST_CHUNK_DELAY_MS", "30"}}});
+                      .env = {{"PSCHED_TEST_FLIP_CHUNK", "1000"}, {"PSCHED_TEST_CHUNK_DELAY_MS", "1"}}});
   cluster.wait_for_workers(1);
-  const pclient::Job job = arange_job(100, 100, 10, 10);  // 100 chunks
+  const pclient::Job job = arange_job(320, 400, 10, 10);  // 1280 chunks of 100: blocks of 16
+  REQUIRE(psched::verify_block_chunks(job.chunks(), 100) == 16);
   pclient::RunOptions options = verifying(1.0);
   bool joined = false;
   options.on_progress = [&](const pclient::Progress&) {
@@ -95,11 +103,14 @@ TEST_CASE("with three workers verify names the one worker that flips a chunk, ke
   };
   const pclient::Result r = cluster.client().run(job, options);
   CHECK(check(job, r) == "");  // the majority's partial, not the flipped one
-  CHECK(r.verified_chunks == 100);
+  CHECK(r.verified_chunks == 1280);
   CHECK(r.mismatch_count == 1);
   REQUIRE(r.mismatches.size() == 1);
-  CHECK(r.mismatches[0].chunk == 99);
-  REQUIRE(r.mismatches[0].copies.size() == 3);
+  CHECK(r.mismatches[0].chunk == 1000);
+  CHECK(r.mismatches[0].chunks == 1);
+  REQUIRE(r.mismatches[0].copies.size() == 2);  // the flipper's copy of chunk 1000, and a good one
+  CHECK(r.mismatches[0].copies[0].worker_name == "flipper");
+  CHECK(r.mismatches[0].copies[0].sum != r.mismatches[0].copies[1].sum);
   for (const pclient::VerifyCopy& c : r.mismatches[0].copies) {
     INFO(c.worker_name);
     CHECK(c.suspect == (c.worker_name == "flipper"));
@@ -109,21 +120,24 @@ TEST_CASE("with three workers verify names the one worker that flips a chunk, ke
   INFO(metrics.body);
   CHECK(metrics.body.find("\npsched_verify_mismatches_total{worker=\"flipper\"} 1\n") != std::string::npos);
   CHECK(metrics.body.find("psched_verify_mismatches_total{worker=\"good-") == std::string::npos);
-  CHECK(metrics.body.find("\npsched_verify_chunks_total 100\n") != std::string::npos);
+  CHECK(metrics.body.find("\npsched_verify_chunks_total 1280\n") != std::string::npos);
   const HttpReply status = http_request(port_of(cluster.dashboard()), "GET", "/api/status");
   const auto s = nlohmann::json::parse(status.body);
   CHECK(s["verify"]["mismatches_by_worker"]["flipper"] == 1);
 }
 
-TEST_CASE("verify of a fraction compares the seeded draw of chunks, the same every run", "[verify]") {
+TEST_CASE("verify of a fraction compares the seeded draw of blocks, the same every run", "[verify]") {
   TestCluster cluster;
   cluster.add_worker({.threads = 1});
   cluster.add_worker({.threads = 1});
   cluster.wait_for_workers(2);
   pclient::Job job = arange_job(400, 100, 10, 10);  // 400 chunks
   job.seed = 11;
+  // Blocks of 4 chunks (400 chunks of 100 elements: at least 64 blocks), drawn by block.
+  const uint64_t block = psched::verify_block_chunks(job.chunks(), 100);
+  REQUIRE(block == 4);
   uint64_t drawn = 0;
-  for (uint64_t c = 0; c < job.chunks(); ++c) drawn += psched::verify_drawn(job.seed, c, 0.25);
+  for (uint64_t c = 0; c < job.chunks(); ++c) drawn += psched::verify_drawn(job.seed, c / block, 0.25);
   pclient::Client client = cluster.client();
   const pclient::Result first = client.run(job, verifying(0.25));
   const pclient::Result second = client.run(job, verifying(0.25));

@@ -34,12 +34,13 @@ psched::JobSpec small_job() {
   return s;
 }
 
-std::string submit(const psched::JobSpec& spec, bool partials = false) {
+std::string submit(const psched::JobSpec& spec, bool partials = false, double verify = 0) {
   return flat_message([&](wire::Message::Builder m) {
     auto sub = m.initSubmit();
     sub.setTag(1);
     psched::to_wire(spec, sub.initSpec());
     sub.setWantPartials(partials);
+    sub.setVerifyFraction(verify);
   });
 }
 
@@ -164,6 +165,19 @@ int main(int argc, char** argv) {
                   {false, results(1, 3, 1)},
                   {false, goodbye}};
     write(sched, "worker_and_client", encode_input(in));
+  }
+  // A verify job on one worker: first copies, then the copies (run on it again), then a late one.
+  {
+    Input in;
+    in.role_a = Role::kWorker;
+    in.role_b = Role::kClient;
+    in.records = {{true, submit(small_job(), false, 1.0)},
+                  {false, results(1, 0, 4)},
+                  {false, results(1, 0, 2, 2)},
+                  {false, results(1, 3, 1)},
+                  {false, results(1, 0, 4)},
+                  {false, goodbye}};
+    write(sched, "worker_verify", encode_input(in));
   }
   // A worker gives back chunks (a GiveBack's answer, unasked here): ones it holds, then ones it
   // does not, then none.

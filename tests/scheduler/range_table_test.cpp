@@ -78,14 +78,41 @@ TEST_CASE("ranges: suspect ranges go back whole and come out only by take_suspec
 TEST_CASE("ranges: verify holds a chunk until it is settled", "[range_table]") {
   RangeTable t(3);
   t.take(1, 3);
-  CHECK_FALSE(t.hold(1, 2));
-  CHECK(t.hold(1, 1));
+  CHECK_FALSE(t.hold({1, 1}, 2));
+  CHECK(t.hold({1, 1}, 1));
   CHECK(t.state(1) == ChunkState::kHeld);
   CHECK(t.all_settled({1, 1}));
   CHECK_FALSE(t.complete());
   CHECK(t.finish({0, 1}, 1));
   CHECK(t.finish({2, 1}, 1));
-  t.finish_held(1);
+  t.finish_held({1, 1});
+  CHECK(t.complete());
+}
+
+TEST_CASE("ranges: a run taken with an alignment ends on a multiple of it, or takes what is left", "[range_table]") {
+  RangeTable t(20);
+  CHECK(t.take(1, 5, 4) == ChunkRange{0, 4});   // cut back to 4
+  CHECK(t.take(1, 2, 4) == ChunkRange{4, 4});   // taken on to 8: cutting back leaves nothing
+  CHECK(t.take(1, 100, 4) == ChunkRange{8, 12});  // all that is left
+  CHECK(t.requeue({8, 12}, 1, false));
+  CHECK(t.take(2, 6, 4) == ChunkRange{8, 4});   // a re-queued range is cut the same way
+}
+
+TEST_CASE("ranges: a verify block held in pieces from two workers is settled as one range", "[range_table]") {
+  RangeTable t(8);
+  CHECK(t.take(1, 3) == ChunkRange{0, 3});
+  CHECK(t.take(2, 5) == ChunkRange{3, 5});
+  CHECK(t.hold({0, 3}, 1));
+  CHECK_FALSE(t.hold({2, 2}, 2));  // chunk 2 is held already, not running on 2
+  CHECK(t.hold({3, 1}, 2));
+  CHECK(t.finish({4, 4}, 2));
+  CHECK(t.held() == 4);
+  CHECK(t.entries() == 2);
+  CHECK(t.state(2) == ChunkState::kHeld);
+  CHECK(t.state(4) == ChunkState::kDone);
+  t.finish_held({0, 4});
+  CHECK(t.held() == 0);
+  CHECK(t.entries() == 0);
   CHECK(t.complete());
 }
 
@@ -120,6 +147,7 @@ TEST_CASE("ranges: random event sequences count every chunk exactly once", "[ran
       int done_times = 0;
     };
     std::vector<Chunk> model(n);
+    std::vector<ChunkRange> held_pieces;  // held and not settled yet
     ExactSum by_range;
     auto finish_model = [&](ChunkRange r) {
       ExactSum part;
@@ -179,11 +207,13 @@ TEST_CASE("ranges: random event sequences count every chunk exactly once", "[ran
           break;
         case 6:
           if (auto p = piece_of(w)) {  // a verify draw: held, then settled
-            REQUIRE(t.hold(p->first, w));
-            model[p->first].state = ChunkState::kHeld;
+            REQUIRE(t.hold(*p, w));
+            for (uint64_t c = p->first; c < p->end(); ++c) model[c].state = ChunkState::kHeld;
             if (below(2) == 0) {
-              t.finish_held(p->first);
-              finish_model({p->first, 1});
+              t.finish_held(*p);
+              finish_model(*p);
+            } else {
+              held_pieces.push_back(*p);
             }
           }
           break;
@@ -216,11 +246,10 @@ TEST_CASE("ranges: random event sequences count every chunk exactly once", "[ran
       REQUIRE(t.queued() == queued);
     }
     // Drain: settle what is held, finish what runs, then run everything queued.
-    for (uint64_t c = 0; c < n; ++c)
-      if (model[c].state == ChunkState::kHeld) {
-        t.finish_held(c);
-        finish_model({c, 1});
-      }
+    for (const ChunkRange& p : held_pieces) {
+      t.finish_held(p);
+      finish_model(p);
+    }
     for (WorkerId w = 1; w <= 4; ++w)
       for (const ChunkRange& r : t.running_of(w)) {
         REQUIRE(t.finish(r, w));

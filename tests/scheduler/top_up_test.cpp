@@ -28,7 +28,7 @@ std::unique_ptr<Job> job_of(JobId id, uint64_t chunks, uint64_t chunk_elements =
   s.chunk_rows = 1;
   s.chunk_cols = chunk_elements;
   auto job = std::make_unique<Job>(id, 1, std::make_shared<const JobSpec>(normalized(s)), false);
-  if (verify > 0) job->verify = ChunkVerifier(verify, s.seed);
+  if (verify > 0) job->verify = BlockVerifier(verify, s.seed, chunks, verify_block_chunks(chunks, chunk_elements));
   return job;
 }
 
@@ -54,7 +54,8 @@ struct Table {
 TopUpContext alone(uint64_t sharing = 1) {
   TopUpContext c;
   c.sharing = sharing;
-  c.someone_else = [](const std::vector<WorkerId>&) { return false; };
+  c.peers.someone_else = [](const std::vector<WorkerId>&) { return false; };
+  c.peers.connected = [](WorkerId) { return true; };
   return c;
 }
 
@@ -154,12 +155,13 @@ TEST_CASE("verify copies go out before fresh chunks, and not to the worker of th
   Job& job = t.add(job_of(1, 10, 1000000, /*verify=*/1.0));
   WorkerRecord a = worker_with_slots(1, 2), b = worker_with_slots(2, 2);
   TopUpContext two = alone(2);
-  two.someone_else = [](const std::vector<WorkerId>& excluded) { return excluded.size() < 2; };
+  two.peers.someone_else = [](const std::vector<WorkerId>& excluded) { return excluded.size() < 2; };
   two.sharing = 1;
   REQUIRE(plan_top_up(a, t.queue, t.jobs, two).front().ranges == std::vector<ChunkRange>{{0, 2}});
   // Chunk 0's first copy is in from worker 1: held, its copy queued.
-  REQUIRE(job.hold_for_verify(0, 1));
-  job.verify.first_copy(0, VerifyCopy{1, "w1", "cpu", PartialSum{1, 1, 1, 1}, false});
+  REQUIRE(job.verify.block_chunks() == 1);
+  REQUIRE(job.hold_for_verify({0, 1}, 1));
+  job.verify.first_piece({0, 1}, VerifyCopy{1, "w1", "cpu", PartialSum{1, 1, 1, 1}, false});
   a.in_flight.remove(1, 1);
   t.queue.update(job);
   const auto to_a = plan_top_up(a, t.queue, t.jobs, two);
@@ -168,7 +170,7 @@ TEST_CASE("verify copies go out before fresh chunks, and not to the worker of th
   const auto to_b = plan_top_up(b, t.queue, t.jobs, two);
   REQUIRE(to_b.size() == 1);
   CHECK(to_b[0].ranges.front() == ChunkRange{0, 1});  // the copy first
-  CHECK(job.verify.running_on(0) == 2);
+  CHECK(job.verify.running_here({0, 1}, 2));
 }
 
 TEST_CASE("the queue counts the elements of every job's queued chunks as jobs take and give back work",

@@ -1,10 +1,16 @@
-// ChunkVerifier (scheduler/verify.h): which chunks are drawn, where their copies may go, and how the
-// copies settle a chunk (agreement, a majority of three, two suspects with no third worker).
+// BlockVerifier (scheduler/verify.h): how big a block is, which blocks are drawn, where their
+// copies may go, how the copies settle a block (agreement, a majority of three, two suspects with
+// no third worker), and how a mismatch is narrowed down to the chunk and its worker; a property
+// test drives random pieces, workers, faults and departures and checks that every chunk settles
+// once with the right bits.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <random>
+#include <set>
 
 #include "scheduler/verify.h"
 
@@ -22,39 +28,66 @@ PartialSum flipped(PartialSum p) {
   return p;
 }
 
-VerifyCopy copy(WorkerId w, PartialSum p) {
-  VerifyCopy c;
-  c.worker = w;
-  c.worker_name = "w" + std::to_string(w);
-  c.device_name = "cpu";
-  c.partial = p;
-  return c;
-}
+// Workers 1..n, some of which may have left; `bad` (0: none) computes chunk `bad_chunk` wrong.
+struct Cluster {
+  WorkerId n = 3;
+  std::set<WorkerId> gone;
+  WorkerId bad = 0;
+  uint64_t bad_chunk = 0;
 
-// A cluster of workers 1..n.
-ChunkVerifier::SomeoneElse cluster_of(WorkerId n) {
-  return [n](const std::vector<WorkerId>& excluded) {
-    for (WorkerId w = 1; w <= n; ++w)
-      if (std::find(excluded.begin(), excluded.end(), w) == excluded.end()) return true;
-    return false;
-  };
-}
+  VerifyPeers peers() const {
+    VerifyPeers p;
+    p.someone_else = [this](const std::vector<WorkerId>& excluded) {
+      for (WorkerId w = 1; w <= n; ++w)
+        if (!gone.count(w) && std::find(excluded.begin(), excluded.end(), w) == excluded.end()) return true;
+      return false;
+    };
+    p.connected = [this](WorkerId w) { return w >= 1 && w <= n && !gone.count(w); };
+    return p;
+  }
+  // What `w` gets for chunks `r`: chunk c is worth c + 1, the bad worker's bad chunk a bit more.
+  PartialSum compute(ChunkRange r, WorkerId w) const {
+    PartialSum out;
+    for (uint64_t c = r.first; c < r.end(); ++c) {
+      const double x = double(c + 1) + (bad != 0 && w == bad && c == bad_chunk ? 0x1p-20 : 0.0);
+      PartialSum one;
+      one.exact.add(x);
+      one.sum = x;
+      one.count = 1;
+      one.min = one.max = x;
+      merge(out, one);
+    }
+    return out;
+  }
+  VerifyCopy copy(ChunkRange r, WorkerId w) const {
+    return VerifyCopy{w, "w" + std::to_string(w), "cpu", compute(r, w), false};
+  }
+};
 
-// Takes what `worker` may take; returns the chunks.
-std::vector<uint64_t> take(ChunkVerifier& v, WorkerId worker, WorkerId cluster) {
-  std::vector<uint64_t> out;
-  v.take(worker, 100, cluster_of(cluster), out);
+// Takes what `worker` may take (up to `max` chunks); returns the ranges.
+std::vector<ChunkRange> take(BlockVerifier& v, const Cluster& c, WorkerId worker, uint64_t max = 1000) {
+  std::vector<ChunkRange> out;
+  v.take(worker, max, c.peers(), out);
   return out;
 }
 
-// Copy `a` is the chunk's first; copy b's worker takes the second and returns it.
-std::optional<PartialSum> two_copies(ChunkVerifier& v, uint64_t chunk, const VerifyCopy& a,
-                                     const VerifyCopy& b, WorkerId cluster,
-                                     const VerifyMismatch** mismatch) {
-  v.first_copy(chunk, a);
-  REQUIRE(take(v, b.worker, cluster) == std::vector<uint64_t>{chunk});
-  CHECK(v.running_on(chunk) == b.worker);
-  return v.copy_done(chunk, b, cluster_of(cluster), mismatch);
+// Runs every copy the verifier hands out, worker by worker in turn, each range in two pieces,
+// until nothing is queued or running; returns the blocks settled.
+std::vector<VerifySettled> drain(BlockVerifier& v, const Cluster& c) {
+  std::vector<VerifySettled> settled;
+  for (int round = 0; round < 1000 && v.holding() > 0; ++round) {
+    for (WorkerId w = 1; w <= c.n; ++w) {
+      if (c.gone.count(w)) continue;
+      for (const ChunkRange& r : take(v, c, w)) {
+        const uint64_t half = r.count / 2;
+        if (half > 0)
+          if (auto s = v.piece_done({r.first, half}, c.copy({r.first, half}, w), c.peers())) settled.push_back(*s);
+        const ChunkRange rest{r.first + half, r.count - half};
+        if (auto s = v.piece_done(rest, c.copy(rest, w), c.peers())) settled.push_back(*s);
+      }
+    }
+  }
+  return settled;
 }
 
 }  // namespace
@@ -71,14 +104,23 @@ TEST_CASE("same_bits tells apart the last bit of the sum, -0.0 from 0.0, and eve
   CHECK_FALSE(same_bits(partial(1.5), other));
 }
 
-TEST_CASE("the verify draw is a deterministic function of seed and chunk, near the fraction", "[verify]") {
+TEST_CASE("a verify block is 2^24 elements or more, a power of two chunks, at least 64 to a job", "[verify]") {
+  CHECK(verify_block_chunks(10000, 100000000) == 1);      // 10000^2 chunks: a block each
+  CHECK(verify_block_chunks(250000, 1000000) == 32);      // 1000^2 chunks
+  CHECK(verify_block_chunks(uint64_t{1} << 40, 1) == uint64_t{1} << 24);
+  CHECK(verify_block_chunks(400, 100) == 4);              // a small job: 100 blocks of 4
+  CHECK(verify_block_chunks(100, 1) == 1);
+  CHECK(verify_block_chunks(0, 0) == 1);
+}
+
+TEST_CASE("the verify draw is a deterministic function of seed and block, near the fraction", "[verify]") {
   uint64_t drawn = 0, again = 0, other_seed = 0, all = 0, none = 0;
-  for (uint64_t c = 0; c < 10000; ++c) {
-    drawn += verify_drawn(7, c, 0.05);
-    again += verify_drawn(7, c, 0.05);
-    other_seed += verify_drawn(8, c, 0.05) != verify_drawn(7, c, 0.05);
-    all += verify_drawn(7, c, 1.0);
-    none += verify_drawn(7, c, 0.0);
+  for (uint64_t b = 0; b < 10000; ++b) {
+    drawn += verify_drawn(7, b, 0.05);
+    again += verify_drawn(7, b, 0.05);
+    other_seed += verify_drawn(8, b, 0.05) != verify_drawn(7, b, 0.05);
+    all += verify_drawn(7, b, 1.0);
+    none += verify_drawn(7, b, 0.0);
   }
   CHECK(drawn == again);
   CHECK(drawn > 400);
@@ -86,77 +128,259 @@ TEST_CASE("the verify draw is a deterministic function of seed and chunk, near t
   CHECK(other_seed > 0);
   CHECK(all == 10000);
   CHECK(none == 0);
+  BlockVerifier v(0.5, 7, 100, 8);
+  for (uint64_t chunk = 0; chunk < 100; ++chunk) CHECK(v.drawn(chunk) == verify_drawn(7, chunk / 8, 0.5));
+  CHECK(v.block_of(99) == ChunkRange{96, 4});  // the last block is short
 }
 
-TEST_CASE("a second copy goes to another worker, and agreeing copies settle the chunk", "[verify]") {
-  ChunkVerifier v(1.0, 0);
-  v.first_copy(3, copy(1, partial(2.0)));
-  CHECK(take(v, 1, 2).empty());  // worker 1 computed it; worker 2 exists
-  REQUIRE(take(v, 2, 2) == std::vector<uint64_t>{3});
-  CHECK(v.running_on(3) == WorkerId{2});
-  const VerifyMismatch* mismatch = nullptr;
-  const auto keep = v.copy_done(3, copy(2, partial(2.0)), cluster_of(2), &mismatch);
-  REQUIRE(keep);
-  CHECK(same_bits(*keep, partial(2.0)));
-  CHECK(mismatch == nullptr);
-  CHECK(v.verified() == 1);
-  CHECK(v.mismatch_count() == 0);
+TEST_CASE("a block's first copy in pieces from two workers goes to a third whole, and agreeing "
+          "copies settle it", "[verify]") {
+  Cluster c;
+  BlockVerifier v(1.0, 0, 16, 8);
+  v.first_piece({0, 3}, c.copy({0, 3}, 1));
+  CHECK_FALSE(v.has_queued());  // not whole yet
+  v.first_piece({3, 5}, c.copy({3, 5}, 2));
+  CHECK(v.queued() == 8);
+  CHECK(take(v, c, 1).empty());
+  CHECK(take(v, c, 2).empty());
+  REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 8}});
+  CHECK(v.running_here({2, 4}, 3));
+  CHECK_FALSE(v.running_here({2, 4}, 2));
+  CHECK_FALSE(v.piece_done({0, 5}, c.copy({0, 5}, 3), c.peers()));  // a piece: not whole yet
+  const auto s = v.piece_done({5, 3}, c.copy({5, 3}, 3), c.peers());
+  REQUIRE(s);
+  CHECK(s->block == ChunkRange{0, 8});
+  CHECK(same_bits(s->keep, c.compute({0, 8}, 1)));
+  CHECK(s->credit == 1);
+  CHECK(s->mismatch == nullptr);
+  CHECK(v.verified() == 8);
   CHECK(v.holding() == 0);
 }
 
 TEST_CASE("with one worker the copy runs on it again, and is counted as such", "[verify]") {
-  ChunkVerifier v(1.0, 0);
-  const VerifyMismatch* mismatch = nullptr;
-  REQUIRE(two_copies(v, 0, copy(1, partial(2.0)), copy(1, partial(2.0)), 1, &mismatch));
-  CHECK(v.same_worker() == 1);
+  Cluster c;
+  c.n = 1;
+  BlockVerifier v(1.0, 0, 4, 4);
+  v.first_piece({0, 4}, c.copy({0, 4}, 1));
+  REQUIRE(take(v, c, 1) == std::vector<ChunkRange>{{0, 4}});
+  REQUIRE(v.piece_done({0, 4}, c.copy({0, 4}, 1), c.peers()));
+  CHECK(v.same_worker() == 4);
 }
 
-TEST_CASE("copies that differ go to a third worker, whose copy names the odd one out", "[verify]") {
-  ChunkVerifier v(1.0, 0);
-  const VerifyMismatch* mismatch = nullptr;  // worker 1 computes wrong
-  CHECK_FALSE(two_copies(v, 5, copy(1, flipped(partial(2.0))), copy(2, partial(2.0)), 3, &mismatch));
-  CHECK_FALSE(v.running_on(5));  // the third copy is queued
-  CHECK(v.queued() == 1);
-  CHECK(take(v, 1, 3).empty());
-  CHECK(take(v, 2, 3).empty());
-  REQUIRE(take(v, 3, 3) == std::vector<uint64_t>{5});
-  const auto keep = v.copy_done(5, copy(3, partial(2.0)), cluster_of(3), &mismatch);
-  REQUIRE(keep);
-  CHECK(same_bits(*keep, partial(2.0)));  // the majority's
-  REQUIRE(mismatch != nullptr);
-  CHECK(mismatch->chunk == 5);
-  REQUIRE(mismatch->copies.size() == 3);
-  CHECK(mismatch->copies[0].suspect);
-  CHECK_FALSE(mismatch->copies[1].suspect);
-  CHECK_FALSE(mismatch->copies[2].suspect);
+TEST_CASE("copies that differ go to a third worker, and the odd one is narrowed down to its chunk", "[verify]") {
+  Cluster c;
+  c.bad = 1;
+  c.bad_chunk = 5;
+  BlockVerifier v(1.0, 0, 16, 16);
+  v.first_piece({0, 16}, c.copy({0, 16}, 1));
+  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 16}});
+  CHECK_FALSE(v.piece_done({0, 16}, c.copy({0, 16}, 2), c.peers()));
+  CHECK(v.queued() == 16);  // the third copy
+  CHECK(take(v, c, 1).empty());
+  CHECK(take(v, c, 2).empty());
+  REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 16}});
+  CHECK_FALSE(v.piece_done({0, 16}, c.copy({0, 16}, 3), c.peers()));
+  // The search: the left half on the odd copy's worker and on another.
+  REQUIRE(take(v, c, 1) == std::vector<ChunkRange>{{0, 8}});
+  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 1), c.peers()));
+  const std::vector<VerifySettled> settled = drain(v, c);
+  REQUIRE(settled.size() == 1);
+  CHECK(same_bits(settled[0].keep, c.compute({0, 16}, 2)));  // the majority's
+  REQUIRE(settled[0].mismatch != nullptr);
+  const VerifyMismatch& m = *settled[0].mismatch;
+  CHECK(m.chunks == ChunkRange{5, 1});
+  REQUIRE(m.copies.size() == 2);
+  CHECK(m.copies[0].worker == 1);
+  CHECK(m.copies[0].suspect);
+  CHECK(same_bits(m.copies[0].partial, c.compute({5, 1}, 1)));
+  CHECK(m.copies[1].worker != 1);
+  CHECK_FALSE(m.copies[1].suspect);
+  CHECK(same_bits(m.copies[1].partial, c.compute({5, 1}, 2)));
   CHECK(v.mismatch_count() == 1);
-  CHECK(v.verified() == 1);
+  CHECK(v.verified() == 16);
 }
 
-TEST_CASE("with two workers, copies that differ name both as suspects and the first copy counts", "[verify]") {
-  ChunkVerifier v(1.0, 0);
-  const VerifyMismatch* mismatch = nullptr;
-  const auto keep = two_copies(v, 1, copy(1, partial(2.0)), copy(2, flipped(partial(2.0))), 2, &mismatch);
-  REQUIRE(keep);
-  CHECK(same_bits(*keep, partial(2.0)));
-  REQUIRE(mismatch != nullptr);
-  CHECK(mismatch->copies[0].suspect);
-  CHECK(mismatch->copies[1].suspect);
+TEST_CASE("with two workers, copies that differ name both as suspects, the first counts, and the "
+          "chunk is still found", "[verify]") {
+  Cluster c;
+  c.n = 2;
+  c.bad = 2;
+  c.bad_chunk = 11;
+  BlockVerifier v(1.0, 0, 16, 16);
+  v.first_piece({0, 16}, c.copy({0, 16}, 1));
+  const std::vector<VerifySettled> settled = drain(v, c);
+  REQUIRE(settled.size() == 1);
+  CHECK(same_bits(settled[0].keep, c.compute({0, 16}, 1)));
+  REQUIRE(settled[0].mismatch != nullptr);
+  const VerifyMismatch& m = *settled[0].mismatch;
+  CHECK(m.chunks == ChunkRange{11, 1});
+  REQUIRE(m.copies.size() == 2);
+  CHECK(m.copies[0].worker == 2);
+  CHECK(m.copies[0].suspect);
+  CHECK(m.copies[1].worker == 1);
+  CHECK(m.copies[1].suspect);  // no majority
 }
 
-TEST_CASE("a copy whose worker leaves goes back to the queue for another", "[verify]") {
-  ChunkVerifier v(1.0, 0);
-  v.first_copy(2, copy(1, partial(2.0)));
-  REQUIRE(take(v, 2, 3) == std::vector<uint64_t>{2});
-  CHECK(v.running_chunks_of(2) == std::vector<uint64_t>{2});
-  CHECK(v.requeue(2, 2, "w2", /*blame=*/true) == 1);
-  CHECK(v.failed_on(2) == std::vector<std::string>{"w2"});
-  CHECK(v.queued() == 1);
-  CHECK_FALSE(v.running_on(2));  // queued again, running nowhere
-  CHECK(v.running_chunks_of(2).empty());
-  CHECK(v.requeue(2, 2, "w2", /*blame=*/true) == 0);  // not running on 2: nothing moves
-  REQUIRE(take(v, 3, 3) == std::vector<uint64_t>{2});
-  CHECK(v.running_on(2) == WorkerId{3});
-  const VerifyMismatch* mismatch = nullptr;
-  CHECK(v.copy_done(2, copy(3, partial(2.0)), cluster_of(3), &mismatch));
+TEST_CASE("a first copy in pieces is searched piece by piece: the chunk of the worker that got it "
+          "wrong is named", "[verify]") {
+  Cluster c;
+  c.n = 4;
+  c.bad = 2;
+  c.bad_chunk = 9;
+  BlockVerifier v(1.0, 0, 32, 16);
+  v.first_piece({0, 6}, c.copy({0, 6}, 1));
+  v.first_piece({6, 10}, c.copy({6, 10}, 2));
+  v.first_piece({16, 16}, c.copy({16, 16}, 2));  // another block, which agrees
+  const std::vector<VerifySettled> settled = drain(v, c);
+  REQUIRE(settled.size() == 2);
+  uint64_t mismatches = 0;
+  for (const VerifySettled& s : settled) {
+    CHECK(same_bits(s.keep, c.compute(s.block, 3)));
+    if (!s.mismatch) continue;
+    ++mismatches;
+    CHECK(s.block == ChunkRange{0, 16});
+    CHECK(s.mismatch->chunks == ChunkRange{9, 1});
+    CHECK(s.mismatch->copies[0].worker == 2);
+  }
+  CHECK(mismatches == 1);
+}
+
+TEST_CASE("the search ends where it got when the odd copy's worker leaves, and the block still settles", "[verify]") {
+  Cluster c;
+  c.bad = 1;
+  c.bad_chunk = 3;
+  BlockVerifier v(1.0, 0, 8, 8);
+  v.first_piece({0, 8}, c.copy({0, 8}, 1));
+  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 8}});
+  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 2), c.peers()));
+  REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 8}});
+  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 3), c.peers()));
+  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 4}});  // the other worker's step runs
+  c.gone.insert(1);
+  std::vector<ChunkRange> at_limit;
+  std::vector<VerifySettled> settled;
+  v.worker_gone(1, "w1", /*blame=*/true, 3, at_limit, settled);
+  CHECK(at_limit.empty());
+  CHECK(settled.empty());  // the running step finishes first
+  CHECK_FALSE(v.has_queued());
+  const auto s = v.piece_done({0, 4}, c.copy({0, 4}, 2), c.peers());
+  REQUIRE(s);
+  REQUIRE(s->mismatch != nullptr);
+  CHECK(s->mismatch->chunks == ChunkRange{0, 8});  // the block: the chunk was not found
+  REQUIRE(s->mismatch->copies.size() == 3);
+  CHECK(s->mismatch->copies[0].suspect);
+  CHECK(same_bits(s->keep, c.compute({0, 8}, 2)));
+}
+
+TEST_CASE("a copy whose worker dies goes back to the queue for another, blamed", "[verify]") {
+  Cluster c;
+  BlockVerifier v(1.0, 0, 4, 4);
+  v.first_piece({0, 4}, c.copy({0, 4}, 1));
+  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 4}});
+  CHECK(v.running_of(2) == std::vector<ChunkRange>{{0, 4}});
+  CHECK_FALSE(v.piece_done({0, 2}, c.copy({0, 2}, 2), c.peers()));  // half of it came back
+  c.gone.insert(2);
+  std::vector<ChunkRange> at_limit;
+  std::vector<VerifySettled> settled;
+  v.worker_gone(2, "w2", /*blame=*/true, 1, at_limit, settled);
+  CHECK(at_limit == std::vector<ChunkRange>{{0, 4}});  // a limit of one failure
+  CHECK(v.failed_on(3) == std::vector<std::string>{"w2"});
+  CHECK(v.queued() == 4);
+  CHECK(v.running_of(2).empty());
+  REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 4}});  // whole again
+  CHECK(v.piece_done({0, 4}, c.copy({0, 4}, 3), c.peers()));
+}
+
+TEST_CASE("a copy with a failed chunk runs again once its other chunks are in", "[verify]") {
+  Cluster c;
+  BlockVerifier v(1.0, 0, 4, 4);
+  v.first_piece({0, 4}, c.copy({0, 4}, 1));
+  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 4}});
+  std::optional<VerifySettled> settled;
+  CHECK(v.chunk_failed(1, 2, "w2", c.peers(), settled) == 1);
+  CHECK_FALSE(settled);
+  CHECK_FALSE(v.has_queued());  // chunks 0, 2 and 3 are still coming
+  CHECK_FALSE(v.piece_done({0, 1}, c.copy({0, 1}, 2), c.peers()));
+  CHECK_FALSE(v.piece_done({2, 2}, c.copy({2, 2}, 2), c.peers()));
+  CHECK(v.queued() == 4);
+  REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 4}});
+  CHECK(v.piece_done({0, 4}, c.copy({0, 4}, 3), c.peers()));
+}
+
+TEST_CASE("random pieces, workers, faults and departures: every chunk settles once with the right bits, "
+          "and a mismatch names the bad chunk", "[verify]") {
+  std::mt19937_64 rng(20261126);
+  auto below = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
+  for (int trial = 0; trial < 300; ++trial) {
+    Cluster c;
+    c.n = WorkerId(2 + below(4));
+    const uint64_t chunks = 1 + below(200), block = uint64_t{1} << below(6);
+    c.bad = below(2) == 0 ? WorkerId(1 + below(c.n)) : 0;
+    c.bad_chunk = below(chunks);
+    const bool departures = below(3) == 0;
+    BlockVerifier v(1.0, trial, chunks, block);
+    // First copies in random pieces from random workers, never crossing a block.
+    for (uint64_t at = 0; at < chunks;) {
+      const uint64_t block_end = std::min(chunks, (at / block + 1) * block);
+      const uint64_t n = 1 + below(block_end - at);
+      v.first_piece({at, n}, c.copy({at, n}, WorkerId(1 + below(c.n))));
+      at += n;
+    }
+    std::vector<VerifySettled> settled;
+    std::vector<std::pair<WorkerId, ChunkRange>> running;
+    for (int step = 0; step < 20000 && v.holding() > 0; ++step) {
+      const WorkerId w = WorkerId(1 + below(c.n));
+      if (c.gone.count(w)) continue;
+      const uint64_t what = below(10);
+      if (what < 4) {
+        for (const ChunkRange& r : take(v, c, w, 1 + below(64))) running.emplace_back(w, r);
+      } else if (what < 9 && !running.empty()) {
+        const size_t i = below(running.size());
+        auto [rw, r] = running[i];
+        const uint64_t n = 1 + below(r.count);  // a piece from its front
+        if (n < r.count) {
+          running[i].second = {r.first + n, r.count - n};
+        } else {
+          running.erase(running.begin() + i);
+        }
+        if (auto s = v.piece_done({r.first, n}, c.copy({r.first, n}, rw), c.peers())) settled.push_back(*s);
+      } else if (departures && c.gone.size() + 2 < c.n) {  // a worker dies; it never comes back
+        c.gone.insert(w);
+        std::vector<ChunkRange> at_limit;
+        v.worker_gone(w, "w" + std::to_string(w), true, UINT32_MAX, at_limit, settled);
+        running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& x) { return x.first == w; }),
+                      running.end());
+      }
+    }
+    INFO("trial " << trial << ": " << chunks << " chunks, blocks of " << block << ", " << c.n << " workers, bad "
+                  << c.bad << " at chunk " << c.bad_chunk);
+    REQUIRE(v.holding() == 0);
+    // Every chunk settled once; what the job keeps is right wherever a majority could decide.
+    std::vector<int> times(chunks, 0);
+    for (const VerifySettled& s : settled) {
+      for (uint64_t k = s.block.first; k < s.block.end(); ++k) ++times[k];
+      const bool bad_block = c.bad != 0 && c.bad_chunk >= s.block.first && c.bad_chunk < s.block.end();
+      if (!bad_block) CHECK(same_bits(s.keep, c.compute(s.block, 0)));
+      if (s.mismatch == nullptr) continue;
+      CHECK(bad_block);
+      const VerifyMismatch& m = *s.mismatch;
+      CHECK(m.chunks.first <= c.bad_chunk);
+      CHECK(m.chunks.end() > c.bad_chunk);
+      // The one suspect is the bad worker; with no majority, the bad worker is among the suspects.
+      const std::string bad_name = "w" + std::to_string(c.bad);
+      std::vector<const VerifyCopy*> suspects;
+      for (const VerifyCopy& copy : m.copies)
+        if (copy.suspect) suspects.push_back(&copy);
+      REQUIRE(!suspects.empty());
+      if (suspects.size() == 1) {
+        CHECK(suspects[0]->worker_name.find(bad_name) != std::string::npos);
+      } else {
+        CHECK(std::any_of(suspects.begin(), suspects.end(), [&](const VerifyCopy* x) {
+          return x->worker_name.find(bad_name) != std::string::npos;
+        }));
+      }
+    }
+    CHECK(std::all_of(times.begin(), times.end(), [](int t) { return t == 1; }));
+    CHECK(v.verified() == chunks);
+  }
 }

@@ -26,7 +26,7 @@ TEST_CASE("10,000 outcomes go out in batches that each fit the smallest frame li
   std::vector<uint64_t> seen;
   size_t batches = 0;
   double busy = 0;
-  build_result_batches(42, outcomes, kMinMaxFrameBytes, /*merge_runs=*/false, [&](capnp::MessageBuilder& m) {
+  build_result_batches(42, outcomes, kMinMaxFrameBytes, /*partial_block=*/1, [&](capnp::MessageBuilder& m) {
     ++batches;
     CHECK(capnp::computeSerializedSizeInWords(m) * sizeof(capnp::word) <= kMinMaxFrameBytes);
     auto batch = m.getRoot<wire::Message>().asReader().getResultBatch();
@@ -48,7 +48,7 @@ TEST_CASE("10,000 outcomes go out in batches that each fit the smallest frame li
 TEST_CASE("a few outcomes under the default limit go out in one batch", "[result_batches]") {
   std::vector<ChunkOutcome> outcomes(3);
   size_t batches = 0;
-  build_result_batches(1, outcomes, kDefaultMaxFrameBytes, /*merge_runs=*/false, [&](capnp::MessageBuilder&) { ++batches; });
+  build_result_batches(1, outcomes, kDefaultMaxFrameBytes, /*partial_block=*/1, [&](capnp::MessageBuilder&) { ++batches; });
   CHECK(batches == 1);
 }
 
@@ -83,7 +83,7 @@ TEST_CASE("merge_runs: consecutive chunks go out as one partial each run, with t
   std::vector<uint64_t> failed;
   std::vector<ExactSum> sums;
   double busy = 0;
-  build_result_batches(3, outcomes, kDefaultMaxFrameBytes, /*merge_runs=*/true, [&](capnp::MessageBuilder& m) {
+  build_result_batches(3, outcomes, kDefaultMaxFrameBytes, /*partial_block=*/0, [&](capnp::MessageBuilder& m) {
     auto batch = m.getRoot<wire::Message>().asReader().getResultBatch();
     busy += batch.getBusySeconds();
     for (auto r : batch.getResults()) {

@@ -81,9 +81,13 @@ struct VerifyCopy {
   bool suspect = false;  // the odd one out (or, with no majority, one of those that disagree)
 };
 
+// Chunks chunk .. chunk + chunks - 1 whose copies differ: one chunk once the scheduler narrowed
+// a block's mismatch down (its copies: the odd worker's and another's), else the block (its two
+// copies, or three when a third worker broke the tie).
 struct VerifyMismatch {
   uint64_t chunk = 0;
-  std::vector<VerifyCopy> copies;  // two, or three when a third worker broke the tie
+  uint64_t chunks = 1;
+  std::vector<VerifyCopy> copies;
 };
 
 // One GPU figure over a job: lowest, mean and highest of the worker's heartbeats while it ran.

@@ -8,7 +8,8 @@
 # both builds in turn in this one call and prints new / old:
 #   bench/steady.sh BIN_DIR [OLD_BIN_DIR] [OUT_DIR]
 # Environment: REPEAT (runs of each case per build, best kept; default 3); CASES (names of the cases
-# to run, space-separated; default all). Every result is checked
+# to run, space-separated; default all); VERIFY (a fraction: every job runs with --verify, twice the
+# work where it is 1, and the ideal counts it). Every result is checked
 # bit for bit against the closed form by the loadgen; any difference fails the script.
 set -uo pipefail
 new=$(cd "${1:?usage: bench/steady.sh BIN_DIR [OLD_BIN_DIR] [OUT_DIR]}" && pwd)
@@ -52,7 +53,7 @@ case_row() {
   chunks=$(( (side / chunk) * (side / chunk) * clients * jobs ))
   for build in new ${old:+old}; do
     best "$build" "$name" -w "$workers" -x "$side" -y "$side" --chunk-x "$chunk" --chunk-y "$chunk" \
-      --same-jobs -c "$clients" -j "$jobs" --generator constant
+      --same-jobs -c "$clients" -j "$jobs" --generator constant ${VERIFY:+--verify "$VERIFY"}
     f="$out/$name.$build.log"
     [[ -f $f ]] || continue
     printf "| %s | %s | %s | %s | %s | %s%% | %s | %s µs | %s | %s |\n" "$name" "$chunks" "$build" "$(fig "$f" wall_s)" \

@@ -37,9 +37,24 @@ void Scheduler::dispatch() {
   send_planned(planned);
 }
 
+void Scheduler::wake_idle() {
+  const std::vector<WorkerId> idle(idle_.begin(), idle_.end());
+  for (const WorkerId id : idle)
+    if (auto it = workers_.find(id); it != workers_.end()) dispatch_to(*it->second);
+}
+
+void Scheduler::note_idle(const WorkerRecord& worker) {
+  if (worker.in_flight.size() == 0) {
+    idle_.insert(worker.id);
+  } else {
+    idle_.erase(worker.id);
+  }
+}
+
 void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
   if (shutting_down_ || !worker.conn->is_open()) return;
   if (work_.empty()) {
+    note_idle(worker);
     // A job's tail: an idle worker asks for part of the longest share; if no share could be judged
     // yet (no speed measured), it waits, and the next report from a busy worker asks again.
     if (worker.in_flight.size() == 0) {
@@ -57,9 +72,10 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
 
 void Scheduler::plan_for(WorkerRecord& worker, uint64_t sharing, std::vector<PlannedTopUp>& planned) {
   if (shutting_down_ || !worker.conn->is_open()) return;
-  const TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), verify_peers()};
+  const TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), &peers_};
   std::vector<JobTopUp> jobs = plan_top_up(worker, work_, jobs_, context);
   if (!jobs.empty()) planned.push_back(PlannedTopUp{&worker, std::move(jobs)});
+  note_idle(worker);
 }
 
 void Scheduler::send_planned(const std::vector<PlannedTopUp>& planned) {

@@ -226,6 +226,7 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
   if (it == workers_.end()) return;
   std::unique_ptr<WorkerRecord> w = std::move(it->second);
   workers_.erase(it);
+  idle_.erase(id);
   spdlog::info("worker {} '{}' {}: {} ({} in flight re-queued)", id, w->name, graceful ? "left" : "lost", why,
                counted(w->in_flight.size(), "chunk"));
   std::vector<std::pair<JobId, std::string>> to_fail;

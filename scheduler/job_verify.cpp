@@ -20,14 +20,13 @@ bool Scheduler::worker_outside(const std::vector<WorkerId>& excluded) const {
   return false;
 }
 
-VerifyPeers Scheduler::verify_peers() const {
-  VerifyPeers peers;
-  peers.someone_else = [this](const std::vector<WorkerId>& excluded) { return worker_outside(excluded); };
-  peers.connected = [this](WorkerId id) {
-    auto it = workers_.find(id);
-    return it != workers_.end() && it->second->conn->is_open();
-  };
-  return peers;
+bool Scheduler::Peers::someone_else(const std::vector<WorkerId>& excluded) const {
+  return scheduler.worker_outside(excluded);
+}
+
+bool Scheduler::Peers::connected(WorkerId worker) const {
+  auto it = scheduler.workers_.find(worker);
+  return it != scheduler.workers_.end() && it->second->conn->is_open();
 }
 
 VerifyCopy Scheduler::copy_of(const WorkerRecord& worker, const PartialSum& partial) const {
@@ -40,13 +39,13 @@ VerifyCopy Scheduler::copy_of(const WorkerRecord& worker, const PartialSum& part
 }
 
 void Scheduler::on_verify_piece(Job& job, WorkerRecord& worker, ChunkRange range, const PartialSum& partial) {
-  if (auto settled = job.verify.piece_done(range, copy_of(worker, partial), verify_peers()))
+  if (auto settled = job.verify.piece_done(range, copy_of(worker, partial), peers_))
     settle_block(job, *settled);
 }
 
 uint32_t Scheduler::on_verify_failure(Job& job, WorkerRecord& worker, uint64_t chunk) {
   std::optional<VerifySettled> settled;
-  const uint32_t failures = job.verify.chunk_failed(chunk, worker.id, worker.name, verify_peers(), settled);
+  const uint32_t failures = job.verify.chunk_failed(chunk, worker.id, worker.name, peers_, settled);
   if (settled) settle_block(job, *settled);
   return failures;
 }

@@ -69,14 +69,11 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     protocol_error(*worker.conn, wrong);
     return;
   }
-  // Verify copies queued by this batch are for other workers, so every window is topped up, not
-  // only this worker's (which may not take them).
   const uint64_t copies_before = job.verify.queued();
   apply_partials(job, worker, batch, busy);
-  bool requeued = job.verify.queued() > copies_before;
-  if (const std::optional<bool> failed = apply_failures(job, worker, batch)) {
-    requeued = requeued || *failed;
-  } else {
+  const bool copies_queued = job.verify.queued() > copies_before;
+  const std::optional<bool> requeued = apply_failures(job, worker, batch);
+  if (!requeued) {
     dispatch();  // the job failed and is gone
     return;
   }
@@ -86,10 +83,13 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   } else {
     send_progress(job, /*force=*/false);
   }
-  if (requeued) {
-    dispatch();
-  } else {
-    worker.top_up_owed = true;  // once the burst of its reports is handled
+  worker.top_up_owed = true;  // once the burst of its reports is handled
+  if (*requeued) {
+    dispatch();  // re-queued chunks: every window may take them
+  } else if (copies_queued) {
+    // Verify copies are for other workers: the idle ones take them now, the busy ones with their
+    // next top-up. (Topping up every window for each block cost 1024 workers a TaskBatch each.)
+    wake_idle();
   }
 }
 

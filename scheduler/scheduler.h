@@ -180,6 +180,10 @@ class Scheduler {
   // sharing: how many workers share what each job has left (0: every worker); the worker takes at
   // most its part.
   void dispatch_to(WorkerRecord& worker, uint64_t sharing = 0);
+  // Tops up the workers that hold nothing (idle_): work they may take arrived, which the busy ones
+  // take with their next top-up.
+  void wake_idle();
+  void note_idle(const WorkerRecord& worker);  // after a top-up: idle or not
   struct PlannedTopUp {
     WorkerRecord* worker;
     std::vector<JobTopUp> jobs;
@@ -195,7 +199,14 @@ class Scheduler {
   // job_verify.cpp: verify copies in and out of workers.
   // Whether a connected worker outside `excluded` exists (a verify copy's other worker).
   bool worker_outside(const std::vector<WorkerId>& excluded) const;
-  VerifyPeers verify_peers() const;
+  // Verify's view of the workers (scheduler/verify.h), answered from workers_.
+  struct Peers final : VerifyPeers {
+    explicit Peers(const Scheduler& s) : scheduler(s) {}
+    bool someone_else(const std::vector<WorkerId>& excluded) const override;
+    bool connected(WorkerId worker) const override;
+    const Scheduler& scheduler;
+  };
+  const Peers peers_{*this};
   VerifyCopy copy_of(const WorkerRecord& worker, const PartialSum& partial) const;
   // A piece of a verify copy came back from `worker`, or one of its chunks failed there.
   void on_verify_piece(Job& job, WorkerRecord& worker, ChunkRange range, const PartialSum& partial);
@@ -250,6 +261,7 @@ class Scheduler {
   std::unordered_map<JobId, std::vector<WorkerId>> defined_on_;
   uint32_t next_peer_id_ = 1;
   JobId next_job_id_ = 1;
+  std::set<WorkerId> idle_;  // workers that held nothing after their last top-up
   WorkerId tail_idle_ = 0;  // an idle worker whose split_tail found no share to split yet (0: none)
   std::chrono::steady_clock::time_point next_split_look_{};  // split_tail looks at most once a kSplitTailPeriod
   uint32_t connections_ = 0;

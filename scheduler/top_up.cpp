@@ -62,7 +62,7 @@ uint64_t take_turn(Plan& plan, JobTopUp& entry, WorkerRecord& worker, uint64_t s
   uint64_t taken = 0;
   if (job.verify.has_queued()) {
     std::vector<ChunkRange> copies;
-    taken = job.verify.take(worker.id, share, context.peers, copies);
+    taken = job.verify.take(worker.id, share, *context.peers, copies);
     for (const ChunkRange& r : copies) plan.add(entry, r, unit);
   }
   while (taken < share && job.has_ordinary()) {

@@ -60,7 +60,7 @@ struct TopUpContext {
   std::chrono::microseconds report_interval = kReportInterval;  // sizes a GPU's timed window
   // Workers sharing the queued work (each job's chunks, and all of it): this one takes its part.
   uint64_t sharing = 1;
-  VerifyPeers peers;  // verify: who else could take a copy
+  const VerifyPeers* peers = nullptr;  // verify: who else could take a copy
 };
 
 // Chunks of `job` below which a top-up is not cut into parts: one slot's share of the worker's

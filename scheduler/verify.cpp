@@ -79,6 +79,14 @@ std::vector<WorkerId> BlockVerifier::workers_of(const Pending& p) {
   return out;
 }
 
+bool BlockVerifier::computed_by(const Pending& p, WorkerId worker) {
+  for (const VerifyCopy& piece : p.first.pieces)
+    if (piece.worker == worker) return true;
+  for (size_t i = 1; i < p.copies.size(); ++i)
+    if (p.copies[i].worker == worker) return true;
+  return false;
+}
+
 void BlockVerifier::first_piece(ChunkRange range, VerifyCopy copy) {
   const uint64_t block = range.first / block_;
   auto [it, fresh] = pending_.try_emplace(block);
@@ -109,10 +117,8 @@ void BlockVerifier::queue(uint64_t block, Pending& p, Kind kind, ChunkRange rang
 
 bool BlockVerifier::may_take(const Pending& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const {
   switch (t.kind) {
-    case Kind::kBlock: {
-      const std::vector<WorkerId> done_by = workers_of(p);
-      return !has(done_by, worker) || !peers.someone_else(done_by);
-    }
+    case Kind::kBlock:
+      return !computed_by(p, worker) || !peers.someone_else(workers_of(p));
     case Kind::kSuspect:
       return worker == t.worker;
     case Kind::kOther:
@@ -273,7 +279,7 @@ std::optional<VerifySettled> BlockVerifier::task_done(uint64_t block, Pending& p
         probe_step(block, p, peers);
       } else {  // the left half agrees, so the right half differs
         probe.range = rest;
-        ask(block, p, rest.count == 1 ? rest : ChunkRange{rest.first, rest.count / 2});
+        ask(block, p, rest.count == 1 ? rest : ChunkRange{rest.first, rest.count / 2}, peers);
       }
     }
   }
@@ -370,11 +376,15 @@ void BlockVerifier::probe_step(uint64_t block, Pending& p, const VerifyPeers& pe
     p.to_check.clear();
     return;
   }
-  ask(block, p, ChunkRange{probe.range.first, probe.range.count / 2});
+  ask(block, p, ChunkRange{probe.range.first, probe.range.count / 2}, peers);
 }
 
-void BlockVerifier::ask(uint64_t block, Pending& p, ChunkRange range) {
+void BlockVerifier::ask(uint64_t block, Pending& p, ChunkRange range, const VerifyPeers& peers) {
   Probe& probe = *p.probe;
+  if (!peers.connected(probe.suspect.worker)) {  // it left between two steps
+    end_search(p);
+    return;
+  }
   probe.asked = range;
   probe.suspect_got.reset();
   probe.other_got.reset();

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <list>
 #include <map>
 #include <optional>
@@ -29,11 +28,13 @@ namespace psched {
 // job must not make a JobResult outgrow a frame (each listed mismatch is ~300 bytes on the wire).
 inline constexpr size_t kMaxReportedMismatches = 1000;
 
-// A verify block holds at least this many elements (a 10000^2 chunk is a block alone; 1000^2
-// chunks go 32 to a block), so that verify costs psched a partial per ~2^24 elements, not one per
-// chunk; but a job has at least kVerifyMinBlocks blocks (a fraction then draws a fair sample, and
-// a mismatch is narrowed down in a few rounds).
-inline constexpr uint64_t kVerifyBlockElements = uint64_t{1} << 24;
+// A verify block holds at least this many elements (10000^2 chunks go 16 to a block, 1000^2 chunks
+// 2048), so that verify costs psched a few partials per 2^30 elements (0.007 s of an H100), not one
+// per chunk: with a block per 10000^2 chunk, 1024 simulated H100s ran at 5% of ideal, psched's
+// ~25 us per block the bound. But a job has at least kVerifyMinBlocks blocks, so that a fraction
+// draws a fair sample. Narrowing a mismatch down recomputes about two blocks' worth, in log2(block)
+// rounds.
+inline constexpr uint64_t kVerifyBlockElements = uint64_t{1} << 30;
 inline constexpr uint64_t kVerifyMinBlocks = 64;
 // Chunks per verify block of a job of `chunks` chunks of `chunk_elements` elements: a power of two.
 uint64_t verify_block_chunks(uint64_t chunks, uint64_t chunk_elements);
@@ -68,9 +69,13 @@ struct VerifySettled {
 };
 
 // What the verifier asks about the scheduler's workers.
-struct VerifyPeers {
-  std::function<bool(const std::vector<WorkerId>& excluded)> someone_else;  // a connected one outside
-  std::function<bool(WorkerId)> connected;
+class VerifyPeers {
+ public:
+  virtual bool someone_else(const std::vector<WorkerId>& excluded) const = 0;  // a connected one outside
+  virtual bool connected(WorkerId worker) const = 0;
+
+ protected:
+  ~VerifyPeers() = default;
 };
 
 class BlockVerifier {
@@ -178,9 +183,10 @@ class BlockVerifier {
   void decide(uint64_t block, Pending& p, const VerifyPeers& peers);
   void next_probe(uint64_t block, Pending& p, const VerifyPeers& peers);
   void probe_step(uint64_t block, Pending& p, const VerifyPeers& peers);
-  void ask(uint64_t block, Pending& p, ChunkRange range);
+  void ask(uint64_t block, Pending& p, ChunkRange range, const VerifyPeers& peers);
   std::optional<VerifySettled> settle_if_done(uint64_t block);
   static std::vector<WorkerId> workers_of(const Pending& p);
+  static bool computed_by(const Pending& p, WorkerId worker);
 
   double fraction_ = 0;
   uint64_t seed_ = 0, chunks_ = 0, block_ = 1;

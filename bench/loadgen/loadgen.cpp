@@ -221,6 +221,7 @@ int run_clients(Shards& shards, const asio::ip::tcp::endpoint& endpoint, const L
   plan.vary = o.vary;
   plan.jobs_per_client = o.jobs;
   plan.outstanding = o.outstanding;
+  plan.verify = o.verify;
   if (o.duration_s > 0)
     plan.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
   const size_t n = shards.size();

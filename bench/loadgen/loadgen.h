@@ -40,6 +40,7 @@ struct LoadgenOptions {
   JobSpec job;
   std::string generator = "constant";
   bool vary = true;
+  double verify = 0;  // Submit.verifyFraction of every job
 };
 
 // Returns 0 when every result matched (and no job failed, unless allow_failures), 1 when one

@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   app.add_option("--chunk-x", o.job.chunk_rows)->capture_default_str();
   app.add_option("--chunk-y", o.job.chunk_cols)->capture_default_str();
   app.add_flag("!--same-jobs", o.vary, "every job the same (default: start, step and selection vary)");
+  app.add_option("--verify", o.verify, "verify this fraction of every job's chunks (pbench --verify): a mismatch "
+                                       "fails the run")
+      ->check(CLI::Range(0.0, 1.0));
   o.job.rows = o.job.cols = 1000;
   o.job.chunk_rows = o.job.chunk_cols = 100;
   if (const std::optional<int> code = psched::cli::parse(app, argc, argv)) return *code;

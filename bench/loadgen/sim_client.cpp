@@ -51,6 +51,7 @@ void SimClient::submit(const JobSpec& spec) {
     auto s = m.initSubmit();
     s.setTag(tag);
     to_wire(spec, s.initSpec());
+    s.setVerifyFraction(pool_.plan().verify);
   });
 }
 
@@ -104,7 +105,10 @@ void SimClient::on_message(wire::Message::Reader message) {
       if (t == tag_of_job_.end()) return;
       auto it = pending_.find(t->second);
       const auto now = Clock::now();
-      const std::string diff = compare_exact(it->second.spec, from_wire(r));
+      std::string diff = compare_exact(it->second.spec, from_wire(r));
+      if (diff.empty() && r.getMismatchCount() > 0)
+        diff = fmt::format("verify found {} mismatches, the first at chunk {}", r.getMismatchCount(),
+                           r.getMismatches().size() > 0 ? r.getMismatches()[0].getChunk() : 0);
       if (diff.empty()) {
         ++st.ok;
         st.latency_s.push_back(std::chrono::duration<double>(now - it->second.submitted).count());

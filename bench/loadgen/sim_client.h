@@ -26,6 +26,7 @@ struct ClientPlan {
   uint32_t jobs_per_client = 1;  // burst mode: all submitted at once
   uint32_t outstanding = 1;      // continuous mode: jobs kept in flight per client
   std::chrono::steady_clock::time_point deadline{};  // continuous mode when set
+  double verify = 0;             // Submit.verifyFraction of every job
 };
 
 struct ClientStats {

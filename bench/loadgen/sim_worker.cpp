@@ -93,7 +93,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
       JobEntry entry;
       if (validate(spec)) entry.spec = std::make_shared<const JobSpec>(normalized(spec));
       entry.partial_block = d.getPartialBlock();
-      if (entry.spec && entry.partial_block == 0 && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
+      if (entry.spec && entry.partial_block != 1 && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
           chunk_partial(entry, 0)) {
         entry.uniform = true;
         entry.chunk_seconds = double(spec.chunk_elements()) * fleet_.device().seconds_per_element;
@@ -315,8 +315,9 @@ double SimWorker::finish_chunks(const Run& run, double behind, ChunkOutcome& o) 
   o.chunk = run.next;
   auto it = jobs_.find(run.job_id);
   if (const JobEntry* job = uniform(run)) {
-    // Every chunk of the run done by now, at once.
-    const uint64_t n = std::min<uint64_t>(run.end - run.next, 1 + uint64_t(behind / job->chunk_seconds));
+    // Every chunk of the run done by now, at once, up to a verify block's end (DefineJob.partialBlock).
+    uint64_t n = std::min<uint64_t>(run.end - run.next, 1 + uint64_t(behind / job->chunk_seconds));
+    if (job->partial_block > 1) n = std::min(n, job->partial_block - run.next % job->partial_block);
     std::optional<CompactPartial> partial;
     if (job->alike) {
       partial = times(job->chunk_partial, n);

@@ -113,6 +113,34 @@ TEST_CASE("64 simulated GPUs and 10 clients submitting 10 jobs each at once, fro
   CHECK(eventually([&] { return cluster.log_of(scheduler).find("'sim-63' left") != std::string::npos; }));
 }
 
+TEST_CASE("verify on 64 simulated GPUs, one killed every 50 ms: every chunk computed twice in blocks, every "
+          "result exact, no mismatch",
+          "[fleet]") {
+  TestCluster cluster;
+  std::string out;
+  // 8 jobs of 10^4 chunks of 400 elements (verify blocks of 128 chunks), 0.4 ms a chunk, windows
+  // of 64 chunks: about a second, in which some twenty workers are killed. Their first copies and
+  // verify copies go to others; no worker computes wrong, so no copy may differ.
+  const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(), "-w", "64",
+                                  "-c", "2", "-j", "4", "--generator", "arange", "-x", "2000", "-y", "2000",
+                                  "--chunk-x", "20", "--chunk-y", "20", "--element-ps", "1000000",
+                                  "--window-elements", "25600", "--churn-ms", "50", "--verify", "1.0"},
+                                 &out, 60000);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 0);
+  const JobCounts c = job_counts(out);
+  CHECK(c.exact == 8);
+  CHECK(c.mismatched == 0);
+  CHECK(c.failed == 0);
+  // Every chunk twice at least (a killed worker's last report may have been on its way).
+  unsigned long long done = 0, kills = 0;
+  const size_t at = out.find("chunks: ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(out.c_str() + at, "chunks: %llu done, %*u refused; worker kills: %llu", &done, &kills) == 2);
+  CHECK(done >= 160000);
+  CHECK(kills > 0);
+}
+
 TEST_CASE("256 idle simulated workers: psched holds a few kilobytes per worker and keeps them all registered",
           "[fleet]") {
   TestCluster cluster({.extra_args = {"--worker-timeout", "1"}});

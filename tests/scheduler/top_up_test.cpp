@@ -51,11 +51,19 @@ struct Table {
   }
 };
 
+// Verify's view of the workers: one alone, or two (one outside any one excluded).
+struct Peers final : VerifyPeers {
+  size_t workers;
+  explicit Peers(size_t n) : workers(n) {}
+  bool someone_else(const std::vector<WorkerId>& excluded) const override { return excluded.size() < workers; }
+  bool connected(WorkerId) const override { return true; }
+};
+const Peers kAlone(0), kTwo(2);
+
 TopUpContext alone(uint64_t sharing = 1) {
   TopUpContext c;
   c.sharing = sharing;
-  c.peers.someone_else = [](const std::vector<WorkerId>&) { return false; };
-  c.peers.connected = [](WorkerId) { return true; };
+  c.peers = &kAlone;
   return c;
 }
 
@@ -155,7 +163,7 @@ TEST_CASE("verify copies go out before fresh chunks, and not to the worker of th
   Job& job = t.add(job_of(1, 10, 1000000, /*verify=*/1.0));
   WorkerRecord a = worker_with_slots(1, 2), b = worker_with_slots(2, 2);
   TopUpContext two = alone(2);
-  two.peers.someone_else = [](const std::vector<WorkerId>& excluded) { return excluded.size() < 2; };
+  two.peers = &kTwo;
   two.sharing = 1;
   REQUIRE(plan_top_up(a, t.queue, t.jobs, two).front().ranges == std::vector<ChunkRange>{{0, 2}});
   // Chunk 0's first copy is in from worker 1: held, its copy queued.

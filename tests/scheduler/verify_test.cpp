@@ -29,22 +29,19 @@ PartialSum flipped(PartialSum p) {
 }
 
 // Workers 1..n, some of which may have left; `bad` (0: none) computes chunk `bad_chunk` wrong.
-struct Cluster {
+struct Cluster final : VerifyPeers {
   WorkerId n = 3;
   std::set<WorkerId> gone;
   WorkerId bad = 0;
   uint64_t bad_chunk = 0;
 
-  VerifyPeers peers() const {
-    VerifyPeers p;
-    p.someone_else = [this](const std::vector<WorkerId>& excluded) {
-      for (WorkerId w = 1; w <= n; ++w)
-        if (!gone.count(w) && std::find(excluded.begin(), excluded.end(), w) == excluded.end()) return true;
-      return false;
-    };
-    p.connected = [this](WorkerId w) { return w >= 1 && w <= n && !gone.count(w); };
-    return p;
+  bool someone_else(const std::vector<WorkerId>& excluded) const override {
+    for (WorkerId w = 1; w <= n; ++w)
+      if (!gone.count(w) && std::find(excluded.begin(), excluded.end(), w) == excluded.end()) return true;
+    return false;
   }
+  bool connected(WorkerId w) const override { return w >= 1 && w <= n && !gone.count(w); }
+  const VerifyPeers& peers() const { return *this; }
   // What `w` gets for chunks `r`: chunk c is worth c + 1, the bad worker's bad chunk a bit more.
   PartialSum compute(ChunkRange r, WorkerId w) const {
     PartialSum out;
@@ -104,10 +101,12 @@ TEST_CASE("same_bits tells apart the last bit of the sum, -0.0 from 0.0, and eve
   CHECK_FALSE(same_bits(partial(1.5), other));
 }
 
-TEST_CASE("a verify block is 2^24 elements or more, a power of two chunks, at least 64 to a job", "[verify]") {
-  CHECK(verify_block_chunks(10000, 100000000) == 1);      // 10000^2 chunks: a block each
-  CHECK(verify_block_chunks(250000, 1000000) == 32);      // 1000^2 chunks
-  CHECK(verify_block_chunks(uint64_t{1} << 40, 1) == uint64_t{1} << 24);
+TEST_CASE("a verify block is 2^30 elements or more, a power of two chunks, at least 64 to a job", "[verify]") {
+  CHECK(verify_block_chunks(10000, 100000000) == 16);     // 10000^2 chunks
+  CHECK(verify_block_chunks(2500, 100000000) == 16);      // the DeepOps benchmark: 157 blocks
+  CHECK(verify_block_chunks(250000, 1000000) == 2048);    // 1000^2 chunks
+  CHECK(verify_block_chunks(uint64_t{1} << 40, 1) == uint64_t{1} << 30);
+  CHECK(verify_block_chunks(1000, 4000000000) == 1);      // a chunk above 2^30 elements: a block each
   CHECK(verify_block_chunks(400, 100) == 4);              // a small job: 100 blocks of 4
   CHECK(verify_block_chunks(100, 1) == 1);
   CHECK(verify_block_chunks(0, 0) == 1);
@@ -270,6 +269,32 @@ TEST_CASE("the search ends where it got when the odd copy's worker leaves, and t
   REQUIRE(s->mismatch->copies.size() == 3);
   CHECK(s->mismatch->copies[0].suspect);
   CHECK(same_bits(s->keep, c.compute({0, 8}, 2)));
+}
+
+TEST_CASE("the search ends when the odd copy's worker left between two of its steps", "[verify]") {
+  Cluster c;
+  c.bad = 1;
+  c.bad_chunk = 7;
+  BlockVerifier v(1.0, 0, 8, 8);
+  v.first_piece({0, 8}, c.copy({0, 8}, 1));
+  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 8}});
+  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 2), c.peers()));
+  REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 8}});
+  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 3), c.peers()));
+  REQUIRE(take(v, c, 1) == std::vector<ChunkRange>{{0, 4}});  // the suspect's step
+  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 4}});  // the other's
+  CHECK_FALSE(v.piece_done({0, 4}, c.copy({0, 4}, 1), c.peers()));
+  // Worker 1 leaves while nothing of this block runs on it; its next step is never asked of it.
+  c.gone.insert(1);
+  std::vector<ChunkRange> at_limit;
+  std::vector<VerifySettled> settled;
+  v.worker_gone(1, "w1", /*blame=*/false, 3, at_limit, settled);
+  CHECK(settled.empty());
+  const auto s = v.piece_done({0, 4}, c.copy({0, 4}, 2), c.peers());
+  REQUIRE(s);  // the left halves agree: the search would go right, but its worker is gone
+  REQUIRE(s->mismatch != nullptr);
+  CHECK(s->mismatch->chunks == ChunkRange{0, 8});
+  CHECK(v.holding() == 0);
 }
 
 TEST_CASE("a copy whose worker dies goes back to the queue for another, blamed", "[verify]") {

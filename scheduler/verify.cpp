@@ -70,21 +70,28 @@ VerifyCopy BlockVerifier::Copy::whole() const {
   return c;
 }
 
+// Whether `f` holds for a worker of one of the block's copies: the first copy's pieces, then the
+// copies after it (copies[0] is the first copy, whole).
+template <typename F>
+bool BlockVerifier::any_worker(const Pending& p, F&& f) {
+  for (const VerifyCopy& piece : p.first.pieces)
+    if (f(piece.worker)) return true;
+  for (size_t i = 1; i < p.copies.size(); ++i)
+    if (f(p.copies[i].worker)) return true;
+  return false;
+}
+
 std::vector<WorkerId> BlockVerifier::workers_of(const Pending& p) {
   std::vector<WorkerId> out;
-  for (const VerifyCopy& piece : p.first.pieces)
-    if (!has(out, piece.worker)) out.push_back(piece.worker);
-  for (size_t i = 1; i < p.copies.size(); ++i)
-    if (!has(out, p.copies[i].worker)) out.push_back(p.copies[i].worker);
+  any_worker(p, [&](WorkerId w) {
+    if (!has(out, w)) out.push_back(w);
+    return false;
+  });
   return out;
 }
 
 bool BlockVerifier::computed_by(const Pending& p, WorkerId worker) {
-  for (const VerifyCopy& piece : p.first.pieces)
-    if (piece.worker == worker) return true;
-  for (size_t i = 1; i < p.copies.size(); ++i)
-    if (p.copies[i].worker == worker) return true;
-  return false;
+  return any_worker(p, [&](WorkerId w) { return w == worker; });
 }
 
 void BlockVerifier::first_piece(ChunkRange range, VerifyCopy copy) {
@@ -169,35 +176,37 @@ std::vector<ChunkRange> BlockVerifier::running_of(WorkerId worker) const {
   return out;
 }
 
-std::optional<VerifySettled> BlockVerifier::piece_done(ChunkRange r, VerifyCopy copy, const VerifyPeers& peers) {
+// The running copy on `worker` that `r` belongs to takes `in` (a piece or a failed chunk); once all
+// its chunks are in it is done, and what that means for the block is returned.
+template <typename TakeIn>
+std::optional<VerifySettled> BlockVerifier::account(ChunkRange r, WorkerId worker, const VerifyPeers& peers,
+                                                    TakeIn&& in) {
   const uint64_t block = r.first / block_;
   Pending& p = must_find(pending_, block);
-  const Task* found = running_task(p, r, copy.worker);
-  PSCHED_REQUIRE(found != nullptr, r.first, r.count, copy.worker);
+  const Task* found = running_task(p, r, worker);
+  PSCHED_REQUIRE(found != nullptr, r.first, r.count, worker);
   auto t = p.tasks.begin() + (found - p.tasks.data());
-  t->got.add(r, std::move(copy));
+  in(p, t->got);
   if (t->got.chunks < t->range.count) return std::nullopt;
   Task done = std::move(*t);
   p.tasks.erase(t);
   return task_done(block, p, std::move(done), peers);
 }
 
+std::optional<VerifySettled> BlockVerifier::piece_done(ChunkRange r, VerifyCopy copy, const VerifyPeers& peers) {
+  const WorkerId worker = copy.worker;
+  return account(r, worker, peers, [&](Pending&, Copy& got) { got.add(r, std::move(copy)); });
+}
+
 uint32_t BlockVerifier::chunk_failed(uint64_t chunk, WorkerId worker, const std::string& worker_name,
                                      const VerifyPeers& peers, std::optional<VerifySettled>& settled) {
-  const uint64_t block = chunk / block_;
-  Pending& p = must_find(pending_, block);
-  const Task* found = running_task(p, ChunkRange{chunk, 1}, worker);
-  PSCHED_REQUIRE(found != nullptr, chunk, worker);
-  auto t = p.tasks.begin() + (found - p.tasks.data());
-  p.failed_on.push_back(worker_name);
-  t->got.failed = true;
-  ++t->got.chunks;
-  const uint32_t failures = uint32_t(p.failed_on.size());
-  if (t->got.chunks == t->range.count) {
-    Task done = std::move(*t);
-    p.tasks.erase(t);
-    settled = task_done(block, p, std::move(done), peers);
-  }
+  uint32_t failures = 0;
+  settled = account(ChunkRange{chunk, 1}, worker, peers, [&](Pending& p, Copy& got) {
+    p.failed_on.push_back(worker_name);
+    failures = uint32_t(p.failed_on.size());
+    got.failed = true;
+    ++got.chunks;
+  });
   return failures;
 }
 

@@ -177,6 +177,8 @@ class BlockVerifier {
   void queue(uint64_t block, Pending& p, Kind kind, ChunkRange range, WorkerId pinned, bool front);
   bool may_take(const Pending& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const;
   static const Task* running_task(const Pending& p, ChunkRange r, WorkerId worker);
+  template <typename TakeIn>
+  std::optional<VerifySettled> account(ChunkRange r, WorkerId worker, const VerifyPeers& peers, TakeIn&& in);
   void end_search(Pending& p);
   // A task's chunks are all in: what it means for the block.
   std::optional<VerifySettled> task_done(uint64_t block, Pending& p, Task task, const VerifyPeers& peers);
@@ -186,7 +188,9 @@ class BlockVerifier {
   void ask(uint64_t block, Pending& p, ChunkRange range, const VerifyPeers& peers);
   std::optional<VerifySettled> settle_if_done(uint64_t block);
   static std::vector<WorkerId> workers_of(const Pending& p);
-  static bool computed_by(const Pending& p, WorkerId worker);
+  static bool computed_by(const Pending& p, WorkerId worker);  // workers_of(p) has it, unallocated
+  template <typename F>
+  static bool any_worker(const Pending& p, F&& f);
 
   double fraction_ = 0;
   uint64_t seed_ = 0, chunks_ = 0, block_ = 1;

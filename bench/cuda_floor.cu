@@ -142,8 +142,8 @@ __global__ void __launch_bounds__(256)
     double s, co;
     sincospi(2.0 * u.u1, &s, &co);
     out[uint64_t(r) * pair_cols + c] =
-        make_double2(mul_add_rounded(gen.param1, radius * co, gen.param0),
-                     mul_add_rounded(gen.param1, radius * s, gen.param0));
+        make_double2(scale_normal(gen.param1, radius * co, gen.param0),
+                     scale_normal(gen.param1, radius * s, gen.param0));
   }
 }
 

@@ -1,13 +1,18 @@
 // The normal generator's transcendental functions, defined once (docs/design.md, "The element
 // definition"): log(x) on (0, 1] and sin/cos(2 pi u) for a 53-bit uniform u, as fixed sequences
-// of IEEE-754 double operations (add, subtract, multiply, divide, square root, each rounded to
-// nearest, never contracted into an fma) and exact bit operations. They are templates on the
-// arithmetic, so the scalar host reference (core/generators.h), the CPU's vector lanes
-// (worker/cpu/kernels_impl.h) and CUDA device code (DeviceOps below) run the same sequence and
-// get the same bits.
+// of IEEE-754 double operations (add, subtract, multiply, fused multiply-add and square root, each
+// rounded to nearest; no division), exact bit operations and loads from one table
+// (core/log_table.h). A multiply and an add are fused only where written as fma(): everything else
+// is rounded on its own (host code builds with -ffp-contract=off; DeviceOps rounds explicitly).
+// They are templates on the arithmetic, so the scalar host reference (core/generators.h), the
+// CPU's vector lanes (worker/cpu/kernels_impl.h) and CUDA device code (DeviceOps below) run the
+// same sequence and get the same bits.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+
+#include "core/log_table.h"
 
 #if defined(__CUDACC__)
 #define PSCHED_ELEMENT_MATH __host__ __device__ __forceinline__
@@ -18,50 +23,82 @@
 namespace psched::element_math {
 
 // An arithmetic (Ops) names a value type and how to see its bits:
-//   Ops::Real   double, or a vector of doubles: + - * / round to nearest and are never contracted
-//               (host code builds with -ffp-contract=off; DeviceOps rounds explicitly); mixed with
-//               double constants
+//   Ops::Real   double, or a vector of doubles: + - * round to nearest and are never contracted;
+//               mixed with double constants
 //   Ops::Bits   uint64_t, or a vector of them with the same lanes: & | ^ ~ + - << >> per lane
 //   Ops::bits(Real) -> Bits, Ops::real(Bits) -> Real   reinterpretations (no conversion)
-//   Ops::sqrt(Real) -> Real                             IEEE square root, correctly rounded
+//   Ops::splat(double) -> Real                         the constant in every lane
+//   Ops::fma(Real a, Real b, Real c) -> Real           a * b + c rounded once (IEEE fusedMultiplyAdd)
+//   Ops::sqrt(Real) -> Real                            IEEE square root, correctly rounded
+//   Ops::log_entry(Bits i) -> LogEntry<Real>           kLogTable[i] (i < kLogTableSize)
 // Lanes never interact, so a vector lane computes exactly what the scalar form computes.
 
-// log(x) for 2^-1022 <= x <= 1 (the generator calls it with x = 1 - u0 in [2^-53, 1]): fdlibm's
-// __ieee754_log (e_log.c) with its special cases dropped and one formula everywhere.
-//   x = 2^k (1 + f) with 1 + f in [sqrt(2)/2, sqrt(2)) (exactly: the significand is halved when
-//   its top 20 fraction bits are >= 0x6a09c), s = f / (2 + f),
-//   R = z (Lg1 + w (Lg3 + w (Lg5 + w Lg7))) + w (Lg2 + w (Lg4 + w Lg6)), z = s^2, w = z^2,
-//   log(x) = k ln2_hi - ((f^2/2 - (s (f^2/2 + R) + k ln2_lo)) - f).
-// ln2_hi has 32 significant bits, so k ln2_hi is exact. Error < 0.85 ulp (tests/core/element_math_test.cpp).
+inline constexpr int kLogTableBits = PSCHED_LOG_TABLE_BITS;
+inline constexpr uint64_t kLogTableSize = uint64_t{1} << kLogTableBits;
+
+struct LogTableEntry {
+  double invc, logc;
+};
+alignas(16) inline constexpr LogTableEntry kLogTable[kLogTableSize] = {PSCHED_LOG_TABLE_ENTRIES};
+
+template <class Real>
+struct LogEntry {
+  Real invc, logc;
+};
+
+// a * b + c rounded once, for any mix of Real and double constants.
+template <class Ops, class T>
+PSCHED_ELEMENT_MATH typename Ops::Real lift(T x) {
+  if constexpr (std::is_same_v<T, double>) {
+    return Ops::splat(x);
+  } else {
+    return x;
+  }
+}
+template <class Ops, class A, class B, class C>
+PSCHED_ELEMENT_MATH typename Ops::Real fma(A a, B b, C c) {
+  return Ops::fma(lift<Ops>(a), lift<Ops>(b), lift<Ops>(c));
+}
+
+// log(x) for 2^-1022 <= x <= 1 (the generator calls it with x = 1 - u0 in [2^-53, 1]), by a table
+// and a polynomial, with no division (the table method of Tang, "Table-driven implementation of the
+// logarithm function in IEEE floating-point arithmetic", TOMS 16(4), 1990, in the form of ARM's
+// optimized-routines log):
+//   x = 2^k z with z in [0.6875, 1.375), exactly by bits; i = the top 8 bits of z's significand
+//   past 0x3fe6 (256 subintervals, core/gen_log_table.py); r = fma(z, invc_i, -1), |r| < 2^-8;
+//   log(x) = k ln2 + logc_i + log1p(r), with
+//   log1p(r) = r + r^2 (A0 + r (A1 + r (A2 + r (A3 + r (A4 + r A5))))), A_j = (-1)^(j+1) / (j + 2)
+//   (Taylor: the first term left out, r^8 / 8, is under 2^-59 of r).
+// The sums are carried exactly where it matters: k ln2_hi is exact (ln2_hi has 43 significant
+// bits), w = k ln2_hi + logc and hi = w + r each keep their rounding error (Fast2Sum: |k ln2_hi| >
+// |logc| unless k = 0, |w| > |r| unless w = 0), and everything small is added to hi once, last.
+// The two subintervals beside 1 have invc = 1, logc = 0: log(1) = 0 exactly, and log(x) < 0 for
+// x < 1. Error < 0.52 ulp (tests/core/element_math_test.cpp).
 template <class Ops>
 PSCHED_ELEMENT_MATH typename Ops::Real log_unit(typename Ops::Real x) {
   using Real = typename Ops::Real;
   using Bits = typename Ops::Bits;
-  constexpr double ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
-  constexpr double Lg1 = 0x1.5555555555593p-1, Lg2 = 0x1.999999997fa04p-2;
-  constexpr double Lg3 = 0x1.2492494229359p-2, Lg4 = 0x1.c71c51d8e78afp-3;
-  constexpr double Lg5 = 0x1.7466496cb03dep-3, Lg6 = 0x1.39a09d078c69fp-3;
-  constexpr double Lg7 = 0x1.2f112df3e5244p-3;
-  constexpr double kRoundInt = 0x1.8p52;  // 1.5 * 2^52: integers below 2^51 in its low bits
-  // Exact decomposition (x is positive and normal: no sign, no subnormal handling).
-  const Bits b = Ops::bits(x);
-  const Bits frac_hi = (b >> 32) & 0xfffffu;
-  const Bits halve = (frac_hi + 0x95f64u) & 0x100000u;  // 0x100000 where 1 + f would be >= sqrt(2)
-  const Real m = Ops::real(((frac_hi | (halve ^ 0x3ff00000u)) << 32) | (b & 0xffffffffu));
-  // k = exponent - 1023 (+ 1 when halved), as a double, exactly: modulo-2^64 integer arithmetic
-  // puts k into the low bits of 1.5 * 2^52.
-  const Bits k_bits = (b >> 52) + (halve >> 20) + (0x4338000000000000u - 1023u);
-  const Real k = Ops::real(k_bits) - kRoundInt;
-  // The rounded operations, in this order.
-  const Real f = m - 1.0;  // exact
-  const Real s = f / (f + 2.0);
-  const Real z = s * s;
-  const Real w = z * z;
-  const Real t1 = w * (Lg2 + w * (Lg4 + w * Lg6));
-  const Real t2 = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7)));
-  const Real R = t2 + t1;
-  const Real hfsq = (f * 0.5) * f;
-  return k * ln2_hi - ((hfsq - (s * (hfsq + R) + k * ln2_lo)) - f);
+  constexpr double ln2_hi = 0x1.62e42fefa3800p-1, ln2_lo = 0x1.ef35793c76730p-45;
+  constexpr double A0 = -0.5, A1 = 0x1.5555555555555p-2, A2 = -0.25, A3 = 0x1.999999999999ap-3;
+  constexpr double A4 = -0x1.5555555555555p-3, A5 = 0x1.2492492492492p-3;
+  constexpr uint64_t kOffset = 0x3fe6000000000000u;  // the bits of 0.6875
+  constexpr uint64_t kExponent = 0xfff0000000000000u;
+  const Bits ix = Ops::bits(x);
+  const Bits tmp = ix - kOffset;
+  const Bits i = (tmp >> (52 - kLogTableBits)) & (kLogTableSize - 1);
+  const Bits iz = ix - (tmp & kExponent);  // z = x / 2^k
+  // -k >= 0 (x <= 1), as a double, exactly: the small integer in the low bits of 2^52.
+  const Real minus_k = Ops::real(((iz - ix) >> 52) | 0x4330000000000000u) - 0x1p52;
+  const LogEntry<Real> t = Ops::log_entry(i);
+  const Real r = fma<Ops>(Ops::real(iz), t.invc, -1.0);
+  const Real k_ln2_hi = minus_k * -ln2_hi;  // exact
+  const Real w = k_ln2_hi + t.logc;
+  const Real w_err = (k_ln2_hi - w) + t.logc;
+  const Real hi = w + r;
+  const Real lo = fma<Ops>(minus_k, -ln2_lo, ((w - hi) + r) + w_err);
+  const Real r2 = r * r;
+  const Real q = fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, A5, A4), A3), A2), A1), A0);
+  return hi + fma<Ops>(r2, q, lo);
 }
 
 template <class Real>
@@ -73,16 +110,16 @@ struct SinCos {
 // inexact pi: t = 4u, q = t rounded to the nearest integer (ties to even, by adding 1.5 * 2^52),
 // r = t - q in [-1/2, 1/2], so 2 pi u = q pi/2 + r pi/2. r pi/2 is carried as x_hi + x_lo, x_hi =
 // 1.5 r (exact: r has at most 50 significant bits), x_lo = r S0_lo (S0_lo = pi/2 - 1.5, rounded),
-// which is r pi/2 to about 2^-57. With z = r^2:
-//   sin(r pi/2) = x_hi + (x_lo + (r z) (S1 + z (S2 + z (S3 + z (S4 + z (S5 + z S6))))))
-//   cos(r pi/2) = h + ((((1 - h) - half_sq) - x_lo (x_hi + x_lo / 2)) + (z z) (C1 + ... z C6))
-//     with half_sq = x_hi^2 / 2 and h = 1 - half_sq, since
-//     (r pi/2)^2 / 2 = half_sq + x_lo (x_hi + x_lo / 2): the large part rounded once, and the
-//     rounding of 1 - half_sq carried (as fdlibm's __kernel_cos does)
+// which is r pi/2 to about 2^-57. With z = r^2 and each polynomial by fma (Horner):
+//   sin(r pi/2) = x_hi + fma(r z, S1 + z (S2 + z (S3 + z (S4 + z (S5 + z S6)))), x_lo)
+//   cos(r pi/2) = h + fma(z z, C1 + z (C2 + ... z C6), ((1 - h) - hsq) - e - x_lo (x_hi + x_lo / 2))
+//     with hsq = x_hi^2 / 2 rounded, e = its rounding error (an fma, exact), h = 1 - hsq, since
+//     (r pi/2)^2 / 2 = hsq + e + x_lo (x_hi + x_lo / 2): the large part rounded once, and the
+//     rounding of 1 - hsq carried (as fdlibm's __kernel_cos does)
 // S_k, C_k are fdlibm's minimax coefficients of __kernel_sin and __kernel_cos (|x| <= pi/4) times
 // (pi/2)^(2k+1) and (pi/2)^(2k+2), rounded to double.
 // Then q mod 4 picks and signs them: sin = sin r', cos r', -sin r', -cos r' and cos = cos r',
-// -sin r', -cos r', sin r' for q mod 4 = 0, 1, 2, 3 (r' = r pi/2). Error < 0.85 ulp (tests/core/element_math_test.cpp).
+// -sin r', -cos r', sin r' for q mod 4 = 0, 1, 2, 3 (r' = r pi/2). Error < 0.8 ulp (tests/core/element_math_test.cpp).
 template <class Ops>
 PSCHED_ELEMENT_MATH SinCos<typename Ops::Real> sincos_2pi(typename Ops::Real u) {
   using Real = typename Ops::Real;
@@ -103,13 +140,15 @@ PSCHED_ELEMENT_MATH SinCos<typename Ops::Real> sincos_2pi(typename Ops::Real u) 
   const Real z = r * r;
   const Real x_hi = r * 1.5;
   const Real x_lo = r * S0_lo;
-  const Real sin_r =
-      x_hi + (x_lo + (r * z) * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6))))));
-  const Real half_sq = (x_hi * x_hi) * 0.5;
-  const Real h = 1.0 - half_sq;
-  const Real cos_r =
-      h + ((((1.0 - h) - half_sq) - x_lo * (x_hi + x_lo * 0.5)) +
-           (z * z) * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6))))));
+  const Real ps = fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, S6, S5), S4), S3), S2), S1);
+  const Real sin_r = x_hi + fma<Ops>(r * z, ps, x_lo);
+  const Real half_x_hi = x_hi * 0.5;  // exact
+  const Real hsq = half_x_hi * x_hi;
+  const Real hsq_err = fma<Ops>(half_x_hi, x_hi, -hsq);  // exact
+  const Real h = 1.0 - hsq;
+  const Real pc = fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, C6, C5), C4), C3), C2), C1);
+  const Real small = fma<Ops>(-x_lo, fma<Ops>(x_lo, 0.5, x_hi), ((1.0 - h) - hsq) - hsq_err);
+  const Real cos_r = h + fma<Ops>(z * z, pc, small);
   // Odd quadrants swap sin and cos; bit 63 flips the signs.
   const Bits odd = ~((q & 1u) - 1u);  // all ones where q is odd
   const Bits sin_bits = (Ops::bits(cos_r) & odd) | (Ops::bits(sin_r) & ~odd);
@@ -126,12 +165,17 @@ PSCHED_ELEMENT_MATH typename Ops::Real box_muller_radius(typename Ops::Real u0) 
 }
 
 // Host scalar doubles (g++ with -ffp-contract=off; nvcc passes the flag to its host compiler).
+// __builtin_fma is the FMA instruction where the build targets one, else libm's fma(): both round
+// once.
 struct HostOps {
   using Real = double;
   using Bits = uint64_t;
   static inline Bits bits(Real x) { return __builtin_bit_cast(Bits, x); }
   static inline Real real(Bits b) { return __builtin_bit_cast(Real, b); }
+  static inline Real splat(double x) { return x; }
+  static inline Real fma(Real a, Real b, Real c) { return __builtin_fma(a, b, c); }
   static inline Real sqrt(Real x) { return __builtin_sqrt(x); }
+  static inline LogEntry<Real> log_entry(Bits i) { return {kLogTable[i].invc, kLogTable[i].logc}; }
   static inline Real from_double(double x) { return x; }
   static inline double to_double(Real x) { return x; }
 };
@@ -155,8 +199,12 @@ struct DeviceReal {
 PSCHED_DEVICE_REAL_OP(+, __dadd_rn)
 PSCHED_DEVICE_REAL_OP(-, __dsub_rn)
 PSCHED_DEVICE_REAL_OP(*, __dmul_rn)
-PSCHED_DEVICE_REAL_OP(/, __ddiv_rn)
 #undef PSCHED_DEVICE_REAL_OP
+__device__ __forceinline__ DeviceReal operator-(DeviceReal a) { return {-a.v}; }
+
+// The log table in device memory (each translation unit its own copy: no relocatable device code),
+// read through the read-only cache: a warp's lanes index it freely.
+alignas(16) static __device__ const LogTableEntry kLogTableDevice[kLogTableSize] = {PSCHED_LOG_TABLE_ENTRIES};
 
 struct DeviceOps {
   using Real = DeviceReal;
@@ -167,7 +215,13 @@ struct DeviceOps {
   static __device__ __forceinline__ Real real(Bits b) {
     return {__longlong_as_double(int64_t(b))};
   }
+  static __device__ __forceinline__ Real splat(double x) { return {x}; }
+  static __device__ __forceinline__ Real fma(Real a, Real b, Real c) { return {__fma_rn(a.v, b.v, c.v)}; }
   static __device__ __forceinline__ Real sqrt(Real x) { return {__dsqrt_rn(x.v)}; }
+  static __device__ __forceinline__ LogEntry<Real> log_entry(Bits i) {
+    const double2 e = __ldg(reinterpret_cast<const double2*>(kLogTableDevice) + i);
+    return {{e.x}, {e.y}};
+  }
   static __device__ __forceinline__ Real from_double(double x) { return {x}; }
   static __device__ __forceinline__ double to_double(Real x) { return x.v; }
 };

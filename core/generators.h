@@ -1,8 +1,9 @@
 // The array's element values, a pure function of the global position (docs/design.md, "The element
 // definition"): the same array whatever the chunking and whichever backend or worker makes a chunk.
 // This is the scalar reference; the CPU's vector kernels and the CUDA kernels compute the same IEEE
-// operations in the same order (core/element_math.h for log, sin and cos; explicitly rounded
-// multiply and add, never fused), so every generator gives the same bits on host and device.
+// operations in the same order (core/element_math.h for log, sin and cos; a multiply and an add
+// fused only where written as an fma, else each rounded), so every generator gives the same bits
+// on host and device.
 #pragma once
 
 #include <cmath>
@@ -24,6 +25,16 @@ PSCHED_HD double mul_add_rounded(double a, double b, double c) {
   return __dadd_rn(__dmul_rn(a, b), c);
 #else
   return a * b + c;  // host code is built with -ffp-contract=off (CMake: psched_options)
+#endif
+}
+
+// normal(mean, std)'s element from its standard normal z: mean + std z, rounded once (an fma on
+// every backend: the CPU lanes' FMA instruction, libm's fma(), CUDA's __fma_rn).
+PSCHED_HD double scale_normal(double std, double z, double mean) {
+#if defined(__CUDA_ARCH__)
+  return __fma_rn(std, z, mean);
+#else
+  return __builtin_fma(std, z, mean);
 #endif
 }
 
@@ -117,7 +128,7 @@ struct GeneratorParams {
 PSCHED_HD double element_value(const GeneratorParams& g, uint64_t index) {
   switch (g.kind) {
     case Generator::kNormal:  // normal(mean, std)
-      return mul_add_rounded(g.param1, standard_normal(g.seed, index), g.param0);
+      return scale_normal(g.param1, standard_normal(g.seed, index), g.param0);
     case Generator::kUniform: {  // uniform(low, high)
       const double u = uniform_pair(g.seed, index).u0;
       return mul_add_rounded(g.param1 - g.param0, u, g.param0);

@@ -12,9 +12,11 @@ $import "/capnp/c++.capnp".namespace("psched::wire");
 
 # 2: a worker's ChunkPartial covers a run of chunks (ChunkPartial.chunks), and DefineJob says when
 # a job needs them one by one. 3: DefineJob.partialBlock says where to cut them (verify compares
-# blocks of chunks), and a VerifyMismatch names a range. A peer of another version is refused at
-# Hello, naming both.
-const protocolVersion :UInt32 = 3;
+# blocks of chunks), and a VerifyMismatch names a range. 4: the normal generator's element
+# definition changed (docs/design.md, "The element definition": a table log and fused
+# multiply-adds), so a worker of 3 would make other elements for the same job. A peer of another
+# version is refused at Hello, naming both.
+const protocolVersion :UInt32 = 4;
 
 enum Role {
   worker @0;

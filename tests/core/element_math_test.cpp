@@ -73,8 +73,9 @@ std::vector<uint64_t> counters(uint64_t seed, size_t n) {
 
 }  // namespace
 
-TEST_CASE("element_math's log is within 0.85 ulp of log(1 - u) for every kind of uniform", "[element_math]") {
+TEST_CASE("element_math's log is within 0.65 ulp of log(1 - u) for every kind of uniform", "[element_math]") {
   double worst = 0;
+  int not_negative = 0;
   for (uint64_t n : counters(1, 3000000)) {
     const double x = 1.0 - double(n) * 0x1p-53;  // exact, in [2^-53, 1]
     const double got = element_math::log_unit<Ops>(x);
@@ -82,13 +83,15 @@ TEST_CASE("element_math's log is within 0.85 ulp of log(1 - u) for every kind of
       REQUIRE(got == 0.0);  // log(1) = 0 exactly
       continue;
     }
+    if (!(got < 0.0)) ++not_negative;  // the radius's square root needs -2 log(x) >= 0
     worst = std::max(worst, ulp_error(got, std::log((long double)x)));
   }
   INFO("max error " << worst << " ulp");
-  CHECK(worst < 0.85);
+  CHECK(worst < 0.65);
+  CHECK(not_negative == 0);
 }
 
-TEST_CASE("element_math's sin and cos of 2 pi u are within 0.85 ulp, quadrant edges and ties included", "[element_math]") {
+TEST_CASE("element_math's sin and cos of 2 pi u are within 0.75 ulp, quadrant edges and ties included", "[element_math]") {
   double worst_sin = 0, worst_cos = 0;
   for (uint64_t n : counters(2, 3000000)) {
     const double u = double(n) * 0x1p-53;
@@ -101,8 +104,8 @@ TEST_CASE("element_math's sin and cos of 2 pi u are within 0.85 ulp, quadrant ed
     else worst_cos = std::max(worst_cos, ulp_error(got.cos, cos_ref));
   }
   INFO("max error: sin " << worst_sin << " ulp, cos " << worst_cos << " ulp");
-  CHECK(worst_sin < 0.85);
-  CHECK(worst_cos < 0.85);
+  CHECK(worst_sin < 0.75);
+  CHECK(worst_cos < 0.75);
 }
 
 TEST_CASE("sin and cos of 2 pi u are exact at multiples of 1/4", "[element_math]") {

@@ -82,7 +82,7 @@ const CpuKernels* cpu_kernels_for(const char* isa) {
 #if defined(PSCHED_CPU_KERNELS_X86)
   // __builtin_cpu_supports also checks that the OS saves the wide registers (XCR0).
   if (std::strcmp(isa, "avx2") == 0)
-    return __builtin_cpu_supports("avx2") ? &kCpuKernelsAvx2 : nullptr;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &kCpuKernelsAvx2 : nullptr;
   if (std::strcmp(isa, "avx512") == 0)
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
                ? &kCpuKernelsAvx512

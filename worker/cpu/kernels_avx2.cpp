@@ -1,4 +1,4 @@
-// The CPU kernels built for AVX2 (CMake adds -mavx2); kernels.cpp picks one at run time.
+// The CPU kernels built for AVX2 with FMA (CMake adds -mavx2 -mfma); kernels.cpp picks one at run time.
 #include "worker/cpu/kernels_impl.h"
 
 namespace psched {

@@ -4,8 +4,11 @@
 // headers): code compiled for AVX-512 must never be what the linker picks for a baseline caller.
 //
 // GCC vector types one register wide (8, 4 or 2 doubles); the few operations they lack
-// (32x32->64-bit multiply, sqrt, lane shuffles) come from intrinsics per instruction set. No FMA
-// anywhere (the project builds with -ffp-contract=off), so every build rounds identically.
+// (32x32->64-bit multiply, sqrt, fma, table gathers, lane shuffles) come from intrinsics per
+// instruction set. A multiply and an add are fused only where the element definition says fma
+// (the project builds with -ffp-contract=off), and an fma rounds once on every build (the FMA
+// instruction on AVX2 and AVX-512, libm's fma() per lane on the baseline build), so every build
+// rounds identically.
 #pragma once
 
 #if defined(__x86_64__)
@@ -72,6 +75,31 @@ inline __attribute__((always_inline)) vd sqrt_lanes(vd x) {
 #else
   for (int l = 0; l < kW; ++l) x[l] = __builtin_sqrt(x[l]);
   return x;
+#endif
+}
+
+// a * b + c per lane, rounded once.
+inline __attribute__((always_inline)) vd fma_lanes(vd a, vd b, vd c) {
+#if defined(__AVX512F__)
+  return (vd)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+#elif defined(__FMA__)
+  return (vd)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#else
+  for (int l = 0; l < kW; ++l) a[l] = __builtin_fma(a[l], b[l], c[l]);
+  return a;
+#endif
+}
+
+// Per lane: the double at base[2 i] (i below 2^31), for a table of pairs.
+inline __attribute__((always_inline)) vd gather_pairs(const double* base, vu i) {
+#if defined(__AVX512F__)
+  return (vd)_mm512_mask_i64gather_pd(_mm512_setzero_pd(), 0xff, (__m512i)(i + i), base, 8);
+#elif defined(__AVX2__)
+  return (vd)_mm256_i64gather_pd(base, (__m256i)(i + i), 8);
+#else
+  vd v;
+  for (int l = 0; l < kW; ++l) v[l] = base[2 * i[l]];
+  return v;
 #endif
 }
 
@@ -155,7 +183,13 @@ struct VecOps {
   using Bits = vu;
   static inline __attribute__((always_inline)) Bits bits(Real x) { return (vu)x; }
   static inline __attribute__((always_inline)) Real real(Bits b) { return (vd)b; }
+  static inline __attribute__((always_inline)) Real splat(double x) { return vd{} + x; }
+  static inline __attribute__((always_inline)) Real fma(Real a, Real b, Real c) { return fma_lanes(a, b, c); }
   static inline __attribute__((always_inline)) Real sqrt(Real x) { return sqrt_lanes(x); }
+  static inline __attribute__((always_inline)) element_math::LogEntry<Real> log_entry(Bits i) {
+    return {gather_pairs(&element_math::kLogTable[0].invc, i),
+            gather_pairs(&element_math::kLogTable[0].logc, i)};
+  }
 };
 
 // kW elements (index, index + stride, ...) of generator g per call.
@@ -163,6 +197,12 @@ struct Source {
   PhiloxKeys keys;
   double scale, offset;  // normal: std, mean; uniform: high - low, low; arange: step, start
 };
+
+// normal(mean, std)'s element from its standard normal z: mean + std z rounded once, as
+// scale_normal() (core/generators.h).
+inline __attribute__((always_inline)) vd scale_normal_lanes(const Source& src, vd z) {
+  return fma_lanes(vd{} + src.scale, z, vd{} + src.offset);
+}
 
 inline __attribute__((always_inline)) vd uniform_lanes(const Source& src, vu index) {
   constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
@@ -247,8 +287,8 @@ void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, 
       u1[v] = angle.cos;
     }
     for (int v = 0; v < vecs; ++v) {
-      const vd even = as_stored(src.scale * (radius[v] * u1[v]) + src.offset, to_float);
-      const vd odd = as_stored(src.scale * (radius[v] * sines[v]) + src.offset, to_float);
+      const vd even = as_stored(scale_normal_lanes(src, radius[v] * u1[v]), to_float);
+      const vd odd = as_stored(scale_normal_lanes(src, radius[v] * sines[v]), to_float);
       vd lo, hi;
       interleave(even, odd, lo, hi);
       const uint64_t at = i + uint64_t(v) * 2 * kW;
@@ -289,7 +329,7 @@ void normal_strided(const Source& src, bool to_float, uint64_t first, uint64_t s
     }
     for (int v = 0; v < vecs; ++v) {
       const vd z = radius[v] * select_bits(odd[v], sines[v], u1[v]);
-      const vd x = as_stored(src.scale * z + src.offset, to_float);
+      const vd x = as_stored(scale_normal_lanes(src, z), to_float);
       const uint64_t at = i + uint64_t(v) * kW;
       if (at + kW <= n) {
         __builtin_memcpy(out + at, &x, sizeof(x));

@@ -61,7 +61,7 @@ __device__ __forceinline__ double standard_normal_fast(uint64_t seed, uint64_t i
 template <Generator Kind>
 __device__ __forceinline__ double element_value_fast(const GeneratorParams& g, uint64_t index) {
   if constexpr (Kind == Generator::kNormal) {
-    return mul_add_rounded(g.param1, standard_normal_fast(g.seed, index), g.param0);
+    return scale_normal(g.param1, standard_normal_fast(g.seed, index), g.param0);
   } else if constexpr (Kind == Generator::kUniform) {
     return mul_add_rounded(g.param1 - g.param0, uniform_pair_fast(g.seed, index).u0, g.param0);
   } else {

@@ -57,9 +57,9 @@ __global__ void __launch_bounds__(256) generate_normal_pairs_kernel(GenerateGeom
     if (c_even >= int64_t(box.cols)) continue;
     const NormalPair z = standard_normal_pair_fast(g.gen.seed, pair);
     T* row = out + uint64_t(r) * box.cols;
-    if (c_even >= 0) row[c_even] = T(mul_add_rounded(g.gen.param1, z.even, g.gen.param0));
+    if (c_even >= 0) row[c_even] = T(scale_normal(g.gen.param1, z.even, g.gen.param0));
     if (c_even + 1 < int64_t(box.cols))
-      row[c_even + 1] = T(mul_add_rounded(g.gen.param1, z.odd, g.gen.param0));
+      row[c_even + 1] = T(scale_normal(g.gen.param1, z.odd, g.gen.param0));
   }
 }
 

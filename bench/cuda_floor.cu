@@ -3,8 +3,9 @@
 // strided reduce, both (the floor), fused, plus copy, cub::DeviceReduce::Sum bandwidth and a plain
 // (inexact) CUB strided sum for reference. With --chunks N
 // it also runs N chunks through the real CudaBackend (no scheduler, no network) and prints the
-// per-chunk time against the floor measured in the same run. Output: key=value lines, then one
-// line for people. No CUDA device: prints SKIP and exits 0.
+// per-chunk time against the floor measured in the same run. Output (cuda_floor_cli.cpp):
+// key=value lines, the roofline (each way of making a chunk as a fraction of the HBM write limit
+// measured here), then one line for people. No CUDA device: prints SKIP and exits 0.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -19,82 +20,17 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
+#include "bench/cuda_floor.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/cuda_backend.h"
 #include "worker/cuda/fast_generators.h"
 #include "worker/cuda/kernels.cuh"
 
 using namespace psched;
+using namespace psched::cuda_floor;
 
 namespace {
 
-// GPU.md, H100 (nvidia-h100-x1), 2026-11-22.
-constexpr double kGpuMdFloorMs = 0.737;
-constexpr double kGpuMdFusedMs = 0.238;
-
-struct Args {
-  int device = 0;
-  int iterations = 20;
-  uint64_t chunk_rows = 10000, chunk_cols = 10000;
-  uint64_t chunks = 0;  // > 0: also run this many chunks through CudaBackend
-  bool fused = false;   // the backend run uses fused chunks
-  int streams = CudaBackendOptions{}.streams;  // the worker's default
-  uint64_t batch_side = 0;  // > 0: also time one batch of batch_side^2 chunks (batched kernels)
-};
-
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "cuda-floor: %s\nusage: cuda-floor [--device D] [--iterations N] "
-               "[--chunk ROWSxCOLS] [--chunks N [--fused] [--streams S]] [--batch-chunk SIDE]\n",
-               why);
-  std::exit(2);
-}
-
-uint64_t number(const char* flag, const char* text) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0') usage((std::string(flag) + " needs a number").c_str());
-  return v;
-}
-
-Args parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) usage((flag + " needs a value").c_str());
-      return argv[++i];
-    };
-    if (flag == "--device") a.device = int(number("--device", value()));
-    else if (flag == "--iterations")
-      a.iterations = std::max(1, int(number("--iterations", value())));
-    else if (flag == "--chunks") a.chunks = number("--chunks", value());
-    else if (flag == "--streams") a.streams = int(number("--streams", value()));
-    else if (flag == "--fused") a.fused = true;
-    else if (flag == "--batch-chunk") a.batch_side = number("--batch-chunk", value());
-    else if (flag == "--chunk") {
-      const std::string v = value();
-      const size_t x = v.find('x');
-      if (x == std::string::npos) usage("--chunk takes ROWSxCOLS");
-      a.chunk_rows = number("--chunk", v.substr(0, x).c_str());
-      a.chunk_cols = number("--chunk", v.substr(x + 1).c_str());
-    } else if (flag == "--help" || flag == "-h") {
-      usage("the kernels' floor for one chunk of the DeepOps benchmark");
-    } else {
-      usage(("unknown flag " + flag).c_str());
-    }
-  }
-  return a;
-}
-
-JobSpec deepops_benchmark_job(const Args& a) {
-  JobSpec s;  // the defaults are the DeepOps benchmark: normal(10, 1), (x + 1)[::2, ::2], 500000 x 500000
-  s.chunk_rows = a.chunk_rows;
-  s.chunk_cols = a.chunk_cols;
-  const Status valid = validate(s);
-  if (!valid) usage(valid.message().c_str());
-  return normalized(s);
-}
 
 // Milliseconds per call of fn, on stream, over a.iterations after two warm-up calls.
 template <typename Fn>
@@ -126,7 +62,7 @@ struct StridedPlusOne {
 };
 
 // What the shared element definition (core/element_math.h: log, sin and cos in explicitly rounded
-// basic operations, the same bits as the CPU) costs against CUDA's own math library: this kernel
+// basic operations and fmas, the same bits as the CPU) costs against CUDA's own math library: this kernel
 // makes the same Box-Muller pairs (one Philox block per pair, (2m, 2m+1) taking cos and sin, written
 // as double2) with CUDA's log, sqrt and sincospi, FMA-contracted, as the generator did before the
 // shared definition. Chunk 0 of an array with an even number of columns only.
@@ -156,11 +92,6 @@ double exact_sum_of(const gpu::ChunkAccumulator* acc, const gpu::ChunkResult* re
   return gpu::exact_from(r, &wide).rounded();
 }
 
-struct Floor {
-  double generate_ms, generate_reference_ms, generate_uniform_ms, generate_arange_ms;
-  double generate_cuda_libm_ms, reduce_ms, sum_only_ms, floor_ms, fused_ms;
-  double copy_tb_per_s, cub_sum_ms, cub_sum_tb_per_s, mean;
-};
 
 // The generator's other forms beside the one the floor uses: the reference formula, uniform,
 // arange, and the normal pairs with CUDA's math library instead of the shared definition.
@@ -281,15 +212,7 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
   return f;
 }
 
-// One batch of the backend's size for SIDE^2 chunks of the same job: the batched generate and
-// exact reduce kernels alone, per 1e8 elements, to set beside the 10000^2 floor.
-struct BatchFloor {
-  uint32_t chunks = 0;
-  double generate_ms = 0, reduce_ms = 0, total_ms = 0, ms_per_1e8 = 0;
-  // Copying the batch's results to pinned host memory: the compact ChunkResults the backend
-  // copies, and what full accumulators (an ExactSum per chunk) would cost instead.
-  double copy_results_ms = 0, copy_full_ms = 0;
-};
+// One batch of the backend's size for SIDE^2 chunks of the same job (cuda_floor.h).
 
 BatchFloor measure_batch(const Args& a, JobSpec spec, int sm_count) {
   spec.chunk_rows = spec.chunk_cols = a.batch_side;
@@ -336,11 +259,6 @@ BatchFloor measure_batch(const Args& a, JobSpec spec, int sm_count) {
   return f;
 }
 
-struct BackendRun {
-  double ms_per_chunk = 0, busy_ms_per_chunk = 0, mean = 0;
-  uint64_t failed = 0;
-  std::string first_error;
-};
 
 // N chunks through CudaBackend with a window of slots() in flight, as the worker keeps them; the
 // first window is a warm-up (buffer allocation) and is not timed.
@@ -398,62 +316,6 @@ BackendRun run_backend(const Args& a, const JobSpec& spec) {
   return run;
 }
 
-// The floor's key=value lines.
-void print_floor(const cudaDeviceProp& prop, const JobSpec& spec, const Args& args, const Floor& f) {
-  std::printf("device=%s\n", prop.name);
-  std::printf("chunk=%llux%llu float64 normal(10,1) (x+1)[::2,::2]\n",
-              (unsigned long long)spec.chunk_rows, (unsigned long long)spec.chunk_cols);
-  std::printf("iterations=%d\n", args.iterations);
-  std::printf("generate_ms=%.4f\n", f.generate_ms);
-  std::printf("generate_reference_ms=%.4f\n", f.generate_reference_ms);
-  std::printf("generate_uniform_ms=%.4f\n", f.generate_uniform_ms);
-  std::printf("generate_arange_ms=%.4f\n", f.generate_arange_ms);
-  std::printf("generate_arange_write_tb_per_s=%.3f\n",
-              double(spec.chunk_bytes()) / (f.generate_arange_ms * 1e-3) / 1e12);
-  std::printf("generate_cuda_libm_ms=%.4f\n", f.generate_cuda_libm_ms);
-  std::printf("strided_reduce_ms=%.4f\n", f.reduce_ms);
-  std::printf("strided_sum_only_ms=%.4f\n", f.sum_only_ms);
-  std::printf("floor_ms_per_chunk=%.4f\n", f.floor_ms);
-  std::printf("fused_ms_per_chunk=%.4f\n", f.fused_ms);
-  std::printf("d2d_copy_tb_per_s=%.3f\n", f.copy_tb_per_s);
-  std::printf("cub_sum_ms=%.4f\n", f.cub_sum_ms);
-  std::printf("cub_sum_tb_per_s=%.3f\n", f.cub_sum_tb_per_s);
-  std::printf("floor_mean=%.6f\n", f.mean);
-  std::printf("floor_vs_gpu_md=%.3f\n", f.floor_ms / kGpuMdFloorMs);
-  std::printf("fused_vs_gpu_md=%.3f\n", f.fused_ms / kGpuMdFusedMs);
-}
-
-// --batch-chunk's lines, beside the floor per 1e8 elements.
-void print_batch(const Args& args, const JobSpec& spec, const Floor& f, int sm_count) {
-  const BatchFloor b = measure_batch(args, spec, sm_count);
-  const double per_1e8 = f.floor_ms * 1e8 / double(spec.chunk_rows * spec.chunk_cols);
-  std::printf("batch_chunk=%llu\n", (unsigned long long)args.batch_side);
-  std::printf("batch_chunks=%u\n", b.chunks);
-  std::printf("batch_generate_ms=%.4f\n", b.generate_ms);
-  std::printf("batch_reduce_ms=%.4f\n", b.reduce_ms);
-  std::printf("batch_ms_per_1e8=%.4f\n", b.ms_per_1e8);
-  std::printf("batch_over_floor=%.3f\n", b.ms_per_1e8 / per_1e8);
-  std::printf("batch_copy_results_ms=%.4f\n", b.copy_results_ms);
-  std::printf("batch_copy_results_share=%.4f\n", b.copy_results_ms / b.total_ms);
-  std::printf("batch_copy_full_ms=%.4f\n", b.copy_full_ms);
-  std::printf("batch_copy_full_share=%.4f\n", b.copy_full_ms / b.total_ms);
-}
-
-// --chunks' lines: the real backend against its floor.
-BackendRun print_backend(const Args& args, const JobSpec& spec, const Floor& f) {
-  const BackendRun run = run_backend(args, spec);
-  const double floor = args.fused ? f.fused_ms : f.floor_ms;
-  std::printf("backend_chunks=%llu\n", (unsigned long long)args.chunks);
-  std::printf("backend_fused=%d\n", args.fused ? 1 : 0);
-  std::printf("backend_streams=%d\n", args.streams);
-  std::printf("backend_ms_per_chunk=%.4f\n", run.ms_per_chunk);
-  std::printf("backend_busy_ms_per_chunk=%.4f\n", run.busy_ms_per_chunk);
-  std::printf("backend_over_floor=%.3f\n", run.ms_per_chunk / floor);
-  std::printf("backend_mean=%.6f\n", run.mean);
-  std::printf("backend_failed=%llu\n", (unsigned long long)run.failed);
-  if (run.failed > 0) std::printf("backend_first_error=%s\n", run.first_error.c_str());
-  return run;
-}
 
 }  // namespace
 
@@ -472,19 +334,16 @@ int main(int argc, char** argv) {
     PSCHED_CUDA_CHECK(cudaGetDeviceProperties(&prop, args.device));
     const JobSpec spec = deepops_benchmark_job(args);
     const Floor f = measure_floor(args, spec, prop.multiProcessorCount);
-    print_floor(prop, spec, args, f);
-    if (args.batch_side > 0) print_batch(args, spec, f, prop.multiProcessorCount);
+    print_floor(prop.name, spec, args, f);
+    if (args.batch_side > 0)
+      print_batch(spec, f, measure_batch(args, spec, prop.multiProcessorCount), args.batch_side);
     BackendRun run;
-    if (args.chunks > 0) run = print_backend(args, spec, f);
-
-    std::printf("%s: floor %.3f ms/chunk (generate %.3f + reduce %.3f; GPU.md H100 %.3f, x%.2f), "
-                "fused %.3f ms/chunk; 2500 chunks = %.2f s",
-                prop.name, f.floor_ms, f.generate_ms, f.reduce_ms, kGpuMdFloorMs,
-                f.floor_ms / kGpuMdFloorMs, f.fused_ms, 2500 * f.floor_ms / 1e3);
-    if (args.chunks > 0)
-      std::printf("; backend %.3f ms/chunk = x%.2f of its floor", run.ms_per_chunk,
-                  run.ms_per_chunk / (args.fused ? f.fused_ms : f.floor_ms));
-    std::printf("\n");
+    if (args.chunks > 0) {
+      run = run_backend(args, spec);
+      print_backend(args, f, run);
+    }
+    print_roofline(f, args.chunks > 0 ? &run : nullptr);
+    print_summary(prop.name, args, f, args.chunks > 0 ? &run : nullptr);
     return run.failed > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cuda-floor: %s\n", e.what());

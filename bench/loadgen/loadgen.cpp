@@ -149,7 +149,16 @@ bool register_fleet(Shards& shards, const LoadgenOptions& o, Figures& figures) {
   const size_t n = shards.size();
   shards.on_each([&o, n](Shard& s, size_t i) { s.fleet.start(Shards::part(o.workers, i, n)); });
   auto connected = [&] { return shards.sum(&FleetCounters::connected_now); };
-  if (!run_until(shards.main_io(), [&] { return connected() >= o.workers; }, o.ready_timeout_s)) {
+  auto refused = [&] { return shards.sum(&FleetCounters::refused); };
+  // A refusal at Hello (another protocol version, a wrong token) will not pass by waiting.
+  const bool ready = run_until(shards.main_io(), [&] { return connected() >= o.workers || refused() > 0; },
+                               o.ready_timeout_s);
+  if (refused() > 0) {
+    fmt::print(stderr, "psched-loadgen: psched refused {} simulated workers at Hello (its message is logged above)\n",
+               refused());
+    return false;
+  }
+  if (!ready) {
     fmt::print(stderr, "psched-loadgen: only {} of {} workers registered within {} s\n", connected(), o.workers,
                o.ready_timeout_s);
     return false;

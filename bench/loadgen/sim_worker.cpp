@@ -135,6 +135,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
       return;
     case wire::Message::ERROR:
       spdlog::warn("worker {}: scheduler says: {}", index_, message.getError().getMessage().cStr());
+      if (!registered_) ++fleet_.counters().refused;
       return;
     default:
       return;  // Heartbeat, Goodbye (the close follows)

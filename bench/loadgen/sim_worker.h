@@ -44,6 +44,7 @@ struct DeviceModel {
 struct FleetCounters {
   std::atomic<uint64_t> welcomed{0};        // Welcome received (registrations, reconnections included)
   std::atomic<uint64_t> connected_now{0};   // workers registered at this moment
+  std::atomic<uint64_t> refused{0};         // workers psched refused at Hello (an Error before Welcome)
   std::atomic<uint64_t> chunks_done{0};
   std::atomic<uint64_t> chunks_refused{0};  // jobs without a closed form: reported as chunk failures
   std::atomic<uint64_t> kills{0};

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <optional>
@@ -274,6 +275,20 @@ TEST_CASE("the loadgen refuses a job it cannot check bit for bit", "[fleet]") {
   INFO(out);
   CHECK(WEXITSTATUS(status) == 2);
   CHECK(out.find("not exact in float64") != std::string::npos);
+}
+
+TEST_CASE("the loadgen stops at once when psched refuses its workers at Hello, not after its ready timeout",
+          "[fleet]") {
+  TestCluster cluster({.env = {{"PSCHED_TOKEN", "a token the loadgen does not present"}}});
+  std::string out;
+  const auto start = std::chrono::steady_clock::now();
+  const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(), "-w", "8",
+                                  "-c", "1", "--ready-timeout", "60"},
+                                 &out, 30000);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(out.find("psched refused") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
 }
 
 // psched dies mid-job: one slow CPU worker, a client (with reconnect_ms when given), and a run

@@ -82,7 +82,7 @@ inline __attribute__((always_inline)) vd sqrt_lanes(vd x) {
 inline __attribute__((always_inline)) vd fma_lanes(vd a, vd b, vd c) {
 #if defined(__AVX512F__)
   return (vd)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
-#elif defined(__FMA__)
+#elif defined(__AVX2__) && defined(__FMA__)
   return (vd)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
 #else
   for (int l = 0; l < kW; ++l) a[l] = __builtin_fma(a[l], b[l], c[l]);

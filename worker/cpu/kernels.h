@@ -1,7 +1,7 @@
 // The CPU backend's two hot loops, vectorised: generate a run of array elements, and reduce a
 // strided run of stored elements into eight lane accumulators. One source (kernels_impl.h) is
-// compiled three times (baseline x86-64, AVX2 with FMA, AVX-512) and the widest the CPU supports is picked
-// at run time, so the binary still runs on any x86-64. Every build performs the same IEEE
+// compiled three times (baseline x86-64, AVX2 with FMA, AVX-512) and the widest the CPU supports
+// is picked at run time, so the binary still runs on any x86-64. Every build performs the same IEEE
 // operations on every element and sums them exactly, so an element and a chunk's partial have the
 // same bits on every machine whichever build runs.
 //

@@ -18,14 +18,8 @@ using namespace psched;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+#if defined(__SANITIZE_ADDRESS__)  // PSCHED_SANITIZE (ASan with UBSan), as fleet_test.cpp tells it
 constexpr uint64_t kDraws = 10'000'000;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-constexpr uint64_t kDraws = 10'000'000;
-#else
-constexpr uint64_t kDraws = 100'000'000;
-#endif
 #else
 constexpr uint64_t kDraws = 100'000'000;
 #endif

@@ -176,6 +176,14 @@ std::vector<ChunkRange> BlockVerifier::running_of(WorkerId worker) const {
   return out;
 }
 
+uint64_t BlockVerifier::awaited_from(WorkerId worker) const {
+  uint64_t n = 0;
+  for (const auto& [block, p] : pending_)
+    for (const Task& t : p.tasks)
+      if (t.state == State::kRunning && t.worker == worker) n += t.range.count - t.got.chunks;
+  return n;
+}
+
 // The running copy on `worker` that `r` belongs to takes `in` (a piece or a failed chunk); once all
 // its chunks are in it is done, and what that means for the block is returned.
 template <typename TakeIn>

@@ -103,8 +103,11 @@ class BlockVerifier {
   uint64_t take(WorkerId worker, uint64_t max, const VerifyPeers& peers, std::vector<ChunkRange>& out);
   // Whether all of `r` lies in a copy running on `worker` (a result for it is that copy's).
   bool running_here(ChunkRange r, WorkerId worker) const;
-  // The ranges of copies running on `worker`.
+  // The ranges of copies running on `worker`, whole (the chunks already in included).
   std::vector<ChunkRange> running_of(WorkerId worker) const;
+  // Chunks of copies running on `worker` that are not in yet (neither a piece nor a failure): what
+  // its window holds for them.
+  uint64_t awaited_from(WorkerId worker) const;
 
   // A piece of a running copy came back. Returns the block when this settled it.
   std::optional<VerifySettled> piece_done(ChunkRange r, VerifyCopy copy, const VerifyPeers& peers);

@@ -116,7 +116,7 @@ inline bool too_big_to_fuzz(const std::string& frame_bytes) {
 }
 
 // What each worker's window counts per job is exactly what the job says runs on that worker (its
-// chunks and its verify copies), and every running chunk runs on a worker that is still there.
+// chunks, and the chunks of its verify copies not in yet), and every running chunk runs on a worker that is still there.
 inline void check_consistent(const Scheduler& s) {
   for (const auto& [wid, w] : s.workers()) {
     for (const auto& [job_id, held] : w->in_flight.by_job()) {
@@ -124,7 +124,7 @@ inline void check_consistent(const Scheduler& s) {
       if (it == s.jobs().end()) fail("worker holds chunks of a job that is gone");
       uint64_t running = 0;
       for (const ChunkRange& r : it->second->running_ranges_of(wid)) running += r.count;
-      for (const ChunkRange& r : it->second->verify.running_of(wid)) running += r.count;
+      running += it->second->verify.awaited_from(wid);
       if (running != held.chunks) fail("worker's window differs from the chunks running on it");
     }
   }

@@ -179,6 +179,19 @@ int main(int argc, char** argv) {
                   {false, goodbye}};
     write(sched, "worker_verify", encode_input(in));
   }
+  // A verify job of 4-chunk blocks on one worker: a chunk of a block's copy fails while the copy's
+  // other chunks are still out (the window holds only those), then the copy runs again.
+  {
+    psched::JobSpec spec = small_job();
+    spec.cols = 512;  // 256 chunks: verify blocks of 4
+    Input in;
+    in.role_a = Role::kWorker;
+    in.role_b = Role::kClient;
+    in.records = {{true, submit(spec, false, 1.0)}, {false, results(1, 0, 4)},    {false, results(1, 0, 2, 2)},
+                  {false, heartbeat},               {false, results(1, 3, 1)},    {false, results(1, 0, 4)},
+                  {false, goodbye}};
+    write(sched, "worker_verify_copy_fails", encode_input(in));
+  }
   // A worker gives back chunks (a GiveBack's answer, unasked here): ones it holds, then ones it
   // does not, then none.
   {

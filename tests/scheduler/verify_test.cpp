@@ -322,11 +322,16 @@ TEST_CASE("a copy with a failed chunk runs again once its other chunks are in", 
   v.first_piece({0, 4}, c.copy({0, 4}, 1));
   REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 4}});
   std::optional<VerifySettled> settled;
+  CHECK(v.awaited_from(2) == 4);
   CHECK(v.chunk_failed(1, 2, "w2", c.peers(), settled) == 1);
   CHECK_FALSE(settled);
   CHECK_FALSE(v.has_queued());  // chunks 0, 2 and 3 are still coming
+  CHECK(v.awaited_from(2) == 3);  // what the worker's window still holds for the copy
+  CHECK(v.running_of(2) == std::vector<ChunkRange>{{0, 4}});
   CHECK_FALSE(v.piece_done({0, 1}, c.copy({0, 1}, 2), c.peers()));
+  CHECK(v.awaited_from(2) == 2);
   CHECK_FALSE(v.piece_done({2, 2}, c.copy({2, 2}, 2), c.peers()));
+  CHECK(v.awaited_from(2) == 0);
   CHECK(v.queued() == 4);
   REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 4}});
   CHECK(v.piece_done({0, 4}, c.copy({0, 4}, 3), c.peers()));

@@ -87,6 +87,9 @@ FramedConnection::FramedConnection(tcp::socket socket, uint32_t max_frame_bytes,
       max_frame_bytes_(max_frame_bytes) {
   boost::system::error_code ec;
   this->socket().set_option(tcp::no_delay(true), ec);
+  // The plain stream reads and writes in place when the socket is ready (read_more, flush): a call
+  // that would block must say so, not wait.
+  this->socket().non_blocking(true, ec);
   const auto ep = this->socket().remote_endpoint(ec);
   remote_ = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
@@ -285,20 +288,38 @@ void FramedConnection::read_more() {
     in_ = std::move(bigger);
     in_capacity_ = want;
   }
+  // A plain socket that the last read drained waits until it is readable, then is read in place:
+  // an asynchronous read would first try the socket at once and find it empty (a second recv per
+  // message: 1024 workers' reports cost psched 2048 recv calls a job).
+  auto* plain = std::get_if<tcp::socket>(&stream_);
+  if (plain && drained_) {
+    plain->async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!self->is_open()) return;
+      if (ec) return self->took(ec, 0);
+      boost::system::error_code read_ec;
+      const size_t n = std::get<tcp::socket>(self->stream_).read_some(
+          asio::buffer(self->in_.get() + self->in_end_, self->in_capacity_ - self->in_end_), read_ec);
+      if (read_ec == asio::error::would_block) return self->read_more();
+      self->took(read_ec, n);
+    });
+    return;
+  }
   with_stream([this](auto& stream) {
-    stream.async_read_some(
-        asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_),
-        [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-          if (!self->is_open()) return;
-          if (ec) {
-            self->close(self->why_failed(ec, self->in_end_ > self->in_begin_ ? "peer closed the connection mid-frame"
-                                                                              : "peer closed the connection"));
-            return;
-          }
-          self->in_end_ += n;
-          self->read_next();
-        });
+    stream.async_read_some(asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_),
+                           [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                             if (self->is_open()) self->took(ec, n);
+                           });
   });
+}
+
+void FramedConnection::took(const boost::system::error_code& ec, size_t n) {
+  if (ec) {
+    close(why_failed(ec, in_end_ > in_begin_ ? "peer closed the connection mid-frame" : "peer closed the connection"));
+    return;
+  }
+  drained_ = n < in_capacity_ - in_end_;
+  in_end_ += n;
+  read_next();
 }
 
 void FramedConnection::dispatch(size_t bytes) {
@@ -344,8 +365,22 @@ void FramedConnection::flush() {
   writing_.clear();
   writing_.swap(out_);
   move(Channel::kWriting);
-  with_stream([this](auto& stream) {
-    asio::async_write(stream, asio::buffer(writing_),
+  // A plain socket is written in place: most writes fit the socket's buffer, and then no write
+  // operation and no completion handler is needed. What does not fit, an error, and the rare cases
+  // the completion handles (reading to resume, the connection to close) take the asynchronous path.
+  size_t written = 0;
+  if (auto* plain = std::get_if<tcp::socket>(&stream_); plain && state_ == State::kOpen && !read_paused_) {
+    boost::system::error_code ec;
+    written = plain->write_some(asio::buffer(writing_), ec);
+    if (ec) written = 0;  // the asynchronous write meets the error again and reports it
+    if (written == writing_.size()) {
+      writing_.clear();
+      move(Channel::kIdle);
+      return;
+    }
+  }
+  with_stream([this, written](auto& stream) {
+    asio::async_write(stream, asio::buffer(writing_.data() + written, writing_.size() - written),
                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                       if (!self->is_open()) return;
                       self->move(Channel::kIdle);

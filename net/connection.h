@@ -105,6 +105,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   enum class Taken : uint8_t { kFrame, kNeedMore, kStop };  // kStop: refused, closed or closing
   Taken take_frame();  // the next whole frame in the read buffer, checked and dispatched
   void read_more();    // reads what the socket has into the buffer, then read_next()
+  void took(const boost::system::error_code& ec, size_t n);  // a read's outcome: n bytes, or why not
   void dispatch(size_t bytes);
   void flush();
   void arm_idle_timer(std::chrono::steady_clock::time_point silent_since);
@@ -145,6 +146,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   bool flush_posted_ = false;  // a flush() is posted for the end of this turn (send())
   // Flow control: reading waits until the peer has taken what we owe it (resumed only while open).
   bool read_paused_ = false;
+  bool drained_ = false;  // the last read took less than it had room for: the socket was empty
 };
 
 // Builds a one-off message: `fill` gets the root Message builder.

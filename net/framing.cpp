@@ -1,20 +1,13 @@
 #include "net/framing.h"
 
-#include <capnp/serialize.h>
-
 namespace psched {
 
 namespace {
 
-// Cap'n Proto's serializer writing into a frame buffer.
-class AppendTo final : public kj::OutputStream {
- public:
-  explicit AppendTo(std::string& out) : out_(out) {}
-  void write(const void* buffer, size_t size) override { out_.append(static_cast<const char*>(buffer), size); }
-
- private:
-  std::string& out_;
-};
+void append_le32(std::string& out, uint32_t v) {
+  const char bytes[4] = {char(v & 0xff), char((v >> 8) & 0xff), char((v >> 16) & 0xff), char((v >> 24) & 0xff)};
+  out.append(bytes, 4);
+}
 
 // The first segment lent to one OutgoingMessage at a time on each thread; zero when lent.
 thread_local capnp::word scratch[OutgoingMessage::kScratchWords];
@@ -22,14 +15,21 @@ thread_local bool scratch_lent = false;
 
 }  // namespace
 
+// Cap'n Proto's stream format written straight into the frame (what capnp::writeMessage writes,
+// without its output stream and a second look at the segments): the segment count minus one, each
+// segment's size in words, padding to a word, then the segments.
 void append_frame(capnp::MessageBuilder& message, std::string& out) {
-  const uint32_t n = uint32_t(capnp::computeSerializedSizeInWords(message) * sizeof(capnp::word));
-  const char header[kFrameHeaderBytes] = {char(n & 0xff), char((n >> 8) & 0xff),
-                                          char((n >> 16) & 0xff), char((n >> 24) & 0xff)};
+  const kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments = message.getSegmentsForOutput();
+  const size_t table_words = segments.size() / 2 + 1;
+  size_t words = table_words;
+  for (const auto& s : segments) words += s.size();
+  const uint32_t n = uint32_t(words * sizeof(capnp::word));
   out.reserve(out.size() + kFrameHeaderBytes + n);
-  out.append(header, kFrameHeaderBytes);
-  AppendTo stream(out);
-  capnp::writeMessage(stream, message);
+  append_le32(out, n);
+  append_le32(out, uint32_t(segments.size() - 1));
+  for (const auto& s : segments) append_le32(out, uint32_t(s.size()));
+  if (segments.size() % 2 == 0) append_le32(out, 0);
+  for (const auto& s : segments) out.append(reinterpret_cast<const char*>(s.begin()), s.size() * sizeof(capnp::word));
 }
 
 OutgoingMessage::OutgoingMessage(size_t first_segment_words) {

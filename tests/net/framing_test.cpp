@@ -35,6 +35,24 @@ TEST_CASE("a frame is a little-endian length followed by the flat message", "[fr
   CHECK(back.row_sel.step == spec.row_sel.step);
 }
 
+TEST_CASE("a frame's body is what Cap'n Proto's own serializer writes, for any number of segments", "[framing]") {
+  for (const uint32_t first_words : {1024u, 8u, 1u}) {  // one segment; several; one per allocation
+    capnp::MallocMessageBuilder m(first_words, capnp::AllocationStrategy::FIXED_SIZE);
+    auto progress = m.initRoot<wire::Message>().initProgress();
+    progress.setJobId(9);
+    auto list = progress.initPartials(first_words == 1 ? 3 : 40);
+    for (uint32_t i = 0; i < list.size(); ++i) list[i].setChunk(i);
+    const auto segments = m.getSegmentsForOutput().size();
+    CHECK((first_words == 1024 ? segments == 1 : segments > 1));
+    std::string out;
+    append_frame(m, out);
+    const kj::Array<capnp::word> flat = capnp::messageToFlatArray(m);
+    const kj::ArrayPtr<const kj::byte> bytes = flat.asBytes();
+    REQUIRE(decode_frame_length(reinterpret_cast<const uint8_t*>(out.data())) == bytes.size());
+    CHECK(out.substr(4) == std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size()));
+  }
+}
+
 TEST_CASE("addresses parse in the three forms users write", "[address]") {
   auto a = parse_address("tcp://head:9000");
   REQUIRE(a);

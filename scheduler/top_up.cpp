@@ -77,23 +77,23 @@ uint64_t take_turn(Plan& plan, JobTopUp& entry, WorkerRecord& worker, uint64_t s
 
 }  // namespace
 
-void WorkQueue::update(const Job& job) {
+void WorkQueue::update(Job& job) {
   auto it = jobs_.find(job.id());
-  if (it != jobs_.end()) queued_elements_ -= it->second;
+  if (it != jobs_.end()) queued_elements_ -= it->second.elements;
   if (!job.has_work()) {
     if (it != jobs_.end()) jobs_.erase(it);
     return;
   }
   const unsigned __int128 elements = (unsigned __int128)(job.queued() + job.verify.queued()) * job.spec()->chunk_elements();
-  if (it == jobs_.end()) it = jobs_.emplace(job.id(), 0).first;
-  it->second = uint64_t(std::min<unsigned __int128>(elements, UINT64_MAX));
-  queued_elements_ += it->second;
+  if (it == jobs_.end()) it = jobs_.emplace(job.id(), Entry{&job, 0}).first;
+  it->second.elements = uint64_t(std::min<unsigned __int128>(elements, UINT64_MAX));
+  queued_elements_ += it->second.elements;
 }
 
 void WorkQueue::forget(JobId id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
-  queued_elements_ -= it->second;
+  queued_elements_ -= it->second.elements;
   jobs_.erase(it);
 }
 
@@ -111,8 +111,7 @@ uint64_t least_turn(const WorkerRecord& worker, const Job& job, std::chrono::mic
   return std::max(splitting, uint64_t(std::min(interval / chunk_seconds, double(kMaxTimedWindowChunks))));
 }
 
-std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const JobTable& jobs,
-                                  const TopUpContext& context) {
+std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const TopUpContext& context) {
   if (worker.isolating && worker.in_flight.size() > 0) return {};  // a suspect runs alone
   worker.isolating = false;
   Plan plan(worker);
@@ -127,7 +126,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
     auto it = queue.jobs().upper_bound(queue.served_last());
     for (size_t tried = 0; tried < candidates && !queue.empty() && !worker.in_flight.full() && budget > 0; ++tried) {
       if (it == queue.jobs().end()) it = queue.jobs().begin();
-      Job& job = *must_find(jobs, (it++)->first);  // moved on first: the job may leave the queue below
+      Job& job = *(it++)->second.job;  // moved on first: the job may leave the queue below
       if (!job.has_work()) {
         queue.update(job);
         continue;

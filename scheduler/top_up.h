@@ -26,21 +26,26 @@ using JobTable = std::map<JobId, std::unique_ptr<Job>>;
 // may change the job's work.
 class WorkQueue {
  public:
-  void update(const Job& job);
+  // A job with work, and the elements of its queued chunks and verify copies. The job is held by
+  // the scheduler's JobTable, and leaves the queue (forget) before it is destroyed.
+  struct Entry {
+    Job* job;
+    uint64_t elements;
+  };
+  void update(Job& job);
   void forget(JobId id);
   bool empty() const { return jobs_.empty(); }
   size_t size() const { return jobs_.size(); }
   bool contains(JobId id) const { return jobs_.count(id) > 0; }
-  // Job id -> the elements of its queued chunks and verify copies.
-  const std::map<JobId, uint64_t>& jobs() const { return jobs_; }
+  const std::map<JobId, Entry>& jobs() const { return jobs_; }
   // The elements of every job's queued chunks and verify copies: what a GPU's window is sized from.
   double queued_elements() const { return double(queued_elements_); }
   JobId served_last() const { return served_last_; }
   void served(JobId id) { served_last_ = id; }
 
  private:
-  std::map<JobId, uint64_t> jobs_;
-  unsigned __int128 queued_elements_ = 0;  // the sum of jobs_'s values
+  std::map<JobId, Entry> jobs_;
+  unsigned __int128 queued_elements_ = 0;  // the sum of jobs_'s elements
   JobId served_last_ = 0;  // jobs take turns starting after this one
 };
 
@@ -83,7 +88,6 @@ uint64_t least_turn(const WorkerRecord& worker, const Job& job, std::chrono::mic
 // idle worker, which is then `isolating`. The chunks taken are running on the worker and in its
 // window; jobs left without work leave the queue. Returns what to send, per job (jobs that got
 // nothing are left out).
-std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const JobTable& jobs,
-                                  const TopUpContext& context);
+std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const TopUpContext& context);
 
 }  // namespace psched

@@ -73,7 +73,7 @@ TEST_CASE("a top-up takes one run of consecutive chunks for a lone job, as many 
   Table t;
   Job& job = t.add(job_of(1, 10));
   WorkerRecord w = worker_with_slots(7, 4);
-  const auto plan = plan_top_up(w, t.queue, t.jobs, alone());
+  const auto plan = plan_top_up(w, t.queue, alone());
   REQUIRE(plan.size() == 1);
   CHECK(plan[0].job == &job);
   CHECK(plan[0].ranges == std::vector<ChunkRange>{{0, 4}});
@@ -81,7 +81,7 @@ TEST_CASE("a top-up takes one run of consecutive chunks for a lone job, as many 
   CHECK(job.queued() == 6);
   CHECK(job.ranges().running_here(ChunkRange{0, 4}, 7));
   // Full: a second top-up takes nothing.
-  CHECK(plan_top_up(w, t.queue, t.jobs, alone()).empty());
+  CHECK(plan_top_up(w, t.queue, alone()).empty());
 }
 
 TEST_CASE("jobs take turns in the window, and the next top-up starts after the last job served", "[top_up]") {
@@ -90,7 +90,7 @@ TEST_CASE("jobs take turns in the window, and the next top-up starts after the l
   t.add(job_of(2, 100));
   WorkerRecord w = worker_with_slots(7, 4);
   // Each turn a job takes its share of what is still free (free / jobs): 2, then 1 each.
-  const auto plan = plan_top_up(w, t.queue, t.jobs, alone());
+  const auto plan = plan_top_up(w, t.queue, alone());
   REQUIRE(plan.size() == 2);
   CHECK(plan[0].job->id() == 1);
   CHECK(plan[0].ranges == std::vector<ChunkRange>{{0, 3}});
@@ -99,7 +99,7 @@ TEST_CASE("jobs take turns in the window, and the next top-up starts after the l
   CHECK(t.queue.served_last() == 1);
   // Job 1 was served last: room for one chunk goes to job 2.
   w.in_flight.remove(1, 1);
-  const auto next = plan_top_up(w, t.queue, t.jobs, alone());
+  const auto next = plan_top_up(w, t.queue, alone());
   REQUIRE(next.size() == 1);
   CHECK(next[0].job->id() == 2);
   CHECK(next[0].ranges == std::vector<ChunkRange>{{1, 1}});
@@ -109,7 +109,7 @@ TEST_CASE("a worker takes at most its part of what a job has left when workers s
   Table t;
   Job& job = t.add(job_of(1, 12));
   WorkerRecord w = worker_with_slots(7, 64);
-  const auto plan = plan_top_up(w, t.queue, t.jobs, alone(/*sharing=*/4));
+  const auto plan = plan_top_up(w, t.queue, alone(/*sharing=*/4));
   REQUIRE(plan.size() == 1);
   CHECK(plan[0].ranges == std::vector<ChunkRange>{{0, 3}});  // 12 chunks over 4 workers
   CHECK(job.queued() == 9);
@@ -119,14 +119,14 @@ TEST_CASE("a job left with no work leaves the queue, and a job given work back j
   Table t;
   Job& job = t.add(job_of(1, 3));
   WorkerRecord w = worker_with_slots(7, 8);
-  plan_top_up(w, t.queue, t.jobs, alone());
+  plan_top_up(w, t.queue, alone());
   CHECK(job.queued() == 0);
   CHECK_FALSE(t.queue.contains(1));
   job.requeue(ChunkRange{1, 1}, 7, "w7", /*blame=*/false);
   w.in_flight.remove(1, 1);
   t.queue.update(job);
   CHECK(t.queue.contains(1));
-  const auto plan = plan_top_up(w, t.queue, t.jobs, alone());
+  const auto plan = plan_top_up(w, t.queue, alone());
   REQUIRE(plan.size() == 1);
   CHECK(plan[0].ranges == std::vector<ChunkRange>{{1, 1}});
 }
@@ -135,7 +135,7 @@ TEST_CASE("a suspect goes alone to an idle worker, which then takes nothing unti
   Table t;
   Job& job = t.add(job_of(1, 10));
   WorkerRecord first = worker_with_slots(7, 4);
-  plan_top_up(first, t.queue, t.jobs, alone());
+  plan_top_up(first, t.queue, alone());
   // Worker 7 died twice with chunks 0..3: they come back as a suspect range.
   job.requeue(ChunkRange{0, 4}, 7, "w7", /*blame=*/true);
   uint64_t taken_from = 0;
@@ -144,15 +144,15 @@ TEST_CASE("a suspect goes alone to an idle worker, which then takes nothing unti
   REQUIRE(job.has_suspects());
   t.queue.update(job);
   WorkerRecord idle = worker_with_slots(9, 4);
-  const auto plan = plan_top_up(idle, t.queue, t.jobs, alone());
+  const auto plan = plan_top_up(idle, t.queue, alone());
   REQUIRE(plan.size() == 1);
   CHECK(plan[0].ranges == std::vector<ChunkRange>{{0, 1}});  // one chunk, alone
   CHECK(idle.isolating);
-  CHECK(plan_top_up(idle, t.queue, t.jobs, alone()).empty());
+  CHECK(plan_top_up(idle, t.queue, alone()).empty());
   // Back with chunk 0: the next suspect chunk goes to it alone again.
   REQUIRE(job.finish(0, 9, PartialSum{1, 1, 1, 1}));
   idle.in_flight.remove(1, 1);
-  const auto next = plan_top_up(idle, t.queue, t.jobs, alone());
+  const auto next = plan_top_up(idle, t.queue, alone());
   REQUIRE(next.size() == 1);
   CHECK(next[0].ranges == std::vector<ChunkRange>{{1, 1}});
   CHECK(idle.isolating);
@@ -165,17 +165,17 @@ TEST_CASE("verify copies go out before fresh chunks, and not to the worker of th
   TopUpContext two = alone(2);
   two.peers = &kTwo;
   two.sharing = 1;
-  REQUIRE(plan_top_up(a, t.queue, t.jobs, two).front().ranges == std::vector<ChunkRange>{{0, 2}});
+  REQUIRE(plan_top_up(a, t.queue, two).front().ranges == std::vector<ChunkRange>{{0, 2}});
   // Chunk 0's first copy is in from worker 1: held, its copy queued.
   REQUIRE(job.verify.block_chunks() == 1);
   REQUIRE(job.hold_for_verify({0, 1}, 1));
   job.verify.first_piece({0, 1}, VerifyCopy{1, "w1", "cpu", PartialSum{1, 1, 1, 1}, false});
   a.in_flight.remove(1, 1);
   t.queue.update(job);
-  const auto to_a = plan_top_up(a, t.queue, t.jobs, two);
+  const auto to_a = plan_top_up(a, t.queue, two);
   REQUIRE(to_a.size() == 1);
   CHECK(to_a[0].ranges == std::vector<ChunkRange>{{2, 1}});  // not its own copy
-  const auto to_b = plan_top_up(b, t.queue, t.jobs, two);
+  const auto to_b = plan_top_up(b, t.queue, two);
   REQUIRE(to_b.size() == 1);
   CHECK(to_b[0].ranges.front() == ChunkRange{0, 1});  // the copy first
   CHECK(job.verify.running_here({0, 1}, 2));
@@ -228,7 +228,7 @@ TEST_CASE("many jobs on a measured GPU: each turn is at least a report interval 
   for (JobId id = 1; id <= 20; ++id) t.add(job_of(id, 100, 1000));  // 2000 chunks of 1 ms
   WorkerRecord w = measured_gpu(7, 4);
   // 10 workers: this one's part of the queue is 200 ms; its window four intervals of 10 ms.
-  const auto plan = plan_top_up(w, t.queue, t.jobs, fleet_of(10, std::chrono::milliseconds(10)));
+  const auto plan = plan_top_up(w, t.queue, fleet_of(10, std::chrono::milliseconds(10)));
   REQUIRE(plan.size() == 4);
   for (const JobTopUp& p : plan) CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});  // a turn: 10 ms
   CHECK(w.in_flight.size() == 40);
@@ -237,7 +237,7 @@ TEST_CASE("many jobs on a measured GPU: each turn is at least a report interval 
   for (JobId id = 1; id <= 20; ++id) u.add(job_of(id, 100, 1000));
   WorkerRecord fresh = worker_with_slots(8, 4);
   fresh.backend = "cuda";
-  const auto plain = plan_top_up(fresh, u.queue, u.jobs, fleet_of(10, std::chrono::milliseconds(10)));
+  const auto plain = plan_top_up(fresh, u.queue, fleet_of(10, std::chrono::milliseconds(10)));
   REQUIRE(plain.size() == 16);
   for (const JobTopUp& p : plain) CHECK(p.chunks() == 1);
 }
@@ -249,7 +249,7 @@ TEST_CASE("a top-up takes at most the worker's part of all the work queued, what
   WorkerRecord w = measured_gpu(7, 4);
   // Its window is four intervals of 100 ms (400 chunks); its part of the queue over 10 workers,
   // 100 chunks: ten whole jobs.
-  const auto plan = plan_top_up(w, t.queue, t.jobs, fleet_of(10, std::chrono::milliseconds(100)));
+  const auto plan = plan_top_up(w, t.queue, fleet_of(10, std::chrono::milliseconds(100)));
   uint64_t taken = 0;
   for (const JobTopUp& p : plan) {
     CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});

@@ -100,11 +100,13 @@ void Scheduler::complete_job(Job& job) {
   send_progress(job, /*force=*/true);
   const PartialSum total = job.result();
   ++counters_.jobs_completed;
-  spdlog::info("job {} done: {} in {:.3f} s on {}, sum {:.17g}, count {}", job.id(), counted(job.chunks(), "chunk"),
-               job.seconds(), counted(job.workers_used(), "worker"), total.sum, total.count);
-  if (job.verify.on())
-    spdlog::info("job {} verify: {} compared, {}", job.id(), counted(job.verify.verified(), "chunk"),
-                 counted(job.verify.mismatch_count(), "mismatch", "mismatches"));
+  if (spdlog::should_log(spdlog::level::info)) {  // the words are made only to be logged
+    spdlog::info("job {} done: {} in {:.3f} s on {}, sum {:.17g}, count {}", job.id(), counted(job.chunks(), "chunk"),
+                 job.seconds(), counted(job.workers_used(), "worker"), total.sum, total.count);
+    if (job.verify.on())
+      spdlog::info("job {} verify: {} compared, {}", job.id(), counted(job.verify.verified(), "chunk"),
+                   counted(job.verify.mismatch_count(), "mismatch", "mismatches"));
+  }
   auto cit = clients_.find(job.client());
   if (cit != clients_.end()) {
     send_message(*cit->second->conn, [&](wire::Message::Builder m) {
@@ -123,7 +125,7 @@ void Scheduler::complete_job(Job& job) {
       report_devices(job, r);
     });
   }
-  remember_job(job, "done", "");
+  remember_job(job, "done", "", &total);
   forget_job(job);
 }
 
@@ -155,8 +157,6 @@ void Scheduler::cancel_job(JobId id) {
 
 void Scheduler::forget_job(Job& job) {
   const JobId id = job.id();
-  OutgoingMessage m(32);
-  m.initRoot<wire::Message>().initDropJob().setJobId(id);
   // A completed job left nothing on any worker: its DropJob waits for the next message to each
   // (send_owed_drops), instead of a write per worker now, which on 1024 workers came before the
   // next job's first windows. A failed or cancelled job's queued chunks must stop now.
@@ -172,7 +172,7 @@ void Scheduler::forget_job(Job& job) {
         if (drop_later) {
           w.drops_owed.push_back(id);
         } else {
-          w.conn->send(m);
+          send_message(*w.conn, [&](wire::Message::Builder m) { m.initDropJob().setJobId(id); });
         }
       }
       // The worker forgets the job's queued chunks; the running ones report and are dropped.
@@ -196,7 +196,7 @@ void Scheduler::send_owed_drops(WorkerRecord& worker) {
   worker.drops_owed.clear();
 }
 
-void Scheduler::remember_job(const Job& job, const char* state, const std::string& message) {
+void Scheduler::remember_job(const Job& job, const char* state, const std::string& message, const PartialSum* total) {
   JobSummary s;
   s.id = job.id();
   auto cit = clients_.find(job.client());
@@ -210,10 +210,13 @@ void Scheduler::remember_job(const Job& job, const char* state, const std::strin
   s.retries = job.retries();
   s.workers = uint32_t(job.workers_used());
   s.seconds = job.seconds();
-  if (job.complete()) {
-    const PartialSum total = job.result();
-    s.sum = total.sum;
-    s.count = total.count;
+  if (total) {
+    s.sum = total->sum;
+    s.count = total->count;
+  } else if (job.complete()) {
+    const PartialSum result = job.result();
+    s.sum = result.sum;
+    s.count = result.count;
   } else {
     s.sum = job.running_sum();
   }

@@ -230,7 +230,8 @@ class Scheduler {
   // The DropJobs a worker is owed (WorkerRecord::drops_owed), sent with its next message: a
   // TaskBatch (send_top_up) or at the latest the next heartbeat.
   void send_owed_drops(WorkerRecord& worker);
-  void remember_job(const Job& job, const char* state, const std::string& message);
+  // The job's line in the recent jobs (dashboard, /status); `total`: its result, when already made.
+  void remember_job(const Job& job, const char* state, const std::string& message, const PartialSum* total = nullptr);
   void remove_worker(WorkerId id, const std::string& why, bool graceful);
   // The chunks of `job` that worker `w` held go back to the queue (blamed unless it left on
   // purpose); the job's failure message when a chunk has now failed --allowed-failures times.

@@ -54,44 +54,34 @@ void mark_stragglers(std::vector<DeviceShare>& shares) {
   }
 }
 
-void JobDevices::add_results(JobId job, const DeviceShare& who, uint64_t chunks, uint64_t bytes,
-                             double busy_seconds) {
-  auto& devices = jobs_[job];
-  running_.emplace(job, true);
-  auto [it, fresh] = devices.try_emplace(who.worker_id, who);
-  if (fresh) {
-    it->second.chunks = it->second.bytes = 0;
-    it->second.busy_seconds = 0;
-  }
-  it->second.chunks += chunks;
-  it->second.bytes += bytes;
-  it->second.busy_seconds += busy_seconds;
+DeviceShare& JobDevices::share(JobId job, WorkerId worker, bool& fresh) {
+  auto [it, made] = jobs_[job].devices.try_emplace(worker);
+  fresh = made;
+  if (made) it->second.worker_id = worker;
+  return it->second;
 }
 
 void JobDevices::add_health(WorkerId worker, const GpuHealth& health, double at_s) {
-  for (auto& [job, running] : running_) {
-    if (!running) continue;
-    auto& devices = jobs_[job];
-    auto it = devices.find(worker);
-    if (it == devices.end()) continue;
+  for (auto& [job, record] : jobs_) {
+    if (!record.running) continue;
+    auto it = record.devices.find(worker);
+    if (it == record.devices.end()) continue;
     if (!it->second.gpu) it->second.gpu.emplace();
     it->second.gpu->add(health);
     if (health.samples > 0)
-      add_point(series_[job][worker],
+      add_point(record.series[worker],
                 GpuPoint{at_s, float(health.sm_clock_mhz), float(health.temperature_c),
                          float(health.power_watts), float(health.sm_utilisation_pct)});
   }
 }
 
 void JobDevices::finish(JobId job) {
-  auto it = running_.find(job);
-  if (it == running_.end() || !it->second) return;
-  it->second = false;
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || !it->second.running) return;
+  it->second.running = false;
   finished_.push_back(job);
   while (finished_.size() > kJobsKept) {
     jobs_.erase(finished_.front());
-    series_.erase(finished_.front());
-    running_.erase(finished_.front());
     finished_.pop_front();
   }
 }
@@ -100,7 +90,8 @@ std::vector<DeviceShare> JobDevices::shares(JobId job) const {
   std::vector<DeviceShare> out;
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return out;
-  for (const auto& [worker, d] : it->second) out.push_back(d);
+  out.reserve(it->second.devices.size());
+  for (const auto& [worker, d] : it->second.devices) out.push_back(d);
   mark_stragglers(out);
   return out;
 }
@@ -109,7 +100,7 @@ std::set<WorkerId> JobDevices::slow_workers() const {
   std::set<WorkerId> seen, slow;
   for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {  // newest job first
     bool fresh = false;
-    for (const auto& [worker, d] : it->second) fresh |= !seen.count(worker);
+    for (const auto& [worker, d] : it->second.devices) fresh |= !seen.count(worker);
     if (!fresh) continue;
     for (const DeviceShare& d : shares(it->first)) {
       if (!seen.insert(d.worker_id).second) continue;
@@ -120,10 +111,10 @@ std::set<WorkerId> JobDevices::slow_workers() const {
 }
 
 const std::vector<GpuPoint>* JobDevices::series(JobId job, WorkerId worker) const {
-  auto it = series_.find(job);
-  if (it == series_.end()) return nullptr;
-  auto w = it->second.find(worker);
-  return w == it->second.end() ? nullptr : &w->second;
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return nullptr;
+  auto w = it->second.series.find(worker);
+  return w == it->second.series.end() ? nullptr : &w->second;
 }
 
 }  // namespace psched

@@ -41,8 +41,9 @@ void mark_stragglers(std::vector<DeviceShare>& shares);
 
 class JobDevices {
  public:
-  void add_results(JobId job, const DeviceShare& who, uint64_t chunks, uint64_t bytes,
-                   double busy_seconds);
+  // The worker's share of the job, where its results add up; made on first use with only the
+  // worker's id set (`fresh`: the caller names the worker).
+  DeviceShare& share(JobId job, WorkerId worker, bool& fresh);
   // The worker's GPU health joins the figures of every running job it has worked on.
   // at_s: the scheduler's clock (seconds since it started).
   void add_health(WorkerId worker, const GpuHealth& health, double at_s);
@@ -58,10 +59,13 @@ class JobDevices {
   static constexpr size_t kJobsKept = 64;
 
  private:
-  std::map<JobId, std::map<WorkerId, DeviceShare>> jobs_;
-  std::map<JobId, std::map<WorkerId, std::vector<GpuPoint>>> series_;  // apart: shares() stays cheap
-  std::map<JobId, bool> running_;
-  std::deque<JobId> finished_;  // oldest first
+  struct Record {
+    bool running = true;
+    std::map<WorkerId, DeviceShare> devices;
+    std::map<WorkerId, std::vector<GpuPoint>> series;  // apart: shares() stays cheap
+  };
+  std::map<JobId, Record> jobs_;  // running, then kept until kJobsKept newer ones finished
+  std::deque<JobId> finished_;    // oldest first
 };
 
 }  // namespace psched

@@ -34,14 +34,17 @@ void Scheduler::observe_results(WorkerRecord& worker, const Job& job, uint64_t f
   const double device_seconds = busy_seconds / std::max(parallelism(worker), 1.0);
   task_stream_.record(TaskSegment{job.id(), worker.id, first_chunk, uint32_t(finished),
                                   std::max(0.0, end - device_seconds), end});
-  DeviceShare who;
-  who.worker_id = worker.id;
-  who.name = worker.name;
-  who.host = worker.host;
-  who.device = worker.device_name;
-  who.parallelism = std::max(parallelism(worker), 1.0);
-  job_devices_.add_results(job.id(), who, finished, finished * job.spec()->chunk_bytes(),
-                           busy_seconds);
+  bool fresh = false;
+  DeviceShare& share = job_devices_.share(job.id(), worker.id, fresh);
+  if (fresh) {
+    share.name = worker.name;
+    share.host = worker.host;
+    share.device = worker.device_name;
+    share.parallelism = std::max(parallelism(worker), 1.0);
+  }
+  share.chunks += finished;
+  share.bytes += finished * job.spec()->chunk_bytes();
+  share.busy_seconds += busy_seconds;
 }
 
 namespace {

@@ -19,9 +19,9 @@ namespace {
 // Why a batch's results cannot be taken (empty: they can): one names no chunks, crosses a block
 // of a job that asked for a partial per block (DefineJob.partialBlock), or chunks not all running
 // on `worker` (nor settled already: a late duplicate is ignored, not refused).
-std::string refused_result(const Job& job, WorkerId worker, wire::ResultBatch::Reader batch) {
+std::string refused_result(const Job& job, WorkerId worker, capnp::List<wire::ChunkPartial>::Reader results) {
   const uint64_t block = job.partial_block();
-  for (auto r : batch.getResults()) {
+  for (auto r : results) {
     const ChunkRange range{r.getChunk(), r.getChunks()};
     const bool inside = range.count > 0 && range.first < job.chunks() && range.count <= job.chunks() - range.first;
     if (range.count == 0)
@@ -61,18 +61,19 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     return;
   }
   Job& job = *it->second;
-  const double busy = observe_busy(worker, job, batch);
+  const Reported reported{batch.getResults(), batch.getFailures()};
+  const double busy = observe_busy(worker, job, reported, batch.getBusySeconds());
   // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
   // good results first would keep a liar's partials, and could leave a job with every chunk done
   // and no one to complete it.
-  if (const std::string wrong = refused_result(job, worker.id, batch); !wrong.empty()) {
+  if (const std::string wrong = refused_result(job, worker.id, reported.results); !wrong.empty()) {
     protocol_error(*worker.conn, wrong);
     return;
   }
   const uint64_t copies_before = job.verify.queued();
-  apply_partials(job, worker, batch, busy);
+  apply_partials(job, worker, reported, busy);
   const bool copies_queued = job.verify.queued() > copies_before;
-  const std::optional<bool> requeued = apply_failures(job, worker, batch);
+  const std::optional<bool> requeued = apply_failures(job, worker, reported);
   if (!requeued) {
     dispatch();  // the job failed and is gone
     return;
@@ -93,23 +94,21 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   }
 }
 
-double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, wire::ResultBatch::Reader batch) {
+double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, const Reported& batch, double reported_busy) {
   // A worker's own figure: NaN, infinite or negative would poison the counters for good.
-  const double busy = std::isfinite(batch.getBusySeconds()) && batch.getBusySeconds() >= 0
-                          ? batch.getBusySeconds()
-                          : 0.0;
+  const double busy = std::isfinite(reported_busy) && reported_busy >= 0 ? reported_busy : 0.0;
   worker.busy_seconds += busy;
   // Chunks, not partials: a partial covers a run of them.
-  uint64_t reported = batch.getFailures().size();
-  for (auto r : batch.getResults()) reported += r.getChunks();
+  uint64_t reported = batch.failures.size();
+  for (auto r : batch.results) reported += r.getChunks();
   if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
   worker.observe_speed(busy, reported * job.spec()->chunk_elements());
   return busy;
 }
 
-void Scheduler::apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch, double busy) {
+void Scheduler::apply_partials(Job& job, WorkerRecord& worker, const Reported& batch, double busy) {
   uint64_t finished = 0, first_chunk = UINT64_MAX;
-  for (auto r : batch.getResults()) {
+  for (auto r : batch.results) {
     const ChunkRange range{r.getChunk(), r.getChunks()};
     const uint64_t chunk = range.first;
     // The common case: the range's exact terms go straight into the job's total.
@@ -145,9 +144,9 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch
   counters_.bytes_reduced += bytes;
 }
 
-std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch) {
+std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, const Reported& batch) {
   bool requeued = false;
-  for (auto f : batch.getFailures()) {
+  for (auto f : batch.failures) {
     const uint64_t chunk = f.getChunk();
     if (chunk >= job.chunks()) continue;
     const bool copy = job.verify.running_here(ChunkRange{chunk, 1}, worker.id);

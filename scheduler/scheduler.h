@@ -157,9 +157,14 @@ class Scheduler {
   // failures; apply_failures returns whether it re-queued any, nullopt when the job failed (and is
   // gone).
   void on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch);
-  double observe_busy(WorkerRecord& worker, const Job& job, wire::ResultBatch::Reader batch);
-  void apply_partials(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch, double busy_seconds);
-  std::optional<bool> apply_failures(Job& job, WorkerRecord& worker, wire::ResultBatch::Reader batch);
+  // A ResultBatch's lists, read once: each read of a list checks its pointer again.
+  struct Reported {
+    capnp::List<wire::ChunkPartial>::Reader results;
+    capnp::List<wire::ChunkFailure>::Reader failures;
+  };
+  double observe_busy(WorkerRecord& worker, const Job& job, const Reported& batch, double reported_busy);
+  void apply_partials(Job& job, WorkerRecord& worker, const Reported& batch, double busy_seconds);
+  std::optional<bool> apply_failures(Job& job, WorkerRecord& worker, const Reported& batch);
   void send_cluster_info(ClientRecord& client, uint64_t tag);
 
   // performance.cpp: what the scheduler records of how devices do (GPU health from heartbeats,

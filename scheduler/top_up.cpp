@@ -10,14 +10,23 @@ namespace psched {
 
 namespace {
 
-// The top-up being planned: one JobTopUp per job served, found by id (a GPU window holds hundreds
-// of small jobs).
+// The top-up being planned: one JobTopUp per job served, found by a look along the few entries of
+// most top-ups, and by id once there are more (a GPU window holds hundreds of small jobs).
 class Plan {
  public:
   explicit Plan(WorkerRecord& worker) : worker_(worker) {}
 
   // The job's entry, made on first use.
   JobTopUp& of(Job& job) {
+    if (index_.empty()) {
+      for (JobTopUp& e : plan_)
+        if (e.job == &job) return e;
+      if (plan_.size() < kLookAlong) {
+        plan_.push_back(JobTopUp{&job, {}});
+        return plan_.back();
+      }
+      for (size_t i = 0; i < plan_.size(); ++i) index_.emplace(plan_[i].job->id(), i);
+    }
     auto [it, fresh] = index_.try_emplace(job.id(), plan_.size());
     if (!fresh) return plan_[it->second];
     plan_.push_back(JobTopUp{&job, {}});
@@ -42,9 +51,10 @@ class Plan {
   }
 
  private:
+  static constexpr size_t kLookAlong = 16;  // entries before the index is built
   WorkerRecord& worker_;
   std::vector<JobTopUp> plan_;
-  std::unordered_map<JobId, size_t> index_;
+  std::unordered_map<JobId, size_t> index_;  // empty until plan_ has kLookAlong entries
 };
 
 // What one job takes in its turn: a lone suspect, or verify copies then ordinary runs up to

@@ -11,6 +11,40 @@ namespace psched {
 
 namespace {
 
+// Freed Jobs' memory, per thread: plain storage, valid until the thread's storage goes, so a Job
+// freed late in a thread's exit (after RecycledJobs ran) is still handled (freed outright).
+thread_local void* recycled_jobs[Job::kRecycled];
+thread_local size_t recycled_count = 0;
+thread_local bool recycling_over = false;
+
+// Frees what is kept when the thread ends (made on a thread's first Job).
+struct RecycledJobs {
+  ~RecycledJobs() {
+    for (size_t i = 0; i < recycled_count; ++i) ::operator delete(recycled_jobs[i]);
+    recycled_count = 0;
+    recycling_over = true;
+  }
+};
+thread_local RecycledJobs recycled_jobs_owner;
+
+}  // namespace
+
+void* Job::operator new(size_t bytes) {
+  (void)&recycled_jobs_owner;  // made now, so its destructor runs when the thread ends
+  if (bytes == sizeof(Job) && recycled_count > 0) return recycled_jobs[--recycled_count];
+  return ::operator new(bytes);
+}
+
+void Job::operator delete(void* p, size_t bytes) {
+  if (bytes == sizeof(Job) && !recycling_over && recycled_count < kRecycled) {
+    recycled_jobs[recycled_count++] = p;
+    return;
+  }
+  ::operator delete(p);
+}
+
+namespace {
+
 // Worker names in first-seen order, each once, with how often when more than once (a restarted
 // worker keeps its name and may fail a chunk twice): "a x2, b".
 std::vector<std::string> distinct(const std::vector<std::string>& names) {

@@ -168,13 +168,18 @@ bool ExactSum::finite_is_zero() const {
 }
 
 double ExactSum::rounded() const {
+  if (nan != 0 || pos_inf != 0 || neg_inf != 0) return rounded_normalized();  // the specials decide
+  ExactSum copy = *this;
+  copy.normalize();
+  return copy.rounded_normalized();
+}
+
+double ExactSum::rounded_normalized() const {
   if (nan != 0 || (pos_inf != 0 && neg_inf != 0)) return std::numeric_limits<double>::quiet_NaN();
   if (pos_inf != 0) return std::numeric_limits<double>::infinity();
   if (neg_inf != 0) return -std::numeric_limits<double>::infinity();
-  ExactSum copy = *this;
-  copy.normalize();
-  if (double first, rest; narrow_terms(copy, first, rest)) return first;
-  return round_normalized(copy);
+  if (double first, rest; narrow_terms(*this, first, rest)) return first;
+  return round_normalized(*this);
 }
 
 namespace exact_sum_detail {

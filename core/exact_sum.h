@@ -86,6 +86,8 @@ struct ExactSum {
   // infinities; +-inf if only that infinity; else the exact finite sum rounded, +-inf when it
   // passes DBL_MAX by half an ulp or more. An exact zero is +0.
   double rounded() const;
+  // rounded() of a sum that normalize() has just left normalised, without copying it first.
+  double rounded_normalized() const;
   // The finite part as non-overlapping doubles, largest first, whose exact sum is its value (empty
   // for zero): each is the rest rounded to nearest, so a sum spanning b bits takes about b / 53
   // terms. A finite part beyond DBL_MAX (impossible in a job validate() accepts) comes out as one

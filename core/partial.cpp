@@ -7,7 +7,7 @@ namespace psched {
 void merge(PartialSum& into, const PartialSum& p) {
   into.exact.add(p.exact);
   into.exact.normalize();
-  into.sum = into.exact.rounded();
+  into.sum = into.exact.rounded_normalized();
   into.count += p.count;
   into.min = p.min < into.min ? p.min : into.min;
   into.max = p.max > into.max ? p.max : into.max;

@@ -243,6 +243,9 @@ TEST_CASE("the fast path of rounded() and terms() gives the general path's bits"
     REQUIRE(fast.size() == general.size());
     for (size_t t = 0; t < fast.size(); ++t) CHECK(bits_of(fast[t]) == bits_of(general[t]));
     CHECK(bits_of(s.rounded()) == bits_of(exact_sum_detail::general_rounded(s)));
+    ExactSum normalized = s;
+    normalized.normalize();
+    CHECK(bits_of(normalized.rounded_normalized()) == bits_of(exact_sum_detail::general_rounded(s)));
     // The worker's compact form: the same terms, the sum rounded once, the value rebuilt.
     const ExactTerms compact(s);
     REQUIRE(compact.size() == general.size());

@@ -38,7 +38,7 @@ namespace psched {
 // no rate of completions can outgrow a frame (kDefaultMaxFrameBytes).
 inline constexpr size_t kMaxPartialsPerProgress = 32768;
 // Report interval per connected worker (Scheduler::report_interval), and the longest interval.
-inline constexpr std::chrono::microseconds kReportCostPerWorker{10};
+inline constexpr std::chrono::microseconds kReportCostPerWorker{30};
 inline constexpr std::chrono::microseconds kMaxReportInterval{50000};
 // split_tail (dispatch.cpp) looks over the workers' shares at most once a period (1 ms, 4 µs per
 // worker in a large fleet: a look costs well under that), and only while at most this many jobs run.
@@ -177,7 +177,8 @@ class Scheduler {
   // dispatch.cpp: fill every worker's window (or one worker's) from the queued chunks of all jobs.
   // How often workers report (TaskBatch.reportIntervalUs): kReportInterval, lengthened by
   // kReportCostPerWorker for each worker, so that a fleet's reports (and the top-ups they bring)
-  // stay near 100,000 a second, what one core takes with room to spare.
+  // stay near 33,000 a second: a report and its top-up cost psched 25-30 µs on a 2-core VM, most
+  // of it the kernel's loopback TCP (docs/design.md, "Dispatch").
   std::chrono::microseconds report_interval() const;
   // Every top-up is planned before any is sent, so that each TaskBatch can say whether anything
   // is still queued (queueEmpty: then the worker need not report at half, net/report_pacer.h).

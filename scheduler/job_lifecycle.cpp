@@ -161,6 +161,7 @@ void Scheduler::forget_job(Job& job) {
   // (send_owed_drops), instead of a write per worker now, which on 1024 workers came before the
   // next job's first windows. A failed or cancelled job's queued chunks must stop now.
   const bool drop_later = job.complete();
+  std::optional<OutgoingMessage> drop;
   // Only the workers the job was defined on can hold its chunks (10,000 finished jobs times 1024
   // workers made this loop psched's largest cost).
   if (auto dit = defined_on_.find(id); dit != defined_on_.end()) {
@@ -172,7 +173,8 @@ void Scheduler::forget_job(Job& job) {
         if (drop_later) {
           w.drops_owed.push_back(id);
         } else {
-          send_message(*w.conn, [&](wire::Message::Builder m) { m.initDropJob().setJobId(id); });
+          if (!drop) drop.emplace(32).initRoot<wire::Message>().initDropJob().setJobId(id);  // built once
+          w.conn->send(*drop);
         }
       }
       // The worker forgets the job's queued chunks; the running ones report and are dropped.

@@ -98,17 +98,16 @@ int epoll_of(const std::vector<int>& fds) {
   return ep;
 }
 
-// Reads what is there; returns the bytes read (0 when nothing was).
+// Reads what is there; returns the bytes read (0 when nothing was). A read that did not fill the
+// buffer emptied the socket, and epoll (level-triggered) says when more comes: no second read
+// that finds it empty, as psched makes none (FramedConnection::read_more).
 size_t drain(int fd, std::vector<char>& buf) {
   size_t got = 0;
   for (;;) {
     const ssize_t r = read(fd, buf.data(), buf.size());
-    if (r > 0) {
-      got += size_t(r);
-      continue;
-    }
     if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) die("read");
-    return got;
+    if (r > 0) got += size_t(r);
+    if (r < ssize_t(buf.size())) return got;
   }
 }
 

@@ -116,7 +116,8 @@ inline bool too_big_to_fuzz(const std::string& frame_bytes) {
 }
 
 // What each worker's window counts per job is exactly what the job says runs on that worker (its
-// chunks, and the chunks of its verify copies not in yet), and every running chunk runs on a worker that is still there.
+// chunks, and the chunks of its verify copies not in yet), and every running chunk runs on a
+// worker that is still there.
 inline void check_consistent(const Scheduler& s) {
   for (const auto& [wid, w] : s.workers()) {
     for (const auto& [job_id, held] : w->in_flight.by_job()) {

@@ -192,6 +192,23 @@ void watch_idle(asio::io_context& io, const LoadgenOptions& o, Figures& figures)
   }
 }
 
+// Where the efficiency went: the devices' mean idle time before their first work, in gaps (their
+// queue dry) and after their last work, up to the last result, in the clients' span.
+void print_idle(const ClientStats& st, const Shards& shards, Figures& figures) {
+  const uint64_t started = shards.sum(&FleetCounters::started);
+  if (started == 0 || st.ok + st.mismatched == 0) return;
+  auto seconds = [](Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); };
+  const double n = double(started);
+  const double lead = shards.sum(&FleetCounters::first_start_sum) / n - seconds(st.first_submit);
+  const double gaps = shards.sum(&FleetCounters::gap_seconds) / n;
+  const double tail = seconds(st.last_result) - shards.sum(&FleetCounters::last_end_sum) / n;
+  fmt::print("device_idle_ms: before the first work {:.2f}, in gaps {:.2f}, after the last {:.2f} "
+             "(means over the {} workers that got work)\n", 1e3 * lead, 1e3 * gaps, 1e3 * tail, started);
+  figures.add("idle_lead_ms", fmt::format("{:.2f}", 1e3 * lead));
+  figures.add("idle_gap_ms", fmt::format("{:.2f}", 1e3 * gaps));
+  figures.add("idle_tail_ms", fmt::format("{:.2f}", 1e3 * tail));
+}
+
 // What the clients saw, as lines for a person and figures for scripts; the run's exit status.
 int report_clients(const ClientStats& st, double busy, double wall, const Shards& shards, const LoadgenOptions& o,
                    Figures& figures) {
@@ -209,6 +226,7 @@ int report_clients(const ClientStats& st, double busy, double wall, const Shards
   fmt::print("wall_s: {:.4f} (first submit to last result)\n", span);
   fmt::print("simulated_gpu_s: {:.4f}; ideal_s: {:.4f} (GPU time / {} workers); efficiency: {:.1f}%\n",
              busy, ideal, o.workers, efficiency);
+  print_idle(st, shards, figures);
   fmt::print("chunks: {} done, {} refused; worker kills: {}, disconnects: {}\n",
              shards.sum(&FleetCounters::chunks_done), shards.sum(&FleetCounters::chunks_refused),
              shards.sum(&FleetCounters::kills), shards.sum(&FleetCounters::disconnects));

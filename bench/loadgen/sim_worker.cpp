@@ -128,6 +128,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
                                  std::chrono::duration<double>(chunk_seconds(queue_.front())));
         arm();
       }
+      note_queue(Clock::now());
       return;
     }
     case wire::Message::GIVE_BACK:
@@ -157,9 +158,29 @@ void SimWorker::on_task_batch(wire::TaskBatch::Reader batch) {
     pacer_.assigned(r.getCount(), Clock::now());
   }
   if (idle && !queue_.empty()) {
-    head_done_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(chunk_seconds(queue_.front())));
+    const auto now = Clock::now();
+    head_done_at_ = now + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(chunk_seconds(queue_.front())));
+    note_queue(now);
     arm();
+  }
+}
+
+void SimWorker::note_queue(Clock::time_point at) {
+  if (queue_.empty() == device_idle_) return;
+  device_idle_ = queue_.empty();
+  FleetCounters& c = fleet_.counters();
+  const double t = std::chrono::duration<double>(at.time_since_epoch()).count();
+  if (device_idle_) {
+    idle_since_ = at;
+    c.last_end_sum += t;  // taken back if the device starts again
+  } else if (!device_started_) {
+    device_started_ = true;
+    ++c.started;
+    c.first_start_sum += t;
+  } else {
+    c.last_end_sum -= std::chrono::duration<double>(idle_since_.time_since_epoch()).count();
+    c.gap_seconds += std::chrono::duration<double>(at - idle_since_).count();
   }
 }
 
@@ -179,6 +200,7 @@ void SimWorker::on_give_back(wire::GiveBack::Reader give_back) {
              first + give_back.getCount(), returned);
   }
   pacer_.released(build_returned_batch(id, returned, [this](capnp::MessageBuilder& m) { conn()->send(m); }));
+  note_queue(Clock::now());
   arm();
 }
 
@@ -299,6 +321,8 @@ void SimWorker::on_device_tick() {
     ready_chunks_ += o.chunks;
     pacer_.released(o.chunks);
     if ((run.next += o.chunks) == run.end) queue_.pop_front();
+    if (queue_.empty())  // the device ran dry when its last chunk ended
+      note_queue(head_done_at_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(last_done_s)));
     // Rounded up: chunks shorter than the clock's tick (100 elements take 0.67 ns) would otherwise
     // leave the head at or before `now`, and the loop would walk the run two chunks at a time.
     if (!queue_.empty())
@@ -375,6 +399,7 @@ void SimWorker::heartbeat() {
 void SimWorker::reset_device() {
   device_timer_.cancel();
   queue_.clear();
+  note_queue(Clock::now());
   ready_.clear();
   ready_chunks_ = 0;
   jobs_.clear();

@@ -50,6 +50,11 @@ struct FleetCounters {
   std::atomic<uint64_t> kills{0};
   std::atomic<uint64_t> disconnects{0};     // connections the scheduler or the network ended
   std::atomic<double> busy_seconds{0};      // simulated device time of the chunks done
+  // Where the devices sat idle, for the loss breakdown (seconds on the steady clock): over the
+  // workers that got work, the sums of their first start and of their last end, and the gaps
+  // between (their queue dry while they were connected).
+  std::atomic<uint64_t> started{0};
+  std::atomic<double> first_start_sum{0}, last_end_sum{0}, gap_seconds{0};
 };
 
 class Fleet;
@@ -106,6 +111,8 @@ class SimWorker : public SimPeer {
   void reset_device();
   void report();
   uint64_t result_batch_for(uint64_t job_id) const;
+  // After the queue changed: the device went idle at `at` (the queue ran dry) or busy again.
+  void note_queue(std::chrono::steady_clock::time_point at);
 
   Fleet& fleet_;
   uint32_t index_;
@@ -117,6 +124,8 @@ class SimWorker : public SimPeer {
   uint64_t ready_chunks_ = 0;
   ReportPacer pacer_;  // when ready chunks are reported, as pcuda-worker does (net/report_pacer.h)
   std::chrono::steady_clock::time_point head_done_at_{};
+  bool device_idle_ = true, device_started_ = false;
+  std::chrono::steady_clock::time_point idle_since_{};
 };
 
 class Fleet {

@@ -72,7 +72,8 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
 
 void Scheduler::plan_for(WorkerRecord& worker, uint64_t sharing, std::vector<PlannedTopUp>& planned) {
   if (shutting_down_ || !worker.conn->is_open()) return;
-  const TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), &peers_};
+  const TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), &peers_,
+                             sharing > 0 ? nullptr : &in_flight_elements_};
   std::vector<JobTopUp> jobs = plan_top_up(worker, work_, context);
   if (!jobs.empty()) planned.push_back(PlannedTopUp{&worker, std::move(jobs)});
   note_idle(worker);

@@ -28,8 +28,22 @@ class InFlight {
  public:
   struct Held {
     uint64_t chunks = 0;
-    uint64_t units = 0;  // of the window they fill
+    uint64_t units = 0;     // of the window they fill
+    uint64_t elements = 0;  // array elements of the chunks
   };
+  InFlight() = default;
+  InFlight(InFlight&& other) noexcept
+      : by_job_(std::move(other.by_job_)),
+        total_(other.total_),
+        used_(other.used_),
+        elements_(other.elements_),
+        fleet_elements_(std::exchange(other.fleet_elements_, nullptr)) {}  // counted once
+  InFlight& operator=(InFlight&&) = delete;
+  ~InFlight() {
+    if (fleet_elements_) *fleet_elements_ -= elements_;
+  }
+  // The count of elements in every worker's window, which this one's join and leave (set while empty).
+  void count_into(uint64_t* fleet_elements) { fleet_elements_ = fleet_elements; }
   // A full window, in units; a chunk of a job whose window is W chunks fills kFull / W of them.
   static constexpr uint64_t kFull = uint64_t{1} << 40;
   static uint64_t unit_for(uint64_t window) { return kFull / (window > 0 ? window : 1); }
@@ -43,12 +57,15 @@ class InFlight {
     return it == by_job_.end() ? 0 : it->second.chunks;
   }
   const std::map<JobId, Held>& by_job() const { return by_job_; }
-  void add(JobId job, uint64_t n, uint64_t unit = 1) {
+  uint64_t elements() const { return elements_; }  // of every job
+  void add(JobId job, uint64_t n, uint64_t unit = 1, uint64_t chunk_elements = 0) {
     Held& h = by_job_[job];
     h.chunks += n;
     h.units += n * unit;
+    h.elements += n * chunk_elements;
     total_ += n;
     used_ += n * unit;
+    count_elements(n * chunk_elements, +1);
   }
   // A job's window may change while it holds chunks (it widens once the worker's speed is known:
   // WorkerRecord::window_for), so chunks leave with their share of the units the job holds.
@@ -58,17 +75,27 @@ class InFlight {
     Held& h = it->second;
     n = n < h.chunks ? n : h.chunks;
     const uint64_t units = n == h.chunks ? h.units : uint64_t((unsigned __int128)h.units * n / h.chunks);
+    const uint64_t elements = n == h.chunks ? h.elements : h.elements / h.chunks * n;  // a job's chunks are alike
     total_ -= n;
     used_ -= units;
     h.units -= units;
+    h.elements -= elements;
+    count_elements(elements, -1);
     if ((h.chunks -= n) == 0) by_job_.erase(it);
   }
   void forget_job(JobId job) { remove(job, of_job(job)); }
 
  private:
+  void count_elements(uint64_t n, int sign) {
+    elements_ = sign > 0 ? elements_ + n : elements_ - n;
+    if (fleet_elements_) *fleet_elements_ = sign > 0 ? *fleet_elements_ + n : *fleet_elements_ - n;
+  }
+
   std::map<JobId, Held> by_job_;
   uint64_t total_ = 0;
   uint64_t used_ = 0;  // units of the window filled
+  uint64_t elements_ = 0;
+  uint64_t* fleet_elements_ = nullptr;
 };
 
 // The most chunks a worker's window may hold, however small they are.
@@ -135,10 +162,11 @@ struct WorkerRecord : WorkerInfo {
   // queued (`share_elements`: every job's queued elements over the workers sharing them) is more
   // than that: once its speed is measured, to kWindowIntervals report intervals of its work
   // (kMaxTimedWindowChunks at most), so that reporting once an interval (net/report_pacer.h) keeps
-  // it busy; before, to kWindowIntervals plain windows, so that a big job's first top-up is often
-  // the whole of its share (reports at half of a plain window cost 1024 simulated GPUs five
-  // messages each for a job of 10^6 chunks). What one top-up takes stays within the share
-  // (plan_top_up), so the windows fill from what is left as the work drains.
+  // it busy; before, to kMaxTimedWindowChunks, so that a big job's first top-up is the whole of
+  // its share. (Four plain windows, as before, ran dry before psched had been round a fleet of
+  // 1024 to send the first work and then to answer the first reports: 1024 simulated H100s idled
+  // 25-60 ms of a 0.2 s job.) What one top-up takes stays within the share (plan_top_up), so the
+  // windows fill from what is left as the work drains.
   uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval,
                       double share_elements = 0) const {
     const uint64_t chunk_elements = job.spec()->chunk_elements();
@@ -149,7 +177,7 @@ struct WorkerRecord : WorkerInfo {
     const double deep = seconds_per_element > 0
                             ? kWindowIntervals * std::chrono::duration<double>(report_interval).count() /
                                   (seconds_per_element * double(chunk_elements))
-                            : kWindowIntervals * double(window);
+                            : double(kMaxTimedWindowChunks);
     const double capped = std::min(deep, double(kMaxTimedWindowChunks));
     return capped > double(window) ? uint64_t(capped) : window;
   }

@@ -258,6 +258,9 @@ class Scheduler {
   std::function<void()> on_drained_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
+  // Elements of the chunks in every worker's window (InFlight::count_into): declared before the
+  // workers, whose windows take theirs back as they go.
+  uint64_t in_flight_elements_ = 0;
   std::map<WorkerId, std::unique_ptr<WorkerRecord>> workers_;
   std::map<ClientId, std::unique_ptr<ClientRecord>> clients_;
   JobTable jobs_;

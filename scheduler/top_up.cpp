@@ -35,7 +35,7 @@ class Plan {
 
   // A range taken for the worker: into its window and the job's entry.
   void add(JobTopUp& entry, ChunkRange r, uint64_t unit) {
-    worker_.in_flight.add(entry.job->id(), r.count, unit);
+    worker_.in_flight.add(entry.job->id(), r.count, unit, entry.job->spec()->chunk_elements());
     auto& ranges = entry.ranges;
     if (!ranges.empty() && ranges.back().end() == r.first && ranges.back().count + r.count <= UINT32_MAX) {
       ranges.back().count += r.count;
@@ -127,8 +127,16 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
   Plan plan(worker);
   // What this top-up may take over all jobs, in elements: the worker's part of all the work
   // queued (guided self-scheduling), so the first workers do not fill deep windows with a storm of
-  // small jobs while the others idle; a job worth no split is taken whole all the same.
-  double budget = queue.queued_elements() / double(std::max<uint64_t>(1, context.sharing));
+  // small jobs while the others idle; a job worth no split is taken whole all the same. Over the
+  // whole fleet, the part is of the work queued and held, less what the worker holds: windows are
+  // filled to one level, so they drain together and the queue empties when all hold the same. (Of
+  // the queue alone, the workers reporting first in each round of a draining queue took the most,
+  // and the last ran dry: 1024 simulated GPUs idled 14-18 ms of a 0.2 s job waiting.)
+  const double sharing = double(std::max<uint64_t>(1, context.sharing));
+  double budget = queue.queued_elements() / sharing;
+  if (context.fleet_in_flight_elements)
+    budget = (queue.queued_elements() + double(*context.fleet_in_flight_elements)) / sharing -
+             double(worker.in_flight.elements());
   // Passes over the jobs in turn until no job can take more or the window is full for every job.
   for (bool progress = !worker.in_flight.full(); progress && budget > 0;) {
     progress = false;
@@ -142,7 +150,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
         continue;
       }
       // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
-      const double share_elements = queue.queued_elements() / double(std::max<uint64_t>(1, context.sharing));
+      const double share_elements = queue.queued_elements() / sharing;
       const uint64_t unit = InFlight::unit_for(worker.window_for(job, context.report_interval, share_elements));
       const uint64_t free = worker.in_flight.room(unit);
       if (free == 0) continue;

@@ -66,6 +66,10 @@ struct TopUpContext {
   // Workers sharing the queued work (each job's chunks, and all of it): this one takes its part.
   uint64_t sharing = 1;
   const VerifyPeers* peers = nullptr;  // verify: who else could take a copy
+  // Set when the workers sharing are the whole fleet: the elements in all their windows. Then a
+  // top-up brings the worker's window up to the fleet's level, an equal part of all the work queued
+  // and held, and no further (plan_top_up).
+  const uint64_t* fleet_in_flight_elements = nullptr;
 };
 
 // Chunks of `job` below which a top-up is not cut into parts: one slot's share of the worker's

@@ -232,14 +232,15 @@ TEST_CASE("many jobs on a measured GPU: each turn is at least a report interval 
   REQUIRE(plan.size() == 4);
   for (const JobTopUp& p : plan) CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});  // a turn: 10 ms
   CHECK(w.in_flight.size() == 40);
-  // Unmeasured, the same worker takes four times its 4 slots, a chunk of each of 16 jobs.
+  // Unmeasured, the same worker's window is as deep as its part of the queue: 200 chunks, two
+  // whole jobs (a job worth no turn of its own is taken whole in its turn).
   Table u;
   for (JobId id = 1; id <= 20; ++id) u.add(job_of(id, 100, 1000));
   WorkerRecord fresh = worker_with_slots(8, 4);
   fresh.backend = "cuda";
   const auto plain = plan_top_up(fresh, u.queue, fleet_of(10, std::chrono::milliseconds(10)));
-  REQUIRE(plain.size() == 16);
-  for (const JobTopUp& p : plain) CHECK(p.chunks() == 1);
+  REQUIRE(plain.size() == 2);
+  for (const JobTopUp& p : plain) CHECK(p.ranges == std::vector<ChunkRange>{{0, 100}});
 }
 
 TEST_CASE("a top-up takes at most the worker's part of all the work queued, whatever its window holds",
@@ -257,4 +258,36 @@ TEST_CASE("a top-up takes at most the worker's part of all the work queued, what
   }
   CHECK(taken == 100);
   CHECK(t.queue.queued_elements() == 900 * 1000);
+}
+
+TEST_CASE("over the whole fleet, a top-up brings the window up to an equal part of all the work queued and held",
+          "[top_up]") {
+  Table t;
+  Job& job = t.add(job_of(1, 100, 1000));
+  uint64_t fleet = 0;  // the elements in every window (Scheduler::in_flight_elements_)
+  WorkerRecord a = worker_with_slots(1, 64), b = worker_with_slots(2, 64);
+  a.in_flight.count_into(&fleet);
+  b.in_flight.count_into(&fleet);
+  TopUpContext c = alone(2);
+  c.fleet_in_flight_elements = &fleet;
+  plan_top_up(a, t.queue, c);  // nothing is held: half of the 100 queued
+  CHECK(a.in_flight.size() == 50);
+  CHECK(fleet == 50 * 1000);
+  // a reports 40 done before b asks: 50 queued, 10 held, so the level is 30 and a takes 20 (of
+  // the queue alone it would take 25, and b then 13: a would hold 35 and b 13).
+  a.in_flight.remove(1, 40);
+  CHECK(fleet == 10 * 1000);
+  plan_top_up(a, t.queue, c);
+  CHECK(a.in_flight.size() == 30);
+  plan_top_up(b, t.queue, c);
+  CHECK(b.in_flight.size() == 30);
+  CHECK(job.queued() == 0);
+  CHECK(fleet == 60 * 1000);
+  {  // a worker that leaves takes its window's elements out of the count
+    WorkerRecord gone = worker_with_slots(3, 64);
+    gone.in_flight.count_into(&fleet);
+    gone.in_flight.add(1, 5, 1, 1000);
+    CHECK(fleet == 65 * 1000);
+  }
+  CHECK(fleet == 60 * 1000);
 }

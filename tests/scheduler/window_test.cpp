@@ -31,8 +31,8 @@ TEST_CASE("a worker's window widens to its element budget for small chunks, with
   CHECK(w.window_for(job_with_chunks_of(1, 1)) == 4);
 }
 
-TEST_CASE("a GPU's window deepens while its share of the queued work is more than the plain window: four plain "
-          "windows until its speed is measured, four report intervals after",
+TEST_CASE("a GPU's window deepens while its share of the queued work is more than the plain window: to the most "
+          "a timed window may be until its speed is measured, four report intervals after",
           "[window]") {
   WorkerRecord w;
   w.slots = 4;
@@ -40,7 +40,7 @@ TEST_CASE("a GPU's window deepens while its share of the queued work is more tha
   const Job job = job_with_chunks_of(100, 100);  // 10^4 elements a chunk
   const auto interval = std::chrono::milliseconds(10);
   CHECK(w.window_for(job, interval, 4e4) == 4);   // a share of 4 chunks: the plain window holds it
-  CHECK(w.window_for(job, interval, 5e4) == 16);  // more: four plain windows
+  CHECK(w.window_for(job, interval, 5e4) == kMaxTimedWindowChunks);  // more: the share is what limits a top-up
   w.observe_speed(1e-3, 10000);                   // 0.1 us an element: 1 ms a chunk
   CHECK(w.window_for(job, interval, 0) == 4);     // nothing queued: slots
   CHECK(w.window_for(job, interval, 4e4) == 4);

@@ -37,6 +37,16 @@ void Scheduler::dispatch() {
   send_planned(planned);
 }
 
+void Scheduler::dispatch_soon() {
+  if (dispatch_posted_) return;
+  dispatch_posted_ = true;
+  boost::asio::post(io_, [this, alive = std::weak_ptr<int>(alive_)] {
+    if (alive.expired()) return;
+    dispatch_posted_ = false;
+    dispatch();
+  });
+}
+
 void Scheduler::wake_idle() {
   const std::vector<WorkerId> idle(idle_.begin(), idle_.end());
   for (const WorkerId id : idle)
@@ -72,8 +82,11 @@ void Scheduler::dispatch_to(WorkerRecord& worker, uint64_t sharing) {
 
 void Scheduler::plan_for(WorkerRecord& worker, uint64_t sharing, std::vector<PlannedTopUp>& planned) {
   if (shutting_down_ || !worker.conn->is_open()) return;
-  const TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), &peers_,
-                             sharing > 0 ? nullptr : &in_flight_elements_};
+  TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), &peers_,
+                       sharing > 0 ? nullptr : &in_flight_elements_};
+  if (worker.seconds_per_element <= 0 && worker.backend == "cuda")
+    if (auto it = kind_seconds_per_element_.find(worker.device_name); it != kind_seconds_per_element_.end())
+      context.kind_seconds_per_element = it->second;
   std::vector<JobTopUp> jobs = plan_top_up(worker, work_, context);
   if (!jobs.empty()) planned.push_back(PlannedTopUp{&worker, std::move(jobs)});
   note_idle(worker);

@@ -64,7 +64,14 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   work_.update(*job);
   Job& accepted = *(jobs_[id] = std::move(job));
   if (workers_.empty()) send_progress(accepted, /*force=*/true);  // "no workers" at once
-  dispatch();
+  // A job with a chunk for every worker is spread over the fleet: the big jobs that arrive
+  // together share one round of it. A smaller one goes at once (a storm of small jobs dispatched
+  // in rounds was spread as thinly, three times the messages of 100 clients x 100 jobs).
+  if (accepted.chunks() >= workers_.size()) {
+    dispatch_soon();
+  } else {
+    dispatch();
+  }
 }
 
 void Scheduler::send_progress(Job& job, bool force) {

@@ -162,22 +162,24 @@ struct WorkerRecord : WorkerInfo {
   // queued (`share_elements`: every job's queued elements over the workers sharing them) is more
   // than that: once its speed is measured, to kWindowIntervals report intervals of its work
   // (kMaxTimedWindowChunks at most), so that reporting once an interval (net/report_pacer.h) keeps
-  // it busy; before, to kMaxTimedWindowChunks, so that a big job's first top-up is the whole of
-  // its share. (Four plain windows, as before, ran dry before psched had been round a fleet of
-  // 1024 to send the first work and then to answer the first reports: 1024 simulated H100s idled
-  // 25-60 ms of a 0.2 s job.) What one top-up takes stays within the share (plan_top_up), so the
-  // windows fill from what is left as the work drains.
+  // it busy. Before, it is timed at `kind_seconds_per_element` (a measured GPU of its kind's, when
+  // there is one: a worker that joins a working fleet takes no more than the others, so a kill
+  // blames no more), else kMaxTimedWindowChunks deep, so that a fresh fleet's first top-up of a big
+  // job is the whole of each worker's share. (Four plain windows, as before, ran dry before psched
+  // had been round a fleet of 1024 to send the first work and then to answer the first reports:
+  // 1024 simulated H100s idled 25-60 ms of a 0.2 s job.) What one top-up takes stays within the
+  // share (plan_top_up), so the windows fill from what is left as the work drains.
   uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval,
-                      double share_elements = 0) const {
+                      double share_elements = 0, double kind_seconds_per_element = 0) const {
     const uint64_t chunk_elements = job.spec()->chunk_elements();
     uint64_t window = window_elements / chunk_elements;
     window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
     window = window > slots ? window : slots;
     if (backend != "cuda" || share_elements <= double(window) * double(chunk_elements)) return window;
-    const double deep = seconds_per_element > 0
-                            ? kWindowIntervals * std::chrono::duration<double>(report_interval).count() /
-                                  (seconds_per_element * double(chunk_elements))
-                            : double(kMaxTimedWindowChunks);
+    const double per_element = seconds_per_element > 0 ? seconds_per_element : kind_seconds_per_element;
+    const double deep = per_element > 0 ? kWindowIntervals * std::chrono::duration<double>(report_interval).count() /
+                                              (per_element * double(chunk_elements))
+                                        : double(kMaxTimedWindowChunks);
     const double capped = std::min(deep, double(kMaxTimedWindowChunks));
     return capped > double(window) ? uint64_t(capped) : window;
   }

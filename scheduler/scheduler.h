@@ -183,6 +183,10 @@ class Scheduler {
   // Every top-up is planned before any is sent, so that each TaskBatch can say whether anything
   // is still queued (queueEmpty: then the worker need not report at half, net/report_pacer.h).
   void dispatch();
+  // dispatch() at the end of this turn of the loop, once however many jobs arrive in it: clients
+  // submitting 16 big jobs at once cost psched a round of the fleet per job (a TaskBatch to each
+  // of 1024 workers, and each worker's window cut into a sliver of every job).
+  void dispatch_soon();
   // sharing: how many workers share what each job has left (0: every worker); the worker takes at
   // most its part.
   void dispatch_to(WorkerRecord& worker, uint64_t sharing = 0);
@@ -255,12 +259,16 @@ class Scheduler {
   std::shared_ptr<LoopWatchdog> watchdog_;
   uint16_t port_ = 0;
   bool shutting_down_ = false;
+  bool dispatch_posted_ = false;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // what posted handlers hold weakly
   std::function<void()> on_drained_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   // Elements of the chunks in every worker's window (InFlight::count_into): declared before the
   // workers, whose windows take theirs back as they go.
   uint64_t in_flight_elements_ = 0;
+  // The last measured GPU's seconds per element, by device name (TopUpContext::kind_seconds_per_element).
+  std::unordered_map<std::string, double> kind_seconds_per_element_;
   std::map<WorkerId, std::unique_ptr<WorkerRecord>> workers_;
   std::map<ClientId, std::unique_ptr<ClientRecord>> clients_;
   JobTable jobs_;

@@ -151,7 +151,8 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
       }
       // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
       const double share_elements = queue.queued_elements() / sharing;
-      const uint64_t unit = InFlight::unit_for(worker.window_for(job, context.report_interval, share_elements));
+      const uint64_t unit = InFlight::unit_for(
+          worker.window_for(job, context.report_interval, share_elements, context.kind_seconds_per_element));
       const uint64_t free = worker.in_flight.room(unit);
       if (free == 0) continue;
       // This job's share of the free window (all of it when it is the only job), but never less

@@ -70,6 +70,9 @@ struct TopUpContext {
   // top-up brings the worker's window up to the fleet's level, an equal part of all the work queued
   // and held, and no further (plan_top_up).
   const uint64_t* fleet_in_flight_elements = nullptr;
+  // A measured GPU's seconds per element, of the worker's kind (its device name): the depth of an
+  // unmeasured GPU's window (WorkerRecord::window_for). 0: none is measured.
+  double kind_seconds_per_element = 0;
 };
 
 // Chunks of `job` below which a top-up is not cut into parts: one slot's share of the worker's

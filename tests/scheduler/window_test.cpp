@@ -41,6 +41,8 @@ TEST_CASE("a GPU's window deepens while its share of the queued work is more tha
   const auto interval = std::chrono::milliseconds(10);
   CHECK(w.window_for(job, interval, 4e4) == 4);   // a share of 4 chunks: the plain window holds it
   CHECK(w.window_for(job, interval, 5e4) == kMaxTimedWindowChunks);  // more: the share is what limits a top-up
+  // A GPU of its kind is measured at 1 ms a chunk: timed as that one, four intervals of 10 ms.
+  CHECK(w.window_for(job, interval, 5e4, 1e-7) == 40);
   w.observe_speed(1e-3, 10000);                   // 0.1 us an element: 1 ms a chunk
   CHECK(w.window_for(job, interval, 0) == 4);     // nothing queued: slots
   CHECK(w.window_for(job, interval, 4e4) == 4);

@@ -448,7 +448,10 @@ void Fleet::start(uint32_t count) {
 }
 
 void Fleet::open_more() {
-  while (to_open_ > 0 && handshaking_ < kConnectWave && !stopping_) {
+  // The fleets on the loadgen's loops (index_step_ of them) share the wave: psched holds at most 256
+  // connections that have not said Hello (--max-pending-connections) and refuses more.
+  const uint32_t wave = std::max<uint32_t>(1, kConnectWave / index_step_);
+  while (to_open_ > 0 && handshaking_ < wave && !stopping_) {
     --to_open_;
     ++handshaking_;
     auto w = std::make_shared<SimWorker>(*this, next_index_);

@@ -135,8 +135,9 @@ class Fleet {
   Fleet(boost::asio::io_context& io, boost::asio::ip::tcp::endpoint scheduler, DeviceModel device,
         std::string name_prefix, uint32_t first_index = 0, uint32_t index_step = 1);
 
-  // Opens `count` workers, at most kConnectWave handshakes at a time (a burst of thousands of SYNs
-  // overflows the listen backlog and costs retransmission seconds).
+  // Opens `count` workers, at most kConnectWave handshakes at a time over all the loadgen's fleets
+  // (a burst of thousands of SYNs overflows the listen backlog and costs retransmission seconds,
+  // and psched refuses a 257th connection waiting to say Hello).
   void start(uint32_t count);
   // Kills a random registered worker and starts a replacement; false when none is registered.
   bool churn_one();

@@ -192,6 +192,36 @@ TEST_CASE("one job on 256 simulated H100s in 1000² chunks runs at the fleet flo
 #endif
 }
 
+// 16 big jobs at once from 4 clients on 512 simulated H100s (0.2 s of ideal in all): the devices
+// sat 16-23 ms each idle in gaps (their windows dry while work was queued) when each job was
+// dispatched alone as it came and top-ups took a part of the queue alone; with the jobs dispatched
+// together and windows filled to the fleet's level, none (psched-loadgen's device_idle_ms).
+constexpr double kMaxGapPctOfIdeal = 1.5;
+
+TEST_CASE("16 big jobs at once on 512 simulated H100s: no device waits for work while work is queued",
+          "[fleet]") {
+  TestCluster cluster;
+  double best_gap_pct = 100;  // best of up to three runs, as above: a loaded CI machine
+  for (int attempt = 0; attempt < 3 && best_gap_pct > kMaxGapPctOfIdeal; ++attempt) {
+    std::string out;
+    const int status = run_command({bin_dir() + "/psched-loadgen", "--scheduler", cluster.address(),
+                                    "--scheduler-pid", std::to_string(cluster.scheduler_pid()), "-w", "512",
+                                    "-x", "1000000", "-y", "1000000", "--chunk-x", "1000", "--chunk-y", "1000",
+                                    "--same-jobs", "-c", "4", "-j", "4", "--generator", "constant"},
+                                   &out, 60000);
+    INFO(out);
+    REQUIRE(WEXITSTATUS(status) == 0);
+    REQUIRE(job_counts(out).exact == 16);
+    const std::optional<std::string> gap = figure(out, "idle_gap_ms"), ideal = figure(out, "ideal_s");
+    REQUIRE(gap);
+    REQUIRE(ideal);
+    best_gap_pct = std::min(best_gap_pct, 100 * std::stod(*gap) / (1e3 * std::stod(*ideal)));
+  }
+#if !defined(__SANITIZE_ADDRESS__)
+  CHECK(best_gap_pct <= kMaxGapPctOfIdeal);
+#endif
+}
+
 TEST_CASE("a job of 2^32 chunks completes exact with psched's peak memory under 64 MB", "[fleet]") {
   TestCluster cluster;
   const pid_t scheduler = cluster.scheduler_pid();

@@ -197,6 +197,10 @@ void watch_idle(asio::io_context& io, const LoadgenOptions& o, Figures& figures)
 void print_idle(const ClientStats& st, const Shards& shards, Figures& figures) {
   const uint64_t started = shards.sum(&FleetCounters::started);
   if (started == 0 || st.ok + st.mismatched == 0) return;
+  if (const uint64_t busy = shards.sum(&FleetCounters::busy_now); busy > 0) {  // their last work has not ended
+    fmt::print("device_idle_ms: not judged: {} workers still hold work\n", busy);
+    return;
+  }
   auto seconds = [](Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); };
   const double n = double(started);
   const double lead = shards.sum(&FleetCounters::first_start_sum) / n - seconds(st.first_submit);

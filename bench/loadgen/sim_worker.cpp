@@ -171,6 +171,7 @@ void SimWorker::note_queue(Clock::time_point at) {
   device_idle_ = queue_.empty();
   FleetCounters& c = fleet_.counters();
   const double t = std::chrono::duration<double>(at.time_since_epoch()).count();
+  device_idle_ ? --c.busy_now : ++c.busy_now;
   if (device_idle_) {
     idle_since_ = at;
     c.last_end_sum += t;  // taken back if the device starts again

@@ -54,6 +54,7 @@ struct FleetCounters {
   // workers that got work, the sums of their first start and of their last end, and the gaps
   // between (their queue dry while they were connected).
   std::atomic<uint64_t> started{0};
+  std::atomic<uint64_t> busy_now{0};  // workers whose queue holds work at this moment
   std::atomic<double> first_start_sum{0}, last_end_sum{0}, gap_seconds{0};
 };
 

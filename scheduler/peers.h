@@ -75,7 +75,8 @@ class InFlight {
     Held& h = it->second;
     n = n < h.chunks ? n : h.chunks;
     const uint64_t units = n == h.chunks ? h.units : uint64_t((unsigned __int128)h.units * n / h.chunks);
-    const uint64_t elements = n == h.chunks ? h.elements : h.elements / h.chunks * n;  // a job's chunks are alike
+    // Every chunk of a job is counted at its chunk size (add), so this divides exactly.
+    const uint64_t elements = n == h.chunks ? h.elements : h.elements / h.chunks * n;
     total_ -= n;
     used_ -= units;
     h.units -= units;

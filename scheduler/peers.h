@@ -165,11 +165,14 @@ struct WorkerRecord : WorkerInfo {
   // (kMaxTimedWindowChunks at most), so that reporting once an interval (net/report_pacer.h) keeps
   // it busy. Before, it is timed at `kind_seconds_per_element` (a measured GPU of its kind's, when
   // there is one: a worker that joins a working fleet takes no more than the others, so a kill
-  // blames no more), else kMaxTimedWindowChunks deep, so that a fresh fleet's first top-up of a big
-  // job is the whole of each worker's share. (Four plain windows, as before, ran dry before psched
-  // had been round a fleet of 1024 to send the first work and then to answer the first reports:
-  // 1024 simulated H100s idled 25-60 ms of a 0.2 s job.) What one top-up takes stays within the
-  // share (plan_top_up), so the windows fill from what is left as the work drains.
+  // blames no more). Else, in a fleet whose report interval is stretched past kReportInterval (more
+  // than 166 workers: psched's round of the fleet is as long), kMaxTimedWindowChunks deep, so that
+  // the first top-up of a big job is the worker's whole share: the first window must outlast two
+  // rounds (the first work sent to every worker, then their first reports answered), and four plain
+  // windows ran 1024 simulated H100s dry for 25-60 ms of a 0.2 s job. A smaller fleet keeps four
+  // plain windows: there whole shares made kills blame whole shares (in the e2e test of 64
+  // workers, one killed every 50 ms, a chunk took down three of them). What one top-up takes stays
+  // within the share (plan_top_up), so the windows fill from what is left as the work drains.
   uint64_t window_for(const Job& job, std::chrono::microseconds report_interval = kReportInterval,
                       double share_elements = 0, double kind_seconds_per_element = 0) const {
     const uint64_t chunk_elements = job.spec()->chunk_elements();
@@ -180,7 +183,8 @@ struct WorkerRecord : WorkerInfo {
     const double per_element = seconds_per_element > 0 ? seconds_per_element : kind_seconds_per_element;
     const double deep = per_element > 0 ? kWindowIntervals * std::chrono::duration<double>(report_interval).count() /
                                               (per_element * double(chunk_elements))
-                                        : double(kMaxTimedWindowChunks);
+                                        : report_interval > kReportInterval ? double(kMaxTimedWindowChunks)
+                                                                            : kWindowIntervals * double(window);
     const double capped = std::min(deep, double(kMaxTimedWindowChunks));
     return capped > double(window) ? uint64_t(capped) : window;
   }

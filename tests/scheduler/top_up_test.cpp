@@ -232,15 +232,15 @@ TEST_CASE("many jobs on a measured GPU: each turn is at least a report interval 
   REQUIRE(plan.size() == 4);
   for (const JobTopUp& p : plan) CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});  // a turn: 10 ms
   CHECK(w.in_flight.size() == 40);
-  // Unmeasured, the same worker's window is as deep as its part of the queue: 200 chunks, two
-  // whole jobs (a job worth no turn of its own is taken whole in its turn).
+  // Unmeasured, in a fleet whose report interval is the floor, the same worker takes four plain
+  // windows: 16 chunks, a chunk of each of 16 jobs.
   Table u;
   for (JobId id = 1; id <= 20; ++id) u.add(job_of(id, 100, 1000));
   WorkerRecord fresh = worker_with_slots(8, 4);
   fresh.backend = "cuda";
-  const auto plain = plan_top_up(fresh, u.queue, fleet_of(10, std::chrono::milliseconds(10)));
-  REQUIRE(plain.size() == 2);
-  for (const JobTopUp& p : plain) CHECK(p.ranges == std::vector<ChunkRange>{{0, 100}});
+  const auto plain = plan_top_up(fresh, u.queue, fleet_of(10, kReportInterval));
+  REQUIRE(plain.size() == 16);
+  for (const JobTopUp& p : plain) CHECK(p.chunks() == 1);
 }
 
 TEST_CASE("a top-up takes at most the worker's part of all the work queued, whatever its window holds",

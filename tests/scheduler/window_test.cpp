@@ -31,8 +31,9 @@ TEST_CASE("a worker's window widens to its element budget for small chunks, with
   CHECK(w.window_for(job_with_chunks_of(1, 1)) == 4);
 }
 
-TEST_CASE("a GPU's window deepens while its share of the queued work is more than the plain window: to the most "
-          "a timed window may be until its speed is measured, four report intervals after",
+TEST_CASE("a GPU's window deepens while its share of the queued work is more than the plain window: until its "
+          "speed is measured, four plain windows, or in a fleet big enough to stretch the report interval the whole "
+          "share, and four report intervals after",
           "[window]") {
   WorkerRecord w;
   w.slots = 4;
@@ -40,7 +41,8 @@ TEST_CASE("a GPU's window deepens while its share of the queued work is more tha
   const Job job = job_with_chunks_of(100, 100);  // 10^4 elements a chunk
   const auto interval = std::chrono::milliseconds(10);
   CHECK(w.window_for(job, interval, 4e4) == 4);   // a share of 4 chunks: the plain window holds it
-  CHECK(w.window_for(job, interval, 5e4) == kMaxTimedWindowChunks);  // more: the share is what limits a top-up
+  CHECK(w.window_for(job, interval, 5e4) == kMaxTimedWindowChunks);  // a big fleet: the share limits the top-up
+  CHECK(w.window_for(job, kReportInterval, 5e4) == 16);  // a small fleet: four plain windows
   // A GPU of its kind is measured at 1 ms a chunk: timed as that one, four intervals of 10 ms.
   CHECK(w.window_for(job, interval, 5e4, 1e-7) == 40);
   w.observe_speed(1e-3, 10000);                   // 0.1 us an element: 1 ms a chunk

@@ -74,11 +74,7 @@ Job::Job(JobId id, ClientId client, std::shared_ptr<const JobSpec> spec, bool wa
       started_(std::chrono::steady_clock::now()),
       table_(spec_->chunks()) {}
 
-PartialSum Job::result() const {
-  PartialSum r = total_;
-  r.sum = total_.exact.rounded();
-  return r;
-}
+CompactPartial Job::result() const { return compact(total_); }
 
 double Job::seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();

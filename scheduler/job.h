@@ -144,8 +144,9 @@ class Job {
   // with how often when more than once (a restarted worker keeps its name): "a x2, b".
   std::vector<std::string> failure_names(uint64_t chunk, bool copy) const;
 
-  // The merged partials of the done chunks, `sum` rounded from the exact total.
-  PartialSum result() const;
+  // The merged partials of the done chunks, the exact total as its terms (`sum`, the first, is it
+  // rounded): normalised and split once for the JobResult and the job's summary alike.
+  CompactPartial result() const;
 
   // Progress throttling and streaming bookkeeping: with want_partials, each chunk's partial waits
   // here (chunk, partial) until the next Progress carries it.

@@ -105,7 +105,7 @@ void Scheduler::send_progress(Job& job, bool force) {
 
 void Scheduler::complete_job(Job& job) {
   send_progress(job, /*force=*/true);
-  const PartialSum total = job.result();
+  const CompactPartial total = job.result();
   ++counters_.jobs_completed;
   if (spdlog::should_log(spdlog::level::info)) {  // the words are made only to be logged
     spdlog::info("job {} done: {} in {:.3f} s on {}, sum {:.17g}, count {}", job.id(), counted(job.chunks(), "chunk"),
@@ -205,7 +205,7 @@ void Scheduler::send_owed_drops(WorkerRecord& worker) {
   worker.drops_owed.clear();
 }
 
-void Scheduler::remember_job(const Job& job, const char* state, const std::string& message, const PartialSum* total) {
+void Scheduler::remember_job(const Job& job, const char* state, const std::string& message, const CompactPartial* total) {
   JobSummary s;
   s.id = job.id();
   auto cit = clients_.find(job.client());
@@ -223,7 +223,7 @@ void Scheduler::remember_job(const Job& job, const char* state, const std::strin
     s.sum = total->sum;
     s.count = total->count;
   } else if (job.complete()) {
-    const PartialSum result = job.result();
+    const CompactPartial result = job.result();
     s.sum = result.sum;
     s.count = result.count;
   } else {

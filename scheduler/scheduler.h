@@ -241,7 +241,7 @@ class Scheduler {
   // TaskBatch (send_top_up) or at the latest the next heartbeat.
   void send_owed_drops(WorkerRecord& worker);
   // The job's line in the recent jobs (dashboard, /status); `total`: its result, when already made.
-  void remember_job(const Job& job, const char* state, const std::string& message, const PartialSum* total = nullptr);
+  void remember_job(const Job& job, const char* state, const std::string& message, const CompactPartial* total = nullptr);
   void remove_worker(WorkerId id, const std::string& why, bool graceful);
   // The chunks of `job` that worker `w` held go back to the queue (blamed unless it left on
   // purpose); the job's failure message when a chunk has now failed --allowed-failures times.

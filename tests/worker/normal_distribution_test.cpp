@@ -18,7 +18,7 @@ using namespace psched;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)  // PSCHED_SANITIZE (ASan with UBSan), as fleet_test.cpp tells it
+#if defined(__SANITIZE_ADDRESS__)  // PSCHED_SANITIZE (ASan with UBSan), as tests/support/loadgen_output.h tells it
 constexpr uint64_t kDraws = 10'000'000;
 #else
 constexpr uint64_t kDraws = 100'000'000;

@@ -1,3 +1,6 @@
+// Worker: the link to the scheduler (worker.h): connecting and reconnecting with backoff, Hello and
+// Welcome, heartbeats, and leaving or giving up. What travels on it, the work and its results, is
+// in worker_tasks.cpp.
 #include "worker/worker.h"
 
 #include <capnp/message.h>
@@ -6,17 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "core/check.h"
-#include "core/chunk_grid.h"
-#include "core/plural.h"
 #include "net/address.h"
 #include "net/scheduler_file.h"
 #include "net/tls.h"
 #include "net/wire_convert.h"
-#include "worker/result_batches.h"
 
 namespace psched {
 
@@ -174,202 +172,6 @@ void Worker::on_welcome(wire::Welcome::Reader welcome) {
   if (const uint32_t hb = welcome.getHeartbeatMs(); hb > 0) config_.heartbeat_ms = std::max<uint32_t>(hb, 50);
   if (const uint32_t frame = welcome.getMaxFrameBytes(); frame > 0) config_.scheduler_max_frame_bytes = frame;
   heartbeat();
-}
-
-void Worker::on_define_job(wire::DefineJob::Reader d) {
-  const uint64_t job_id = d.getJobId();
-  if (jobs_.count(job_id)) return;  // defined already
-  JobEntry entry;
-  entry.local_key = next_local_key_++;
-  entry.partial_block = d.getPartialBlock();
-  JobSpec spec = from_wire(d.getSpec());
-  if (Status st = validate(spec); !st) {
-    spdlog::error("job {}: invalid spec from scheduler: {}", job_id, st.message());
-  } else {
-    entry.spec = std::make_shared<const JobSpec>(normalized(spec));
-  }
-  job_of_key_[entry.local_key] = job_id;
-  jobs_[job_id] = std::move(entry);
-}
-
-void Worker::on_drop_job(uint64_t job_id) {
-  auto it = jobs_.find(job_id);
-  if (it != jobs_.end()) {
-    backend_->drop_job(it->second.local_key);
-    job_of_key_.erase(it->second.local_key);
-    jobs_.erase(it);
-  }
-  pending_.erase(job_id);
-  if (auto held = held_by_job_.find(job_id); held != held_by_job_.end()) {
-    pacer_.released(held->second);  // its later outcomes are dropped unseen
-    held_by_job_.erase(held);
-  }
-}
-
-void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
-  const uint64_t job_id = batch.getJobId();
-  pacer_.on_task_batch(batch.getReportIntervalUs(), batch.getQueueEmpty());
-  auto it = jobs_.find(job_id);
-  const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
-  const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;
-  const uint64_t chunks =
-      spec ? spec->chunks() : 0;
-  for (auto range : batch.getRanges()) {
-    const uint64_t first = range.getFirst();
-    const uint64_t count = range.getCount();
-    // The common case, a valid run with no test fault in it: the backend takes it whole.
-    if (spec && first < chunks && count <= chunks - first &&
-        (config_.crash_on_chunk < 0 || uint64_t(config_.crash_on_chunk) < first ||
-         uint64_t(config_.crash_on_chunk) - first >= count)) {
-      assign(job_id, count);
-      backend_->enqueue_run(local_key, first, count, spec);
-      continue;
-    }
-    for (uint64_t k = 0; k < count; ++k) {
-      const uint64_t chunk = first + k;
-      if (!spec || chunk >= chunks) {
-        ChunkOutcome bad;
-        bad.job_id = job_id;
-        bad.chunk = chunk;
-        bad.ok = false;
-        bad.error = spec ? fmt::format("chunk {} is outside the job's {}", chunk, counted(chunks, "chunk"))
-                         : fmt::format("job {} was never defined or is invalid", job_id);
-        assign(job_id, 1);
-        add_pending(std::move(bad));
-        if (!spec) continue;
-        break;
-      }
-      if (config_.crash_on_chunk >= 0 && chunk == uint64_t(config_.crash_on_chunk)) {
-        spdlog::critical("test fault switch: crashing on chunk {}", chunk);
-        std::abort();
-      }
-      assign(job_id, 1);
-      backend_->enqueue(ChunkTask{local_key, chunk, spec});
-    }
-  }
-}
-
-// The scheduler wants a job's tail for an idle worker: the backend gives back what it has not
-// started of the range, and the answer goes at once (results waiting for the pacer stay).
-void Worker::on_give_back(wire::GiveBack::Reader give_back) {
-  const uint64_t job_id = give_back.getJobId();
-  std::vector<ChunkRun> returned;
-  if (auto it = jobs_.find(job_id); it != jobs_.end())
-    returned = backend_->give_back(it->second.local_key, give_back.getFirst(), give_back.getCount());
-  release(job_id, build_returned_batch(job_id, returned, [this](capnp::MessageBuilder& m) { conn()->send(m); }));
-}
-
-void Worker::release(uint64_t job_id, uint64_t chunks) {
-  auto held = held_by_job_.find(job_id);
-  if (held == held_by_job_.end()) return;
-  const uint64_t n = std::min(chunks, held->second);
-  pacer_.released(n);
-  if ((held->second -= n) == 0) held_by_job_.erase(held);
-}
-
-void Worker::assign(uint64_t job_id, uint64_t chunks) {
-  held_by_job_[job_id] += chunks;
-  pacer_.assigned(chunks, std::chrono::steady_clock::now());
-}
-
-void Worker::drain_inbox() {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mutex_);
-    draining_.swap(inbox_);
-    inbox_posted_ = false;
-  }
-  for (ChunkOutcome& o : draining_) on_outcome(std::move(o));
-  draining_.clear();  // keeps its capacity for the next swap
-}
-
-void Worker::on_outcome(ChunkOutcome outcome) {
-  if (link_ == Link::kLeaving) return;
-  if (outcome.device_lost) {
-    lose_device(std::move(outcome));
-    return;
-  }
-  auto it = job_of_key_.find(outcome.job_id);
-  if (it == job_of_key_.end()) return;  // dropped job, or one of an earlier connection
-  outcome.job_id = it->second;
-  if (outcome.ok && config_.flip_chunk >= 0 && outcome.chunk == uint64_t(config_.flip_chunk)) {
-    // As a GPU that computes wrong would: the chunk's value itself (its exact sum, which the
-    // scheduler merges and rounds) becomes the sum with its last bit flipped.
-    uint64_t bits;
-    std::memcpy(&bits, &outcome.partial.sum, sizeof bits);
-    bits ^= 1;
-    std::memcpy(&outcome.partial.sum, &bits, sizeof bits);
-    ExactSum flipped;
-    flipped.add(outcome.partial.sum);
-    outcome.partial.exact = ExactTerms(flipped);
-  }
-  add_pending(std::move(outcome));
-}
-
-// The device's context is gone for good: report the chunk that failed, then leave (the scheduler
-// re-queues what we held) and exit non-zero, so that our supervisor starts a worker with a fresh
-// context.
-void Worker::lose_device(ChunkOutcome outcome) {
-  const std::string error = outcome.error;
-  if (auto it = job_of_key_.find(outcome.job_id); it != job_of_key_.end()) {
-    outcome.job_id = it->second;
-    add_pending(std::move(outcome));
-    flush_results();
-  }
-  exit_code_ = kExitDeviceLost;
-  spdlog::error("device lost: {}; leaving so that a fresh worker can take over", error);
-  leave("device lost: " + error, [this] { io_.stop(); });
-}
-
-void Worker::add_pending(ChunkOutcome outcome) {
-  if (!scheduler_.open_conn()) return;
-  release(outcome.job_id, outcome.chunks);
-  auto [it, added] = pending_.try_emplace(outcome.job_id);
-  if (added) it->second.swap(spare_outcomes_);
-  it->second.push_back(std::move(outcome));
-  if (flush_posted_) return;
-  if (pacer_.due(std::chrono::steady_clock::now())) {
-    flush_posted_ = true;
-    asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
-      if (alive.lock()) flush_results();
-    });
-  } else {
-    arm_report_timer();
-  }
-}
-
-void Worker::arm_report_timer() {
-  if (report_timer_armed_) return;
-  report_timer_armed_ = true;
-  report_timer_.expires_at(pacer_.deadline());
-  report_timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-    if (!alive.lock()) return;
-    report_timer_armed_ = false;
-    if (ec || flush_posted_ || pending_.empty()) return;
-    if (pacer_.due(std::chrono::steady_clock::now())) {
-      flush_results();
-    } else {
-      arm_report_timer();  // a report went out meanwhile: the interval started again
-    }
-  });
-}
-
-void Worker::flush_results() {
-  flush_posted_ = false;
-  pacer_.reported(std::chrono::steady_clock::now());
-  if (!scheduler_.open_conn()) {
-    pending_.clear();
-    return;
-  }
-  for (auto& [job_id, outcomes] : pending_) {
-    if (outcomes.empty()) continue;
-    auto job = jobs_.find(job_id);
-    const uint64_t partial_block = job != jobs_.end() ? job->second.partial_block : 1;
-    build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes, partial_block,
-                         [this](capnp::MessageBuilder& m) { conn()->send(m); });
-    outcomes.clear();
-    if (outcomes.capacity() > spare_outcomes_.capacity()) outcomes.swap(spare_outcomes_);
-  }
-  pending_.clear();
 }
 
 void Worker::heartbeat() {

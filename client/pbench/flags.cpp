@@ -1,0 +1,144 @@
+#include "flags.h"
+
+#include <climits>
+#include <tuple>
+
+#include "core/job_spec.h"
+#include "net/event_loop.h"
+
+namespace pbench {
+namespace {
+
+void add_mode_flags(CLI::App& app, Flags& f) {
+  auto* g_opt = app.add_option("-g,--gpus", f.gpus, "Local mode: start a cluster with N GPU workers (GPUs 0..N-1)")
+                    ->transform(psched::cli::unsigned_in(1, 1024));
+  auto* c_opt = app.add_option("-c,--cpus", f.cpus, "Local mode: start a cluster with N CPU workers")
+                    ->transform(psched::cli::unsigned_in(1, 1024));
+  auto* d_opt = app.add_flag("-d,--distributed", f.distributed,
+                             "Use a running cluster (--scheduler or --scheduler-file; default localhost:8786)");
+  g_opt->excludes(c_opt);
+  d_opt->excludes(g_opt)->excludes(c_opt);
+}
+
+void add_cluster_flags(CLI::App& app, Flags& f) {
+  app.add_option("--scheduler", f.scheduler, "Scheduler address: tcp://HOST:PORT, tls://HOST:PORT, HOST:PORT or HOST")
+      ->check(psched::cli::non_empty());
+  app.add_option("--scheduler-file", f.scheduler_file, "Read the scheduler address from this file")
+      ->check(psched::cli::non_empty());
+  app.add_option("--token-file", f.token_file, "File holding the cluster token (or set PSCHED_TOKEN)")
+      ->check(psched::cli::non_empty());
+  psched::cli::add_tls_flags(app, f.tls, "this client's");
+  app.add_option("--nthreads", f.nthreads, "Local CPU mode: threads per worker (default: cores / N)")
+      ->transform(psched::cli::unsigned_in(1, 4096));
+  app.add_option("--memory-limit", f.memory_limit, "Local mode: --memory-limit for each worker");
+  app.add_option("--connect-timeout", f.connect_timeout_ms, "Milliseconds to wait for the scheduler")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(1, 3600000));
+  app.add_option("--reconnect", f.reconnect_s,
+                 "Seconds to wait for the scheduler to come back when the connection to it is lost "
+                 "mid-job (psched killed or restarted), then submit the job again: the same bits "
+                 "(default 0: fail at once)")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 86400));
+  app.add_option_function<std::string>(
+         "--no-workers-timeout",
+         [&f](const std::string& v) {
+           f.no_workers_timeout_ms = v == "never" ? 0 : std::stoi(v) * 1000;
+         },
+         "Seconds a job may wait with no worker connected (none registered yet, or the last one "
+         "left or died) before pbench gives it up, or 'never' (default: " +
+             std::to_string(pclient::RunOptions::kDefaultNoWorkersTimeoutMs / 1000) + ")")
+      ->check(CLI::IsMember({"never"}) | psched::cli::unsigned_in(1, 86400));
+  app.add_option("--spin-us", f.spin_us,
+                 "Microseconds the client (and, in local mode, the daemons) keep polling after each "
+                 "message before sleeping; 0 = sleep at once (default: " +
+                     std::to_string(psched::kDefaultSpin.count()) + ")")
+      ->transform(psched::cli::unsigned_in(0, 1000000));
+}
+
+void add_job_flags(CLI::App& app, Flags& f) {
+  pclient::Job& job = f.job;
+  // Sizes, chunks and steps: at least 1. Starts and stops: any 64-bit integer (negative: from the end).
+  const CLI::Validator count = psched::cli::unsigned_in(1, UINT64_MAX);
+  const CLI::Validator index = psched::cli::signed_in(INT64_MIN, INT64_MAX);
+  app.add_option("-x,--rows", job.rows, "Rows of the array")->capture_default_str()->transform(count);
+  app.add_option("-y,--cols", job.cols, "Columns of the array")->capture_default_str()->transform(count);
+  app.add_option("--chunk-x", job.chunk_rows, "Rows per chunk")->capture_default_str()->transform(count);
+  app.add_option("--chunk-y", job.chunk_cols, "Columns per chunk")->capture_default_str()->transform(count);
+  app.add_option("--dtype", job.dtype, "float64 or float32")->capture_default_str();
+  app.add_option("--generator", job.generator, "normal, uniform, arange or constant")->capture_default_str();
+  app.add_option("--mean", f.mean, "normal: mean")->capture_default_str();
+  app.add_option("--std", f.std_dev, "normal: standard deviation")->capture_default_str();
+  app.add_option("--low", f.low, "uniform: low")->capture_default_str();
+  app.add_option("--high", f.high, "uniform: high")->capture_default_str();
+  app.add_option("--start", f.start, "arange: first value")->capture_default_str();
+  app.add_option("--step", f.step, "arange: step")->capture_default_str();
+  app.add_option("--value", f.value, "constant: the value")->capture_default_str();
+  app.add_option("--seed", job.seed, "Generator seed (normal, uniform)")->capture_default_str()
+      ->transform(psched::cli::unsigned_in(0, UINT64_MAX));
+  app.add_option("--scale", job.scale, "Expression: scale * x + offset")->capture_default_str();
+  app.add_option("--offset", job.offset, "Expression: scale * x + offset")->capture_default_str();
+  app.add_option("--row-start", f.row_start, "Selection: first row (negative: counted from the end)")
+      ->transform(index);
+  app.add_option("--row-stop", f.row_stop, "Selection: row stop (default: end; negative: from the end)")
+      ->transform(index);
+  app.add_option("--row-step", job.row_step, "Selection: row step")->capture_default_str()->transform(count);
+  app.add_option("--col-start", f.col_start, "Selection: first column (negative: counted from the end)")
+      ->transform(index);
+  app.add_option("--col-stop", f.col_stop, "Selection: column stop (default: end; negative: from the end)")
+      ->transform(index);
+  app.add_option("--col-step", job.col_step, "Selection: column step")->capture_default_str()->transform(count);
+  app.add_flag("--fused", job.fused,
+               "Generate only the selected elements, storing nothing (reported separately; not the "
+               "DeepOps benchmark's create-then-reduce)");
+}
+
+void add_output_flags(CLI::App& app, Flags& f) {
+  app.add_option("--repeat", f.repeat, "Run the job N times in one session")->capture_default_str()
+      ->transform(psched::cli::unsigned_in(1, 1000000));
+  app.add_flag("--json", f.json, "Print one JSON object instead of text");
+  app.add_option("--report", f.report_html,
+                 "Write a self-contained HTML performance report of the (last) run to this file");
+  app.add_option("--report-json", f.report_json, "Write the performance report's data as JSON to this file");
+  app.add_flag("--check", f.check, "Verify the result: exact closed form for arange/constant, mean bound for "
+                                   "normal/uniform; exit 1 on any difference");
+  app.add_option("--verify", f.verify,
+                 "Compute every chunk (or this fraction of them, a seeded draw) a second time on "
+                 "another worker and compare the partials bit for bit; exit 1 on any mismatch")
+      ->expected(0, 1)
+      ->default_str("1.0")
+      ->type_name("[FRACTION]");
+  app.add_flag("-q,--quiet", f.quiet, "No progress bar");
+  app.add_flag("--cluster-info", f.cluster_info, "Print the cluster's workers (backend, device, memory) and exit");
+  app.add_option("--log-level", f.log_level, "Local mode: log level of the daemons")->capture_default_str();
+}
+
+}  // namespace
+
+void add_flags(CLI::App& app, Flags& f) {
+  add_mode_flags(app, f);
+  add_job_flags(app, f);
+  add_cluster_flags(app, f);
+  add_output_flags(app, f);
+}
+
+void complete_job(Flags& f) {
+  pclient::Job& job = f.job;
+  if (job.generator == "normal") { job.param0 = f.mean; job.param1 = f.std_dev; }
+  else if (job.generator == "uniform") { job.param0 = f.low; job.param1 = f.high; }
+  else if (job.generator == "arange") { job.param0 = f.start; job.param1 = f.step; }
+  else if (job.generator == "constant") { job.param0 = f.value; job.param1 = 0; }
+  for (auto [given, length, field, name] :
+       {std::tuple{&f.row_start, job.rows, &job.row_start, "--row-start"},
+        std::tuple{&f.row_stop, job.rows, &job.row_stop, "--row-stop"},
+        std::tuple{&f.col_start, job.cols, &job.col_start, "--col-start"},
+        std::tuple{&f.col_stop, job.cols, &job.col_stop, "--col-stop"}}) {
+    if (!*given) continue;
+    auto index = psched::cli::from_end(**given, length);
+    if (!index) throw pclient::Error(std::string(name) + ": " + index.message());
+    *field = *index;
+  }
+  pclient::validate(job);
+  if (psched::Status st = psched::validate_verify_fraction(f.verify); !st)
+    throw pclient::Error("--verify: " + st.message());
+}
+
+}  // namespace pbench

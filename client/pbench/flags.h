@@ -1,0 +1,42 @@
+// pbench's command line: every flag into one Flags, and the job completed from them (the
+// generator's parameters, the selection counted from the ends) and checked as the scheduler would.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "app/cli_checks.h"
+#include "pclient/client.h"
+
+namespace pbench {
+
+struct Flags {
+  pclient::Job job;
+  int gpus = 0, cpus = 0, repeat = 1, nthreads = 0;
+  bool distributed = false, json = false, check = false, quiet = false, cluster_info = false;
+  std::string scheduler, scheduler_file, token_file, memory_limit, log_level = "warning";
+  psched::TlsFiles tls;
+  std::string report_html, report_json;  // --report, --report-json: files to write after the run
+  double mean = 10.0, std_dev = 1.0, low = 0.0, high = 1.0, start = 0.0, step = 1.0, value = 1.0;
+  std::optional<int64_t> row_start, row_stop, col_start, col_stop;  // negative: from the end
+  int connect_timeout_ms = 5000;
+  int reconnect_s = 0;
+  int no_workers_timeout_ms = pclient::RunOptions::kDefaultNoWorkersTimeoutMs;  // 0: never
+  int spin_us = -1;
+  double verify = 0;  // --verify: share of chunks computed twice (0: off)
+
+  bool local_mode() const { return gpus > 0 || cpus > 0; }
+};
+
+// Every flag of pbench, in its groups: mode (-g, -c, -d), job, cluster and output.
+void add_flags(CLI::App& app, Flags& f);
+
+// The generator's parameters and the selection from their flags (Python's meaning: a negative
+// start or stop counts from the end of its axis); throws pclient::Error for a job the scheduler
+// would refuse.
+void complete_job(Flags& f);
+
+}  // namespace pbench

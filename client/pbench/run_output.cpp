@@ -1,0 +1,122 @@
+#include "run_output.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "client/job_spec_of.h"
+#include "cluster_report.h"
+#include "core/gpu_health.h"
+#include "core/plural.h"
+#include "core/reference_sums.h"
+#include "report.h"
+#include "verify_report.h"
+
+namespace pbench {
+
+void print_json(const Flags& f, const Runs& runs) {
+  const pclient::Job& job = f.job;
+  const pclient::Result& result = runs.last;
+  const double seconds = runs.seconds.back();
+  nlohmann::json out = {{"sum", result.sum},
+                        {"exact_terms", result.exact_terms},
+                        {"reference_key", psched::reference_key(pclient::job_spec_of(job))},
+                        {"count", result.count},
+                        {"mean", result.mean()},
+                        {"min", result.min},
+                        {"max", result.max},
+                        {"seconds", seconds},
+                        {"chunks", result.chunks},
+                        {"bytes", job.bytes()},
+                        {"bytes_per_second", double(job.bytes()) / seconds},
+                        {"workers", result.workers},
+                        {"cluster_workers", runs.after.size()},
+                        {"retries", result.retries},
+                        {"resubmissions", result.resubmissions},
+                        {"generator", job.generator},
+                        {"rows", job.rows},
+                        {"cols", job.cols},
+                        {"chunk_rows", job.chunk_rows},
+                        {"chunk_cols", job.chunk_cols},
+                        {"fused", job.fused},
+                        {"devices", devices_json(runs.after, &runs.before, seconds)}};
+  // Each device's share of the job as the scheduler measured it, GPU figures and stragglers.
+  const nlohmann::json shares = pbench::run_devices_json(result);
+  nlohmann::json stragglers = nlohmann::json::array();
+  for (auto& d : out["devices"]) {
+    for (const auto& s : shares)
+      if (s["worker"] == d["name"]) d["run"] = s;
+    // The per-heartbeat series is the report's (--report-json); the summary line stays short.
+    if (d.contains("run") && d["run"]["gpu"].is_object()) d["run"]["gpu"].erase("series");
+  }
+  for (const auto& s : shares)
+    if (s["slow"].get<bool>()) stragglers.push_back({{"worker", s["worker"]}, {"cause", s["cause"]}});
+  out["stragglers"] = std::move(stragglers);
+  if (f.repeat > 1) out["runs"] = runs.seconds;
+  if (result.count == 0) {  // no mean, min or max of nothing: say so rather than print 0
+    out["mean"] = nullptr;
+    out["empty_selection"] = true;
+  }
+  if (f.check) out["check"] = runs.problem.empty() ? "ok" : runs.problem;
+  if (f.verify > 0) out["verify"] = pbench::verify_json(result);
+  std::cout << out.dump() << std::endl;
+}
+
+void print_text(const Flags& f, const Runs& runs) {
+  const pclient::Result& result = runs.last;
+  const double seconds = runs.seconds.back();
+  std::cout << "Processing complete." << std::endl;
+  std::printf("Wall time create data + computation time: %.6f seconds\n", seconds);
+  if (result.count == 0)
+    std::printf("Sum: 0  Count: 0 (the selection is empty: no mean, min or max)\n");
+  else
+    std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
+                result.mean(), (unsigned long long)result.count, result.min, result.max);
+  std::printf("Throughput: %s/s over %s on %s%s\n", human_bytes(double(f.job.bytes()) / seconds).c_str(),
+              psched::counted(result.chunks, "chunk").c_str(), psched::counted(result.workers, "worker").c_str(),
+              f.job.fused ? " (fused: selected elements only)" : "");
+  if (f.repeat > 1) {
+    std::vector<double> sorted = runs.seconds;
+    std::sort(sorted.begin(), sorted.end());
+    std::printf("Runs: %d, median %.6f s, min %.6f s, max %.6f s\n", f.repeat, sorted[sorted.size() / 2],
+                sorted.front(), sorted.back());
+  }
+  if (result.resubmissions > 0)
+    std::printf("Resubmitted %u time%s after the connection to the scheduler was lost (--reconnect)\n",
+                result.resubmissions, result.resubmissions == 1 ? "" : "s");
+  std::printf("Cluster: %s\n", summarize(runs.after).c_str());
+  double busy = 0;
+  int active = 0;
+  for (const auto& w : runs.after)
+    if (const RunShare r = run_share(w, runs.before, seconds); r.chunks > 0) {
+      busy += r.busy_fraction;
+      ++active;
+    }
+  if (active > 0 && seconds > 0)
+    std::printf("Busy: %s for %.0f%% of the wall time (mean; their own timings)\n",
+                active == 1 ? "the worker computed" : ("the " + psched::counted(active, "worker") + " computed").c_str(),
+                100.0 * busy / active);
+  for (const auto& d : result.devices) {
+    if (!d.has_gpu) continue;
+    std::printf("GPU %s: SM clock %.0f/%.0f/%.0f MHz (max %u), %.0f-%.0f C, %.0f/%.0f/%.0f W, util %.0f%%%s%s\n",
+                d.name.c_str(), d.sm_clock_mhz.min, d.sm_clock_mhz.mean, d.sm_clock_mhz.max, d.sm_clock_max_mhz,
+                d.temperature_c.min, d.temperature_c.max, d.power_watts.min, d.power_watts.mean,
+                d.power_watts.max, d.sm_utilisation_pct.mean, d.throttle_reasons ? ", throttled: " : "",
+                psched::throttle_reason_names(d.throttle_reasons).c_str());
+  }
+  std::vector<std::string> slow;
+  for (const auto& d : result.devices)
+    if (d.slow) slow.push_back(d.name + " (" + human_bytes(d.bytes_per_second) + "/s" +
+                               (d.cause.empty() ? "" : "; " + d.cause) + ")");
+  if (result.devices.size() > 1) {
+    std::string line;
+    for (const auto& s : slow) line += (line.empty() ? "" : ", ") + s;
+    std::printf("Stragglers (10%% or more below the median device): %s\n", slow.empty() ? "none" : line.c_str());
+  }
+  if (f.check) std::printf("Check: %s\n", runs.problem.empty() ? "ok" : runs.problem.c_str());
+  if (f.verify > 0) pbench::print_verify(result);
+  std::fflush(stdout);
+}
+
+}  // namespace pbench

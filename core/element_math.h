@@ -5,7 +5,7 @@
 // (core/log_table.h). A multiply and an add are fused only where written as fma(): everything else
 // is rounded on its own (host code builds with -ffp-contract=off; DeviceOps rounds explicitly).
 // They are templates on the arithmetic, so the scalar host reference (core/generators.h), the
-// CPU's vector lanes (worker/cpu/kernels_impl.h) and CUDA device code (DeviceOps below) run the
+// CPU's vector lanes (worker/cpu/generate_impl.h) and CUDA device code (DeviceOps below) run the
 // same sequence and get the same bits.
 #pragma once
 

@@ -44,7 +44,7 @@ struct Philox4x32 {
 
 // Philox4x32-10's constants (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11):
 // the round multipliers and the Weyl key increments. The device (worker/cuda/fast_generators.h) and
-// vector (worker/cpu/kernels_impl.h) forms of the rounds use these same names.
+// vector (worker/cpu/generate_impl.h) forms of the rounds use these same names.
 inline constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
 inline constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
 inline constexpr int kPhiloxRounds = 10;

@@ -1,0 +1,134 @@
+// Reducing a strided run of stored elements into the eight lanes of ReduceLanes (kernels.h's
+// `reduce`): TwoSum per lane on registers, the rare register that needs it added lane by lane with
+// spills into the exact accumulator. Part of the CPU kernels' body (kernels_impl.h): internal
+// linkage only.
+#pragma once
+
+#include <cstdint>
+
+#include "worker/cpu/kernels.h"
+#include "worker/cpu/lanes_impl.h"
+
+namespace psched {
+namespace {
+
+// On the scalar path, magnitudes from here up (and NaN, infinities) bypass the lanes into the exact
+// accumulator: a lane of at most 2^31 smaller ones stays below 2^991, so neither hi nor lo can
+// overflow and TwoSum stays error-free. (The vector path lets a large value in while nothing
+// overflows; an overflow shows in e2 and sends the register here.)
+constexpr double kLaneLimit = 0x1p960;
+
+// Any lane nonzero (all bits compared: -0.0 counts as nonzero, which only costs a rare spill).
+inline __attribute__((always_inline)) bool any_set(vu m) {
+#if defined(__AVX512F__)
+  return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
+#elif defined(__AVX2__)
+  return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#else
+  bool any = false;
+  for (int l = 0; l < kW; ++l) any |= m[l] != 0;
+  return any;
+#endif
+}
+
+// Lanes 0, 2, 4, ... of a then of b: the even elements of 2 kW consecutive ones.
+inline __attribute__((always_inline)) vd even_lanes(vd a, vd b) {
+#if defined(__AVX512F__)
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#elif defined(__AVX2__)
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#else
+  return __builtin_shufflevector(a, b, 0, 2);
+#endif
+}
+
+// One element into one lane, scalar: the tail of a run, and a register that needs spills.
+inline __attribute__((always_inline)) void lane_add(ReduceLanes& lanes, int l, double v) {
+  lanes.min[l] = v < lanes.min[l] ? v : lanes.min[l];
+  lanes.max[l] = v > lanes.max[l] ? v : lanes.max[l];
+  if (!(__builtin_fabs(v) < kLaneLimit)) return lanes_spill(lanes, v);
+  // TwoSum (Knuth): hi + v = t + e exactly; then lo + e = t2 + e2 exactly.
+  const double hi = lanes.hi[l], t = hi + v, bv = t - hi, e = (hi - (t - bv)) + (v - bv);
+  const double lo = lanes.lo[l], t2 = lo + e, be = t2 - lo, e2 = (lo - (t2 - be)) + (e - be);
+  lanes.hi[l] = t;
+  lanes.lo[l] = t2;
+  if (e2 != 0) lanes_spill(lanes, e2);
+}
+
+// One register's worth of a run's elements at p, `step` apart. `beyond` says an element of the run
+// lies past this register's last.
+inline __attribute__((always_inline)) vd load_register(const double* p, uint64_t step, bool beyond) {
+  vd v;
+  if (step == 1) {
+    __builtin_memcpy(&v, p, sizeof(v));
+  } else if (step == 2 && beyond) {
+    // Every other element (the DeepOps benchmark's [::2]): two plain loads and one shuffle instead
+    // of kW single loads. The second load reaches one element past this register's last, which
+    // exists: a later element of the run lies beyond it.
+    vd a, b;
+    __builtin_memcpy(&a, p, sizeof(a));
+    __builtin_memcpy(&b, p + kW, sizeof(b));
+    v = even_lanes(a, b);
+  } else {
+    for (int l = 0; l < kW; ++l) v[l] = p[uint64_t(l) * step];
+  }
+  return v;
+}
+
+// Register q's elements v one by one through lane_add, from the lanes as they were (hi, lo), which
+// then take what lane_add left. Lane by lane, never through the registers' addresses, so that the
+// caller's registers stay registers.
+inline __attribute__((always_inline)) void register_by_lanes(ReduceLanes& lanes, int q, vd v, vd& hi,
+                                                             vd& lo) {
+  for (int l = 0; l < kW; ++l) {
+    lanes.hi[q * kW + l] = hi[l];
+    lanes.lo[q * kW + l] = lo[l];
+    lane_add(lanes, q * kW + l, v[l]);
+    hi[l] = lanes.hi[q * kW + l];
+    lo[l] = lanes.lo[q * kW + l];
+  }
+}
+
+// The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8. Per
+// register both TwoSums run on the elements as they are, and one test of e2 (lo's own error) finds
+// the rare register that needs the scalar path: a nonzero e2 is something to spill, and a NaN,
+// an infinity or an overflow anywhere in the two TwoSums leaves e2 NaN or infinite. That register's
+// lanes are then put back as they were and its elements added by lane_add, which spills what it
+// must; so the common case costs no test of its own for specials.
+void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset,
+            ReduceLanes& lanes) {
+  constexpr int kRegs = 8 / kW;
+  constexpr uint64_t kAbs = ~(uint64_t{1} << 63);
+  vd hi[kRegs], lo[kRegs], mn[kRegs], mx[kRegs];
+  __builtin_memcpy(hi, lanes.hi, sizeof(hi));
+  __builtin_memcpy(lo, lanes.lo, sizeof(lo));
+  __builtin_memcpy(mn, lanes.min, sizeof(mn));
+  __builtin_memcpy(mx, lanes.max, sizeof(mx));
+  uint64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+#pragma GCC unroll 4
+    for (int q = 0; q < kRegs; ++q) {
+      const double* p = x + (j + uint64_t(q) * kW) * step;
+      const vd v = load_register(p, step, j + uint64_t(q + 1) * kW < n) * scale + offset;
+      mn[q] = v < mn[q] ? v : mn[q];
+      mx[q] = v > mx[q] ? v : mx[q];
+      const vd t = hi[q] + v, bv = t - hi[q], e = (hi[q] - (t - bv)) + (v - bv);
+      const vd t2 = lo[q] + e, be = t2 - lo[q], e2 = (lo[q] - (t2 - be)) + (e - be);
+      if (__builtin_expect(any_set((vu)e2 & kAbs), 0)) {
+        register_by_lanes(lanes, q, v, hi[q], lo[q]);
+      } else {
+        hi[q] = t;
+        lo[q] = t2;
+      }
+    }
+  }
+  __builtin_memcpy(lanes.hi, hi, sizeof(hi));
+  __builtin_memcpy(lanes.lo, lo, sizeof(lo));
+  __builtin_memcpy(lanes.min, mn, sizeof(mn));
+  __builtin_memcpy(lanes.max, mx, sizeof(mx));
+  for (int l = 0; j < n; ++j, ++l) lane_add(lanes, l, x[j * step] * scale + offset);
+}
+
+
+}  // namespace
+}  // namespace psched

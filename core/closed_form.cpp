@@ -68,24 +68,55 @@ double sum_error_bound(long double sum_abs, double element_epsilon, uint64_t chu
 
 namespace {
 
-// arange: the sum in closed form over the selected indices (a 128-bit integer when every element
-// is computed exactly), min and max at the selection's ends, and the rounding bounds otherwise.
-void expect_arange(const JobSpec& s, const AxisRun& rows, const AxisRun& cols, Expectation& e) {
+// arange over the selected rows x cols (none empty): the sum of the selected global indices, and
+// the first and last of them (where the elements are smallest and largest, or the reverse).
+struct ArangeIndices {
+  __int128 sum;
+  uint64_t first, last;
+};
+
+ArangeIndices arange_indices(const JobSpec& s, const AxisRun& rows, const AxisRun& cols) {
   // sum over selected of index = nc * cols * sum(r) + nr * sum(c)
   const __int128 sum_r = __int128(rows.count) * rows.first +
                          __int128(s.row_sel.step) * rows.count * (rows.count - 1) / 2;
   const __int128 sum_c = __int128(cols.count) * cols.first +
                          __int128(s.col_sel.step) * cols.count * (cols.count - 1) / 2;
-  const __int128 sum_index = __int128(cols.count) * s.cols * sum_r + __int128(rows.count) * sum_c;
+  return ArangeIndices{__int128(cols.count) * s.cols * sum_r + __int128(rows.count) * sum_c,
+                       rows.first * s.cols + cols.first,
+                       (rows.first + (rows.count - 1) * s.row_sel.step) * s.cols + cols.first +
+                           (cols.count - 1) * s.col_sel.step};
+}
+
+// Integer parameters and every intermediate below 2^53 (the stored value below 2^24 for float32),
+// up to the element of index `last`: every element is computed exactly.
+bool arange_values_exact(const JobSpec& s, uint64_t last) {
+  const double stored_limit = s.dtype == DType::kFloat32 ? 16777216.0 : kTwo53;
+  return is_integer(s.scale) && is_integer(s.offset) && is_integer(s.param0) && is_integer(s.param1) &&
+         std::fabs(s.param0) + std::fabs(s.param1) * double(last) < stored_limit &&
+         std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) + std::fabs(s.offset) <
+             kTwo53;
+}
+
+// The exact sum of `count` exactly computed elements whose indices add up to sum_index. Each term
+// is below count 2^53 <= 2^108: no overflow.
+__int128 arange_exact_sum(const JobSpec& s, uint64_t count, __int128 sum_index) {
+  return __int128(int64_t(s.scale)) * (__int128(int64_t(s.param0)) * __int128(count) +
+                                       __int128(int64_t(s.param1)) * sum_index) +
+         __int128(int64_t(s.offset)) * __int128(count);
+}
+
+// arange: the sum in closed form over the selected indices (a 128-bit integer when every element
+// is computed exactly), min and max at the selection's ends, and the rounding bounds otherwise.
+void expect_arange(const JobSpec& s, const AxisRun& rows, const AxisRun& cols, Expectation& e) {
+  const ArangeIndices indices = arange_indices(s, rows, cols);
+  const __int128 sum_index = indices.sum;
   const long double n = (long double)e.count;
   const long double total = (long double)s.scale * ((long double)s.param0 * n +
                                                       (long double)s.param1 * (long double)sum_index) +
                             (long double)s.offset * n;
   e.sum = double(total);
   e.mean = double(total / n);
-  const uint64_t first = rows.first * s.cols + cols.first;
-  const uint64_t last = (rows.first + (rows.count - 1) * s.row_sel.step) * s.cols + cols.first +
-                        (cols.count - 1) * s.col_sel.step;
+  const uint64_t first = indices.first, last = indices.last;
   const double v_first = s.scale * (s.param0 + s.param1 * double(first)) + s.offset;
   const double v_last = s.scale * (s.param0 + s.param1 * double(last)) + s.offset;
   e.has_min_max = true;
@@ -105,22 +136,11 @@ void expect_arange(const JobSpec& s, const AxisRun& rows, const AxisRun& cols, E
   const double largest_abs = std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
                              std::fabs(s.offset);
   e.min_max_tolerance = 2 * element_epsilon * largest_abs;
-  // Integer parameters and every intermediate below 2^53 (the stored value below 2^24 for
-  // float32): every element is computed exactly, so the job's exact sum is the integer closed
-  // form and its rounding must match bit for bit. Otherwise the elements themselves are rounded
-  // and the closed form of the ideal values only bounds the sum.
-  const double stored_limit = s.dtype == DType::kFloat32 ? 16777216.0 : kTwo53;
-  const bool values_exact = is_integer(s.scale) && is_integer(s.offset) && is_integer(s.param0) &&
-                            is_integer(s.param1) &&
-                            std::fabs(s.param0) + std::fabs(s.param1) * double(last) < stored_limit &&
-                            std::fabs(s.scale) * (std::fabs(s.param0) + std::fabs(s.param1) * double(last)) +
-                                    std::fabs(s.offset) < kTwo53;
-  if (values_exact) {
-    // Each term below n 2^53 <= 2^108: no overflow.
-    const __int128 exact = __int128(int64_t(s.scale)) * (__int128(int64_t(s.param0)) * __int128(e.count) +
-                                                          __int128(int64_t(s.param1)) * sum_index) +
-                           __int128(int64_t(s.offset)) * __int128(e.count);
-    e.exact = exact_scaled(exact, 0);
+  // Every element computed exactly: the job's exact sum is the integer closed form and its
+  // rounding must match bit for bit. Otherwise the elements themselves are rounded and the closed
+  // form of the ideal values only bounds the sum.
+  if (arange_values_exact(s, last)) {
+    e.exact = exact_scaled(arange_exact_sum(s, e.count, sum_index), 0);
     e.sum = e.exact.rounded();
     e.sum_exact = true;
   }
@@ -195,28 +215,102 @@ std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t ch
   return partial_over(s, b.row0, b.rows, b.col0, b.cols);
 }
 
-std::optional<PartialSum> expected_run_partial(const JobSpec& raw, uint64_t first, uint64_t count) {
-  const JobSpec s = normalized(raw);
-  const ChunkGrid grid{s.rows, s.cols, s.chunk_rows, s.chunk_cols};
-  const uint64_t per_row = grid.grid_cols();
-  PartialSum run;
+namespace {
+
+// The run of `count` chunks from `first` (row-major over the chunk grid of `s`, normalized) as at
+// most three rectangles of the array: `add(row0, rows, col0, cols)` for each (none empty), in order,
+// until one returns false. Returns false then, else true.
+template <typename Add>
+bool for_each_run_rectangle(const JobSpec& s, uint64_t first, uint64_t count, Add&& add) {
+  if (count == 0) return true;
+  const uint64_t per_row = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.grid_cols();
   // A chunk row's chunks [c0, c1), for chunk rows [r0, r1): one rectangle of the array.
-  auto add = [&](uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1) {
+  auto rectangle = [&](uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1) {
     if (r0 >= r1 || c0 >= c1) return true;
     const uint64_t row0 = r0 * s.chunk_rows, col0 = c0 * s.chunk_cols;
-    const std::optional<PartialSum> p = partial_over(s, row0, std::min(r1 * s.chunk_rows, s.rows) - row0, col0,
-                                                     std::min(c1 * s.chunk_cols, s.cols) - col0);
-    if (p) merge(run, *p);
-    return p.has_value();
+    return add(row0, std::min(r1 * s.chunk_rows, s.rows) - row0, col0, std::min(c1 * s.chunk_cols, s.cols) - col0);
   };
-  if (count == 0) return run;
   const uint64_t end = first + count, r_first = first / per_row, r_last = (end - 1) / per_row;
   const uint64_t c_first = first % per_row, c_end = (end - 1) % per_row + 1;
-  const bool ok = r_first == r_last
-                      ? add(r_first, r_first + 1, c_first, c_end)
-                      : add(r_first, r_first + 1, c_first, per_row) && add(r_first + 1, r_last, 0, per_row) &&
-                            add(r_last, r_last + 1, 0, c_end);
+  return r_first == r_last ? rectangle(r_first, r_first + 1, c_first, c_end)
+                           : rectangle(r_first, r_first + 1, c_first, per_row) &&
+                                 rectangle(r_first + 1, r_last, 0, per_row) && rectangle(r_last, r_last + 1, 0, c_end);
+}
+
+// The terms of magnitude * 2^exponent (negated when `negative`), exponent >= kExactLowestBit:
+// ExactTerms without the accumulator (ExactTerms::of_magnitude).
+ExactTerms scaled_terms(unsigned __int128 magnitude, int exponent, bool negative) {
+  const int bit = exponent - kExactLowestBit;
+  const int low = bit / kExactDigitBits, shift = bit % kExactDigitBits;
+  uint32_t digits[5] = {};
+  uint64_t carry = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t shifted = (uint64_t(uint32_t(magnitude >> (32 * i))) << shift) | carry;
+    digits[i] = uint32_t(shifted);
+    carry = shifted >> 32;
+  }
+  digits[4] = uint32_t(carry);
+  return ExactTerms::of_magnitude(digits, 5, low, negative);
+}
+
+}  // namespace
+
+std::optional<PartialSum> expected_run_partial(const JobSpec& raw, uint64_t first, uint64_t count) {
+  const JobSpec s = normalized(raw);
+  PartialSum run;
+  const bool ok = for_each_run_rectangle(s, first, count, [&](uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols) {
+    const std::optional<PartialSum> p = partial_over(s, row0, rows, col0, cols);
+    if (p) merge(run, *p);
+    return p.has_value();
+  });
   if (!ok) return std::nullopt;
+  return run;
+}
+
+std::optional<CompactPartial> expected_run_compact(const JobSpec& raw, uint64_t first, uint64_t count) {
+  const JobSpec s = normalized(raw);
+  const bool arange = s.generator == Generator::kArange;
+  const double v = s.scale * s.param0 + s.offset;  // constant: every element
+  // Elsewhere (float32, random generators, a subnormal or non-finite constant): the general path.
+  if (s.dtype != DType::kFloat64 || (!arange && s.generator != Generator::kConstant) ||
+      (!arange && !(std::isfinite(v) && (v == 0 || std::fabs(v) >= 0x1p-1000)))) {
+    const std::optional<PartialSum> p = expected_run_partial(s, first, count);
+    if (!p) return std::nullopt;
+    return compact(*p);
+  }
+  CompactPartial run;
+  __int128 sum = 0;  // arange: the exact sum, an integer
+  const bool ok = for_each_run_rectangle(s, first, count, [&](uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols) {
+    const AxisRun r = select_axis(row0, row0 + rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
+    const AxisRun c = select_axis(col0, col0 + cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
+    const uint64_t n = r.count * c.count;
+    if (n == 0) return true;
+    run.count += n;
+    double lo = v, hi = v;
+    if (arange) {
+      const ArangeIndices indices = arange_indices(s, r, c);
+      if (!arange_values_exact(s, indices.last)) return false;
+      sum += arange_exact_sum(s, n, indices.sum);
+      const double v_first = s.scale * (s.param0 + s.param1 * double(indices.first)) + s.offset;
+      const double v_last = s.scale * (s.param0 + s.param1 * double(indices.last)) + s.offset;
+      lo = std::min(v_first, v_last);
+      hi = std::max(v_first, v_last);
+    }
+    run.min = std::min(run.min, lo);
+    run.max = std::max(run.max, hi);
+    return true;
+  });
+  if (!ok) return std::nullopt;
+  if (run.count == 0) return run;
+  if (arange) {
+    run.exact = scaled_terms(sum < 0 ? -(unsigned __int128)sum : (unsigned __int128)sum, 0, sum < 0);
+  } else if (v != 0) {
+    // v * count exactly: v's 53-bit integer mantissa times count, at v's exponent (as exact_times).
+    int exponent;
+    const double m = std::frexp(std::fabs(v), &exponent);
+    run.exact = scaled_terms((unsigned __int128)(uint64_t(std::ldexp(m, 53))) * run.count, exponent - 53, v < 0);
+  }
+  run.sum = run.exact.rounded();
   return run;
 }
 

@@ -53,6 +53,10 @@ std::optional<PartialSum> expected_chunk_partial(const JobSpec& spec, uint64_t c
 // worker merges the partials of consecutive chunks: the same value, count, min and max, in O(1)
 // (a run is at most three rectangles of the array). nullopt where expected_chunk_partial is.
 std::optional<PartialSum> expected_run_partial(const JobSpec& spec, uint64_t first, uint64_t count);
+// The same as a worker reports it, compact(expected_run_partial(...)), without an exact accumulator
+// where it can: for arange and constant float64 jobs the exact total is an integer times a power
+// of two, split into its terms once (psched-loadgen's simulated workers answer every run with it).
+std::optional<CompactPartial> expected_run_compact(const JobSpec& spec, uint64_t first, uint64_t count);
 
 // Empty when `got` satisfies the expectation; else one line saying what differs. arange/constant
 // with exactly computed elements and jobs in `references` (reference_sums.h) must match bit for bit;

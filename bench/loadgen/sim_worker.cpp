@@ -94,7 +94,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
       if (validate(spec)) entry.spec = std::make_shared<const JobSpec>(normalized(spec));
       entry.partial_block = d.getPartialBlock();
       if (entry.spec && entry.partial_block != 1 && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
-          chunk_partial(entry, 0)) {
+          expected_run_compact(*entry.spec, 0, 1)) {
         entry.uniform = true;
         entry.chunk_seconds = double(spec.chunk_elements()) * fleet_.device().seconds_per_element;
         if (chunks_alike(*entry.spec)) {
@@ -347,8 +347,8 @@ double SimWorker::finish_chunks(const Run& run, double behind, ChunkOutcome& o) 
     std::optional<CompactPartial> partial;
     if (job->alike) {
       partial = times(job->chunk_partial, n);
-    } else if (std::optional<PartialSum> p = expected_run_partial(*job->spec, run.next, n)) {
-      partial = compact(*p);
+    } else {
+      partial = expected_run_compact(*job->spec, run.next, n);
     }
     if (partial) {
       o.chunks = n;

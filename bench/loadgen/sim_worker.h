@@ -80,7 +80,7 @@ class SimWorker : public SimPeer {
     std::map<uint64_t, std::optional<CompactPartial>> constant_partials;
     // Every chunk the same size (the grid divides the array) and reported in runs (no chunk
     // partials asked for): runs are simulated in bulk, chunk_seconds each, their partial from the
-    // closed form of the run (expected_run_partial) ...
+    // closed form of the run (expected_run_compact) ...
     bool uniform = false;
     double chunk_seconds = 0;
     // ... or, when every chunk's partial is the same too (a constant job whose selection picks as

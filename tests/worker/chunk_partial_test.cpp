@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <tuple>
 
 #include "core/chunk_grid.h"
 #include "core/closed_form.h"
@@ -115,6 +116,73 @@ TEST_CASE("a run's closed-form partial is its chunks' partials merged, for every
   CHECK(checked == 300);  // every run of the 24 chunks
   s.generator = Generator::kNormal;
   CHECK_FALSE(expected_run_partial(s, 0, 5).has_value());
+}
+
+namespace {
+
+// Every run of `s`'s chunks: expected_run_compact gives compact(expected_run_partial)'s bits.
+int check_compact_runs(const JobSpec& s) {
+  int checked = 0;
+  for (uint64_t first = 0; first < s.chunks(); ++first) {
+    for (uint64_t n = 0; first + n <= s.chunks(); ++n) {
+      const std::optional<PartialSum> run = expected_run_partial(s, first, n);
+      const std::optional<CompactPartial> fast = expected_run_compact(s, first, n);
+      INFO("chunks " << first << " + " << n);
+      REQUIRE(run.has_value() == fast.has_value());
+      if (!run) continue;
+      const CompactPartial want = compact(*run);
+      CHECK(same_bits(fast->sum, want.sum));
+      CHECK(fast->count == want.count);
+      CHECK(same_bits(fast->min, want.min));
+      CHECK(same_bits(fast->max, want.max));
+      REQUIRE(fast->exact.size() == want.exact.size());
+      for (size_t t = 0; t < want.exact.size(); ++t) CHECK(same_bits(fast->exact.data()[t], want.exact.data()[t]));
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+}  // namespace
+
+TEST_CASE("a run's compact closed form (integers, no accumulator) has the bits of the general one",
+          "[closed_form]") {
+  JobSpec s;
+  s.rows = 23;
+  s.cols = 17;
+  s.chunk_rows = 4;
+  s.chunk_cols = 5;  // 6 x 4 chunks, the last row and column ragged
+  s.row_sel = Slice{1, 23, 3};
+  s.col_sel = Slice{0, 17, 2};
+  int checked = 0;
+  // arange with integers of both signs and a scale and offset, and elements near 2^53 (sums of
+  // ~60 bits, two terms).
+  s.generator = Generator::kArange;
+  for (auto [start, step, scale, offset] : {std::tuple{-3000.0, 7.0, 1.0, 0.0}, std::tuple{5.0, -2.0, -3.0, 11.0},
+                                           std::tuple{1e13, 1e13 + 1, 1.0, 0.0}}) {
+    s.param0 = start;
+    s.param1 = step;
+    s.scale = scale;
+    s.offset = offset;
+    REQUIRE(validate(s));
+    checked += check_compact_runs(s);
+  }
+  // constants: integers, fractions, negative, zero, tiny and huge (terms far from 2^0).
+  s.generator = Generator::kConstant;
+  s.scale = 1;
+  s.offset = 0;
+  for (double value : {1.0, 0.1, -2.5, 0.0, 0x1p-900, 0x1.fffffffffffffp+900, 3e-310}) {
+    s.param0 = value;
+    REQUIRE(validate(s));
+    checked += check_compact_runs(s);
+  }
+  CHECK(checked == 10 * 324);  // every run of the 24 chunks, and the empty ones, per job
+  // Not exact (a fractional arange step): neither gives one.
+  s.generator = Generator::kArange;
+  s.param0 = 0;
+  s.param1 = 0.5;
+  REQUIRE(validate(s));
+  CHECK_FALSE(expected_run_compact(s, 0, 5).has_value());
 }
 
 TEST_CASE("no closed-form chunk partial where the sum could round or the generator is random",

@@ -59,11 +59,11 @@ __device__ __forceinline__ void add_special(BlockExact& b, double x) {
   else atomicAdd(&b.neg_inf, 1u);
 }
 
-// All 32 lanes of a converged warp, each with a finite x: when every nonzero x has its pieces in
-// the same three digits (the common case: a warp's running sums share their exponent), the warp
-// adds its pieces by shuffles (32 pieces of < 2^32 stay far inside int64) and lane 0 makes three
-// atomics; otherwise every lane adds its own.
-__device__ __forceinline__ void add_exact_warp(BlockExact& b, double x) {
+// All 32 lanes of a converged warp (lane: this thread's), each with a finite x: when every nonzero
+// x has its pieces in the same three digits (the common case: a warp's running sums share their
+// exponent), the warp adds its pieces by shuffles (32 pieces of < 2^32 stay far inside int64) and
+// lane 0 makes three atomics; otherwise every lane adds its own.
+__device__ __forceinline__ void add_exact_warp(BlockExact& b, double x, unsigned lane) {
   const ExactPieces p = exact_pieces(x);
   int top = p.i;
 #pragma unroll
@@ -80,7 +80,7 @@ __device__ __forceinline__ void add_exact_warp(BlockExact& b, double x) {
     p1 += __shfl_xor_sync(0xffffffffu, p1, d);
     p2 += __shfl_xor_sync(0xffffffffu, p2, d);
   }
-  if (threadIdx.x % 32 == 0) add_pieces(b, top, p0, p1, p2);
+  if (lane == 0) add_pieces(b, top, p0, p1, p2);
 }
 
 }  // namespace psched::gpu

@@ -1,7 +1,7 @@
 // Reducing chunks on the device (kernels.cuh): one kernel for a big chunk and for a batch of small
 // ones. Block (x, z) takes a contiguous run of chunk z's selected elements; each thread keeps a
-// TwoSum expansion, min and max; the block gathers its threads' exact sums in shared memory
-// (exact_device.cuh) and adds its digits to the chunk's accumulator with global atomics. Exact
+// TwoSum expansion, min and max; the block gathers its threads' exact sums in shared memory and
+// adds its digits to the chunk's accumulator with global atomics (reduce_block.cuh). Exact
 // addition is associative, so neither the order nor the grid shape can change a bit of the result.
 // A finalize kernel then carries each chunk's digits and writes its compact ChunkResult.
 #include "worker/cuda/kernels.cuh"
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "worker/cuda/check.h"
-#include "worker/cuda/exact_device.cuh"
 #include "worker/cuda/kernel_support.cuh"
+#include "worker/cuda/reduce_block.cuh"
 
 namespace psched::gpu {
 namespace {
@@ -56,34 +56,6 @@ struct GeneratedSelection {
   }
 };
 
-// The job's geometry as the kernels see it; chunk z of the launch is first_chunk + z.
-struct BatchGeometry {
-  GeneratorParams gen;
-  ChunkGrid grid;
-  Slice row_sel, col_sel;
-  uint64_t first_chunk;
-  uint64_t stride;  // elements between two chunks' boxes in the buffer
-  double scale, offset;
-};
-
-// Chunk z's box and selection, worked out on the device from the same shared geometry the host
-// and the CPU backend use.
-struct ChunkSelection {
-  ChunkBox box;
-  AxisRun rows, cols;
-  __device__ uint64_t count() const { return rows.count * cols.count; }
-};
-
-__device__ ChunkSelection selection_of(const BatchGeometry& g, uint32_t z) {
-  ChunkSelection s;
-  s.box = g.grid.box(g.first_chunk + z);
-  s.rows = select_axis(s.box.row0, s.box.row0 + s.box.rows, g.row_sel.start, g.row_sel.stop,
-                       g.row_sel.step);
-  s.cols = select_axis(s.box.col0, s.box.col0 + s.box.cols, g.col_sel.start, g.col_sel.stop,
-                       g.col_sel.step);
-  return s;
-}
-
 // Element j of chunk z's selection from the launch's buffer.
 template <typename T>
 struct StoredBatch {
@@ -114,54 +86,19 @@ constexpr uint32_t kThreads = 256;
 constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they are added
 constexpr uint32_t kMinPerThread = 16;  // elements per thread at least (a block's fixed costs)
 constexpr uint32_t kWaves = 2;          // whole waves of resident blocks per launch
-// A digit of a chunk's accumulator takes at most one piece (< 2^32) per element and two per
-// thread, so int64 holds the block-level sums without carrying below 2^30 selected elements per
-// chunk; above that each block carries its digits before adding them (kernels.cuh's limit is 2^31).
-constexpr uint64_t kCarryBlocksAbove = uint64_t{1} << 30;
-
-// Serial carry of a block's digits (one thread): digits 0..66 into [0, 2^32).
-__device__ void carry_digits(BlockExact& b) {
-  long long carry = 0;
-  for (int i = 0; i + 1 < kExactDigits; ++i) {
-    const long long t = static_cast<long long>(b.digit[i]) + carry;
-    b.digit[i] = static_cast<unsigned long long>(t & 0xffffffffll);
-    carry = t >> 32;
-  }
-  b.digit[kExactDigits - 1] += static_cast<unsigned long long>(carry);
-}
-
-__device__ __forceinline__ void take(double v, Expansion& e, double& lo, double& hi,
-                                     BlockExact& b) {
-  if (fabs(v) <= 1.7976931348623157e308) {
-    const double rest = e.add(v);
-    if (rest != 0.0) add_exact(b, rest);  // rare: see Expansion::add
-    lo = fmin(lo, v);
-    hi = fmax(hi, v);
-  } else {  // NaN (kept out of min and max) or an infinity
-    add_special(b, v);
-    if (v == v) {
-      lo = fmin(lo, v);
-      hi = fmax(hi, v);
-    }
-  }
-}
-
 // Block (x, z) adds chunk z's selected elements [x * per_block, (x + 1) * per_block), thread t
 // taking every kThreads-th from the t-th, into acc[z].
 template <typename Source>
 __global__ void __launch_bounds__(kThreads)
     accumulate_kernel(BatchGeometry g, Source source, uint32_t per_thread, bool carry_blocks,
                       ChunkAccumulator* __restrict__ acc) {
-  __shared__ BlockExact block;
-  __shared__ double warp_min[kThreads / 32], warp_max[kThreads / 32];
+  __shared__ BlockSum<kThreads> block;
   const uint32_t z = blockIdx.y;
   const ChunkSelection s = selection_of(g, z);
   const uint64_t n = s.count();
   const uint64_t first = uint64_t(blockIdx.x) * per_thread * kThreads;
   if (first >= n) return;  // the whole block
-  for (uint32_t i = threadIdx.x; i < kExactDigits; i += kThreads) block.digit[i] = 0;
-  if (threadIdx.x == 0) block.nan = block.pos_inf = block.neg_inf = 0;
-  __syncthreads();
+  start_block(block, threadIdx.x);
 
   const auto element = source.for_chunk(g, z, s);
   const uint64_t block_end = first + uint64_t(per_thread) * kThreads;
@@ -174,49 +111,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) v[u] = element(j + u * kThreads);
 #pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) take(v[u], e, lo, hi, block);
+    for (uint32_t u = 0; u < kUnroll; ++u) take(v[u], e, lo, hi, block.exact);
   }
-  for (; j < end; j += kThreads) take(element(j), e, lo, hi, block);
-  __syncwarp();
-  add_exact_warp(block, e.hi);
-  add_exact_warp(block, e.lo);
-
-#pragma unroll
-  for (int d = 16; d > 0; d /= 2) {
-    lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, d));
-    hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, d));
-  }
-  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    warp_min[warp] = lo;
-    warp_max[warp] = hi;
-  }
-  __syncthreads();
-  if (carry_blocks && threadIdx.x == 0) carry_digits(block);
-  if (carry_blocks) __syncthreads();
-
-  ChunkAccumulator& out = acc[z];
-  const uint32_t t = threadIdx.x;
-  if (t < kExactDigits) {
-    const unsigned long long d = block.digit[t];
-    if (d != 0) atomicAdd(reinterpret_cast<unsigned long long*>(&out.exact.digit[t]), d);
-  } else if (t == kExactDigits && block.nan != 0) {
-    atomicAdd(&out.exact.nan, block.nan);
-  } else if (t == kExactDigits + 1 && block.pos_inf != 0) {
-    atomicAdd(&out.exact.pos_inf, block.pos_inf);
-  } else if (t == kExactDigits + 2 && block.neg_inf != 0) {
-    atomicAdd(&out.exact.neg_inf, block.neg_inf);
-  } else if (t == kExactDigits + 3) {
-    double m = warp_min[0], x = warp_max[0];
-    for (uint32_t w = 1; w < kThreads / 32; ++w) {
-      m = fmin(m, warp_min[w]);
-      x = fmax(x, warp_max[w]);
-    }
-    if (m <= x) {  // else every element of the block was a NaN
-      atomicMax(&out.min_key, ~order_key(m));
-      atomicMax(&out.max_key, order_key(x));
-    }
-  }
+  for (; j < end; j += kThreads) take(element(j), e, lo, hi, block.exact);
+  finish_block(block, e, lo, hi, threadIdx.x, carry_blocks, acc[z]);
 }
 
 // Thread z turns chunk z's accumulator into its result (compact_result, exact_result.h).
@@ -225,25 +123,6 @@ __global__ void __launch_bounds__(64)
                     ChunkResult* __restrict__ out) {
   const uint32_t z = blockIdx.x * blockDim.x + threadIdx.x;
   if (z < count) out[z] = compact_result(acc[z]);
-}
-
-// At most ceil(length / step) indices of a window of `length` are selected.
-uint64_t most_selected(uint64_t length, uint64_t step) {
-  return length / step + (length % step != 0 ? 1 : 0);
-}
-
-// The most elements a chunk of the job selects: the bound for every chunk of the launch.
-uint64_t most_selected(const ChunkWork& w) {
-  const ChunkGrid& grid = w.grid;
-  const uint64_t rows = std::min(grid.chunk_rows, grid.rows);
-  const uint64_t cols = std::min(grid.chunk_cols, grid.cols);
-  return most_selected(rows, w.row_sel.step) * most_selected(cols, w.col_sel.step);
-}
-
-BatchGeometry batch_geometry(const BatchWork& b) {
-  const ChunkWork& w = b.first;
-  return BatchGeometry{w.gen, w.grid, w.row_sel, w.col_sel, w.chunk, b.stride_elements,
-                       w.scale, w.offset};
 }
 
 // Blocks of accumulate_kernel<Source> one SM holds at once (its registers decide), asked once.
@@ -277,8 +156,7 @@ void reduce_with(const BatchWork& b, Source source, ChunkAccumulator* acc, Chunk
                                                      n > kCarryBlocksAbove, acc);
     PSCHED_CUDA_CHECK(cudaGetLastError());
   }
-  finalize_kernel<<<(b.count + 63) / 64, 64, 0, stream>>>(b.count, acc, results);
-  PSCHED_CUDA_CHECK(cudaGetLastError());
+  launch_finalize(b.count, acc, results, stream);
 }
 
 template <typename T>
@@ -294,6 +172,11 @@ void reduce_generated(const BatchWork& b, ChunkAccumulator* acc, ChunkResult* re
 }
 
 }  // namespace
+
+void launch_finalize(uint32_t count, const ChunkAccumulator* acc, ChunkResult* results, cudaStream_t stream) {
+  finalize_kernel<<<(count + 63) / 64, 64, 0, stream>>>(count, acc, results);
+  PSCHED_CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_reduce(const BatchWork& b, const void* buffer, ChunkAccumulator* acc,
                    ChunkResult* results, int sm_count, cudaStream_t stream) {

@@ -40,6 +40,7 @@ Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
       options.device = 0;
       options.memory_limit_bytes = choice.memory_limit_bytes;
       options.test_trap_on_chunk = choice.test_fault_on_chunk;
+      options.one_pass = choice.cuda_one_pass;
       if (choice.streams > 0) options.streams = choice.streams;
       auto backend = make_cuda_backend(options);
       if (backend || choice.kind == "cuda") return backend;

@@ -19,6 +19,10 @@ struct CudaBackendOptions {
   // Several let the compute-bound generator of one launch overlap the memory-bound reduction of
   // another (bench/README.md has the measurements).
   int streams = 6;
+  // Materialized chunks written and reduced by one kernel (launch_generate_reduce) instead of a
+  // generate then a reduce that reads the chunk back: the same bits. Off until measured on a GPU
+  // (pcuda-worker: PSCHED_CUDA_ONE_PASS=1; cuda-floor --one-pass).
+  bool one_pass = false;
   int64_t test_trap_on_chunk = -1;  // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): fault the
                                     // GPU on this chunk (a trap), as a hardware error would
 };

@@ -113,11 +113,15 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     const int64_t trap = options_.test_trap_on_chunk;
     if (trap >= 0 && uint64_t(trap) >= first && uint64_t(trap) - first < count)
       launch_trap(s.stream);
-    if (!spec.fused) {
-      if (batch) launch_generate_batch(work, s.buffer, sm_count_, s.stream);
-      else launch_generate(work.first, s.buffer, sm_count_, s.stream);
+    if (!spec.fused && options_.one_pass) {
+      launch_generate_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
+    } else {
+      if (!spec.fused) {
+        if (batch) launch_generate_batch(work, s.buffer, sm_count_, s.stream);
+        else launch_generate(work.first, s.buffer, sm_count_, s.stream);
+      }
+      launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
     }
-    launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
     PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.host_results, s.device_results,
                                       sizeof(ChunkResult) * count, cudaMemcpyDeviceToHost,
                                       s.stream));

@@ -71,6 +71,14 @@ void launch_generate_batch(const BatchWork& batch, void* buffer, int sm_count, c
 void launch_reduce(const BatchWork& batch, const void* buffer, ChunkAccumulator* acc,
                    ChunkResult* results, int sm_count, cudaStream_t stream);
 
+// launch_generate_batch and launch_reduce in one pass (one_pass.cu): every chunk of the batch
+// written as launch_generate_batch writes it, each element generated once and, when selected, added
+// from registers as it is written, so the chunk is never read back; the same buffer and the same
+// results, bit for bit. Not for a fused job (it writes nothing). Throws CudaError when a launch
+// fails.
+void launch_generate_reduce(const BatchWork& batch, void* buffer, ChunkAccumulator* acc,
+                            ChunkResult* results, int sm_count, cudaStream_t stream);
+
 // Test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): a kernel that executes a trap instruction, leaving the
 // context with a sticky error, as a hardware fault or a bad kernel would.
 void launch_trap(cudaStream_t stream);

@@ -1,0 +1,165 @@
+// Making chunks in one pass (kernels.cuh, launch_generate_reduce): each thread generates its
+// elements of the chunk as generate.cu does (the same launch shape, the same element forms),
+// writes them, and adds the selected ones, as stored, to its TwoSum expansion from registers; the
+// block then adds its threads' sums to the chunk's accumulator as reduce.cu's blocks do
+// (reduce_block.cuh). So the chunk is written once and never read back: the two-kernel path's
+// second pass over HBM is gone. Exact addition is associative, so the results have the two-kernel
+// path's bits whatever the grid (tests/gpu/cuda_one_pass_test.cpp).
+#include "worker/cuda/kernels.cuh"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "worker/cuda/check.h"
+#include "worker/cuda/kernel_support.cuh"
+#include "worker/cuda/reduce_block.cuh"
+
+namespace psched::gpu {
+namespace {
+
+constexpr uint32_t kThreads = 256;  // shape_for's blocks
+
+// Whether box-local index i of an axis is selected: `count` indices from `first`, `step` apart.
+// Within a box every index is below 2^31; a step past that selects `first` alone, as does any step
+// past the box.
+struct AxisPick {
+  uint32_t first, step, count;
+  __device__ __forceinline__ bool operator()(uint32_t i) const {
+    if (i < first) return false;
+    const uint32_t d = i - first;
+    const uint32_t k = step == 1 ? d : step == 2 ? d >> 1 : d / step;
+    return k < count && d == k * step;
+  }
+};
+
+__device__ __forceinline__ AxisPick pick_of(const AxisRun& run, uint64_t lo, uint64_t step) {
+  if (run.count == 0) return AxisPick{0, 1, 0};
+  return AxisPick{uint32_t(run.first - lo), uint32_t(step < (1ull << 31) ? step : (1ull << 31)),
+                  uint32_t(run.count)};
+}
+
+__device__ __forceinline__ double positive_infinity() { return __longlong_as_double(0x7ff0000000000000ll); }
+
+// One thread per column of the box, stepping down the rows as generate_kernel does (generate.cu):
+// uniform, arange and constant.
+template <Generator Kind, typename T>
+__global__ void __launch_bounds__(kThreads)
+    generate_reduce_kernel(BatchGeometry g, T* __restrict__ out, bool carry_blocks,
+                           ChunkAccumulator* __restrict__ acc) {
+  __shared__ BlockSum<kThreads> block;
+  const uint32_t t = threadIdx.y * blockDim.x + threadIdx.x;
+  start_block(block, t);
+  const uint32_t z = blockIdx.z;
+  const ChunkSelection s = selection_of(g, z);
+  const AxisPick row_pick = pick_of(s.rows, s.box.row0, g.row_sel.step);
+  const AxisPick col_pick = pick_of(s.cols, s.box.col0, g.col_sel.step);
+  out += z * g.stride;
+  Expansion e;
+  double lo = positive_infinity(), hi = -lo;
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < s.box.cols) {  // no return: every thread of the block finishes it
+    const bool column_selected = col_pick(c);
+    const uint32_t row_stride = gridDim.y * blockDim.y;
+    for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < s.box.rows; r += row_stride) {
+      const uint64_t index = (s.box.row0 + r) * g.grid.cols + s.box.col0 + c;
+      const T x = T(generated<Kind, ElementFormula::kFast>(g.gen, index));
+      out[uint64_t(r) * s.box.cols + c] = x;
+      if (column_selected && row_pick(r)) take(mul_add_rounded(g.scale, double(x), g.offset), e, lo, hi, block.exact);
+    }
+  }
+  finish_block(block, e, lo, hi, t, carry_blocks, acc[z]);
+}
+
+// normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), as
+// generate_normal_pairs_kernel (generate.cu), writing and taking both of its elements that fall in
+// the chunk.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    generate_reduce_normal_pairs_kernel(BatchGeometry g, T* __restrict__ out, bool carry_blocks,
+                                        ChunkAccumulator* __restrict__ acc) {
+  __shared__ BlockSum<kThreads> block;
+  const uint32_t t = threadIdx.y * blockDim.x + threadIdx.x;
+  start_block(block, t);
+  const uint32_t z = blockIdx.z;
+  const ChunkSelection s = selection_of(g, z);
+  const AxisPick row_pick = pick_of(s.rows, s.box.row0, g.row_sel.step);
+  const AxisPick col_pick = pick_of(s.cols, s.box.col0, g.col_sel.step);
+  out += z * g.stride;
+  Expansion e;
+  double lo = positive_infinity(), hi = -lo;
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t row_stride = gridDim.y * blockDim.y;
+  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < s.box.rows; r += row_stride) {
+    const uint64_t base = (s.box.row0 + r) * g.grid.cols + s.box.col0;
+    const uint64_t pair = (base >> 1) + p;
+    const int64_t c_even = int64_t(2 * pair - base);  // -1 when the row starts on an odd index
+    if (c_even >= int64_t(s.box.cols)) continue;
+    const NormalPair n = standard_normal_pair_fast(g.gen.seed, pair);
+    T* row = out + uint64_t(r) * s.box.cols;
+    const bool row_selected = row_pick(r);
+    if (c_even >= 0) {
+      const T x = T(scale_normal(g.gen.param1, n.even, g.gen.param0));
+      row[c_even] = x;
+      if (row_selected && col_pick(uint32_t(c_even)))
+        take(mul_add_rounded(g.scale, double(x), g.offset), e, lo, hi, block.exact);
+    }
+    if (c_even + 1 < int64_t(s.box.cols)) {
+      const T x = T(scale_normal(g.gen.param1, n.odd, g.gen.param0));
+      row[c_even + 1] = x;
+      if (row_selected && col_pick(uint32_t(c_even + 1)))
+        take(mul_add_rounded(g.scale, double(x), g.offset), e, lo, hi, block.exact);
+    }
+  }
+  finish_block(block, e, lo, hi, t, carry_blocks, acc[z]);
+}
+
+template <typename T>
+void generate_reduce_as(const BatchWork& b, T* buffer, ChunkAccumulator* acc, int sm_count,
+                        cudaStream_t stream) {
+  const ChunkGrid& grid = b.first.grid;
+  const uint64_t rows = std::min(grid.chunk_rows, grid.rows), cols = std::min(grid.chunk_cols, grid.cols);
+  const BatchGeometry g = batch_geometry(b);
+  const bool carry = most_selected(b.first) > kCarryBlocksAbove;
+  const LaunchShape s = shape_for(rows, cols, b.count, sm_count);
+  switch (b.first.gen.kind) {
+    case Generator::kNormal: {
+      // Pair slots per row: at most cols / 2 + 1 (a row may start and end half way through a pair).
+      const LaunchShape pairs = shape_for(rows, cols / 2 + 1, b.count, sm_count);
+      generate_reduce_normal_pairs_kernel<T><<<pairs.grid, pairs.block, 0, stream>>>(g, buffer, carry, acc);
+      break;
+    }
+    case Generator::kUniform:
+      generate_reduce_kernel<Generator::kUniform, T><<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc);
+      break;
+    case Generator::kArange:
+      generate_reduce_kernel<Generator::kArange, T><<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc);
+      break;
+    case Generator::kConstant:
+      generate_reduce_kernel<Generator::kConstant, T><<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc);
+      break;
+  }
+  PSCHED_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void launch_generate_reduce(const BatchWork& b, void* buffer, ChunkAccumulator* acc, ChunkResult* results,
+                            int sm_count, cudaStream_t stream) {
+  if (b.first.fused) throw std::invalid_argument("generate_reduce: a fused job writes no chunk");
+  if (b.count == 0 || b.count > kMaxBatchChunks)
+    throw std::invalid_argument("generate_reduce: batch of " + std::to_string(b.count) + " chunks");
+  const ChunkGrid& grid = b.first.grid;
+  const uint64_t rows = std::min(grid.chunk_rows, grid.rows), cols = std::min(grid.chunk_cols, grid.cols);
+  if (rows * cols > kMaxChunkElements)
+    throw std::invalid_argument("generate_reduce: chunk of " + std::to_string(rows * cols) + " elements is over 2^31");
+  PSCHED_CUDA_CHECK(cudaMemsetAsync(acc, 0, sizeof(ChunkAccumulator) * b.count, stream));
+  if (b.first.dtype == DType::kFloat64) {
+    generate_reduce_as(b, static_cast<double*>(buffer), acc, sm_count, stream);
+  } else {
+    generate_reduce_as(b, static_cast<float*>(buffer), acc, sm_count, stream);
+  }
+  launch_finalize(b.count, acc, results, stream);
+}
+
+}  // namespace psched::gpu

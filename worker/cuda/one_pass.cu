@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "worker/cuda/axis_pick.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/kernel_support.cuh"
 #include "worker/cuda/reduce_block.cuh"
@@ -19,25 +20,6 @@ namespace psched::gpu {
 namespace {
 
 constexpr uint32_t kThreads = 256;  // shape_for's blocks
-
-// Whether box-local index i of an axis is selected: `count` indices from `first`, `step` apart.
-// Within a box every index is below 2^31; a step past that selects `first` alone, as does any step
-// past the box.
-struct AxisPick {
-  uint32_t first, step, count;
-  __device__ __forceinline__ bool operator()(uint32_t i) const {
-    if (i < first) return false;
-    const uint32_t d = i - first;
-    const uint32_t k = step == 1 ? d : step == 2 ? d >> 1 : d / step;
-    return k < count && d == k * step;
-  }
-};
-
-__device__ __forceinline__ AxisPick pick_of(const AxisRun& run, uint64_t lo, uint64_t step) {
-  if (run.count == 0) return AxisPick{0, 1, 0};
-  return AxisPick{uint32_t(run.first - lo), uint32_t(step < (1ull << 31) ? step : (1ull << 31)),
-                  uint32_t(run.count)};
-}
 
 __device__ __forceinline__ double positive_infinity() { return __longlong_as_double(0x7ff0000000000000ll); }
 

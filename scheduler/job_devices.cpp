@@ -35,16 +35,20 @@ std::string slow_cause(const DeviceShare& d, double median_clock_mhz) {
 }  // namespace
 
 void mark_stragglers(std::vector<DeviceShare>& shares) {
-  std::vector<double> rates, clocks;
+  size_t working = 0;
   for (DeviceShare& d : shares) {
     const double device_seconds = d.busy_seconds / std::max(d.parallelism, 1.0);
     d.bytes_per_second = device_seconds > 0 ? double(d.bytes) / device_seconds : 0;
     d.slow = false;
     d.cause.clear();
+    working += d.bytes_per_second > 0;
+  }
+  if (working < 2) return;  // nobody to compare with (most small jobs: no allocation)
+  std::vector<double> rates, clocks;
+  for (const DeviceShare& d : shares) {
     if (d.bytes_per_second > 0) rates.push_back(d.bytes_per_second);
     if (d.gpu && d.gpu->sm_clock_mhz.n > 0) clocks.push_back(d.gpu->sm_clock_mhz.mean());
   }
-  if (rates.size() < 2) return;
   const double m = median(rates);
   const double median_clock = clocks.empty() ? 0 : median(clocks);
   for (DeviceShare& d : shares) {

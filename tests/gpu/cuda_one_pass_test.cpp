@@ -45,8 +45,10 @@ class DeviceBuffer {
   size_t bytes_;
 };
 
-// What one way of making `count` chunks from `first` left: the buffer's bytes, the results and the
-// accumulators (a wide result's exact sum is its accumulator's).
+// What one way of making `count` chunks from `first` left: the buffer's bytes (up to
+// kCompareBytes: the 4 GB of the carry case stay on the device), the results and the accumulators
+// (a wide result's exact sum is its accumulator's).
+constexpr size_t kCompareBytes = size_t{1} << 30;
 struct Made {
   std::vector<unsigned char> buffer;
   std::vector<gpu::ChunkResult> results;
@@ -70,7 +72,9 @@ Made make(const JobSpec& raw, uint64_t first, uint32_t count, bool one_pass) {
     gpu::launch_reduce(b, buffer.get(), accumulators, out, sms, nullptr);
   }
   PSCHED_CUDA_CHECK(cudaDeviceSynchronize());
-  return Made{buffer.host<unsigned char>(), results.host<gpu::ChunkResult>(), acc.host<gpu::ChunkAccumulator>()};
+  const size_t bytes = b.stride_elements * count * element_bytes(spec.dtype);
+  return Made{bytes <= kCompareBytes ? buffer.host<unsigned char>() : std::vector<unsigned char>{},
+              results.host<gpu::ChunkResult>(), acc.host<gpu::ChunkAccumulator>()};
 }
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }

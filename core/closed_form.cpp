@@ -38,19 +38,41 @@ ExactSum exact_scaled(__int128 k, int exponent) {
   return e;
 }
 
-// v * n exactly: v's integer mantissa times n, scaled by v's exponent.
+// An exact value k * 2^exponent.
+struct Scaled {
+  __int128 k;
+  int exponent;
+};
+
+// v * n exactly (v finite): v's integer mantissa, with its sign, times n, at v's exponent, which
+// stays at -1074 or above.
+Scaled scaled_times(double v, uint64_t n) {
+  int exponent;
+  const double m = std::frexp(v, &exponent);            // v = m 2^exponent, |m| in [0.5, 1)
+  const int64_t mantissa = int64_t(std::ldexp(m, 53));  // exact: 53 bits
+  Scaled out{__int128(mantissa) * n, exponent - 53};
+  if (out.exponent < -1074) {  // subnormal v: its mantissa's low bits are zero, shift them out
+    out.k >>= -1074 - out.exponent;
+    out.exponent = -1074;
+  }
+  return out;
+}
+
 ExactSum exact_times(double v, uint64_t n) {
   if (v == 0 || n == 0) return ExactSum{};
-  int exponent;
-  const double m = std::frexp(v, &exponent);                       // v = m 2^exponent, |m| in [0.5, 1)
-  const int64_t mantissa = int64_t(std::ldexp(m, 53));             // exact: 53 bits
-  int scale = exponent - 53;
-  __int128 k = __int128(mantissa) * n;
-  if (scale < -1074) {  // subnormal v: its mantissa's low bits are zero, shift them out
-    k >>= -1074 - scale;
-    scale = -1074;
-  }
-  return exact_scaled(k, scale);
+  const Scaled t = scaled_times(v, n);
+  return exact_scaled(t.k, t.exponent);
+}
+
+// The element of a constant job, after the expression (float32 stores the value rounded).
+double constant_value(const JobSpec& s) {
+  const double x = s.dtype == DType::kFloat32 ? double(float(s.param0)) : s.param0;
+  return s.scale * x + s.offset;
+}
+
+// An arange job's element at `index`, after the expression, as the closed forms take it.
+double arange_value(const JobSpec& s, uint64_t index) {
+  return s.scale * (s.param0 + s.param1 * double(index)) + s.offset;
 }
 
 }  // namespace
@@ -117,8 +139,7 @@ void expect_arange(const JobSpec& s, const AxisRun& rows, const AxisRun& cols, E
   e.sum = double(total);
   e.mean = double(total / n);
   const uint64_t first = indices.first, last = indices.last;
-  const double v_first = s.scale * (s.param0 + s.param1 * double(first)) + s.offset;
-  const double v_last = s.scale * (s.param0 + s.param1 * double(last)) + s.offset;
+  const double v_first = arange_value(s, first), v_last = arange_value(s, last);
   e.has_min_max = true;
   e.min = std::min(v_first, v_last);
   e.max = std::max(v_first, v_last);
@@ -156,8 +177,7 @@ Expectation expected_over(const JobSpec& s, const AxisRun& rows, const AxisRun& 
       expect_arange(s, rows, cols, e);
       break;
     case Generator::kConstant: {
-      const double x = s.dtype == DType::kFloat32 ? double(float(s.param0)) : s.param0;
-      const double v = s.scale * x + s.offset;
+      const double v = constant_value(s);
       // Every element is v exactly (the same two roundings as here), so the exact sum is v * count.
       e.exact = exact_times(v, e.count);
       e.sum = e.exact.rounded();
@@ -237,10 +257,12 @@ bool for_each_run_rectangle(const JobSpec& s, uint64_t first, uint64_t count, Ad
                                  rectangle(r_first + 1, r_last, 0, per_row) && rectangle(r_last, r_last + 1, 0, c_end);
 }
 
-// The terms of magnitude * 2^exponent (negated when `negative`), exponent >= kExactLowestBit:
-// ExactTerms without the accumulator (ExactTerms::of_magnitude).
-ExactTerms scaled_terms(unsigned __int128 magnitude, int exponent, bool negative) {
-  const int bit = exponent - kExactLowestBit;
+// The terms of t (its exponent at -1074 or above): ExactTerms without the accumulator
+// (ExactTerms::of_magnitude).
+ExactTerms terms_of(const Scaled& t) {
+  const bool negative = t.k < 0;
+  const unsigned __int128 magnitude = negative ? -(unsigned __int128)t.k : (unsigned __int128)t.k;
+  const int bit = t.exponent - kExactLowestBit;
   const int low = bit / kExactDigitBits, shift = bit % kExactDigitBits;
   uint32_t digits[5] = {};
   uint64_t carry = 0;
@@ -270,10 +292,10 @@ std::optional<PartialSum> expected_run_partial(const JobSpec& raw, uint64_t firs
 std::optional<CompactPartial> expected_run_compact(const JobSpec& raw, uint64_t first, uint64_t count) {
   const JobSpec s = normalized(raw);
   const bool arange = s.generator == Generator::kArange;
-  const double v = s.scale * s.param0 + s.offset;  // constant: every element
-  // Elsewhere (float32, random generators, a subnormal or non-finite constant): the general path.
+  const double v = constant_value(s);  // constant: every element
+  // Elsewhere (float32, random generators, a non-finite constant): the general path.
   if (s.dtype != DType::kFloat64 || (!arange && s.generator != Generator::kConstant) ||
-      (!arange && !(std::isfinite(v) && (v == 0 || std::fabs(v) >= 0x1p-1000)))) {
+      (!arange && !std::isfinite(v))) {
     const std::optional<PartialSum> p = expected_run_partial(s, first, count);
     if (!p) return std::nullopt;
     return compact(*p);
@@ -291,8 +313,7 @@ std::optional<CompactPartial> expected_run_compact(const JobSpec& raw, uint64_t 
       const ArangeIndices indices = arange_indices(s, r, c);
       if (!arange_values_exact(s, indices.last)) return false;
       sum += arange_exact_sum(s, n, indices.sum);
-      const double v_first = s.scale * (s.param0 + s.param1 * double(indices.first)) + s.offset;
-      const double v_last = s.scale * (s.param0 + s.param1 * double(indices.last)) + s.offset;
+      const double v_first = arange_value(s, indices.first), v_last = arange_value(s, indices.last);
       lo = std::min(v_first, v_last);
       hi = std::max(v_first, v_last);
     }
@@ -302,14 +323,7 @@ std::optional<CompactPartial> expected_run_compact(const JobSpec& raw, uint64_t 
   });
   if (!ok) return std::nullopt;
   if (run.count == 0) return run;
-  if (arange) {
-    run.exact = scaled_terms(sum < 0 ? -(unsigned __int128)sum : (unsigned __int128)sum, 0, sum < 0);
-  } else if (v != 0) {
-    // v * count exactly: v's 53-bit integer mantissa times count, at v's exponent (as exact_times).
-    int exponent;
-    const double m = std::frexp(std::fabs(v), &exponent);
-    run.exact = scaled_terms((unsigned __int128)(uint64_t(std::ldexp(m, 53))) * run.count, exponent - 53, v < 0);
-  }
+  run.exact = terms_of(arange ? Scaled{sum, 0} : scaled_times(v, run.count));
   run.sum = run.exact.rounded();
   return run;
 }

@@ -146,17 +146,20 @@ FramedConnection::Taken FramedConnection::take_frame() {
 
 void FramedConnection::read_more() {
   // What is left of a frame moves to the front; the buffer holds the frame being read (need_,
-  // once its header is in) and kReadAheadBytes at least, and is let go when a big frame left it
-  // larger than kKeepBodyBytes and empty.
+  // once its header is in) and the read-ahead at least: kReadAheadBytes, doubled after each read
+  // that filled it (up to kMaxReadAheadBytes). It is let go when empty and either larger than
+  // kKeepBodyBytes (a big frame's) or grown for a burst that has ended (the last read drained the
+  // socket).
   const size_t left = in_end_ - in_begin_;
-  if (left == 0 && in_capacity_ > kKeepBodyBytes) {
+  if (left == 0 && (in_capacity_ > kKeepBodyBytes || (drained_ && in_capacity_ > kReadAheadBytes))) {
     in_.reset();
     in_capacity_ = 0;
   }
   if (in_begin_ > 0 && left > 0) std::memmove(in_.get(), in_.get() + in_begin_, left);
   in_begin_ = 0;
   in_end_ = left;
-  const size_t want = std::max<size_t>(kReadAheadBytes, need_);
+  const size_t read_ahead = drained_ ? kReadAheadBytes : std::clamp(2 * in_capacity_, kReadAheadBytes, kMaxReadAheadBytes);
+  const size_t want = std::max(read_ahead, need_);
   if (in_capacity_ < want) {
     std::unique_ptr<char[]> bigger(new char[want]);  // default-initialised: no page touched yet
     if (left > 0) std::memcpy(bigger.get(), in_.get(), left);

@@ -54,8 +54,12 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   static constexpr size_t kMaxUnsentBytes = size_t{64} << 20;
   static constexpr size_t kKeepBodyBytes = size_t{64} << 10;
   // A read asks for at least this much (a burst of small frames in one read); an idle peer's
-  // buffer is this big (psched holds one per connection).
+  // buffer is this big (psched holds one per connection). A read that fills the buffer asks for
+  // twice as much next time, up to kMaxReadAheadBytes, so a long burst (a client's hundred Submits)
+  // costs few reads; once a read empties the socket with no frame left over, the buffer is back to
+  // kReadAheadBytes.
   static constexpr size_t kReadAheadBytes = 2048;
+  static constexpr size_t kMaxReadAheadBytes = size_t{64} << 10;
 
   FramedConnection(boost::asio::ip::tcp::socket socket, uint32_t max_frame_bytes,
                    Transport transport = {});

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "net/connection.h"
 #include "net/framing.h"
@@ -61,5 +62,55 @@ TEST_CASE("frames that arrive in one burst are each handled, then the burst's ho
   asio::write(peer, asio::buffer(two.data() + two.size() / 2 + 4, two.size() / 2 - 4));
   run_until("mmm|m|m|m|");
   CHECK(seen == "mmm|m|m|m|");
+  conn->close("done");
+}
+
+// Frames of many sizes in one long burst (far past the read-ahead, which grows while reads fill it),
+// one frame past kMaxReadAheadBytes among them, a frame cut across two writes, then a second burst
+// once the socket was drained: every frame arrives whole, once, in order.
+TEST_CASE("a long burst of frames of many sizes arrives whole and in order, and so does the next",
+          "[connection]") {
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+  tcp::socket peer(io);
+  peer.connect(acceptor.local_endpoint());
+  auto conn = std::make_shared<FramedConnection>(acceptor.accept(), kDefaultMaxFrameBytes);
+  std::vector<std::string> seen;
+  bool closed = false;
+  conn->start({[&](wire::Message::Reader m) { seen.emplace_back(m.getError().getMessage().cStr()); },
+               [&](const std::string&) { closed = true; }});
+  // Frame i carries i and a padding that varies, so frames straddle every buffer boundary.
+  auto text = [](int i) {
+    const size_t pad = i == 1234 ? FramedConnection::kMaxReadAheadBytes + 4321 : size_t(i * 37 % 211);
+    return std::to_string(i) + ":" + std::string(pad, char('a' + i % 26));
+  };
+  auto burst = [&](int first, int n) {
+    std::string out;
+    for (int i = first; i < first + n; ++i) {
+      capnp::MallocMessageBuilder m;
+      m.initRoot<wire::Message>().initError().setMessage(text(i));
+      append_frame(m, out);
+    }
+    return out;
+  };
+  auto run_until = [&](size_t want) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    io.restart();
+    while (seen.size() < want && !closed && std::chrono::steady_clock::now() < deadline) io.run_one_for(20ms);
+  };
+  const std::string first = burst(0, 3000);  // ~400 KB
+  const size_t cut = first.size() / 2 + 3;   // mid-frame
+  asio::write(peer, asio::buffer(first.data(), cut));
+  asio::write(peer, asio::buffer(first.data() + cut, first.size() - cut));
+  run_until(3000);
+  REQUIRE(seen.size() == 3000);
+  asio::write(peer, asio::buffer(burst(3000, 40)));
+  run_until(3040);
+  REQUIRE(seen.size() == 3040);
+  CHECK_FALSE(closed);
+  for (int i = 0; i < 3040; ++i) {
+    INFO("frame " << i);
+    CHECK(seen[size_t(i)] == text(i));
+  }
   conn->close("done");
 }

@@ -27,13 +27,22 @@ std::chrono::microseconds Scheduler::report_interval() const {
 
 void Scheduler::dispatch() {
   // Each worker in turn shares what is left with the workers after it; once nothing is queued the
-  // rest need not look.
+  // rest need not look. The turn starts at the worker the last dispatch gave work to (next fit), not
+  // at the first: a storm of small jobs, each dispatched as it comes, otherwise walked past the same
+  // full windows every time (18 plans a job, a tenth of psched's CPU for 100 clients x 100 jobs on
+  // 1024 workers). A worker passed over gets its top-up from its own report (dispatch_to).
   std::vector<PlannedTopUp> planned;
   uint64_t left = workers_.size();
-  for (auto& [id, w] : workers_) {
-    if (work_.empty()) break;
-    plan_for(*w, left--, planned);
-  }
+  const auto start = workers_.lower_bound(dispatch_from_);
+  auto visit = [&](auto first, auto last) {
+    for (auto it = first; it != last && !work_.empty(); ++it) {
+      const size_t before = planned.size();
+      plan_for(*it->second, left--, planned);
+      if (planned.size() > before) dispatch_from_ = it->first;
+    }
+  };
+  visit(start, workers_.end());
+  visit(workers_.begin(), start);
   send_planned(planned);
 }
 

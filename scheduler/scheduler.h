@@ -260,6 +260,7 @@ class Scheduler {
   uint16_t port_ = 0;
   bool shutting_down_ = false;
   bool dispatch_posted_ = false;
+  WorkerId dispatch_from_ = 0;  // where dispatch()'s turn over the workers starts: the last it gave work to
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // what posted handlers hold weakly
   std::function<void()> on_drained_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -158,7 +158,8 @@ void FramedConnection::read_more() {
   if (in_begin_ > 0 && left > 0) std::memmove(in_.get(), in_.get() + in_begin_, left);
   in_begin_ = 0;
   in_end_ = left;
-  const size_t read_ahead = drained_ ? kReadAheadBytes : std::clamp(2 * in_capacity_, kReadAheadBytes, kMaxReadAheadBytes);
+  const size_t read_ahead =
+      drained_ ? kReadAheadBytes : std::clamp(2 * in_capacity_, kReadAheadBytes, kMaxReadAheadBytes);
   const size_t want = std::max(read_ahead, need_);
   if (in_capacity_ < want) {
     std::unique_ptr<char[]> bigger(new char[want]);  // default-initialised: no page touched yet

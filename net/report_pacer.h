@@ -6,7 +6,9 @@
 // scheduler said nothing else waits, TaskBatch.queueEmpty) or when it holds nothing more (a small
 // job's last chunk never waits). The scheduler sizes each worker's window to
 // several intervals of its measured speed (WorkerRecord::window_for), so a report per interval keeps
-// the device busy; a worker killed loses at most a window of work, and progress moves every interval.
+// the device busy; a worker killed loses at most an interval of finished results and what it was
+// running (what its window held but had not started goes back to the queue), and progress moves
+// every interval.
 // The scheduler lengthens the interval as its fleet grows (TaskBatch.reportIntervalUs).
 #pragma once
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "net/connection.h"
@@ -100,9 +101,13 @@ TEST_CASE("a long burst of frames of many sizes arrives whole and in order, and 
   };
   const std::string first = burst(0, 3000);  // ~400 KB
   const size_t cut = first.size() / 2 + 3;   // mid-frame
-  asio::write(peer, asio::buffer(first.data(), cut));
-  asio::write(peer, asio::buffer(first.data() + cut, first.size() - cut));
+  // Written from another thread while the loop reads: more than the socket buffers may hold unread.
+  std::thread writer([&] {
+    asio::write(peer, asio::buffer(first.data(), cut));
+    asio::write(peer, asio::buffer(first.data() + cut, first.size() - cut));
+  });
   run_until(3000);
+  writer.join();
   REQUIRE(seen.size() == 3000);
   asio::write(peer, asio::buffer(burst(3000, 40)));
   run_until(3040);

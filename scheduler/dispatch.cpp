@@ -147,7 +147,8 @@ bool Scheduler::split_tail(WorkerRecord& idle) {
                                                                 kSplitTailCostPerWorker * int64_t(workers_.size()));
   // The holders of the jobs' running chunks (every job is running or done: nothing is queued).
   const double idle_per_element = idle.measured_seconds_per_element() / std::max(1.0, parallelism(idle));
-  std::vector<TailHolder> holders;
+  std::vector<TailHolder>& holders = tail_holders_;
+  holders.clear();
   for (const auto& [id, w] : workers_) {
     if (w.get() == &idle || w->giving_back_to != 0 || w->isolating || w->in_flight.size() < 2 || !w->conn->is_open())
       continue;

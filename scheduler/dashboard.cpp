@@ -65,7 +65,6 @@ namespace {
 constexpr size_t kHeaderLimitBytes = 8 * 1024;
 constexpr size_t kBodyLimitBytes = 4 * 1024;
 constexpr auto kRequestTimeout = std::chrono::seconds(10);
-constexpr size_t kMaxSessions = 128;
 constexpr auto kSampleInterval = std::chrono::seconds(1);
 
 using Request = http::request<http::string_body>;
@@ -219,7 +218,7 @@ void DashboardServer::accept() {
       });
       return;
     }
-    if (self->sessions.size() >= kMaxSessions) {
+    if (self->sessions.size() >= Dashboard::kMaxSessions) {
       HttpSession* oldest = self->sessions.front();
       oldest->unlist();
       oldest->close();

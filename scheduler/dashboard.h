@@ -26,6 +26,9 @@ Result<DashboardAddress> parse_dashboard_address(const std::string& text);
 
 class Dashboard {
  public:
+  // HTTP connections kept at once: the oldest goes when a new one comes (a descriptor each).
+  static constexpr size_t kMaxSessions = 128;
+
   Dashboard(boost::asio::io_context& io, const Scheduler& scheduler);
   ~Dashboard();
 

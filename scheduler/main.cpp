@@ -34,6 +34,7 @@ struct Flags {
   uint32_t worker_timeout_s = 30;
   uint32_t handshake_timeout_s = 5;
   int64_t spin_us = psched::kDefaultSpin.count();
+  bool max_connections_given = false;  // --max-connections was on the command line
 };
 
 void add_flags(CLI::App& app, Flags& f) {
@@ -61,7 +62,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--max-frame", f.config.max_frame_bytes, "Largest frame accepted, in bytes")
       ->capture_default_str()->transform(psched::cli::unsigned_in(psched::kMinMaxFrameBytes, 1u << 30));
   app.add_option("--max-connections", f.config.max_connections,
-                 "Most workers and clients connected at once")
+                 "Most workers and clients connected at once (lowered to what the file descriptor "
+                 "limit holds unless given)")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000000));
   app.add_option("--max-pending-connections", f.config.admission.max_pending_connections,
                  "Most connections that have not said Hello yet; past it the oldest is closed")
@@ -129,6 +131,44 @@ void reload_on_hangup(const Flags& f, psched::Scheduler& scheduler, psched::Dash
     spdlog::info("SIGHUP: reloaded {}; {}", fmt::join(what, " and "), going);
 }
 
+// Descriptors psched holds besides its peers' connections: listeners, the event loop's, the
+// scheduler file being written, standard streams; generously.
+constexpr uint64_t kOwnDescriptors = 64;
+
+// Every connection holds a descriptor: the workers and clients of --max-connections, the peers not
+// past Hello yet (--max-pending-connections), the dashboard's sessions, and psched's own few. The
+// soft limit (often 1024) is lifted to the hard one. A cap the limit cannot hold is refused when it
+// was asked for, and lowered, with a line saying so, when it is the default: the cap, not EMFILE
+// (accepts paused, a peer left waiting with no answer), is what must turn connections away.
+std::optional<int> fit_connections_to_descriptors(Flags& f) {
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) != 0) return std::nullopt;
+  if (nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &nofile) != 0) getrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  if (nofile.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  const uint64_t limit = nofile.rlim_cur;
+  const uint64_t pending = f.config.admission.max_pending_connections;
+  const uint64_t others = pending + psched::Dashboard::kMaxSessions + kOwnDescriptors;
+  const uint64_t room = limit > others ? limit - others : 0;
+  uint32_t& cap = f.config.max_connections;
+  if (cap <= room) return std::nullopt;
+  if (f.max_connections_given || room == 0) {
+    return psched::exit_on(
+        "psched", psched::Status::invalid(fmt::format(
+                      "--max-connections {} and --max-pending-connections {} need {} file descriptors (with the "
+                      "dashboard's {} and psched's own), but psched may open {} (ulimit -n): raise the limit "
+                      "(ulimit -n, systemd LimitNOFILE=, docker --ulimit nofile=) or lower those options",
+                      cap, pending, uint64_t(cap) + others, psched::Dashboard::kMaxSessions, limit)));
+  }
+  spdlog::warn("--max-connections lowered from {} to {}: that is what the {} file descriptors psched may open "
+               "(ulimit -n) hold; raise the limit (ulimit -n, systemd LimitNOFILE=) for more",
+               cap, room, limit);
+  cap = uint32_t(room);
+  return std::nullopt;
+}
+
 // The config from the flags, with the token loaded and logging set up; an error is the exit code.
 std::optional<int> complete(Flags& f) {
   psched::SchedulerConfig& config = f.config;
@@ -142,6 +182,7 @@ std::optional<int> complete(Flags& f) {
   config.handshake_timeout_ms = f.handshake_timeout_s * 1000;
 
   if (psched::Status st = psched::setup_logging("psched", f.log_level); !st) return psched::exit_on("psched", st);
+  if (auto failed = fit_connections_to_descriptors(f)) return failed;
   if (!config.scheduler_file.empty()) {
     if (psched::Status st = psched::check_scheduler_file_path(config.scheduler_file, /*to_write=*/true); !st)
       return psched::exit_on("psched", st);
@@ -157,13 +198,6 @@ std::optional<int> complete(Flags& f) {
 // The scheduler and its dashboard on one event loop until SIGTERM/SIGINT drains them.
 int run(const Flags& f) {
   const psched::SchedulerConfig& config = f.config;
-  // --max-connections needs a descriptor each: lift the soft limit (often 1024) to the hard one, so
-  // that the cap, not EMFILE, is what turns connections away.
-  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &nofile);
-  }
-
   boost::asio::io_context io;
   psched::Scheduler scheduler(io, config);
   if (psched::Status st = scheduler.start(); !st) return psched::exit_on("psched", st);
@@ -209,6 +243,7 @@ int main(int argc, char** argv) {
                "here; clients (pbench, libpclient) submit array-sum jobs."};
   add_flags(app, flags);
   if (const std::optional<int> code = psched::cli::parse(app, argc, argv)) return *code;
+  flags.max_connections_given = app.count("--max-connections") > 0;
   if (auto failed = complete(flags)) return *failed;
   return run(flags);
 }

@@ -73,7 +73,9 @@ struct SchedulerConfig {
   uint32_t client_timeout_ms = 60000;     // a client silent this long is gone
   uint32_t handshake_timeout_ms = 5000;   // Hello must arrive within this
   uint32_t allowed_failures = 3;
-  uint32_t max_connections = 1024;        // workers and clients (after Hello)
+  // Workers and clients (after Hello): a fleet of thousands of GPUs and its clients, ~5 KB each
+  // when idle (psched lowers it to what its file descriptor limit holds: main.cpp).
+  uint32_t max_connections = 16384;
   AdmissionLimits admission;              // chunk budget, one client's share, connections before Hello
 };
 

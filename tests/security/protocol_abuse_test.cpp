@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "abuse_helpers.h"
+#include "app/exit_codes.h"
 #include "raw_peer.h"
 
 using namespace psched::test;
@@ -354,6 +356,48 @@ TEST_CASE("with --max-connections 4 the fifth connection is refused with an Erro
     }
   }));
   CHECK(outcome == "");
+}
+
+TEST_CASE("with few file descriptors psched lowers its default --max-connections to what they hold and refuses "
+          "past it with an Error, not a hang",
+          "[security]") {
+  // 500 descriptors, less --max-pending-connections (256), the dashboard's sessions (128) and
+  // psched's own (64): 52 connections. Before, the cap stayed 1024 and the 437th peer or so met
+  // EMFILE: psched paused accepting and the peer waited with no answer.
+  TestCluster cluster({.open_files = 500});
+  CHECK(cluster.log_of(cluster.scheduler_pid())
+            .find("--max-connections lowered from 16384 to 52: that is what the 500 file descriptors") !=
+        std::string::npos);
+  std::vector<std::unique_ptr<RawPeer>> held;
+  std::string refusal;
+  while (held.size() <= 52 && refusal.empty()) {
+    auto peer = std::make_unique<RawPeer>(port_of(cluster));
+    peer->hello_as_client();
+    auto answer = peer->read_frame();
+    REQUIRE(answer);
+    if (answer->which() == wire::Message::WELCOME) {
+      held.push_back(std::move(peer));
+    } else {
+      REQUIRE(answer->which() == wire::Message::ERROR);
+      refusal = answer->message().getError().getMessage().cStr();
+    }
+  }
+  CHECK(held.size() == 52);
+  CHECK(refusal == "scheduler has too many connections (52)");
+}
+
+TEST_CASE("psched refuses a --max-connections its file descriptor limit cannot hold, in one line naming both",
+          "[security]") {
+  std::string out;
+  const int status = run_command({"/bin/sh", "-c", "ulimit -n 500 && exec \"$0\" \"$@\"", bin_dir() + "/psched",
+                                  "--port", "0", "--dashboard-address", "none", "--max-connections", "100"},
+                                 &out, 15000);
+  INFO(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == psched::kExitUsage);
+  CHECK(out.find("psched: --max-connections 100 and --max-pending-connections 256 need 548 file descriptors") == 0);
+  CHECK(out.find("but psched may open 500 (ulimit -n)") != std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
 }
 
 TEST_CASE("a client that floods requests and never reads stops being read and the scheduler stays small",

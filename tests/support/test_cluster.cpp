@@ -35,6 +35,11 @@ void TestCluster::start_scheduler(const SchedulerOptions& options, uint16_t port
   spec.args = {"--host", "127.0.0.1", "--port", std::to_string(port), "--scheduler-file", scheduler_file_,
                "--dashboard-address", options.dashboard, "--log-level", "debug"};
   spec.args.insert(spec.args.end(), options.extra_args.begin(), options.extra_args.end());
+  if (options.open_files > 0) {  // through a shell that sets the limit and becomes psched (same pid)
+    spec.args.insert(spec.args.begin(), {"-c", "ulimit -n " + std::to_string(options.open_files) +
+                                                   " && exec \"$0\" \"$@\"", spec.path});
+    spec.path = "/bin/sh";
+  }
   spec.env = options.env;
   spec.death_signal = SIGKILL;
   spec.stderr_path = dir_ + "/psched-" + std::to_string(next_log_++) + ".log";

@@ -23,6 +23,7 @@ struct SchedulerOptions {
   std::map<std::string, std::string> env;
   std::string dashboard = "none";       // or "127.0.0.1:0"
   psched::TlsFiles client_tls;          // what client() and wait_for_workers() present (TLS clusters)
+  int open_files = 0;                   // psched's file descriptor limit (ulimit -n); 0: the tests'
 };
 
 struct WorkerOptions {

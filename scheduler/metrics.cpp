@@ -46,24 +46,47 @@ std::string number(double v) {
   return fmt::format("{}", v);
 }
 
-// Builds the exposition text one metric family at a time: HELP and TYPE, then its samples.
+// Builds the exposition text one metric family at a time: HELP and TYPE, then its samples. Written
+// in place (a sample per worker per family: megabytes for thousands of workers), with room for what
+// the last scrape took.
 class Exposition {
  public:
+  Exposition() { out_.reserve(last_bytes_ + last_bytes_ / 8); }
   void family(const char* name, const char* type, const char* help) {
-    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   }
   void sample(const std::string& name, const std::string& labels, double value) {
-    out_ += labels.empty() ? fmt::format("{} {}\n", name, number(value))
-                           : fmt::format("{}{{{}}} {}\n", name, labels, number(value));
+    out_ += name;
+    if (!labels.empty()) {
+      out_ += '{';
+      out_ += labels;
+      out_ += '}';
+    }
+    out_ += ' ';
+    if (std::isfinite(value)) {
+      fmt::format_to(std::back_inserter(out_), "{}", value);
+    } else {
+      out_ += number(value);
+    }
+    out_ += '\n';
   }
   void sample(const std::string& name, const std::string& labels, uint64_t value) {
-    out_ += labels.empty() ? fmt::format("{} {}\n", name, value)
-                           : fmt::format("{}{{{}}} {}\n", name, labels, value);
+    out_ += name;
+    if (!labels.empty()) {
+      out_ += '{';
+      out_ += labels;
+      out_ += '}';
+    }
+    fmt::format_to(std::back_inserter(out_), " {}\n", value);
   }
-  std::string take() { return std::move(out_); }
+  std::string take() {
+    last_bytes_ = out_.size();
+    return std::move(out_);
+  }
 
  private:
   std::string out_;
+  static inline thread_local size_t last_bytes_ = 0;
 };
 
 void histogram(Exposition& e, const ChunkSecondsHistogram& h) {

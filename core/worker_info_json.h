@@ -1,10 +1,10 @@
 // A worker and its GPU, and a worker's part in a job, as JSON: one set of keys wherever they are
 // shown, psched's /api/status, pbench's --json, --report and --cluster-info, and the Python client's
-// workers() and Result.devices. Templates over
-// any struct with WorkerInfo's and GpuHealth's names, as wire_convert.h's readers are: ours (the
-// scheduler's WorkerRecord) and libpclient's public pclient::WorkerInfo and pclient::GpuHealth,
-// which cannot include this header's types. Each shower adds its own figures after these (psched:
-// live rates and in-flight work; pbench: a run's share).
+// workers() and Result.devices; written once, to text or to a document (core/json_out.h).
+// Templates over any struct with WorkerInfo's and GpuHealth's names, as wire_convert.h's readers
+// are: ours (the scheduler's WorkerRecord) and libpclient's public pclient::WorkerInfo and
+// pclient::GpuHealth, which cannot include this header's types. Each shower adds its own figures
+// after these (psched: live rates and in-flight work; pbench: a run's share).
 #pragma once
 
 #include <fmt/format.h>
@@ -12,58 +12,85 @@
 #include <nlohmann/json.hpp>
 
 #include "core/gpu_health.h"
+#include "core/json_out.h"
 
 namespace psched {
 
-template <typename Health>
-nlohmann::json gpu_health_json(const Health& h) {
-  return {{"uuid", h.uuid},
-          {"pci_bus_id", h.pci_bus_id},
-          {"samples", h.samples},
-          {"sm_utilisation_pct", h.sm_utilisation_pct},
-          {"mem_utilisation_pct", h.mem_utilisation_pct},
-          {"memory_used_bytes", h.memory_used_bytes},
-          {"memory_total_bytes", h.memory_total_bytes},
-          {"sm_clock_mhz", h.sm_clock_mhz},
-          {"sm_clock_min_mhz", h.sm_clock_min_mhz},
-          {"sm_clock_max_mhz", h.sm_clock_max_mhz},
-          {"temperature_c", h.temperature_c},
-          {"power_watts", h.power_watts},
-          {"power_limit_watts", h.power_limit_watts},
-          {"throttle_reasons", h.throttle_reasons},
-          {"throttle", throttle_reason_names(h.throttle_reasons)},
-          {"ecc_supported", h.ecc_supported},
-          {"ecc_corrected", h.ecc_corrected},
-          {"ecc_uncorrected", h.ecc_uncorrected},
-          {"pcie_generation", h.pcie_generation},
-          {"pcie_width", h.pcie_width},
-          {"pcie_max_width", h.pcie_max_width},
-          {"warnings", gpu_warnings(h)}};
+// A GPU's health as an object, written to `out` (core/json_out.h: text or a document).
+template <typename Out, typename Health>
+void write_gpu_health(Out& out, const Health& h) {
+  out.begin_object();
+  out.key("uuid").value(h.uuid);
+  out.key("pci_bus_id").value(h.pci_bus_id);
+  out.key("samples").value(h.samples);
+  out.key("sm_utilisation_pct").value(h.sm_utilisation_pct);
+  out.key("mem_utilisation_pct").value(h.mem_utilisation_pct);
+  out.key("memory_used_bytes").value(h.memory_used_bytes);
+  out.key("memory_total_bytes").value(h.memory_total_bytes);
+  out.key("sm_clock_mhz").value(h.sm_clock_mhz);
+  out.key("sm_clock_min_mhz").value(h.sm_clock_min_mhz);
+  out.key("sm_clock_max_mhz").value(h.sm_clock_max_mhz);
+  out.key("temperature_c").value(h.temperature_c);
+  out.key("power_watts").value(h.power_watts);
+  out.key("power_limit_watts").value(h.power_limit_watts);
+  out.key("throttle_reasons").value(h.throttle_reasons);
+  out.key("throttle").value(throttle_reason_names(h.throttle_reasons));
+  out.key("ecc_supported").value(h.ecc_supported);
+  out.key("ecc_corrected").value(h.ecc_corrected);
+  out.key("ecc_uncorrected").value(h.ecc_uncorrected);
+  out.key("pcie_generation").value(h.pcie_generation);
+  out.key("pcie_width").value(h.pcie_width);
+  out.key("pcie_max_width").value(h.pcie_max_width);
+  out.key("warnings").value(gpu_warnings(h));
+  out.end_object();
 }
 
-// What a worker is and what it has done so far; "gpu" is null without NVML, "compute_capability"
-// without a GPU.
+template <typename Health>
+nlohmann::json gpu_health_json(const Health& h) {
+  JsonDoc doc;
+  write_gpu_health(doc, h);
+  return doc.take();
+}
+
+// What a worker is and what it has done so far, as members of the object `out` has open (each
+// shower adds its own after them); "gpu" is null without NVML, "compute_capability" without a GPU.
+template <typename Out, typename Info>
+void write_worker_info_members(Out& out, const Info& w) {
+  out.key("id").value(w.id);
+  out.key("name").value(w.name);
+  out.key("host").value(w.host);
+  out.key("pid").value(w.pid);
+  out.key("backend").value(w.backend);
+  out.key("device").value(w.device_name);
+  out.key("memory_total_bytes").value(w.memory_total_bytes);
+  out.key("memory_limit_bytes").value(w.memory_limit_bytes);
+  out.key("threads").value(w.threads);
+  out.key("slots").value(w.slots);
+  out.key("chunks_done").value(w.chunks_done);
+  out.key("bytes_reduced").value(w.bytes_reduced);
+  out.key("busy_seconds").value(w.busy_seconds);
+  out.key("cpu_affinity").value(w.cpu_affinity);
+  out.key("compute_capability");
+  if (w.backend == "cuda") {
+    out.value(fmt::format("{}.{}", w.compute_major, w.compute_minor));
+  } else {
+    out.null();
+  }
+  out.key("gpu");
+  if (w.gpu) {
+    write_gpu_health(out, *w.gpu);
+  } else {
+    out.null();
+  }
+}
+
 template <typename Info>
 nlohmann::json worker_info_json(const Info& w) {
-  nlohmann::json j = {{"id", w.id},
-                      {"name", w.name},
-                      {"host", w.host},
-                      {"pid", w.pid},
-                      {"backend", w.backend},
-                      {"device", w.device_name},
-                      {"memory_total_bytes", w.memory_total_bytes},
-                      {"memory_limit_bytes", w.memory_limit_bytes},
-                      {"threads", w.threads},
-                      {"slots", w.slots},
-                      {"chunks_done", w.chunks_done},
-                      {"bytes_reduced", w.bytes_reduced},
-                      {"busy_seconds", w.busy_seconds},
-                      {"cpu_affinity", w.cpu_affinity}};
-  j["compute_capability"] = w.backend == "cuda"
-                                ? nlohmann::json(fmt::format("{}.{}", w.compute_major, w.compute_minor))
-                                : nlohmann::json(nullptr);
-  j["gpu"] = w.gpu ? gpu_health_json(*w.gpu) : nlohmann::json(nullptr);
-  return j;
+  JsonDoc doc;
+  doc.begin_object();
+  write_worker_info_members(doc, w);
+  doc.end_object();
+  return doc.take();
 }
 
 // One segment of the task stream, [job, worker id, first chunk, chunks, start s, end s]: the shape
@@ -77,18 +104,27 @@ inline nlohmann::json task_segment_json(uint64_t job, uint64_t worker, uint64_t 
 // A worker's part in one job: /api/status's jobs[].devices (the scheduler's DeviceShare) and
 // pbench's and Python's devices of a run (libpclient's DeviceReport, read from the JobResult the
 // scheduler wrote from that DeviceShare). pbench adds the busy share and the GPU over the job.
+template <typename Out, typename Share>
+void write_device_share(Out& out, const Share& d) {
+  out.begin_object();
+  out.key("worker_id").value(d.worker_id);
+  out.key("worker").value(d.name);
+  out.key("host").value(d.host);
+  out.key("device").value(d.device);
+  out.key("chunks").value(d.chunks);
+  out.key("bytes").value(d.bytes);
+  out.key("busy_seconds").value(d.busy_seconds);
+  out.key("bytes_per_second").value(d.bytes_per_second);
+  out.key("slow").value(d.slow);
+  out.key("cause").value(d.cause);
+  out.end_object();
+}
+
 template <typename Share>
 nlohmann::json device_share_json(const Share& d) {
-  return {{"worker_id", d.worker_id},
-          {"worker", d.name},
-          {"host", d.host},
-          {"device", d.device},
-          {"chunks", d.chunks},
-          {"bytes", d.bytes},
-          {"busy_seconds", d.busy_seconds},
-          {"bytes_per_second", d.bytes_per_second},
-          {"slow", d.slow},
-          {"cause", d.cause}};
+  JsonDoc doc;
+  write_device_share(doc, d);
+  return doc.take();
 }
 
 }  // namespace psched

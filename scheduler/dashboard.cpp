@@ -275,9 +275,12 @@ Response DashboardServer::respond(const Request& request) {
             "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'");
       return reply(http::status::ok, "text/html; charset=utf-8", dashboard_page());
     }
-    if (path == "/api/status")
-      return reply(http::status::ok, "application/json",
-                   dump_json(status_json(scheduler, rates, url)) + "\n");
+    if (path == "/api/status") {
+      const bool devices = target.find("devices=0") == std::string_view::npos;
+      std::string body = status_json(scheduler, rates, url, devices);  // megabytes for thousands of workers: no copy
+      body += '\n';
+      return reply(http::status::ok, "application/json", std::move(body));
+    }
     if (path == "/api/task-stream")
       return reply(http::status::ok, "application/json",
                    dump_json(task_stream_json(scheduler, since_from_query(target))) + "\n");

@@ -263,7 +263,7 @@ function render(s) {
 async function refresh() {
   const conn = document.getElementById("conn");
   try {
-    const r = await fetch("api/status", {cache: "no-store"});
+    const r = await fetch("api/status?devices=0", {cache: "no-store"});
     if (!r.ok) throw new Error("HTTP " + r.status);
     render(await r.json());
     conn.textContent = "live";

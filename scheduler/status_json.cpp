@@ -21,21 +21,40 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// The worker as pbench and Python show it too (worker_info_json), and what only psched knows: its
-// work in flight, rates over the last samples, memory in use and the verify mismatches it caused.
-json worker_json(const WorkerRecord& w, const WorkerRates& rates, Clock::time_point now,
-                 uint64_t verify_mismatches) {
+// The worker as pbench and Python show it too (worker_info_json's members), and what only psched
+// knows: its work in flight, rates over the last samples, memory in use, the verify mismatches it
+// caused, and whether it is a straggler.
+void write_worker(JsonText& out, const WorkerRecord& w, const WorkerRates& rates, Clock::time_point now,
+                  uint64_t verify_mismatches, bool slow) {
   const WorkerRates::Rate rate = rates.rate(w, now);
-  json j = worker_info_json(w);
-  j["tasks_in_flight"] = w.in_flight.size();
-  j["uptime_seconds"] = seconds_between(w.joined, now);
-  j["throughput_bytes_per_second"] = rate.bytes_per_second;
-  j["chunks_per_second"] = rate.chunks_per_second;
-  j["verify_mismatches"] = verify_mismatches;
+  out.begin_object();
+  write_worker_info_members(out, w);
+  out.key("tasks_in_flight").value(w.in_flight.size());
+  out.key("uptime_seconds").value(seconds_between(w.joined, now));
+  out.key("throughput_bytes_per_second").value(rate.bytes_per_second);
+  out.key("chunks_per_second").value(rate.chunks_per_second);
+  out.key("verify_mismatches").value(verify_mismatches);
   // Workers that do not report memory in use send 0: say "unknown" rather than "empty".
-  j["memory_used_bytes"] = w.memory_used_bytes ? json(w.memory_used_bytes) : json(nullptr);
-  j["utilisation"] = rate.utilisation >= 0 ? json(rate.utilisation) : json(nullptr);
-  return j;
+  out.key("memory_used_bytes");
+  if (w.memory_used_bytes) {
+    out.value(w.memory_used_bytes);
+  } else {
+    out.null();
+  }
+  out.key("utilisation");
+  if (rate.utilisation >= 0) {
+    out.value(rate.utilisation);
+  } else {
+    out.null();
+  }
+  out.key("slow").value(slow);
+  out.end_object();
+}
+
+void write_devices(JsonText& out, const std::vector<DeviceShare>& shares) {
+  out.begin_array();
+  for (const DeviceShare& d : shares) write_device_share(out, d);
+  out.end_array();
 }
 
 std::string client_name(const Scheduler& s, ClientId id) {
@@ -43,61 +62,76 @@ std::string client_name(const Scheduler& s, ClientId id) {
   return it != s.clients().end() ? it->second->name : fmt::format("client {}", id);
 }
 
-json running_job_json(const Scheduler& s, const Job& job) {
+void write_running_job(JsonText& out, const Scheduler& s, const Job& job, bool devices) {
   const double seconds = job.seconds();
   const double bytes = double(job.spec()->bytes());
   const double done_bytes = job.chunks() ? bytes * double(job.done()) / double(job.chunks()) : 0;
   uint64_t running = 0;
   for (const auto& [wid, w] : s.workers()) running += w->in_flight.of_job(job.id());
-  json j = {{"id", job.id()},
-            {"client", client_name(s, job.client())},
-            {"description", describe(*job.spec())},
-            {"state", "running"},
-            {"chunks", job.chunks()},
-            {"chunks_done", job.done()},
-            {"chunks_running", running},
-            {"chunks_queued", job.queued()},
-            {"retries", job.retries()},
-            {"bytes", job.spec()->bytes()},
-            {"seconds", seconds},
-            {"progress", job.chunks() ? double(job.done()) / double(job.chunks()) : 1.0},
-            {"throughput_bytes_per_second", seconds > 0 ? done_bytes / seconds : 0.0},
-            {"workers", job.workers_used()},
-            {"running_sum", job.running_sum()}};
+  out.begin_object();
+  out.key("id").value(job.id());
+  out.key("client").value(client_name(s, job.client()));
+  out.key("description").value(describe(*job.spec()));
+  out.key("state").value("running");
+  out.key("chunks").value(job.chunks());
+  out.key("chunks_done").value(job.done());
+  out.key("chunks_running").value(running);
+  out.key("chunks_queued").value(job.queued());
+  out.key("retries").value(job.retries());
+  out.key("bytes").value(job.spec()->bytes());
+  out.key("seconds").value(seconds);
+  out.key("progress").value(job.chunks() ? double(job.done()) / double(job.chunks()) : 1.0);
+  out.key("throughput_bytes_per_second").value(seconds > 0 ? done_bytes / seconds : 0.0);
+  out.key("workers").value(job.workers_used());
+  out.key("running_sum").value(job.running_sum());
   // Per-worker share of the finished chunks (the job counts them as they finish).
-  json per_worker = json::array();
+  out.key("per_worker").begin_array();
   for (const auto& [wid, n] : job.done_by()) {
     auto wit = s.workers().find(wid);
     const double share = bytes * double(n) / double(job.chunks());
-    per_worker.push_back(
-        {{"worker", wit != s.workers().end() ? wit->second->name : fmt::format("worker {}", wid)},
-         {"chunks_done", n},
-         {"throughput_bytes_per_second", seconds > 0 ? share / seconds : 0.0}});
+    out.begin_object();
+    if (wit != s.workers().end()) {
+      out.key("worker").value(wit->second->name);
+    } else {
+      out.key("worker").value(fmt::format("worker {}", wid));
+    }
+    out.key("chunks_done").value(n);
+    out.key("throughput_bytes_per_second").value(seconds > 0 ? share / seconds : 0.0);
+    out.end_object();
   }
-  j["per_worker"] = std::move(per_worker);
-  j["devices"] = devices_json(s.job_devices().shares(job.id()));
-  return j;
+  out.end_array();
+  if (devices) {
+    out.key("devices");
+    write_devices(out, s.job_devices().shares(job.id()));
+  }
+  out.end_object();
 }
 
-json recent_job_json(const JobSummary& r) {
+void write_recent_job(JsonText& out, const Scheduler& s, const JobSummary& r, bool devices) {
   const double done_bytes =
       r.chunks ? double(r.bytes) * double(r.chunks_done) / double(r.chunks) : 0.0;
-  return {{"id", r.id},
-          {"client", r.client},
-          {"description", describe(*r.spec)},
-          {"state", r.state},
-          {"message", r.message},
-          {"chunks", r.chunks},
-          {"chunks_done", r.chunks_done},
-          {"retries", r.retries},
-          {"bytes", r.bytes},
-          {"seconds", r.seconds},
-          {"progress", r.chunks ? double(r.chunks_done) / double(r.chunks) : 1.0},
-          {"throughput_bytes_per_second", r.seconds > 0 ? done_bytes / r.seconds : 0.0},
-          {"workers", r.workers},
-          {"sum", r.sum},
-          {"count", r.count},
-          {"finished_unix", std::chrono::duration<double>(r.finished.time_since_epoch()).count()}};
+  out.begin_object();
+  out.key("id").value(r.id);
+  out.key("client").value(r.client);
+  out.key("description").value(describe(*r.spec));
+  out.key("state").value(r.state);
+  out.key("message").value(r.message);
+  out.key("chunks").value(r.chunks);
+  out.key("chunks_done").value(r.chunks_done);
+  out.key("retries").value(r.retries);
+  out.key("bytes").value(r.bytes);
+  out.key("seconds").value(r.seconds);
+  out.key("progress").value(r.chunks ? double(r.chunks_done) / double(r.chunks) : 1.0);
+  out.key("throughput_bytes_per_second").value(r.seconds > 0 ? done_bytes / r.seconds : 0.0);
+  out.key("workers").value(r.workers);
+  out.key("sum").value(r.sum);
+  out.key("count").value(r.count);
+  out.key("finished_unix").value(std::chrono::duration<double>(r.finished.time_since_epoch()).count());
+  if (devices) {
+    out.key("devices");
+    write_devices(out, s.job_devices().shares(r.id));
+  }
+  out.end_object();
 }
 
 }  // namespace
@@ -128,65 +162,72 @@ WorkerRates::Rate WorkerRates::rate(const WorkerRecord& w, Clock::time_point now
   return r;
 }
 
-json status_json(const Scheduler& s, const WorkerRates& rates, const std::string& dashboard_url) {
+std::string status_json(const Scheduler& s, const WorkerRates& rates, const std::string& dashboard_url,
+                        bool devices) {
   const auto now = Clock::now();
   const SchedulerCounters& c = s.counters();
+  // Room for what the last one took: the text is not copied as it grows to megabytes.
+  static thread_local size_t last_bytes = 0;
+  JsonText out(last_bytes + last_bytes / 8);
+  out.begin_object();
+  out.key("scheduler").begin_object();
+  out.key("version").value(PSCHED_VERSION);
+  out.key("protocol_version").value(uint64_t(wire::PROTOCOL_VERSION));
+  out.key("address").value(s.address());
+  out.key("dashboard").value(dashboard_url);
+  out.key("uptime_seconds").value(seconds_between(s.started(), now));
+  out.key("token_required").value(!s.config().token.empty());
+  out.end_object();
   uint64_t queued = 0, running = 0;
-  json workers = json::array();
   const std::set<WorkerId> slow = s.job_devices().slow_workers();
+  out.key("workers").begin_array();
   for (const auto& [id, w] : s.workers()) {
     auto bad = c.verify_mismatches.find(w->name);
-    workers.push_back(
-        worker_json(*w, rates, now, bad == c.verify_mismatches.end() ? 0 : bad->second));
-    workers.back()["slow"] = slow.count(id) > 0;
+    write_worker(out, *w, rates, now, bad == c.verify_mismatches.end() ? 0 : bad->second, slow.count(id) > 0);
     running += w->in_flight.size();
   }
-  json jobs = json::array();
+  out.end_array();
+  out.key("clients").value(s.clients().size());
+  out.key("jobs").begin_array();
   for (const auto& [id, job] : s.jobs()) {
-    jobs.push_back(running_job_json(s, *job));
+    write_running_job(out, s, *job, devices);
     queued += job->queued() + job->verify.queued();
   }
+  out.end_array();
+  out.key("recent_jobs").begin_array();
+  for (const JobSummary& r : s.recent_jobs()) write_recent_job(out, s, r, devices);
+  out.end_array();
+  out.key("tasks").begin_object();
+  out.key("queued").value(queued);
+  out.key("running").value(running);
+  out.end_object();
   // Verify mismatches by worker name, including workers that have left since.
   uint64_t mismatches = 0;
-  json mismatches_by_worker = json::object();
-  for (const auto& [name, n] : c.verify_mismatches) {
-    mismatches_by_worker[name] = n;
-    mismatches += n;
-  }
-  json recent = json::array();
-  for (const JobSummary& r : s.recent_jobs()) {
-    recent.push_back(recent_job_json(r));
-    recent.back()["devices"] = devices_json(s.job_devices().shares(r.id));
-  }
-  return {{"scheduler",
-           {{"version", PSCHED_VERSION},
-            {"protocol_version", wire::PROTOCOL_VERSION},
-            {"address", s.address()},
-            {"dashboard", dashboard_url},
-            {"uptime_seconds", seconds_between(s.started(), now)},
-            {"token_required", !s.config().token.empty()}}},
-          {"workers", std::move(workers)},
-          {"clients", s.clients().size()},
-          {"jobs", std::move(jobs)},
-          {"recent_jobs", std::move(recent)},
-          {"tasks", {{"queued", queued}, {"running", running}}},
-          {"verify",
-           {{"chunks", c.verify_chunks},
-            {"mismatches", mismatches},
-            {"mismatches_by_worker", std::move(mismatches_by_worker)}}},
-          {"counters",
-           {{"jobs_submitted", c.jobs_submitted},
-            {"jobs_completed", c.jobs_completed},
-            {"jobs_failed", c.jobs_failed},
-            {"jobs_cancelled", c.jobs_cancelled},
-            {"tasks_dispatched", c.tasks_dispatched},
-            {"tasks_done", c.tasks_done},
-            {"tasks_requeued", c.tasks_requeued},
-            {"tasks_given_back", c.tasks_given_back},
-            {"tasks_failed", c.tasks_failed},
-            {"bytes_reduced", c.bytes_reduced},
-            {"connections_refused", c.connections_refused},
-            {"protocol_errors", c.protocol_errors}}}};
+  for (const auto& [name, n] : c.verify_mismatches) mismatches += n;
+  out.key("verify").begin_object();
+  out.key("chunks").value(c.verify_chunks);
+  out.key("mismatches").value(mismatches);
+  out.key("mismatches_by_worker").begin_object();
+  for (const auto& [name, n] : c.verify_mismatches) out.key(name).value(n);
+  out.end_object();
+  out.end_object();
+  out.key("counters").begin_object();
+  out.key("jobs_submitted").value(c.jobs_submitted);
+  out.key("jobs_completed").value(c.jobs_completed);
+  out.key("jobs_failed").value(c.jobs_failed);
+  out.key("jobs_cancelled").value(c.jobs_cancelled);
+  out.key("tasks_dispatched").value(c.tasks_dispatched);
+  out.key("tasks_done").value(c.tasks_done);
+  out.key("tasks_requeued").value(c.tasks_requeued);
+  out.key("tasks_given_back").value(c.tasks_given_back);
+  out.key("tasks_failed").value(c.tasks_failed);
+  out.key("bytes_reduced").value(c.bytes_reduced);
+  out.key("connections_refused").value(c.connections_refused);
+  out.key("protocol_errors").value(c.protocol_errors);
+  out.end_object();
+  out.end_object();
+  last_bytes = out.text().size();
+  return out.take();
 }
 
 std::string dump_json(const json& j) {

@@ -25,7 +25,7 @@ wait_for_workers 2
 PIDS+=("$!")
 job_has_progress() {
   curl -fsS --max-time 5 "$DASHBOARD/api/status" |
-    grep -q '"chunks_done":[1-9][0-9]*,"chunks_queued"'
+    /usr/bin/python3 -c 'import json, sys; sys.exit(0 if any(j["chunks_done"] > 0 for j in json.load(sys.stdin)["jobs"]) else 1)'
 }
 wait_until 30 job_has_progress || fail "the job never showed progress on /api/status"
 

@@ -65,6 +65,23 @@ TEST_CASE("/api/status lists exactly the cluster's workers and the jobs it ran")
   uint64_t chunks_done = 0;
   for (const json& w : after["workers"]) chunks_done += w["chunks_done"].get<uint64_t>();
   CHECK(chunks_done == 12);
+  // Each job's devices, a share per worker (the page asks without them: ?devices=0).
+  REQUIRE_FALSE(job["devices"].empty());
+  uint64_t device_chunks = 0;
+  for (const json& d : job["devices"]) device_chunks += d["chunks"].get<uint64_t>();
+  CHECK(device_chunks == 12);
+  HttpReply page = http_request(port, "GET", "/api/status?devices=0");
+  REQUIRE(page.status == 200);
+  json without = json::parse(page.body);
+  json expected = after;
+  expected["recent_jobs"][0].erase("devices");
+  for (json* doc : {&without, &expected}) {  // what moves between two reads
+    (*doc)["scheduler"].erase("uptime_seconds");
+    for (json& w : (*doc)["workers"])
+      for (const char* k : {"uptime_seconds", "throughput_bytes_per_second", "chunks_per_second", "utilisation"})
+        w.erase(k);
+  }
+  CHECK(without == expected);
 }
 
 TEST_CASE("/metrics exposes workers, jobs, tasks, bytes and chunk times in Prometheus text") {
@@ -105,7 +122,7 @@ TEST_CASE("the status page is one self-contained document") {
   REQUIRE(r.status == 200);
   CHECK(r.head.find("Content-Type: text/html; charset=utf-8") != std::string::npos);
   CHECK(r.body.find("<title>psched dashboard</title>") != std::string::npos);
-  CHECK(r.body.find("fetch(\"api/status\"") != std::string::npos);
+  CHECK(r.body.find("fetch(\"api/status?devices=0\"") != std::string::npos);  // what the page shows
   // Air-gapped clusters: nothing is loaded from elsewhere.
   for (const char* external : {"<script src", "<link", "@import", "url(", "https://", "http://"}) {
     INFO("found: " << external);

@@ -276,7 +276,8 @@ Response DashboardServer::respond(const Request& request) {
       return reply(http::status::ok, "text/html; charset=utf-8", dashboard_page());
     }
     if (path == "/api/status") {
-      const bool devices = target.find("devices=0") == std::string_view::npos;
+      const bool devices = target.find("?devices=0") == std::string_view::npos &&
+                           target.find("&devices=0") == std::string_view::npos;
       std::string body = status_json(scheduler, rates, url, devices);  // megabytes for thousands of workers: no copy
       body += '\n';
       return reply(http::status::ok, "application/json", std::move(body));

@@ -11,12 +11,6 @@ namespace psched {
 
 using nlohmann::json;
 
-json devices_json(const std::vector<DeviceShare>& shares) {
-  json out = json::array();
-  for (const DeviceShare& d : shares) out.push_back(device_share_json(d));
-  return out;
-}
-
 double since_from_query(std::string_view target) {
   const size_t q = target.find("since=");
   if (q == std::string_view::npos) return 0;

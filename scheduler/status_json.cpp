@@ -134,6 +134,35 @@ void write_recent_job(JsonText& out, const Scheduler& s, const JobSummary& r, bo
   out.end_object();
 }
 
+// Verify's figures (mismatches by worker name, including workers that have left since) and the
+// scheduler's counters.
+void write_verify_and_counters(JsonText& out, const SchedulerCounters& c) {
+  // Verify mismatches by worker name, including workers that have left since.
+  uint64_t mismatches = 0;
+  for (const auto& [name, n] : c.verify_mismatches) mismatches += n;
+  out.key("verify").begin_object();
+  out.key("chunks").value(c.verify_chunks);
+  out.key("mismatches").value(mismatches);
+  out.key("mismatches_by_worker").begin_object();
+  for (const auto& [name, n] : c.verify_mismatches) out.key(name).value(n);
+  out.end_object();
+  out.end_object();
+  out.key("counters").begin_object();
+  out.key("jobs_submitted").value(c.jobs_submitted);
+  out.key("jobs_completed").value(c.jobs_completed);
+  out.key("jobs_failed").value(c.jobs_failed);
+  out.key("jobs_cancelled").value(c.jobs_cancelled);
+  out.key("tasks_dispatched").value(c.tasks_dispatched);
+  out.key("tasks_done").value(c.tasks_done);
+  out.key("tasks_requeued").value(c.tasks_requeued);
+  out.key("tasks_given_back").value(c.tasks_given_back);
+  out.key("tasks_failed").value(c.tasks_failed);
+  out.key("bytes_reduced").value(c.bytes_reduced);
+  out.key("connections_refused").value(c.connections_refused);
+  out.key("protocol_errors").value(c.protocol_errors);
+  out.end_object();
+}
+
 }  // namespace
 
 void WorkerRates::sample(const Scheduler& scheduler, Clock::time_point now) {
@@ -201,30 +230,7 @@ std::string status_json(const Scheduler& s, const WorkerRates& rates, const std:
   out.key("queued").value(queued);
   out.key("running").value(running);
   out.end_object();
-  // Verify mismatches by worker name, including workers that have left since.
-  uint64_t mismatches = 0;
-  for (const auto& [name, n] : c.verify_mismatches) mismatches += n;
-  out.key("verify").begin_object();
-  out.key("chunks").value(c.verify_chunks);
-  out.key("mismatches").value(mismatches);
-  out.key("mismatches_by_worker").begin_object();
-  for (const auto& [name, n] : c.verify_mismatches) out.key(name).value(n);
-  out.end_object();
-  out.end_object();
-  out.key("counters").begin_object();
-  out.key("jobs_submitted").value(c.jobs_submitted);
-  out.key("jobs_completed").value(c.jobs_completed);
-  out.key("jobs_failed").value(c.jobs_failed);
-  out.key("jobs_cancelled").value(c.jobs_cancelled);
-  out.key("tasks_dispatched").value(c.tasks_dispatched);
-  out.key("tasks_done").value(c.tasks_done);
-  out.key("tasks_requeued").value(c.tasks_requeued);
-  out.key("tasks_given_back").value(c.tasks_given_back);
-  out.key("tasks_failed").value(c.tasks_failed);
-  out.key("bytes_reduced").value(c.bytes_reduced);
-  out.key("connections_refused").value(c.connections_refused);
-  out.key("protocol_errors").value(c.protocol_errors);
-  out.end_object();
+  write_verify_and_counters(out, c);
   out.end_object();
   last_bytes = out.text().size();
   return out.take();

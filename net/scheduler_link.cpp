@@ -80,6 +80,12 @@ void SchedulerLink::on_connected(tcp::socket socket, uint32_t generation) {
   handlers_.opened(*conn_);
 }
 
+std::chrono::milliseconds jittered(std::chrono::milliseconds pause, uint64_t random) {
+  const auto half = pause.count() / 2;
+  const auto spread = uint64_t(pause.count() - half) + 1;  // [half, pause], both ends included
+  return std::chrono::milliseconds(half + int64_t(random % spread));
+}
+
 void SchedulerLink::retry_after(std::chrono::milliseconds pause) {
   const uint32_t generation = ++generation_;
   retry_timer_.expires_after(pause);

@@ -20,6 +20,11 @@
 
 namespace psched {
 
+// A retry's pause drawn from [pause / 2, pause] by `random` (any 64 bits): the peers that lost the
+// scheduler together (it was restarted, or its network flapped) come back spread over half their
+// pause, not all thousands of them in the same millisecond at each step of the same backoff.
+std::chrono::milliseconds jittered(std::chrono::milliseconds pause, uint64_t random);
+
 class SchedulerLink {
  public:
   struct Handlers {

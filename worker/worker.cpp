@@ -97,7 +97,7 @@ void Worker::schedule_reconnect() {
     give_up(fmt::format("no scheduler for {} s (--death-timeout), exiting", config_.death_timeout_s), kExitOk);
     return;
   }
-  scheduler_.retry_after(backoff_);
+  scheduler_.retry_after(jittered(backoff_, jitter_()));
   backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(2000));
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,7 @@ class Worker {
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer report_timer_;  // sends held results at the pacer's deadline
   std::chrono::milliseconds backoff_{100};
+  std::mt19937_64 jitter_{std::random_device{}()};  // spreads the retries of a fleet (jittered())
   std::chrono::steady_clock::time_point disconnected_since_;
   Link link_ = Link::kDisconnected;
   bool flush_posted_ = false;        // a flush_results() is posted: outcomes ride along with it

@@ -7,9 +7,12 @@
 #include <boost/asio.hpp>
 #include <capnp/message.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "net/framing.h"
@@ -165,4 +168,26 @@ TEST_CASE("a retry that stop() overtook never runs", "[link]") {
   link.retry_after(1ms);
   run_until(io, [&] { return seen.closed == 1; });
   CHECK(seen.where == 1);
+}
+
+TEST_CASE("a retry's pause is spread over its second half, so a fleet does not come back at once", "[link]") {
+  CHECK(jittered(2000ms, 0) == 1000ms);
+  CHECK(jittered(2000ms, 1000) == 2000ms);
+  CHECK(jittered(2000ms, 1001) == 1000ms);
+  CHECK(jittered(1ms, 12345) <= 1ms);
+  CHECK(jittered(0ms, 7) == 0ms);
+  // 4096 workers that lost the scheduler together: their next tries spread over the half-second
+  // from 0.5 to 1 s, a few in any millisecond, instead of all 4096 in one.
+  std::mt19937_64 rng(42);
+  std::map<int64_t, int> per_ms;
+  for (int i = 0; i < 4096; ++i) {
+    const auto p = jittered(1000ms, rng());
+    REQUIRE(p >= 500ms);
+    REQUIRE(p <= 1000ms);
+    ++per_ms[p.count()];
+  }
+  CHECK(per_ms.size() > 450);
+  int most = 0;
+  for (const auto& [ms, n] : per_ms) most = std::max(most, n);
+  CHECK(most < 30);
 }

@@ -1,13 +1,16 @@
 // Shared by the abuse tests: a real cluster with a real job running in the background while a test
-// misbehaves on the scheduler's port, and the checks that the job came through exact regardless.
+// misbehaves on the scheduler's port (while_a_job_runs), and the checks that the job came through
+// exact regardless.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "net/address.h"
 #include "support/job_helpers.h"
@@ -71,5 +74,25 @@ class BackgroundJob {
   std::atomic<bool> started_{false}, finished_{false};
   std::thread thread_;
 };
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A cluster of one slow worker with a job running; `act` misbehaves; then the job must be exact
+// and the scheduler still alive.
+inline void while_a_job_runs(const std::function<void(TestCluster&)>& act,
+                             const std::vector<std::string>& scheduler_args = {}) {
+  TestCluster cluster({.extra_args = scheduler_args});
+  cluster.add_worker({.threads = 1, .env = kSlowChunks});
+  cluster.wait_for_workers(1);
+  BackgroundJob job(cluster);
+  REQUIRE(job.wait_started());
+  act(cluster);
+  CHECK(job.outcome() == "");
+  CHECK(process_alive(cluster.scheduler_pid()));
+}
 
 }  // namespace psched::test

@@ -45,13 +45,6 @@ void write_gpu_health(Out& out, const Health& h) {
   out.end_object();
 }
 
-template <typename Health>
-nlohmann::json gpu_health_json(const Health& h) {
-  JsonDoc doc;
-  write_gpu_health(doc, h);
-  return doc.take();
-}
-
 // What a worker is and what it has done so far, as members of the object `out` has open (each
 // shower adds its own after them); "gpu" is null without NVML, "compute_capability" without a GPU.
 template <typename Out, typename Info>

@@ -7,7 +7,6 @@
 
 #include "core/worker_info_json.h"
 #include "net/wire_convert.h"
-#include "scheduler/performance_json.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {

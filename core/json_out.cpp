@@ -64,12 +64,8 @@ void JsonText::quoted(std::string_view s) {
       case '\n': out_ += "\\n"; break;
       case '\r': out_ += "\\r"; break;
       case '\t': out_ += "\\t"; break;
-      default:
-        if (u < 0x20) {
-          fmt::format_to(std::back_inserter(out_), "\\u{:04x}", unsigned(u));
-        } else {
-          out_ += c;
-        }
+      default:  // another control character: the run above stops only at these
+        fmt::format_to(std::back_inserter(out_), "\\u{:04x}", unsigned(u));
     }
     ++i;
   }

@@ -1,9 +1,50 @@
 #include "client/job_spec_of.h"
 
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "storage/open.h"
+
 namespace pclient {
+
+namespace {
+
+psched::OpenedArray opened(const Input& in) {
+  auto a = psched::open_array(psched::ArrayInput{in.path, in.format, in.dtype, in.shape, in.offset, in.byte_order});
+  if (!a) throw Error(a.message());
+  return *a;
+}
+
+}  // namespace
+
+Job open_array(const Input& input) {
+  const psched::OpenedArray a = opened(input);
+  Job j;
+  j.input = input;
+  j.rows = a.rows;
+  j.cols = a.cols;
+  j.chunk_rows = a.chunk_rows;
+  j.chunk_cols = a.chunk_cols;
+  j.dtype = psched::dtype_name(a.dtype);
+  j.scale = 1.0;
+  j.offset = 0.0;
+  j.row_step = j.col_step = 1;
+  return j;
+}
 
 psched::JobSpec job_spec_of(const Job& j) {
   psched::JobSpec s;
+  std::optional<psched::DType> stored_dtype;
+  if (!j.input.path.empty()) {
+    // The file says what it holds (read again at each submit: it may have changed since).
+    const psched::OpenedArray a = opened(j.input);
+    if (a.rows != j.rows || a.cols != j.cols)
+      throw Error(fmt::format("{} holds {} x {} elements; the job says {} x {}", j.input.path, a.rows, a.cols,
+                              j.rows, j.cols));
+    s.stored = a.stored;
+    stored_dtype = a.dtype;
+  }
   s.rows = j.rows;
   s.cols = j.cols;
   s.chunk_rows = j.chunk_rows;
@@ -11,6 +52,7 @@ psched::JobSpec job_spec_of(const Job& j) {
   auto dtype = psched::parse_dtype(j.dtype);
   if (!dtype) throw Error(dtype.message());
   s.dtype = *dtype;
+  if (stored_dtype) s.dtype = *stored_dtype;  // the file's type, whatever the job's dtype says
   auto gen = psched::parse_generator(j.generator);
   if (!gen) throw Error(gen.message());
   s.generator = *gen;

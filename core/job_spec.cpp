@@ -28,12 +28,50 @@ Result<Generator> parse_generator(const std::string& name) {
       "unknown generator '{}' (expected normal, uniform, arange or constant)", name));
 }
 
-const char* dtype_name(DType d) { return d == DType::kFloat64 ? "float64" : "float32"; }
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::kFloat64: return "float64";
+    case DType::kFloat32: return "float32";
+    case DType::kInt8: return "int8";
+    case DType::kInt16: return "int16";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kUInt8: return "uint8";
+    case DType::kUInt16: return "uint16";
+    case DType::kUInt32: return "uint32";
+    case DType::kUInt64: return "uint64";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
 
 Result<DType> parse_dtype(const std::string& name) {
-  if (name == "float64") return DType::kFloat64;
-  if (name == "float32") return DType::kFloat32;
-  return Status::invalid(fmt::format("unknown dtype '{}' (expected float64 or float32)", name));
+  for (uint8_t d = 0; d <= uint8_t(kLastDType); ++d)
+    if (name == dtype_name(DType(d))) return DType(d);
+  return Status::invalid(fmt::format(
+      "unknown dtype '{}' (expected float64, float32, int8, int16, int32, int64, uint8, uint16, uint32, "
+      "uint64 or bool)",
+      name));
+}
+
+const char* source_kind_name(SourceKind k) {
+  switch (k) {
+    case SourceKind::kGenerator: return "generator";
+    case SourceKind::kNpy: return "npy";
+    case SourceKind::kRaw: return "raw";
+    case SourceKind::kNpyStack: return "npy-stack";
+    case SourceKind::kZarr: return "zarr";
+  }
+  return "?";
+}
+
+const char* compressor_name(Compressor c) {
+  switch (c) {
+    case Compressor::kNone: return "none";
+    case Compressor::kZstd: return "zstd";
+    case Compressor::kBlosc: return "blosc";
+  }
+  return "?";
 }
 
 namespace {
@@ -78,7 +116,12 @@ Status check_magnitudes(const JobSpec& s) {
   using ld = long double;
   const ld p0 = std::fabs(ld(s.param0)), p1 = std::fabs(ld(s.param1));
   ld x = 0;
-  switch (s.generator) {
+  if (s.stored.stored()) {
+    // Stored floats are what they are: a sum that overflows is +-inf, as numpy's would be. Stored
+    // integers are bounded by their type, so only the expression can overflow.
+    if (is_float(s.dtype)) return Status::ok();
+    x = std::ldexp(1.0L, int(8 * element_bytes(s.dtype)));
+  } else switch (s.generator) {
     case Generator::kNormal: x = p0 + 8.6L * p1; break;
     case Generator::kUniform: x = p0 + std::fabs(ld(s.param1) - ld(s.param0)); break;
     case Generator::kArange: {
@@ -116,6 +159,56 @@ Status check_magnitudes(const JobSpec& s) {
   return Status::ok();
 }
 
+// What a stored source must say for a worker to read it (storage/open.h fills it from the file).
+Status check_stored(const JobSpec& s) {
+  const StoredArray& a = s.stored;
+  if (uint8_t(a.kind) > uint8_t(SourceKind::kZarr))
+    return Status::invalid(fmt::format("source kind code {} is unknown", int(a.kind)));
+  if (a.path.empty()) return Status::invalid("a stored array needs a path (got '')");
+  if (a.path.size() > kMaxSourcePathBytes || a.path.find('\0') != std::string::npos)
+    return Status::invalid(fmt::format("array path must be at most {} bytes with no NUL", kMaxSourcePathBytes));
+  if (s.fused) return Status::invalid("--fused generates its elements; a stored array has none to generate");
+  if (a.kind == SourceKind::kNpyStack) {
+    if (a.files.empty() || a.files.size() > kMaxStackFiles)
+      return Status::invalid(fmt::format("an npy stack has 1 to {} files (got {})", kMaxStackFiles, a.files.size()));
+    uint64_t rows = 0;
+    for (const StackFile& f : a.files) {
+      if (f.name.empty() || f.name.find('/') != std::string::npos || f.name == "..")
+        return Status::invalid(fmt::format("npy stack file name '{}' must be a plain name in the directory", f.name));
+      if (f.rows > s.rows - rows)
+        return Status::invalid(fmt::format("npy stack files hold more than the array's {} rows", s.rows));
+      rows += f.rows;
+    }
+    if (rows != s.rows)
+      return Status::invalid(fmt::format("npy stack files hold {} rows, the array {}", rows, s.rows));
+  }
+  if (a.kind == SourceKind::kZarr) {
+    if (uint8_t(a.compressor) > uint8_t(Compressor::kBlosc))
+      return Status::invalid(fmt::format("compressor code {} is unknown", int(a.compressor)));
+    if (a.store_chunk_rows == 0 || a.store_chunk_cols == 0 ||
+        a.store_chunk_rows > kMaxChunkElements / a.store_chunk_cols)
+      return Status::invalid(fmt::format("zarr chunks of {} x {} elements are empty or too large (at most {})",
+                                         a.store_chunk_rows, a.store_chunk_cols, kMaxChunkElements));
+    if (a.dimension_separator != '.' && a.dimension_separator != '/')
+      return Status::invalid("zarr dimension_separator must be '.' or '/'");
+    if (a.one_dimensional && s.rows != 1) return Status::invalid("a 1-D zarr array has one row");
+    // Each stored chunk is read and decompressed once: the job's chunks are whole multiples of the
+    // store's (edge chunks aside).
+    const bool rows_ok = s.chunk_rows % a.store_chunk_rows == 0 || s.chunk_rows >= s.rows;
+    const bool cols_ok = s.chunk_cols % a.store_chunk_cols == 0 || s.chunk_cols >= s.cols;
+    if (!rows_ok || !cols_ok)
+      return Status::invalid(fmt::format(
+          "chunks of {} x {} must be whole multiples of the zarr store's chunks {} x {} (each stored "
+          "chunk is read once)",
+          s.chunk_rows, s.chunk_cols, a.store_chunk_rows, a.store_chunk_cols));
+  }
+  if ((a.kind == SourceKind::kNpy || a.kind == SourceKind::kRaw) &&
+      a.data_offset > UINT64_MAX - s.rows * s.cols * element_bytes(s.dtype))
+    return Status::invalid(fmt::format("data offset {} puts the array past 2^64 bytes", a.data_offset));
+  if (!finite(s.scale)) return Status::invalid(fmt::format("scale must be finite (got {})", s.scale));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status validate_verify_fraction(double fraction) {
@@ -134,8 +227,10 @@ Status validate(const JobSpec& s) {
   if (s.rows * s.cols > (UINT64_MAX >> 4))
     return Status::invalid(fmt::format("array of {} x {} elements is too large (at most {} elements)",
                                        s.rows, s.cols, UINT64_MAX >> 4));
-  if (s.dtype != DType::kFloat64 && s.dtype != DType::kFloat32)
+  if (uint8_t(s.dtype) > uint8_t(kLastDType))
     return Status::invalid(fmt::format("dtype code {} is unknown", int(s.dtype)));
+  if (!s.stored.stored() && !is_float(s.dtype))
+    return Status::invalid(fmt::format("a generated array is float64 or float32 (got {})", dtype_name(s.dtype)));
   const uint64_t chunk_rows = s.chunk_rows < s.rows ? s.chunk_rows : s.rows;
   const uint64_t chunk_cols = s.chunk_cols < s.cols ? s.chunk_cols : s.cols;
   if (chunk_rows > kMaxChunkElements / chunk_cols)
@@ -148,7 +243,9 @@ Status validate(const JobSpec& s) {
   if (grid_rows > kMaxChunks / grid_cols)
     return Status::invalid(fmt::format("{} x {} chunks is too many (at most {})", grid_rows,
                                        grid_cols, kMaxChunks));
-  switch (s.generator) {
+  if (s.stored.stored()) {
+    if (Status st = check_stored(s); !st) return st;
+  } else switch (s.generator) {
     case Generator::kNormal:
       if (!finite(s.param0)) return Status::invalid(fmt::format("normal mean must be finite (got {})", s.param0));
       if (!finite(s.param1) || s.param1 < 0)
@@ -193,7 +290,8 @@ JobSpec normalized(const JobSpec& spec) {
 
 std::string describe(const JobSpec& s) {
   std::string gen;
-  switch (s.generator) {
+  if (s.stored.stored()) gen = fmt::format("{} '{}'", source_kind_name(s.stored.kind), s.stored.path);
+  else switch (s.generator) {
     case Generator::kNormal: gen = fmt::format("normal({}, {}, seed={})", s.param0, s.param1, s.seed); break;
     case Generator::kUniform: gen = fmt::format("uniform({}, {}, seed={})", s.param0, s.param1, s.seed); break;
     case Generator::kArange: gen = fmt::format("arange({}, {})", s.param0, s.param1); break;

@@ -9,17 +9,36 @@
 
 #include "core/chunk_grid.h"
 #include "core/generators.h"
+#include "core/source.h"
 #include "core/status.h"
 
 namespace psched {
 
-enum class DType : uint8_t { kFloat64 = 0, kFloat32 = 1 };
+// An element's type as stored. Generated arrays are float64 or float32; stored arrays any of these.
+// Every one widens to float64 exactly except 64-bit integers past 2^53 (the exact sum still holds
+// them: see storage/chunk_reader.h).
+enum class DType : uint8_t {
+  kFloat64 = 0, kFloat32 = 1,
+  kInt8 = 2, kInt16 = 3, kInt32 = 4, kInt64 = 5,
+  kUInt8 = 6, kUInt16 = 7, kUInt32 = 8, kUInt64 = 9,
+  kBool = 10,
+};
+inline constexpr DType kLastDType = DType::kBool;
 
 const char* generator_name(Generator g);
 Result<Generator> parse_generator(const std::string& name);
 const char* dtype_name(DType d);
 Result<DType> parse_dtype(const std::string& name);
-constexpr uint64_t element_bytes(DType d) { return d == DType::kFloat64 ? 8 : 4; }
+constexpr uint64_t element_bytes(DType d) {
+  switch (d) {
+    case DType::kFloat64: case DType::kInt64: case DType::kUInt64: return 8;
+    case DType::kFloat32: case DType::kInt32: case DType::kUInt32: return 4;
+    case DType::kInt16: case DType::kUInt16: return 2;
+    case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
+  }
+  return 8;
+}
+constexpr bool is_float(DType d) { return d == DType::kFloat64 || d == DType::kFloat32; }
 
 // Stop value meaning "to the end of the axis", as Python's empty slice stop.
 constexpr uint64_t kToEnd = UINT64_MAX;
@@ -37,11 +56,13 @@ struct JobSpec {
   uint64_t chunk_cols = 10000;
   DType dtype = DType::kFloat64;
 
+  // The source (core/source.h): the generator below, or `stored` when stored.stored().
   Generator generator = Generator::kNormal;
   // normal: mean, std; uniform: low, high; arange: start, step; constant: value, unused.
   double param0 = 10.0;
   double param1 = 1.0;
   uint64_t seed = 0;
+  StoredArray stored;
 
   // Per-element expression: scale * x + offset (multiply, then add, each rounded: no fma).
   double scale = 1.0;
@@ -70,6 +91,10 @@ struct JobSpec {
 // CPU workers about a day).
 constexpr uint64_t kMaxChunks = uint64_t{1} << 40;
 constexpr uint64_t kMaxChunkElements = uint64_t{1} << 31;
+// A stored array's path and its stack's files travel in every DefineJob: bounded so that a spec
+// always fits a frame (4096 x 4 KiB paths would not; 65536 short names do).
+constexpr size_t kMaxSourcePathBytes = 4096;
+constexpr size_t kMaxStackFiles = 65536;
 
 // Checks every field; the message names the field, the value and what was expected.
 Status validate(const JobSpec& spec);

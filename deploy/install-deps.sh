@@ -11,6 +11,7 @@ BUILD_PACKAGES=(
   capnproto libcapnp-dev  # the wire
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libssl-dev              # TLS (OpenSSL 3; its static archives for the portable binaries)
+  libzstd-dev libblosc-dev liblz4-dev libsnappy-dev zlib1g-dev  # Zarr chunks (static in portable builds)
   openssl                 # deploy/make-certs.sh
   python3-dev pybind11-dev  # the Python client (psched module); skipped where they are missing
 )
@@ -26,6 +27,7 @@ TEST_PACKAGES=(
   slurm-wlm munge         # deploy/slurm test on a single-node Slurm
   shellcheck iproute2 python3-yaml  # script lint, network namespaces, manifest checks
   python3-pytest python3-numpy python3-tqdm  # the Python client's tests (tests/python)
+  python3-zarr python3-numcodecs python3-dask  # stored arrays written as users write them; Dask beside us
   python3-nbclient python3-nbformat python3-ipykernel  # its notebook, run headless
 )
 

@@ -29,7 +29,7 @@ void to_wire(const JobSpec& s, wire::JobSpec::Builder out) {
   out.setCols(s.cols);
   out.setChunkRows(s.chunk_rows);
   out.setChunkCols(s.chunk_cols);
-  out.setDtype(s.dtype == DType::kFloat64 ? wire::DType::FLOAT64 : wire::DType::FLOAT32);
+  out.setDtype(static_cast<wire::DType>(s.dtype));
   out.setGenerator(static_cast<wire::Generator>(s.generator));
   out.setParam0(s.param0);
   out.setParam1(s.param1);
@@ -39,6 +39,52 @@ void to_wire(const JobSpec& s, wire::JobSpec::Builder out) {
   slice_to_wire(s.row_sel, out.initRowSel());
   slice_to_wire(s.col_sel, out.initColSel());
   out.setFused(s.fused);
+  if (s.stored.stored()) to_wire(s.stored, out.initSource());
+}
+
+void to_wire(const StoredArray& a, wire::StoredArray::Builder out) {
+  out.setKind(static_cast<wire::SourceKind>(a.kind));
+  out.setPath(a.path);
+  out.setBigEndian(a.big_endian);
+  out.setFortranOrder(a.fortran_order);
+  out.setDataOffset(a.data_offset);
+  auto files = out.initFiles(uint32_t(a.files.size()));
+  for (size_t i = 0; i < a.files.size(); ++i) {
+    auto f = files[uint32_t(i)];
+    f.setName(a.files[i].name);
+    f.setRows(a.files[i].rows);
+    f.setDataOffset(a.files[i].data_offset);
+    f.setFortranOrder(a.files[i].fortran_order);
+  }
+  out.setStoreChunkRows(a.store_chunk_rows);
+  out.setStoreChunkCols(a.store_chunk_cols);
+  out.setCompressor(static_cast<wire::Compressor>(a.compressor));
+  out.setFillBits(a.fill_bits);
+  out.setDimensionSeparator(uint8_t(a.dimension_separator));
+  out.setOneDimensional(a.one_dimensional);
+  out.setNoFillValue(!a.has_fill_value);
+}
+
+StoredArray from_wire(wire::StoredArray::Reader in) {
+  StoredArray a;
+  // Unknown enumerants keep their code (255 for any above) so that validate() names them.
+  const auto k = static_cast<uint16_t>(in.getKind());
+  a.kind = static_cast<SourceKind>(k > 255 ? 255 : k);
+  a.path = in.getPath();
+  a.big_endian = in.getBigEndian();
+  a.fortran_order = in.getFortranOrder();
+  a.data_offset = in.getDataOffset();
+  for (auto f : in.getFiles())
+    a.files.push_back(StackFile{f.getName(), f.getRows(), f.getDataOffset(), f.getFortranOrder()});
+  a.store_chunk_rows = in.getStoreChunkRows();
+  a.store_chunk_cols = in.getStoreChunkCols();
+  const auto c = static_cast<uint16_t>(in.getCompressor());
+  a.compressor = static_cast<Compressor>(c > 255 ? 255 : c);
+  a.fill_bits = in.getFillBits();
+  a.dimension_separator = char(in.getDimensionSeparator());
+  a.one_dimensional = in.getOneDimensional();
+  a.has_fill_value = !in.getNoFillValue();
+  return a;
 }
 
 JobSpec from_wire(wire::JobSpec::Reader in) {
@@ -61,6 +107,7 @@ JobSpec from_wire(wire::JobSpec::Reader in) {
   s.row_sel = slice_from_wire(in.getRowSel());
   s.col_sel = slice_from_wire(in.getColSel());
   s.fused = in.getFused();
+  if (in.hasSource()) s.stored = from_wire(in.getSource());
   return s;
 }
 

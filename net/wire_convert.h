@@ -20,6 +20,8 @@ wire::Hello::Builder init_hello(wire::Message::Builder message, wire::Role role,
 
 void to_wire(const JobSpec& spec, wire::JobSpec::Builder out);
 JobSpec from_wire(wire::JobSpec::Reader in);
+void to_wire(const StoredArray& array, wire::StoredArray::Builder out);
+StoredArray from_wire(wire::StoredArray::Reader in);
 
 // An exact sum as its terms() and special counts.
 void to_wire(const ExactTerms& e, wire::ExactSum::Builder out);

@@ -16,7 +16,7 @@ $import "/capnp/c++.capnp".namespace("psched::wire");
 # definition changed (docs/design.md, "The element definition": a table log and fused
 # multiply-adds), so a worker of 3 would make other elements for the same job. A peer of another
 # version is refused at Hello, naming both.
-const protocolVersion :UInt32 = 4;
+const protocolVersion :UInt32 = 5;
 
 enum Role {
   worker @0;
@@ -33,6 +33,55 @@ enum Generator {
 enum DType {
   float64 @0;
   float32 @1;
+  int8 @2;      # the rest: stored arrays only (a generated array is float64 or float32)
+  int16 @3;
+  int32 @4;
+  int64 @5;
+  uint8 @6;
+  uint16 @7;
+  uint32 @8;
+  uint64 @9;
+  bool @10;
+}
+
+# Where a job's elements come from (core/source.h): a generator, or an array in files that every
+# worker reads at the same path. The client fills it from the file's header or metadata; the
+# scheduler never reads the data.
+enum SourceKind {
+  generator @0;  # JobSpec.generator and its parameters
+  npy @1;
+  raw @2;
+  npyStack @3;
+  zarr @4;
+}
+
+enum Compressor {
+  none @0;
+  zstd @1;
+  blosc @2;
+}
+
+struct StackFile {
+  name @0 :Text;          # a plain name inside StoredArray.path
+  rows @1 :UInt64;        # its rows, in order along axis 0
+  dataOffset @2 :UInt64;  # bytes of .npy header before element 0
+  fortranOrder @3 :Bool;
+}
+
+struct StoredArray {
+  kind @0 :SourceKind;
+  path @1 :Text;               # the file (npy, raw) or the directory (npy stack, zarr)
+  bigEndian @2 :Bool;          # the elements' byte order
+  fortranOrder @3 :Bool;       # npy, raw: column-major
+  dataOffset @4 :UInt64;       # npy, raw: bytes before element 0
+  files @5 :List(StackFile);   # npy stack
+  storeChunkRows @6 :UInt64;   # zarr: the store's chunk shape (the job's chunks are multiples)
+  storeChunkCols @7 :UInt64;
+  compressor @8 :Compressor;   # zarr
+  fillBits @9 :UInt64;         # zarr: a missing chunk's elements, as the element's bytes (little-endian)
+  dimensionSeparator @10 :UInt8;  # zarr: '.' or '/' between a chunk key's indices
+  oneDimensional @11 :Bool;    # zarr: keys are "j", not "i.j"
+  noFillValue @12 :Bool;       # zarr: fill_value null, so a missing chunk file is an error
 }
 
 # A strided selection along one axis, Python's start:stop:step (stop = 2^64-1 means "to the end").
@@ -58,6 +107,7 @@ struct JobSpec {
   rowSel @11 :Slice;
   colSel @12 :Slice;
   fused @13 :Bool;        # generate only the selected elements, store nothing (benchmark variant)
+  source @14 :StoredArray; # absent or kind generator: the generator above makes the elements
 }
 
 # What a worker tells the scheduler about itself (also reported to clients in ClusterInfo).

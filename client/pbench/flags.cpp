@@ -1,5 +1,6 @@
 #include "flags.h"
 
+#include <algorithm>
 #include <climits>
 #include <tuple>
 
@@ -86,6 +87,27 @@ void add_job_flags(CLI::App& app, Flags& f) {
   app.add_option("--col-stop", f.col_stop, "Selection: column stop (default: end; negative: from the end)")
       ->transform(index);
   app.add_option("--col-step", job.col_step, "Selection: column step")->capture_default_str()->transform(count);
+  app.add_option("--input", f.input.path,
+                 "Sum an array in files instead of generating one: a .npy file, a directory of .npy files "
+                 "stacked along axis 0, a Zarr v2 store, or a raw file (--dtype, --shape); every worker reads "
+                 "it at this path")
+      ->check(psched::cli::non_empty());
+  app.add_option("--format", f.input.format, "--input's format: npy, npy-stack, raw or zarr (default: from the path)")
+      ->check(CLI::IsMember({"npy", "npy-stack", "raw", "zarr"}));
+  app.add_option("--shape", f.shape, "--input raw: the array's shape, ROWS,COLS (or N or N-D, leading axes flattened)");
+  app.add_option("--data-offset", f.input.offset, "--input raw: bytes before the first element")
+      ->transform(psched::cli::unsigned_in(0, UINT64_MAX));
+  app.add_option("--byte-order", f.input.byte_order, "--input raw: little (default) or big")
+      ->check(CLI::IsMember({"little", "big"}));
+  app.add_option("--write-npy", f.write_npy,
+                 "Write the generated array (the generator's own elements, as --dtype stores them) to this "
+                 ".npy file, then exit: a file job and a generator job can be compared bit for bit");
+  app.add_option("--write-zarr", f.write_zarr,
+                 "Write the generated array to this Zarr v2 store, one store chunk per job chunk, then exit");
+  app.add_option("--compressor", f.compressor,
+                 "--write-zarr's compressor: none, zstd, blosc-lz4, blosc-zstd or blosc-zlib")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "zstd", "blosc-lz4", "blosc-zstd", "blosc-zlib"}));
   app.add_flag("--fused", job.fused,
                "Generate only the selected elements, storing nothing (reported separately; not the "
                "DeepOps benchmark's create-then-reduce)");
@@ -120,12 +142,62 @@ void add_flags(CLI::App& app, Flags& f) {
   add_output_flags(app, f);
 }
 
-void complete_job(Flags& f) {
+namespace {
+
+// --input: the file's job, with the flags the user gave laid over it.
+void open_input(Flags& f, const CLI::App& app) {
+  pclient::Input& in = f.input;
+  for (size_t at = 0; !f.shape.empty() && at <= f.shape.size();) {
+    const size_t comma = std::min(f.shape.find(',', at), f.shape.size());
+    const std::string dim = f.shape.substr(at, comma - at);
+    if (dim.empty() || dim.size() > 19 || dim.find_first_not_of("0123456789") != std::string::npos)
+      throw pclient::Error("--shape: expected sizes like 1000,2000 (got '" + f.shape + "')");
+    in.shape.push_back(std::stoull(dim));
+    at = comma + 1;
+  }
+  if (app.count("--dtype") > 0) in.dtype = f.job.dtype;
+  pclient::Job opened = pclient::open_array(in);
+  const pclient::Job& given = f.job;
+  auto keep = [&](const char* flag, auto& field, const auto& value) {
+    if (app.count(flag) > 0) field = value;
+  };
+  for (const char* flag : {"--rows", "--cols"})
+    if (app.count(flag) > 0)
+      throw pclient::Error(std::string(flag) + ": --input's array has the shape its file says (" +
+                           std::to_string(opened.rows) + " x " + std::to_string(opened.cols) + ")");
+  for (const char* flag : {"--generator", "--mean", "--std", "--low", "--high", "--start", "--step", "--value",
+                           "--seed", "--fused"})
+    if (app.count(flag) > 0) throw pclient::Error(std::string(flag) + " is for generated arrays, not --input");
+  keep("--chunk-x", opened.chunk_rows, given.chunk_rows);
+  keep("--chunk-y", opened.chunk_cols, given.chunk_cols);
+  keep("--scale", opened.scale, given.scale);
+  keep("--offset", opened.offset, given.offset);
+  keep("--row-step", opened.row_step, given.row_step);
+  keep("--col-step", opened.col_step, given.col_step);
+  f.job = opened;
+}
+
+}  // namespace
+
+void complete_job(Flags& f, const CLI::App& app) {
+  if (!f.input.path.empty()) {
+    if (f.check)
+      throw pclient::Error("--check compares with a generator's known sum; a stored array has none (--verify "
+                           "computes every chunk twice and compares)");
+    if (!f.write_npy.empty() || !f.write_zarr.empty())
+      throw pclient::Error("--write-npy and --write-zarr write a generated array; --input reads one");
+    open_input(f, app);
+  } else {
+    for (const char* flag : {"--format", "--shape", "--data-offset", "--byte-order"})
+      if (app.count(flag) > 0) throw pclient::Error(std::string(flag) + " describes --input, which is not given");
+  }
   pclient::Job& job = f.job;
-  if (job.generator == "normal") { job.param0 = f.mean; job.param1 = f.std_dev; }
-  else if (job.generator == "uniform") { job.param0 = f.low; job.param1 = f.high; }
-  else if (job.generator == "arange") { job.param0 = f.start; job.param1 = f.step; }
-  else if (job.generator == "constant") { job.param0 = f.value; job.param1 = 0; }
+  if (f.input.path.empty()) {
+    if (job.generator == "normal") { job.param0 = f.mean; job.param1 = f.std_dev; }
+    else if (job.generator == "uniform") { job.param0 = f.low; job.param1 = f.high; }
+    else if (job.generator == "arange") { job.param0 = f.start; job.param1 = f.step; }
+    else if (job.generator == "constant") { job.param0 = f.value; job.param1 = 0; }
+  }
   for (auto [given, length, field, name] :
        {std::tuple{&f.row_start, job.rows, &job.row_start, "--row-start"},
         std::tuple{&f.row_stop, job.rows, &job.row_stop, "--row-stop"},

@@ -27,6 +27,12 @@ struct Flags {
   int no_workers_timeout_ms = pclient::RunOptions::kDefaultNoWorkersTimeoutMs;  // 0: never
   int spin_us = -1;
   double verify = 0;  // --verify: share of chunks computed twice (0: off)
+  // --input: an array in files (its raw description: --format, --shape, --data-offset, --byte-order,
+  // and --dtype, which for a generated array is the array's own type).
+  pclient::Input input;
+  std::string shape;
+  // --write-npy / --write-zarr: write the generated array to files instead of summing it.
+  std::string write_npy, write_zarr, compressor = "none";
 
   bool local_mode() const { return gpus > 0 || cpus > 0; }
 };
@@ -37,6 +43,8 @@ void add_flags(CLI::App& app, Flags& f);
 // The generator's parameters and the selection from their flags (Python's meaning: a negative
 // start or stop counts from the end of its axis); throws pclient::Error for a job the scheduler
 // would refuse.
-void complete_job(Flags& f);
+// With --input, the array's own shape, type and chunks come from its header, and the expression
+// and selection are x itself and every element unless their flags say otherwise.
+void complete_job(Flags& f, const CLI::App& app);
 
 }  // namespace pbench

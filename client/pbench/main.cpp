@@ -26,6 +26,7 @@
 #include "report.h"
 #include "run_output.h"
 #include "verify_report.h"
+#include "write_array.h"
 
 namespace {
 
@@ -181,6 +182,21 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
   return 0;
 }
 
+// --write-npy / --write-zarr: the generated array into files, no cluster needed.
+int write_array(const Flags& f) {
+  const psched::JobSpec spec = psched::normalized(pclient::job_spec_of(f.job));
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool npy = !f.write_npy.empty();
+  const std::string& path = npy ? f.write_npy : f.write_zarr;
+  if (psched::Status st = npy ? pbench::write_npy(spec, path) : pbench::write_zarr(spec, path, f.compressor); !st)
+    return fail(st);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << fmt::format("Wrote {} ({} x {} {}, {}) in {:.2f} s", path, spec.rows, spec.cols,
+                           psched::dtype_name(spec.dtype), human_bytes(double(spec.bytes())), seconds)
+            << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -192,10 +208,11 @@ int main(int argc, char** argv) {
   pbench::add_flags(app, flags);
   if (const std::optional<int> code = psched::cli::parse(app, argc, argv)) return *code;
   try {
-    complete_job(flags);
+    complete_job(flags, app);
   } catch (const pclient::Error& e) {
     return fail(psched::Status::invalid(e.what()));
   }
+  if (!flags.write_npy.empty() || !flags.write_zarr.empty()) return write_array(flags);
 
   // Warnings (a token file others can read) go to stderr, never into --json output.
   if (psched::Status st = psched::setup_logging("pbench", "warning"); !st) return fail(st);

@@ -70,3 +70,47 @@ TEST_CASE("a selection index that is a wrapped negative number is refused as one
   CHECK(st.message().find("row-stop must be from 0 to 1000") != std::string::npos);
   CHECK(st.message().find("= -7 wrapped to unsigned?") != std::string::npos);
 }
+
+TEST_CASE("a stored array's job is refused naming what it gets wrong", "[job_spec][stored]") {
+  JobSpec s;
+  s.rows = 100;
+  s.cols = 50;
+  s.chunk_rows = 20;
+  s.chunk_cols = 50;
+  s.dtype = DType::kInt32;
+  s.scale = 1;
+  s.offset = 0;
+  s.stored.kind = SourceKind::kNpy;
+  s.stored.path = "/data/x.npy";
+  CHECK(validate(s).is_ok());
+  auto refused = [&](JobSpec bad, const std::string& words) {
+    const Status st = validate(bad);
+    INFO(st.message());
+    CHECK((!st.is_ok() && st.message().find(words) != std::string::npos));
+  };
+  JobSpec generated = s;
+  generated.stored = StoredArray{};
+  refused(generated, "a generated array is float64 or float32 (got int32)");
+  JobSpec no_path = s;
+  no_path.stored.path.clear();
+  refused(no_path, "needs a path");
+  JobSpec fused = s;
+  fused.fused = true;
+  refused(fused, "--fused");
+  JobSpec stack = s;
+  stack.stored.kind = SourceKind::kNpyStack;
+  stack.stored.files = {StackFile{"0.npy", 60, 128, false}, StackFile{"1.npy", 30, 128, false}};
+  refused(stack, "hold 90 rows, the array 100");
+  stack.stored.files[1].name = "../1.npy";
+  refused(stack, "plain name");
+  JobSpec zarr = s;
+  zarr.stored.kind = SourceKind::kZarr;
+  zarr.stored.store_chunk_rows = 8;
+  zarr.stored.store_chunk_cols = 50;
+  refused(zarr, "whole multiples of the zarr store's chunks 8 x 50");
+  zarr.stored.store_chunk_rows = 10;
+  CHECK(validate(zarr).is_ok());
+  JobSpec kind = s;
+  kind.stored.kind = SourceKind(200);
+  refused(kind, "source kind code 200");
+}

@@ -82,3 +82,42 @@ TEST_CASE("a chunk partial survives the wire with its exact sum, in 80 bytes plu
   CHECK(out.exact.nan == 1);
   CHECK(out.exact.neg_inf == 1);
 }
+
+TEST_CASE("a stored array's description survives the wire field for field", "[wire_convert][stored]") {
+  JobSpec in;
+  in.dtype = DType::kUInt16;
+  in.stored.kind = SourceKind::kNpyStack;
+  in.stored.path = "/shared/stack";
+  in.stored.big_endian = true;
+  in.stored.files = {StackFile{"0.npy", 10, 128, false}, StackFile{"1.npy", 7, 192, true}};
+  in.stored.store_chunk_rows = 5;
+  in.stored.store_chunk_cols = 9;
+  in.stored.compressor = Compressor::kBlosc;
+  in.stored.fill_bits = 0xfffe;
+  in.stored.has_fill_value = false;
+  in.stored.dimension_separator = '/';
+  in.stored.one_dimensional = true;
+  capnp::MallocMessageBuilder m;
+  to_wire(in, m.initRoot<wire::JobSpec>());
+
+  const JobSpec out = from_wire(m.getRoot<wire::JobSpec>().asReader());
+
+  CHECK(out.dtype == DType::kUInt16);
+  CHECK(out.stored.kind == SourceKind::kNpyStack);
+  CHECK(out.stored.path == "/shared/stack");
+  CHECK(out.stored.big_endian);
+  REQUIRE(out.stored.files.size() == 2);
+  CHECK((out.stored.files[1].name == "1.npy" && out.stored.files[1].rows == 7 && out.stored.files[1].data_offset == 192 &&
+         out.stored.files[1].fortran_order));
+  CHECK((out.stored.store_chunk_rows == 5 && out.stored.store_chunk_cols == 9));
+  CHECK(out.stored.compressor == Compressor::kBlosc);
+  CHECK(out.stored.fill_bits == 0xfffe);
+  CHECK_FALSE(out.stored.has_fill_value);
+  CHECK(out.stored.dimension_separator == '/');
+  CHECK(out.stored.one_dimensional);
+  // A generated job carries no source at all.
+  capnp::MallocMessageBuilder g;
+  to_wire(JobSpec{}, g.initRoot<wire::JobSpec>());
+  CHECK_FALSE(g.getRoot<wire::JobSpec>().asReader().hasSource());
+  CHECK_FALSE(from_wire(g.getRoot<wire::JobSpec>().asReader()).stored.stored());
+}

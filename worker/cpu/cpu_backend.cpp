@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "net/event_loop.h"
+#include "storage/chunk_reader.h"
 #include "worker/cpu/reduce.h"
 
 namespace psched {
@@ -124,6 +125,7 @@ class CpuBackend final : public Backend {
  private:
   void run() {
     ChunkBuffer scratch;
+    ChunkReader reader;  // stored arrays: this thread's open file and staging buffer
     ChunkTask task;  // its spec is kept from chunk to chunk: copied only when the job changes
     for (;;) {
       // Poll a moment before sleeping: the next run usually arrives within a round trip, and
@@ -167,7 +169,14 @@ class CpuBackend final : public Backend {
         out.device_lost = true;
       } else {
         try {
-          out.partial = reduce_chunk_cpu(*task.spec, task.chunk, scratch);
+          if (task.spec->stored.stored()) {
+            if (Status st = reduce_stored_chunk_cpu(*task.spec, task.chunk, reader, scratch, out.partial); !st) {
+              out.ok = false;
+              out.error = st.message();
+            }
+          } else {
+            out.partial = reduce_chunk_cpu(*task.spec, task.chunk, scratch);
+          }
         } catch (const std::exception& e) {
           out.ok = false;
           out.error = fmt::format("cpu backend: {}", e.what());

@@ -2,6 +2,7 @@
 
 #include "core/chunk_grid.h"
 #include "core/generators.h"
+#include "storage/chunk_reader.h"
 #include "worker/cpu/kernels.h"
 
 namespace psched {
@@ -64,7 +65,54 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
   return p;
 }
 
+// A stored array's chunk: its selected rows read into the buffer (storage/chunk_reader.h), then
+// reduced as a created chunk is. With the expression x itself, what rounding 64-bit integers to
+// doubles lost is added back exactly, so their sum is the integers' exact sum.
+template <typename Partial, typename Buffer>
+Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buffer&& buffer, Partial& out) {
+  const ChunkBox box = s.grid().box(chunk);
+  const AxisRun rsel =
+      select_axis(box.row0, box.row0 + box.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
+  const AxisRun csel =
+      select_axis(box.col0, box.col0 + box.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
+  ReduceLanes lanes;
+  lanes_init(lanes);
+  if (rsel.count > 0 && csel.count > 0) {
+    double* const data = buffer(box.rows * box.cols);
+    const bool exact_integers = s.scale == 1.0 && s.offset == 0.0;
+    ExactSum residual;
+    if (Status st = reader.read(s, chunk, box, rsel, csel, data, exact_integers ? &residual : nullptr); !st)
+      return st;
+    const CpuKernels& kernels = cpu_kernels();
+    for (uint64_t i = 0; i < rsel.count; ++i) {
+      const double* row = data + (rsel.first + i * s.row_sel.step - box.row0) * box.cols;
+      kernels.reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count, s.scale, s.offset, lanes);
+    }
+    if (!residual.finite_is_zero()) {
+      residual.normalize();
+      lanes.exact.normalize();
+      lanes.exact.add(residual);
+    }
+  }
+  lanes_total(lanes, out);
+  out.count = rsel.count * csel.count;
+  return Status::ok();
+}
+
 }  // namespace
+
+Status reduce_stored_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkReader& reader, std::vector<double>& scratch,
+                               PartialSum& out) {
+  return reduce_stored(s, chunk, reader, [&](uint64_t n) {
+    scratch.resize(n);
+    return scratch.data();
+  }, out);
+}
+
+Status reduce_stored_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkReader& reader, ChunkBuffer& buffer,
+                               CompactPartial& out) {
+  return reduce_stored(s, chunk, reader, [&](uint64_t n) { return buffer.reserve(n); }, out);
+}
 
 PartialSum reduce_chunk_cpu(const JobSpec& s, uint64_t chunk, std::vector<double>& scratch) {
   return reduce_chunk<PartialSum>(s, chunk, [&](uint64_t n) {

@@ -10,6 +10,7 @@
 
 #include "core/job_spec.h"
 #include "core/partial.h"
+#include "core/status.h"
 #include "worker/cpu/chunk_buffer.h"
 
 namespace psched {
@@ -20,5 +21,13 @@ PartialSum reduce_chunk_cpu(const JobSpec& spec, uint64_t chunk, std::vector<dou
 // The same into `buffer`, the CPU backend's way: the partial as the worker reports it (its exact
 // sum split into terms once, not copied out as an accumulator).
 CompactPartial reduce_chunk_cpu(const JobSpec& spec, uint64_t chunk, ChunkBuffer& buffer);
+
+// A chunk of a stored array (spec.stored.stored()): its elements read by `reader`, then reduced
+// the same way. A chunk that cannot be read returns the reader's one-line error.
+class ChunkReader;
+Status reduce_stored_chunk_cpu(const JobSpec& spec, uint64_t chunk, ChunkReader& reader, std::vector<double>& scratch,
+                               PartialSum& out);
+Status reduce_stored_chunk_cpu(const JobSpec& spec, uint64_t chunk, ChunkReader& reader, ChunkBuffer& buffer,
+                               CompactPartial& out);
 
 }  // namespace psched

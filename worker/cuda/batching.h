@@ -13,8 +13,10 @@ namespace psched::gpu {
 // time. A property of the job alone (and a chunk's partial is its exact sum, which no batch can
 // change).
 constexpr uint64_t kBatchMaxChunkElements = uint64_t{1} << 25;
+// A stored array's chunks are read one at a time (storage/chunk_reader.h), so they launch one at a
+// time too.
 inline bool batched(const JobSpec& spec) {
-  return spec.chunk_rows * spec.chunk_cols <= kBatchMaxChunkElements;
+  return !spec.stored.stored() && spec.chunk_rows * spec.chunk_cols <= kBatchMaxChunkElements;
 }
 
 // Elements one batch of small chunks aims at: enough work per launch (~0.1 ms on an H100) that

@@ -34,6 +34,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp
   info_.compute_major = prop.major;
   info_.compute_minor = prop.minor;
   sm_count_ = std::max(prop.multiProcessorCount, 1);
+  reader_.set_read_threads(options_.read_threads);
   // NVML's spelling of the bus id (function 0: a GPU is always function 0).
   pci_bus_id_ = fmt::format("{:08X}:{:02X}:{:02X}.0", unsigned(prop.pciDomainID),
                             unsigned(prop.pciBusID), unsigned(prop.pciDeviceID));

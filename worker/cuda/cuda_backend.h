@@ -23,6 +23,9 @@ struct CudaBackendOptions {
   // generate then a reduce that reads the chunk back: the same bits. Off until measured on a GPU
   // (pcuda-worker: PSCHED_CUDA_ONE_PASS=1; cuda-floor --one-pass).
   bool one_pass = false;
+  // Stored arrays: threads that read one chunk (storage/chunk_reader.h; the dispatcher thread reads
+  // each chunk into its slot's pinned memory while the other slots compute).
+  unsigned read_threads = 8;
   int64_t test_trap_on_chunk = -1;  // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): fault the
                                     // GPU on this chunk (a trap), as a hardware error would
 };

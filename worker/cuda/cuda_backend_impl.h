@@ -20,6 +20,7 @@
 
 #include "worker/cuda/cuda_backend.h"
 #include "worker/cuda/kernels.cuh"
+#include "storage/chunk_reader.h"
 #include "worker/cuda/slot_pool.h"
 
 struct cudaDeviceProp;
@@ -40,6 +41,9 @@ struct InFlight {
   int slot = -1;         // -1: nothing on the GPU
   int stop_event = 0;
   bool launched = false;  // false with a slot: the launch failed part way; drain the stream
+  // Stored 64-bit integers: what rounding them to doubles lost (storage/chunk_reader.h), added to
+  // the chunk's exact sum once the device's part is in.
+  std::unique_ptr<ExactSum> residual;
 };
 
 // The backend's life: created, running (threads started), stopping (stop() has begun), stopped.
@@ -78,12 +82,16 @@ class CudaBackend final : public Backend {
   void fill_partial(const StreamSlot& slot, size_t i, size_t count,
                     std::vector<ChunkAccumulator>& wide, CompactPartial& partial);
   double take_busy_ms(const StreamSlot& slot, cudaEvent_t stop);
+  static void add_residual(ExactSum residual, CompactPartial& partial);
 
   const CudaBackendOptions options_;
   DeviceInfo info_;
   std::string pci_bus_id_;
   int sm_count_ = 1;
   SlotPool pool_;
+
+  // Dispatcher thread only: reads stored arrays' chunks.
+  ChunkReader reader_;
 
   // Completion thread only.
   cudaEvent_t latest_stop_ = nullptr;  // the latest chunk stop seen (take_busy_ms)

@@ -62,6 +62,7 @@ void CudaBackend::finish(InFlight& entry) {
         o.partial.count = chunk_work(spec, o.chunk).selected();
         try {
           if (o.partial.count > 0) fill_partial(s, i, entry.outcomes.size(), wide, o.partial);
+          if (entry.residual && !entry.residual->finite_is_zero()) add_residual(*entry.residual, o.partial);
         } catch (const CudaError& e) {
           o.ok = false;
           o.error = e.what();
@@ -106,6 +107,20 @@ void CudaBackend::fill_partial(const StreamSlot& s, size_t i, size_t count,
     wide = std::move(copy);
   }
   partial.exact = exact_terms_from(r, r.wide ? &wide[i] : nullptr);
+  partial.sum = partial.exact.rounded();
+}
+
+// A chunk's exact sum plus what rounding its 64-bit integers to doubles lost (ChunkReader): exact.
+void CudaBackend::add_residual(ExactSum residual, CompactPartial& partial) {
+  ExactSum total;
+  total.add_terms(partial.exact.data(), partial.exact.size());
+  total.normalize();
+  residual.normalize();
+  total.add(residual);
+  total.nan = partial.exact.nan;
+  total.pos_inf = partial.exact.pos_inf;
+  total.neg_inf = partial.exact.neg_inf;
+  partial.exact = ExactTerms(total);
   partial.sum = partial.exact.rounded();
 }
 

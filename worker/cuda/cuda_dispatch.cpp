@@ -86,11 +86,14 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
       return entry;
     }
     const bool batch = batched(spec);
+    const bool stored = spec.stored.stored();
     BatchWork work{chunk_work(spec, first), count, spec.chunk_rows * spec.chunk_cols};
     if (!batch && work.first.selected() == 0) return entry;  // the empty partial
+    if (stored) work.first.dtype = DType::kFloat64;  // read and widened on the host (chunk_reader.h)
 
     // Buffers are sized for the job's full chunks, so edge chunks reuse them.
-    const uint64_t buffer_bytes = spec.fused ? 0 : spec.chunk_bytes() * count;
+    const uint64_t buffer_bytes =
+        spec.fused ? 0 : stored ? spec.chunk_elements() * sizeof(double) : spec.chunk_bytes() * count;
     if (buffer_bytes > pool_.budget_bytes()) {
       fail(fmt::format("chunk of {} MiB does not fit in {} {} MiB", format_mib(buffer_bytes),
                        options_.memory_limit_bytes > 0 ? "memory limit" : "free device memory",
@@ -107,13 +110,27 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     pool_.prepare(slot, buffer_bytes);
 
     StreamSlot& s = pool_.slot(slot);
+    if (stored) {  // read the chunk into the slot's pinned memory while the other slots compute
+      const ChunkWork& w = work.first;
+      auto* host = static_cast<double*>(pool_.staging(slot, buffer_bytes));
+      const bool exact_integers = spec.scale == 1.0 && spec.offset == 0.0;
+      if (exact_integers) entry.residual = std::make_unique<ExactSum>();
+      if (Status st = reader_.read(spec, first, w.box, w.rows, w.cols, host, entry.residual.get()); !st) {
+        fail(st.message());  // not launched: the completion thread hands the slot back
+        return entry;
+      }
+    }
     entry.stop_event = s.next_stop;
     s.next_stop ^= 1;
     PSCHED_CUDA_CHECK(cudaEventRecord(s.start, s.stream));
     const int64_t trap = options_.test_trap_on_chunk;
     if (trap >= 0 && uint64_t(trap) >= first && uint64_t(trap) - first < count)
       launch_trap(s.stream);
-    if (!spec.fused && options_.one_pass) {
+    if (stored) {
+      PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.buffer, s.host_staging, work.first.box.rows * work.first.box.cols * sizeof(double),
+                                        cudaMemcpyHostToDevice, s.stream));
+      launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
+    } else if (!spec.fused && options_.one_pass) {
       launch_generate_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
     } else {
       if (!spec.fused) {

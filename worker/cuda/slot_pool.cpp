@@ -39,6 +39,7 @@ void destroy_slot(StreamSlot& s) noexcept {
   if (s.accumulators) check(cudaFree(s.accumulators), "cudaFree(accumulators)");
   if (s.device_results) check(cudaFree(s.device_results), "cudaFree(results)");
   if (s.host_results) check(cudaFreeHost(s.host_results), "cudaFreeHost(results)");
+  if (s.host_staging) check(cudaFreeHost(s.host_staging), "cudaFreeHost(staging)");
   for (cudaEvent_t e : s.stop)
     if (e) check(cudaEventDestroy(e), "cudaEventDestroy(stop)");
   if (s.start) check(cudaEventDestroy(s.start), "cudaEventDestroy(start)");
@@ -104,6 +105,18 @@ void SlotPool::prepare(int slot, uint64_t buffer_bytes) {
     if (e.code() != cudaErrorMemoryAllocation || !release_idle_memory(slot)) throw;
     resize(s, buffer_bytes);
   }
+}
+
+void* SlotPool::staging(int slot, uint64_t bytes) {
+  StreamSlot& s = slots_[size_t(slot)];
+  if (s.host_staging_bytes < bytes) {
+    if (s.host_staging) PSCHED_CUDA_CHECK(cudaFreeHost(s.host_staging));
+    s.host_staging = nullptr;
+    s.host_staging_bytes = 0;
+    PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_staging, bytes));
+    s.host_staging_bytes = bytes;
+  }
+  return s.host_staging;
 }
 
 void SlotPool::release(int slot) {

@@ -31,6 +31,9 @@ struct StreamSlot {
   ChunkAccumulator* accumulators = nullptr;  // device
   ChunkResult* device_results = nullptr;
   ChunkResult* host_results = nullptr;  // pinned
+  // Stored arrays: the chunk as read from its files, pinned, copied to `buffer` on the stream.
+  void* host_staging = nullptr;
+  uint64_t host_staging_bytes = 0;
 
   uint64_t footprint() const { return buffer_bytes; }
 };
@@ -53,6 +56,10 @@ class SlotPool {
   int claim(uint64_t buffer_bytes);
   // Dispatcher thread, after claim(): gives the slot at least this buffer. Throws CudaError.
   void prepare(int slot, uint64_t buffer_bytes);
+  // Dispatcher thread, after claim(): pinned host memory of at least this size for the slot's
+  // chunk as read from storage (kept and reused; the slot's previous copy from it has completed).
+  // Throws CudaError.
+  void* staging(int slot, uint64_t bytes);
   // Completion thread: the slot's work is done (its stop event or stream synchronized).
   void release(int slot);
   // Wakes a waiting claim() and fails every later one.

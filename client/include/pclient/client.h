@@ -31,8 +31,21 @@ class Cancelled : public Error {
 
 constexpr uint64_t kToEnd = UINT64_MAX;
 
+// An array in files, summed in place of a generated one (docs/design.md, "Stored arrays"). The path
+// must be readable by every worker at the same place (a shared filesystem, or the same copy on
+// every node); the client reads only its header or metadata, the workers read the data.
+struct Input {
+  std::string path;                // empty: the job's generator makes the array
+  std::string format;              // "" (from the path), "npy", "npy-stack", "raw" or "zarr"
+  std::string dtype;               // raw only: float64, float32, int8..int64, uint8..uint64, bool
+  std::vector<uint64_t> shape;     // raw only: 1-D, 2-D or N-D (read as 2-D: leading axes flattened)
+  uint64_t offset = 0;             // raw only: bytes before element 0
+  std::string byte_order;          // raw only: "little" (default) or "big"
+};
+
 // An array-sum job: sum (and count, min, max) of scale * x + offset over x[rows][cols] selected
 // by [row_start:row_stop:row_step, col_start:col_stop:col_step]. Defaults: the DeepOps benchmark.
+// The source is the generator, or `input` when its path is set.
 struct Job {
   uint64_t rows = 500000, cols = 500000;
   uint64_t chunk_rows = 10000, chunk_cols = 10000;
@@ -45,6 +58,7 @@ struct Job {
   uint64_t row_start = 0, row_stop = kToEnd, row_step = 2;
   uint64_t col_start = 0, col_stop = kToEnd, col_step = 2;
   bool fused = false;                 // generate only the selected elements (benchmark variant)
+  Input input;                        // an array in files instead of the generator
 
   uint64_t bytes() const;             // rows * cols * element size: the DeepOps benchmark's x.nbytes
   uint64_t chunks() const;
@@ -52,6 +66,12 @@ struct Job {
 
 // Throws Error naming the first bad field.
 void validate(const Job& job);
+
+// The job that sums the whole array in `input`: its shape, dtype and chunks (a Zarr store's own,
+// else whole rows of about 2^24 elements) from its header or metadata, the expression x itself,
+// every element selected. Throws Error naming the path and what is wrong (missing, unreadable,
+// truncated, an unknown type or format).
+Job open_array(const Input& input);
 
 struct ChunkPartial {
   uint64_t chunk = 0;

@@ -1,0 +1,163 @@
+// io-floor: the floors under a stored array's job (bench/storage.sh), measured on the same machine
+// in the same run, without psched:
+//   io-floor read FILE            plain pread of the whole file in 64 MiB blocks, by 1, 2, 4, ...
+//                                 threads up to the cores; the best rate wins
+//   io-floor zarr DIR THREADS     every chunk file of a Zarr store read and decompressed by THREADS
+//                                 threads (storage/zarr.h's decoder, as the workers use it)
+//   io-floor h2d [GPUS]           pinned host-to-device copies of 256 MiB blocks, on each of the
+//                                 first GPUS devices at once (CUDA builds only)
+// Each prints one key=value line per figure, in GB/s (10^9 bytes a second).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/zarr.h"
+
+#ifdef PSCHED_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kBlock = uint64_t{64} << 20;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int read_floor(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    std::perror(path);
+    return 2;
+  }
+  const uint64_t size = uint64_t(st.st_size), blocks = (size + kBlock - 1) / kBlock;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  double best = 0;
+  unsigned best_threads = 1;
+  for (unsigned threads = 1; threads <= cores; threads *= 2) {
+    std::atomic<uint64_t> next{0};
+    const auto t0 = Clock::now();
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&] {
+        std::vector<char> buffer(kBlock);
+        for (uint64_t b; (b = next.fetch_add(1)) < blocks;)
+          if (::pread(fd, buffer.data(), kBlock, off_t(b * kBlock)) < 0) std::perror("pread");
+      });
+    for (auto& t : pool) t.join();
+    const double gbps = double(size) / seconds_since(t0) / 1e9;
+    std::printf("read_gbps_%u_threads=%.2f\n", threads, gbps);
+    if (gbps > best) best = gbps, best_threads = threads;
+  }
+  std::printf("read_floor_gbps=%.2f\nread_floor_threads=%u\n", best, best_threads);
+  ::close(fd);
+  return 0;
+}
+
+int zarr_floor(const char* dir, unsigned threads) {
+  auto meta = psched::read_zarray(dir);
+  if (!meta) {
+    std::fprintf(stderr, "%s\n", meta.message().c_str());
+    return 2;
+  }
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string()[0] != '.') files.push_back(e.path().string());
+  uint64_t chunk_bytes = psched::element_bytes(meta->type.dtype);
+  for (uint64_t c : meta->chunks) chunk_bytes *= c;
+  std::atomic<uint64_t> next{0}, failed{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      psched::ZarrDecoder decoder;
+      std::string in;
+      std::vector<char> out(chunk_bytes);
+      for (uint64_t k; (k = next.fetch_add(1)) < files.size();) {
+        const int fd = ::open(files[k].c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st {};
+        if (fd < 0 || ::fstat(fd, &st) != 0) {
+          ++failed;
+          continue;
+        }
+        in.resize(uint64_t(st.st_size));
+        if (::pread(fd, in.data(), in.size(), 0) != ssize_t(in.size())) ++failed;
+        ::close(fd);
+        if (!decoder.decode(meta->compressor, in, out.data(), chunk_bytes)) ++failed;
+      }
+    });
+  for (auto& t : pool) t.join();
+  const double s = seconds_since(t0);
+  std::printf("zarr_chunks=%zu\nzarr_failed=%llu\nzarr_decode_gbps=%.2f\n", files.size(),
+              (unsigned long long)failed.load(), double(files.size() * chunk_bytes) / s / 1e9);
+  return failed == 0 ? 0 : 1;
+}
+
+#ifdef PSCHED_HAVE_CUDA
+int h2d_floor(int gpus) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "io-floor h2d: no CUDA device\n");
+    return 2;
+  }
+  gpus = std::min(gpus <= 0 ? count : gpus, count);
+  constexpr uint64_t kCopy = uint64_t{256} << 20;
+  constexpr int kRepeats = 40;
+  std::vector<double> gbps(size_t(gpus), 0);
+  std::vector<std::thread> pool;
+  std::atomic<bool> failed{false};
+  for (int g = 0; g < gpus; ++g)
+    pool.emplace_back([&, g] {
+      void *host = nullptr, *device = nullptr;
+      cudaStream_t stream = nullptr;
+      if (cudaSetDevice(g) != cudaSuccess || cudaMallocHost(&host, kCopy) != cudaSuccess ||
+          cudaMalloc(&device, kCopy) != cudaSuccess || cudaStreamCreate(&stream) != cudaSuccess) {
+        failed = true;
+        return;
+      }
+      std::memset(host, 1, kCopy);
+      cudaMemcpyAsync(device, host, kCopy, cudaMemcpyHostToDevice, stream);  // warm up
+      cudaStreamSynchronize(stream);
+      const auto t0 = Clock::now();
+      for (int r = 0; r < kRepeats; ++r) cudaMemcpyAsync(device, host, kCopy, cudaMemcpyHostToDevice, stream);
+      if (cudaStreamSynchronize(stream) != cudaSuccess) failed = true;
+      gbps[size_t(g)] = double(kCopy) * kRepeats / seconds_since(t0) / 1e9;
+      cudaStreamDestroy(stream);
+      cudaFree(device);
+      cudaFreeHost(host);
+    });
+  for (auto& t : pool) t.join();
+  double total = 0;
+  for (int g = 0; g < gpus; ++g) {
+    std::printf("h2d_gbps_gpu%d=%.2f\n", g, gbps[size_t(g)]);
+    total += gbps[size_t(g)];
+  }
+  std::printf("h2d_gbps_all=%.2f\nh2d_gpus=%d\n", total, gpus);
+  return failed ? 1 : 0;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string what = argc > 1 ? argv[1] : "";
+  if (what == "read" && argc == 3) return read_floor(argv[2]);
+  if (what == "zarr" && argc == 4) return zarr_floor(argv[2], unsigned(std::max(1, std::atoi(argv[3]))));
+#ifdef PSCHED_HAVE_CUDA
+  if (what == "h2d") return h2d_floor(argc > 2 ? std::atoi(argv[2]) : 0);
+#endif
+  std::fprintf(stderr, "usage: io-floor read FILE | zarr DIR THREADS | h2d [GPUS]\n");
+  return 2;
+}

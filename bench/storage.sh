@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Stored arrays against their floors, in one run on one machine (bench/README.md, "Stored arrays"):
+#   bench/storage.sh BIN_DIR [GB] [OUT_DIR]
+# BIN_DIR holds pbench, psched, pcuda-worker and io-floor. Writes a GB-gigabyte float64 .npy file
+# (pbench --write-npy, normal(10, 1)) and Zarr stores of it, then measures, each as a ratio to a
+# floor measured here:
+#   - the file in the page cache: plain pread by 1..N threads (io-floor read) against pbench -c 1
+#     --nthreads N --input (read + reduce; target >= 0.8 x the floor);
+#   - Zarr with blosc-lz4 and zstd: every chunk read and decompressed by N threads (io-floor zarr)
+#     against pbench --input on the store (target >= 0.8 x);
+#   - Dask (Debian's, threaded, da.from_zarr(...).sum()) on the same stores, 100 MB and 1 MB chunks,
+#     where python3 has dask: pbench's speed-up and whether each sum is the exact one;
+#   - on a GPU host: pinned host-to-device copies (io-floor h2d) and pbench -g 1 --input against
+#     min(read floor, copy floor) (target >= 0.8 x), and every GPU against one (target >= 3.5 x on 4).
+# Every pbench sum of the same data must have the same exact terms (checked). Exits non-zero if a
+# check fails; prints key=value lines and a summary table.
+set -uo pipefail
+bin=$(cd "${1:?usage: bench/storage.sh BIN_DIR [GB] [OUT_DIR]}" && pwd)
+gb=${2:-4}
+out=${3:-$(mktemp -d)}
+mkdir -p "$out"
+data=${PSCHED_STORAGE_DIR:-$out/data}
+mkdir -p "$data"
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+py=/usr/bin/python3
+field() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d[sys.argv[2]])' "$1" "$2"; }
+terms() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["exact_terms"])' "$1"; }
+rate() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["bytes"] / d["seconds"] / 1e9))' "$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+cores=$(nproc)
+cols=10000
+rows=$((gb * 1000000000 / 8 / cols))
+chunk_rows=1000  # 80 MB chunks of float64
+
+echo "== data: ${rows} x ${cols} float64 (${gb} GB), chunks ${chunk_rows} x ${cols}"
+job=(--generator normal --seed 3 -x "$rows" -y "$cols" --chunk-x "$chunk_rows" --chunk-y "$cols")
+"$bin/pbench" "${job[@]}" --write-npy "$data/x.npy" || fail "write npy"
+for c in blosc-lz4 zstd; do
+  "$bin/pbench" "${job[@]}" --write-zarr "$data/x-$c.zarr" --compressor "$c" || fail "write zarr $c"
+done
+du -sh "$data"/* 2>/dev/null
+
+echo "== floor: pread of the file in the page cache"
+cat "$data/x.npy" >/dev/null
+"$bin/io-floor" read "$data/x.npy" | tee "$out/read_floor.txt"
+read_floor=$(grep -m1 '^read_floor_gbps=' "$out/read_floor.txt" | cut -d= -f2)
+
+echo "== CPU: pbench -c 1 --nthreads $cores --input x.npy (read + reduce)"
+"$bin/pbench" -c 1 --nthreads "$cores" --input "$data/x.npy" --chunk-x "$chunk_rows" --json -q --repeat 2 \
+  >"$out/cpu_npy.json" || fail "pbench --input npy"
+cpu_npy=$(rate "$out/cpu_npy.json")
+echo "cpu_npy_gbps=$cpu_npy ratio_to_read_floor=$(ratio "$cpu_npy" "$read_floor") (target >= 0.8)"
+want=$(terms "$out/cpu_npy.json")
+
+for c in blosc-lz4 zstd; do
+  echo "== Zarr $c: decompression floor ($cores threads) and pbench"
+  "$bin/io-floor" zarr "$data/x-$c.zarr" "$cores" | tee "$out/zarr_floor_$c.txt"
+  zfloor=$(grep -m1 '^zarr_decode_gbps=' "$out/zarr_floor_$c.txt" | cut -d= -f2)
+  "$bin/pbench" -c 1 --nthreads "$cores" --input "$data/x-$c.zarr" --json -q --repeat 2 >"$out/cpu_zarr_$c.json" ||
+    fail "pbench --input zarr $c"
+  z=$(rate "$out/cpu_zarr_$c.json")
+  echo "cpu_zarr_${c}_gbps=$z ratio_to_decode_floor=$(ratio "$z" "$zfloor") (target >= 0.8)"
+  [[ $(terms "$out/cpu_zarr_$c.json") == "$want" ]] || fail "zarr $c: other exact terms than the .npy"
+done
+
+if $py -c 'import dask.array, zarr' 2>/dev/null; then
+  echo "== Dask (threaded) against pbench on the same Zarr stores: 100 MB and 1 MB chunks"
+  for chunk in 1250x10000 125x1000; do
+    cr=${chunk%x*}; cc=${chunk#*x}
+    store="$data/x-$chunk.zarr"
+    "$bin/pbench" "${job[@]}" --chunk-x "$cr" --chunk-y "$cc" --write-zarr "$store" --compressor blosc-lz4 >/dev/null ||
+      fail "write zarr $chunk"
+    "$bin/pbench" -c 1 --nthreads "$cores" --input "$store" --json -q --repeat 2 >"$out/pbench_$chunk.json" ||
+      fail "pbench $chunk"
+    $py - "$store" "$out/pbench_$chunk.json" "$cores" <<'PY' || fail "dask $chunk"
+import json, math, sys, time
+from fractions import Fraction
+import dask, dask.array as da, numpy as np, zarr
+store, got, cores = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
+dask.config.set(scheduler="threads", num_workers=cores)
+x = da.from_zarr(store)
+best = None
+for _ in range(2):
+    t0 = time.perf_counter(); s = float(x.sum().compute()); t = time.perf_counter() - t0
+    best = t if best is None else min(best, t)
+exact = float(sum((Fraction(v) for v in got["exact_terms"]), Fraction(0)))
+print(f"dask_seconds={best:.3f} pbench_seconds={got['seconds']:.3f} speedup={best / got['seconds']:.1f} "
+      f"dask_sum={s!r} exact={exact!r} dask_exact={s == exact} pbench_exact={got['sum'] == exact}")
+PY
+  done
+else
+  echo "== Dask: python3 has no dask here; skipped"
+fi
+
+if nvidia-smi -L >/dev/null 2>&1; then
+  gpus=$(nvidia-smi -L | wc -l)
+  echo "== GPU: pinned host-to-device copies, then pbench -g 1 and -g $gpus --input x.npy"
+  "$bin/io-floor" h2d 1 | tee "$out/h2d_1.txt"
+  "$bin/io-floor" h2d "$gpus" | tee "$out/h2d_all.txt"
+  h2d=$(grep -m1 '^h2d_gbps_all=' "$out/h2d_1.txt" | cut -d= -f2)
+  floor=$(awk -v a="$read_floor" -v b="$h2d" 'BEGIN { print (a < b ? a : b) }')
+  "$bin/pbench" -g 1 --input "$data/x.npy" --chunk-x "$chunk_rows" --json -q --repeat 3 >"$out/gpu1.json" ||
+    fail "pbench -g 1 --input"
+  g1=$(rate "$out/gpu1.json")
+  echo "gpu1_gbps=$g1 ratio_to_min_floor=$(ratio "$g1" "$floor") (floor $floor GB/s; target >= 0.8)"
+  [[ $(terms "$out/gpu1.json") == "$want" ]] || fail "GPU: other exact terms than the CPU"
+  if ((gpus > 1)); then
+    "$bin/pbench" -g "$gpus" --input "$data/x.npy" --chunk-x "$chunk_rows" --json -q --repeat 3 >"$out/gpuN.json" ||
+      fail "pbench -g $gpus --input"
+    gn=$(rate "$out/gpuN.json")
+    echo "gpu${gpus}_gbps=$gn scaling=$(ratio "$gn" "$g1") (target >= 3.5 on 4)"
+    [[ $(terms "$out/gpuN.json") == "$want" ]] || fail "GPUs: other exact terms than the CPU"
+  fi
+fi
+exit $status

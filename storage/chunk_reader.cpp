@@ -1,0 +1,276 @@
+#include "storage/chunk_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "storage/zarr.h"
+
+namespace psched {
+namespace {
+
+template <typename T>
+T load(const unsigned char* p, bool big_endian) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  if (big_endian) {
+    unsigned char b[sizeof v];
+    std::memcpy(b, p, sizeof v);
+    for (size_t k = 0; k < sizeof v / 2; ++k) std::swap(b[k], b[sizeof v - 1 - k]);
+    std::memcpy(&v, b, sizeof v);
+  }
+  return v;
+}
+
+template <typename T>
+void widen(const unsigned char* src, uint64_t n, bool big_endian, double* out) {
+  for (uint64_t i = 0; i < n; ++i) out[i] = double(load<T>(src + i * sizeof(T), big_endian));
+}
+
+bool is_int64(DType d) { return d == DType::kInt64 || d == DType::kUInt64; }
+
+// Elements are read straight into the doubles when they are doubles already.
+bool native_double(const JobSpec& s) { return s.dtype == DType::kFloat64 && !s.stored.big_endian; }
+
+}  // namespace
+
+void widen_elements(DType d, bool big_endian, const unsigned char* src, uint64_t n, double* out) {
+  switch (d) {
+    case DType::kFloat64: widen<double>(src, n, big_endian, out); break;
+    case DType::kFloat32: widen<float>(src, n, big_endian, out); break;
+    case DType::kInt8: widen<int8_t>(src, n, false, out); break;
+    case DType::kInt16: widen<int16_t>(src, n, big_endian, out); break;
+    case DType::kInt32: widen<int32_t>(src, n, big_endian, out); break;
+    case DType::kInt64: widen<int64_t>(src, n, big_endian, out); break;
+    case DType::kUInt8: widen<uint8_t>(src, n, false, out); break;
+    case DType::kUInt16: widen<uint16_t>(src, n, big_endian, out); break;
+    case DType::kUInt32: widen<uint32_t>(src, n, big_endian, out); break;
+    case DType::kUInt64: widen<uint64_t>(src, n, big_endian, out); break;
+    case DType::kBool:
+      for (uint64_t i = 0; i < n; ++i) out[i] = src[i] != 0 ? 1.0 : 0.0;
+      break;
+  }
+}
+
+struct ChunkReader::File {
+  std::string path;
+  int fd = -1;
+  uint64_t size = 0;
+  ~File() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+ChunkReader::ChunkReader() : file_(std::make_unique<File>()), zarr_(std::make_unique<ZarrDecoder>()) {}
+ChunkReader::~ChunkReader() = default;
+
+ChunkReader::File& ChunkReader::open(const std::string& path, Status& status) {
+  if (file_->fd >= 0 && file_->path == path) return *file_;
+  file_ = std::make_unique<File>();
+  file_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (file_->fd < 0 || ::fstat(file_->fd, &st) != 0) {
+    open_errno_ = errno;
+    status = Status::error(fmt::format("{}: {}", path, std::strerror(open_errno_)));
+    file_ = std::make_unique<File>();
+    return *file_;
+  }
+  file_->path = path;
+  file_->size = uint64_t(st.st_size);
+  return *file_;
+}
+
+Status ChunkReader::pread_all(File& f, void* dst, uint64_t bytes, uint64_t offset) {
+  if (read_threads_ > 1 && bytes >= kParallelReadBytes) {
+    // Pieces of whole MiB; piece 0 on this thread, the others on their own.
+    const uint64_t piece = ((bytes + read_threads_ - 1) / read_threads_ + (uint64_t{1} << 20) - 1) >> 20 << 20;
+    const unsigned pieces = unsigned((bytes + piece - 1) / piece);
+    std::vector<Status> status(pieces);
+    std::vector<std::thread> threads;
+    const unsigned saved = read_threads_;
+    read_threads_ = 1;  // each piece is read plainly
+    for (unsigned k = 1; k < pieces; ++k)
+      threads.emplace_back([&, k] {
+        status[k] = pread_all(f, static_cast<unsigned char*>(dst) + k * piece, std::min(piece, bytes - k * piece),
+                              offset + k * piece);
+      });
+    status[0] = pread_all(f, dst, std::min(piece, bytes), offset);
+    for (auto& t : threads) t.join();
+    read_threads_ = saved;
+    for (const Status& st : status)
+      if (!st) return st;
+    return Status::ok();
+  }
+  auto* p = static_cast<unsigned char*>(dst);
+  uint64_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(f.fd, p + done, bytes - done, off_t(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::error(fmt::format("{}: {}", f.path, std::strerror(errno)));
+    if (n == 0)
+      return Status::error(fmt::format("{}: truncated: needs bytes up to {}, the file has {}", f.path,
+                                       offset + bytes, offset + done));
+    done += uint64_t(n);
+  }
+  return Status::ok();
+}
+
+// A file of rows x cols elements (C order: row after row; Fortran: column after column) holding
+// the array's rows row0 .. row0 + file_rows - 1; the box's selected rows inside it into out.
+Status ChunkReader::read_flat(const JobSpec& s, const std::string& path, uint64_t data_offset, bool fortran,
+                              uint64_t file_rows, uint64_t row0, const ChunkBox& box, AxisRun rows,
+                              double* out) {
+  Status st;
+  File& f = open(path, st);
+  if (!st) return st;
+  const uint64_t eb = element_bytes(s.dtype);
+  const uint64_t step = s.row_sel.step;
+  const bool keep64 = !raw64_.empty();
+  auto widen_into = [&](const unsigned char* src, uint64_t n, uint64_t at) {
+    widen_elements(s.dtype, s.stored.big_endian, src, n, out + at);
+    if (keep64)
+      for (uint64_t k = 0; k < n; ++k) raw64_[at + k] = load<uint64_t>(src + k * 8, s.stored.big_endian);
+  };
+  if (!fortran) {
+    // Consecutive selected rows spanning whole rows of the file are one read.
+    const bool whole_rows = box.cols == s.cols && step == 1;
+    const uint64_t row_bytes = box.cols * eb;
+    for (uint64_t i = 0; i < rows.count;) {
+      const uint64_t r = rows.first + i * step;  // global row
+      const uint64_t n = whole_rows ? rows.count - i : 1;
+      const uint64_t at = (r - box.row0) * box.cols;
+      const uint64_t offset = data_offset + ((r - row0) * s.cols + box.col0) * eb;
+      if (native_double(s) && !keep64) {
+        if (Status e = pread_all(f, out + at, n * row_bytes, offset); !e) return e;
+      } else {
+        staging_.resize(n * row_bytes);
+        if (Status e = pread_all(f, staging_.data(), n * row_bytes, offset); !e) return e;
+        widen_into(staging_.data(), n * box.cols, at);
+      }
+      i += n;
+    }
+    return Status::ok();
+  }
+  // Fortran order: each of the box's columns is a run of the file; the selected rows' span of it
+  // is read and scattered into the rows.
+  if (rows.count == 0) return Status::ok();
+  const uint64_t span = (rows.count - 1) * step + 1;
+  staging_.resize(span * eb);
+  std::vector<double> column(span);
+  for (uint64_t c = 0; c < box.cols; ++c) {
+    const uint64_t offset = data_offset + ((box.col0 + c) * file_rows + (rows.first - row0)) * eb;
+    if (Status e = pread_all(f, staging_.data(), span * eb, offset); !e) return e;
+    widen_elements(s.dtype, s.stored.big_endian, staging_.data(), span, column.data());
+    for (uint64_t i = 0; i < rows.count; ++i) {
+      const uint64_t at = (rows.first + i * step - box.row0) * box.cols + c;
+      out[at] = column[i * step];
+      if (keep64) raw64_[at] = load<uint64_t>(staging_.data() + i * step * 8, s.stored.big_endian);
+    }
+  }
+  return Status::ok();
+}
+
+Status ChunkReader::read_stack(const JobSpec& s, const ChunkBox& box, AxisRun rows, double* out) {
+  uint64_t first_row = 0;
+  for (const StackFile& file : s.stored.files) {
+    const uint64_t lo = std::max(first_row, rows.first), end = first_row + file.rows;
+    first_row = end;
+    if (rows.count == 0 || lo >= end) continue;
+    const uint64_t last = rows.first + (rows.count - 1) * s.row_sel.step;
+    if (lo > last) break;
+    // The selected rows inside this file.
+    const AxisRun here = select_axis(lo, end, rows.first, last + 1, s.row_sel.step);
+    if (here.count == 0) continue;
+    if (Status st = read_flat(s, s.stored.path + "/" + file.name, file.data_offset, file.fortran_order, file.rows,
+                              end - file.rows, box, here, out);
+        !st)
+      return st;
+  }
+  return Status::ok();
+}
+
+Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun rows, double* out) {
+  const StoredArray& a = s.stored;
+  const uint64_t eb = element_bytes(s.dtype);
+  const uint64_t cr = a.store_chunk_rows, cc = a.store_chunk_cols;
+  const uint64_t chunk_bytes = cr * cc * eb;
+  staging_.resize(chunk_bytes);
+  const bool keep64 = !raw64_.empty();
+  for (uint64_t si = box.row0 / cr; si * cr < box.row0 + box.rows; ++si) {
+    const AxisRun here = select_axis(std::max(si * cr, box.row0), std::min((si + 1) * cr, box.row0 + box.rows),
+                                     rows.first, rows.count == 0 ? rows.first : rows.first + (rows.count - 1) * s.row_sel.step + 1,
+                                     s.row_sel.step);
+    if (rows.count == 0 || here.count == 0) continue;
+    for (uint64_t sj = box.col0 / cc; sj * cc < box.col0 + box.cols; ++sj) {
+      const std::string path = a.path + "/" + zarr_chunk_key(a, si, sj);
+      Status st;
+      File& f = open(path, st);
+      if (!st) {
+        if (open_errno_ != ENOENT || !a.has_fill_value)
+          return Status::error(open_errno_ == ENOENT ? fmt::format("{}: missing, and the store has no fill_value", path)
+                                               : st.message());
+        for (uint64_t k = 0; k < cr * cc; ++k) std::memcpy(staging_.data() + k * eb, &a.fill_bits, eb);
+      } else {
+        compressed_.resize(f.size);
+        if (Status e = pread_all(f, compressed_.data(), f.size, 0); !e) return e;
+        if (Status e = zarr_->decode(a.compressor, compressed_, staging_.data(), chunk_bytes); !e)
+          return Status::error(fmt::format("{}: {}", path, e.message()));
+      }
+      // The store chunk's part of the box, row by row (its elements are little-endian unless the
+      // dtype says otherwise; missing chunks' fill bits are little-endian).
+      const uint64_t c0 = std::max(sj * cc, box.col0), c1 = std::min((sj + 1) * cc, box.col0 + box.cols);
+      for (uint64_t i = 0; i < here.count; ++i) {
+        const uint64_t r = here.first + i * s.row_sel.step;
+        const unsigned char* src = staging_.data() + ((r - si * cr) * cc + (c0 - sj * cc)) * eb;
+        const uint64_t at = (r - box.row0) * box.cols + (c0 - box.col0);
+        const bool big = f.fd >= 0 && a.big_endian;
+        widen_elements(s.dtype, big, src, c1 - c0, out + at);
+        if (keep64)
+          for (uint64_t k = 0; k < c1 - c0; ++k) raw64_[at + k] = load<uint64_t>(src + k * 8, big);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+void ChunkReader::residuals(const JobSpec& s, const ChunkBox& box, AxisRun rows, AxisRun cols, const double* out,
+                            ExactSum& residual) {
+  const bool is_signed = s.dtype == DType::kInt64;
+  for (uint64_t i = 0; i < rows.count; ++i) {
+    const uint64_t base = (rows.first + i * s.row_sel.step - box.row0) * box.cols - box.col0;
+    for (uint64_t j = 0; j < cols.count; ++j) {
+      const uint64_t at = base + cols.first + j * s.col_sel.step;
+      const __int128 x = is_signed ? __int128(int64_t(raw64_[at])) : __int128(raw64_[at]);
+      const __int128 lost = x - __int128(out[at]);  // |lost| <= 2^10: exact as a double
+      if (lost != 0) residual.add(double(lost));
+    }
+  }
+}
+
+Status ChunkReader::read(const JobSpec& s, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,
+                         double* out, ExactSum* residual) {
+  const bool want64 = residual != nullptr && is_int64(s.dtype);
+  if (want64) raw64_.assign(box.rows * box.cols, 0);
+  else raw64_.clear();
+  Status st;
+  switch (s.stored.kind) {
+    case SourceKind::kNpy:
+    case SourceKind::kRaw:
+      st = read_flat(s, s.stored.path, s.stored.data_offset, s.stored.fortran_order, s.rows, 0, box, rows, out);
+      break;
+    case SourceKind::kNpyStack: st = read_stack(s, box, rows, out); break;
+    case SourceKind::kZarr: st = read_zarr(s, box, rows, out); break;
+    case SourceKind::kGenerator: st = Status::error("not a stored array"); break;
+  }
+  if (!st) return Status::error(fmt::format("chunk {}: {}", chunk, st.message()));
+  if (want64) residuals(s, box, rows, cols, out, *residual);
+  return Status::ok();
+}
+
+}  // namespace psched

@@ -1,0 +1,72 @@
+// ChunkReader: how a worker reads a chunk of a stored array (core/source.h) into memory, as the
+// doubles its backend reduces. One reader per thread (it keeps an open file, a staging buffer and
+// a decompression context). One function per kind of source in chunk_reader.cpp: a flat file (npy,
+// raw), an npy stack (flat files along axis 0), a Zarr store (a decompressed chunk per file).
+//
+// Every element widens to float64 exactly, except 64-bit integers past 2^53, which are rounded to
+// the nearest double; the reader then hands back what rounding took from the selected elements
+// (`residual`), so the job's exact sum stays the exact sum of the stored integers when the
+// expression is x itself (scale 1, offset 0). A file that cannot be read fails the chunk with one
+// line naming the path, the chunk and the reason; it never returns made-up elements.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/chunk_grid.h"
+#include "core/exact_sum.h"
+#include "core/job_spec.h"
+#include "core/status.h"
+
+namespace psched {
+
+class ZarrDecoder;
+
+class ChunkReader {
+ public:
+  ChunkReader();
+  ~ChunkReader();
+  ChunkReader(const ChunkReader&) = delete;
+  ChunkReader& operator=(const ChunkReader&) = delete;
+
+  // Chunk `chunk` of spec (validated, normalized, spec.stored.stored()): the box's selected rows
+  // (rows: the chunk's AxisRun of spec.row_sel, step spec.row_sel.step), every column of each, into
+  // out at (row - box.row0) * box.cols + (col - box.col0); rows not selected are left as they were.
+  // residual: when not null and the elements are 64-bit integers, what rounding them to doubles
+  // lost, x - double(x), summed exactly over the selected elements (cols: the selected columns).
+  Status read(const JobSpec& spec, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,
+              double* out, ExactSum* residual);
+
+  // Reads of at least kParallelReadBytes are split among this many threads (1: the caller's alone):
+  // one thread's pread from the page cache moves 6-7 GB/s, a GPU takes 55 (GPU.md), so a GPU
+  // worker, which reads on one dispatcher thread, asks for several.
+  void set_read_threads(unsigned n) { read_threads_ = n == 0 ? 1 : n; }
+  static constexpr uint64_t kParallelReadBytes = uint64_t{16} << 20;
+
+ private:
+  struct File;
+  Status read_flat(const JobSpec& spec, const std::string& path, uint64_t data_offset, bool fortran,
+                   uint64_t file_rows, uint64_t row0, const ChunkBox& box, AxisRun rows, double* out);
+  Status read_stack(const JobSpec& spec, const ChunkBox& box, AxisRun rows, double* out);
+  Status read_zarr(const JobSpec& spec, const ChunkBox& box, AxisRun rows, double* out);
+  Status pread_all(File& f, void* dst, uint64_t bytes, uint64_t offset);
+  File& open(const std::string& path, Status& status);
+  void residuals(const JobSpec& spec, const ChunkBox& box, AxisRun rows, AxisRun cols, const double* out,
+                 ExactSum& residual);
+
+  std::unique_ptr<File> file_;
+  int open_errno_ = 0;  // why the last open() failed
+  unsigned read_threads_ = 1;
+  std::unique_ptr<ZarrDecoder> zarr_;
+  std::vector<unsigned char> staging_;
+  std::string compressed_;
+  // 64-bit integers of the selected rows as read (before rounding), for the residual.
+  std::vector<uint64_t> raw64_;
+};
+
+// n elements of type d (byte order as given) from src widened to doubles in out.
+void widen_elements(DType d, bool big_endian, const unsigned char* src, uint64_t n, double* out);
+
+}  // namespace psched

@@ -1,0 +1,138 @@
+#include "storage/zarr.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace psched {
+namespace {
+
+using json = nlohmann::json;
+
+// The fill value as the element's bytes, little-endian (what a missing chunk's elements are).
+Result<uint64_t> fill_bits(const json& v, DType d) {
+  auto bits_of = [](auto x) {
+    uint64_t out = 0;
+    std::memcpy(&out, &x, sizeof x);
+    return out;
+  };
+  if (d == DType::kFloat64 || d == DType::kFloat32) {
+    double x = 0;
+    if (v.is_number()) x = v.get<double>();
+    else if (v == "NaN") x = std::numeric_limits<double>::quiet_NaN();
+    else if (v == "Infinity") x = std::numeric_limits<double>::infinity();
+    else if (v == "-Infinity") x = -std::numeric_limits<double>::infinity();
+    else return Status::invalid(fmt::format("fill_value {} is not a number", v.dump()));
+    return d == DType::kFloat64 ? bits_of(x) : bits_of(float(x));
+  }
+  if (d == DType::kBool) {
+    if (v.is_boolean()) return uint64_t(v.get<bool>());
+    if (v.is_number_integer()) return uint64_t(v.get<int64_t>() != 0);
+    return Status::invalid(fmt::format("fill_value {} is not a boolean", v.dump()));
+  }
+  if (v.is_number_unsigned()) return v.get<uint64_t>() & (element_bytes(d) == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * element_bytes(d))) - 1);
+  if (v.is_number_integer()) {
+    const uint64_t raw = uint64_t(v.get<int64_t>());
+    return element_bytes(d) == 8 ? raw : raw & ((uint64_t{1} << (8 * element_bytes(d))) - 1);
+  }
+  return Status::invalid(fmt::format("fill_value {} is not an integer", v.dump()));
+}
+
+Result<std::vector<uint64_t>> dims(const json& v, const char* what) {
+  if (!v.is_array() || v.empty() || v.size() > 2)
+    return Status::invalid(fmt::format("{} must list 1 or 2 dimensions (N-D stores are not supported) (got {})",
+                                       what, v.dump()));
+  std::vector<uint64_t> out;
+  for (const json& d : v) {
+    if (!d.is_number_unsigned()) return Status::invalid(fmt::format("{} holds {} (expected integers >= 0)", what, d.dump()));
+    out.push_back(d.get<uint64_t>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ZarrMeta> read_zarray(const std::string& dir) {
+  const std::string path = dir + "/.zarray";
+  auto fail = [&](const std::string& why) { return Status::invalid(fmt::format("{}: {}", path, why)); };
+  std::ifstream in(path);
+  if (!in) return Status::invalid(fmt::format("{}: {} (not a Zarr v2 array)", path, std::strerror(errno)));
+  std::stringstream text;
+  text << in.rdbuf();
+  const json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return fail("not valid JSON");
+  ZarrMeta m;
+  if (j.value("zarr_format", 0) != 2) return fail("zarr_format must be 2");
+  if (!j.contains("shape") || !j.contains("chunks") || !j.contains("dtype")) return fail("lacks shape, chunks or dtype");
+  auto shape = dims(j["shape"], "shape");
+  if (!shape) return fail(shape.message());
+  auto chunks = dims(j["chunks"], "chunks");
+  if (!chunks) return fail(chunks.message());
+  if (chunks->size() != shape->size()) return fail("chunks and shape differ in dimensions");
+  for (uint64_t c : *chunks)
+    if (c == 0) return fail("chunks must be > 0");
+  m.shape = *shape;
+  m.chunks = *chunks;
+  if (!j["dtype"].is_string()) return fail("structured dtypes are not supported");
+  auto t = parse_typestr(j["dtype"].get<std::string>());
+  if (!t) return fail(t.message());
+  m.type = *t;
+  if (j.value("order", std::string("C")) != "C") return fail("order must be \"C\" (Fortran-ordered chunks are not supported)");
+  if (j.contains("filters") && !j["filters"].is_null() && !(j["filters"].is_array() && j["filters"].empty()))
+    return fail(fmt::format("filters {} are not supported", j["filters"].dump()));
+  const json& c = j.contains("compressor") ? j["compressor"] : json();
+  if (c.is_null()) {
+    m.compressor = Compressor::kNone;
+  } else if (c.is_object() && c.value("id", "") == "zstd") {
+    m.compressor = Compressor::kZstd;
+  } else if (c.is_object() && c.value("id", "") == "blosc") {
+    m.compressor = Compressor::kBlosc;
+    m.blosc_cname = c.value("cname", "lz4");
+  } else {
+    return fail(fmt::format("compressor {} is not supported (expected null, zstd or blosc)", c.dump()));
+  }
+  const json fill = j.contains("fill_value") ? j["fill_value"] : json();
+  if (fill.is_null()) {
+    m.has_fill_value = false;
+  } else {
+    auto bits = fill_bits(fill, m.type.dtype);
+    if (!bits) return fail(bits.message());
+    m.fill_bits = *bits;
+  }
+  const std::string sep = j.value("dimension_separator", std::string("."));
+  if (sep != "." && sep != "/") return fail("dimension_separator must be \".\" or \"/\"");
+  m.dimension_separator = sep[0];
+  return m;
+}
+
+std::string zarray_json(const ZarrMeta& m) {
+  json j;
+  j["zarr_format"] = 2;
+  j["shape"] = m.shape;
+  j["chunks"] = m.chunks;
+  j["dtype"] = typestr(m.type);
+  j["order"] = "C";
+  j["filters"] = nullptr;
+  j["fill_value"] = 0;
+  j["dimension_separator"] = std::string(1, m.dimension_separator);
+  switch (m.compressor) {
+    case Compressor::kNone: j["compressor"] = nullptr; break;
+    case Compressor::kZstd: j["compressor"] = {{"id", "zstd"}, {"level", m.level}}; break;
+    case Compressor::kBlosc:
+      j["compressor"] = {{"id", "blosc"}, {"cname", m.blosc_cname}, {"clevel", m.level}, {"shuffle", 1}, {"blocksize", 0}};
+      break;
+  }
+  return j.dump(4) + "\n";
+}
+
+std::string zarr_chunk_key(const StoredArray& a, uint64_t i, uint64_t j) {
+  if (a.one_dimensional) return std::to_string(j);
+  return fmt::format("{}{}{}", i, a.dimension_separator, j);
+}
+
+}  // namespace psched

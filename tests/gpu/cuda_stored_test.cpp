@@ -1,0 +1,169 @@
+// Stored arrays on the GPU: chunks read from .npy files, npy stacks and Zarr stores (every codec)
+// through the CUDA backend give the CPU backend's partials bit for bit (storage/chunk_reader.h reads
+// both; the exact sum makes the order of additions irrelevant), 64-bit integers past 2^53 included,
+// and a file that cannot be read fails its chunk with the reader's line, never the device.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test_support.h"
+#include "storage/chunk_reader.h"
+#include "storage/npy.h"
+#include "storage/open.h"
+#include "storage/zarr.h"
+
+using namespace psched;
+using namespace psched::gpu_test;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("psched-gpu-stored-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+template <typename T>
+std::string bytes_of(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+// Every chunk of the job through the CUDA backend and through the CPU reference: the same bits.
+void require_gpu_equals_cpu(Backend& backend, Outcomes& outcomes, JobSpec spec, uint64_t job_id) {
+  auto prepared_spec = prepared(spec);
+  const auto gpu = run_job(backend, outcomes, prepared_spec, job_id);
+  ChunkReader reader;
+  std::vector<double> scratch;
+  for (const ChunkOutcome& o : gpu) {
+    PartialSum cpu;
+    const Status st = reduce_stored_chunk_cpu(*prepared_spec, o.chunk, reader, scratch, cpu);
+    INFO("chunk " << o.chunk << ": " << st.message());
+    REQUIRE(st.is_ok());
+    CHECK(same_bits(expand(o.partial), cpu));
+  }
+}
+
+JobSpec opened(const fs::path& path, uint64_t chunk_rows = 0, uint64_t chunk_cols = 0) {
+  ArrayInput input;
+  input.path = path.string();
+  auto a = open_array(input);
+  INFO(a.message());
+  REQUIRE(a.is_ok());
+  JobSpec s = whole_array_job(*a);
+  if (chunk_rows) s.chunk_rows = chunk_rows;
+  if (chunk_cols) s.chunk_cols = chunk_cols;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("stored arrays: the GPU reads every format and dtype to the CPU's bits", "[gpu][stored]") {
+  auto backend = backend_with();
+  Outcomes outcomes;
+  backend->start(outcomes.callback());
+  TempDir dir;
+  std::mt19937_64 rng(20261127);
+  std::normal_distribution<double> normal(11, 1);
+  uint64_t job = 1;
+
+  std::vector<double> f64(3001 * 517);
+  for (double& x : f64) x = normal(rng);
+  write_bytes(dir.path / "f64.npy", npy_header({DType::kFloat64, false}, false, {3001, 517}) + bytes_of(f64));
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f64.npy", 1000, 200), job++);
+  {  // the DeepOps selection and expression over the file
+    JobSpec s = opened(dir.path / "f64.npy", 700, 517);
+    s.offset = 1;
+    s.row_sel = Slice{0, kToEnd, 2};
+    s.col_sel = Slice{0, kToEnd, 2};
+    require_gpu_equals_cpu(*backend, outcomes, s, job++);
+  }
+
+  std::vector<float> f32(400 * 300);
+  for (float& x : f32) x = float(normal(rng));
+  write_bytes(dir.path / "f32f.npy", npy_header({DType::kFloat32, false}, true, {400, 300}) + bytes_of(f32));
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f32f.npy", 128, 64), job++);
+
+  std::vector<int64_t> i64(256 * 64);
+  for (int64_t& x : i64) x = int64_t(rng());  // most past 2^53: the residual path
+  write_bytes(dir.path / "i64.npy", npy_header({DType::kInt64, true}, false, {256, 64}) + [&] {
+    std::string b = bytes_of(i64);
+    for (size_t k = 0; k < b.size(); k += 8) std::reverse(b.begin() + long(k), b.begin() + long(k) + 8);
+    return b;
+  }());
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "i64.npy", 100, 30), job++);
+
+  std::vector<uint8_t> u8(999 * 77);
+  for (uint8_t& x : u8) x = uint8_t(rng());
+  write_bytes(dir.path / "u8.npy", npy_header({DType::kUInt8, false}, false, {999, 77}) + bytes_of(u8));
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "u8.npy", 250, 77), job++);
+
+  // A stack of three files, and Zarr stores of every codec with chunks left missing (fill value).
+  fs::create_directories(dir.path / "stack");
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> part(size_t(100 + 37 * k) * 90);
+    for (double& x : part) x = normal(rng);
+    write_bytes(dir.path / "stack" / (std::to_string(k) + ".npy"),
+                npy_header({DType::kFloat64, false}, false, {uint64_t(part.size() / 90), 90}) + bytes_of(part));
+  }
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "stack", 64, 45), job++);
+  for (const char* codec : {"none", "zstd", "lz4", "zlib"}) {
+    ZarrMeta m;
+    m.type = {DType::kFloat64, false};
+    m.shape = {500, 300};
+    m.chunks = {128, 100};
+    m.compressor = std::string(codec) == "none" ? Compressor::kNone
+                   : std::string(codec) == "zstd" ? Compressor::kZstd
+                                                  : Compressor::kBlosc;
+    m.blosc_cname = codec;
+    const fs::path store = dir.path / (std::string(codec) + ".zarr");
+    fs::create_directories(store);
+    write_bytes(store / ".zarray", zarray_json(m));
+    for (uint64_t i = 0; i < 4; ++i)
+      for (uint64_t j = 0; j < 3; ++j) {
+        if (i == 2 && j == 1) continue;  // missing: the fill value
+        std::vector<double> chunk(128 * 100);
+        for (double& x : chunk) x = normal(rng);
+        std::string encoded;
+        REQUIRE(zarr_encode(m, chunk.data(), chunk.size() * 8, encoded).is_ok());
+        write_bytes(store / (std::to_string(i) + "." + std::to_string(j)), encoded);
+      }
+    require_gpu_equals_cpu(*backend, outcomes, opened(store), job++);
+    require_gpu_equals_cpu(*backend, outcomes, opened(store, 256, 300), job++);
+  }
+  backend->stop();
+}
+
+TEST_CASE("stored arrays: a chunk the GPU worker cannot read fails with the reader's line", "[gpu][stored]") {
+  auto backend = backend_with();
+  Outcomes outcomes;
+  backend->start(outcomes.callback());
+  TempDir dir;
+  std::vector<double> v(100 * 100, 1.0);
+  write_bytes(dir.path / "a.npy", npy_header({DType::kFloat64, false}, false, {100, 100}) + bytes_of(v));
+  auto spec = prepared(opened(dir.path / "a.npy", 50, 100));
+  fs::resize_file(dir.path / "a.npy", fs::file_size(dir.path / "a.npy") - 800);  // cut after the client looked
+  backend->enqueue(ChunkTask{7, 0, spec});
+  backend->enqueue(ChunkTask{7, 1, spec});
+  REQUIRE(outcomes.wait_for(2, 7));
+  for (const ChunkOutcome& o : outcomes.of_job(7)) {
+    INFO(o.chunk << ": " << o.error);
+    CHECK_FALSE(o.device_lost);
+    if (o.chunk == 0) CHECK(o.ok);
+    else CHECK((!o.ok && o.error.find("truncated") != std::string::npos && o.error.find("chunk 1") == 0));
+  }
+  backend->stop();
+}

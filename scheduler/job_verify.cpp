@@ -60,9 +60,10 @@ void Scheduler::settle_block(Job& job, const VerifySettled& settled) {
                             c.device_name, c.partial.sum, c.suspect ? " [suspect]" : "");
     }
     const ChunkRange r = mismatch->chunks;
-    spdlog::error("job {} {}: verify mismatch: {}", job.id(),
+    const std::string why = verify_search_note(mismatch->search);
+    spdlog::error("job {} {}: verify mismatch: {}{}", job.id(),
                   r.count == 1 ? fmt::format("chunk {}", r.first) : fmt::format("chunks {} to {}", r.first, r.end() - 1),
-                  copies);
+                  copies, why.empty() ? "" : " (" + why + ")");
   }
   job.finish_verified(settled.block, settled.credit, settled.keep);
 }
@@ -72,7 +73,7 @@ std::optional<std::string> Scheduler::verify_worker_gone(Job& job, const WorkerR
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
   const uint32_t limit = graceful ? UINT32_MAX : config_.allowed_failures;
-  job.verify.worker_gone(w.id, w.name, /*blame=*/!graceful, limit, at_limit, settled);
+  job.verify.worker_gone(w.id, w.name, /*blame=*/!graceful, limit, peers_, at_limit, settled);
   for (const VerifySettled& s : settled) settle_block(job, s);
   if (at_limit.empty()) return std::nullopt;
   const ChunkRange r = at_limit.front();

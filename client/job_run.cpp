@@ -99,6 +99,7 @@ Progress progress_of(uint64_t job_id, psched::wire::Progress::Reader p) {
   progress.chunks_total = p.getChunksTotal();
   progress.running_sum = p.getRunningSum();
   progress.no_workers = p.getNoWorkers();
+  for (auto n : p.getNotices()) progress.notices.emplace_back(n.cStr());
   for (auto c : p.getPartials()) {
     ChunkPartial partial{c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax(), {}};
     for (double t : c.getExact().getTerms()) partial.exact_terms.push_back(t);

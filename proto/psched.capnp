@@ -204,6 +204,9 @@ struct Progress {
   noWorkers @5 :Bool;          # no worker is connected: the job waits for one to join (sent at
                                # once when the last one leaves, then with every heartbeat, and
                                # false again when one joins); the client decides how long to wait
+  notices @6 :List(Text);      # what the client should hear about its job, each said once: "worker
+                               # 'NAME' stalled: ..." when a worker holding its chunks stopped
+                               # making progress and its work went elsewhere
 }
 
 struct JobResult {

@@ -163,6 +163,7 @@ void Scheduler::heartbeat() {
   if (workers_.empty()) {
     for (auto& [id, job] : jobs_) send_progress(*job, /*force=*/true);  // still no workers
   }
+  check_stalls();
   heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.heartbeat_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) heartbeat();

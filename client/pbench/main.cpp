@@ -78,6 +78,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   run_options.on_progress = [tty, shown = pbench::WorkersShown{}](const pclient::Progress& p) mutable {
     if (const std::string line = pbench::workers_state_line(p, shown); !line.empty())
       std::fprintf(stderr, "%spbench: %s\n", tty ? "\n" : "", line.c_str());
+    for (const std::string& notice : p.notices) std::fprintf(stderr, "%spbench: %s\n", tty ? "\n" : "", notice.c_str());
     if (tty) draw_progress(p);
   };
   run_options.verify = f.verify;

@@ -69,6 +69,8 @@ struct Progress {
   // No worker is connected: the job waits for one to join (said at once when the last one
   // leaves, again about every second while none is there, and false once one joins).
   bool no_workers = false;
+  // What the scheduler says about the job, each once: a worker holding its chunks stalled.
+  std::vector<std::string> notices;
 };
 
 // Verify (RunOptions::verify): one copy of a chunk whose copies disagreed.

@@ -41,6 +41,7 @@ void JobRun::on_message(wire::Message::Reader m) {
       return;
     }
     case wire::Message::ERROR:
+      if (m.getError().getJobId() != 0 && m.getError().getJobId() != job_id_) return;  // about another job
       failure_ = m.getError().getMessage().cStr();
       to(State::kFailed);
       return;
@@ -132,9 +133,13 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
     VerifyMismatch& out = result.mismatches.emplace_back();
     out.chunk = m.getChunk();
     out.chunks = m.getChunks();
-    for (auto c : m.getCopies())
-      out.copies.push_back({c.getWorkerId(), c.getWorkerName().cStr(), c.getDeviceName().cStr(),
-                            c.getSum(), c.getCount(), c.getMin(), c.getMax(), c.getSuspect()});
+    out.note = m.getNote().cStr();
+    for (auto c : m.getCopies()) {
+      VerifyCopy& copy = out.copies.emplace_back(VerifyCopy{c.getWorkerId(), c.getWorkerName().cStr(),
+                                                            c.getDeviceName().cStr(), c.getSum(), c.getCount(),
+                                                            c.getMin(), c.getMax(), c.getSuspect(), {}});
+      for (double t : c.getExact().getTerms()) copy.exact_terms.push_back(t);
+    }
   }
   auto figure = [](psched::wire::MinMeanMax::Reader m) { return Figure{m.getMin(), m.getMean(), m.getMax()}; };
   for (auto d : r.getDevices()) {

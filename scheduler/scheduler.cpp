@@ -387,7 +387,15 @@ void Scheduler::on_client_message(ClientRecord& client, wire::Message::Reader me
       return;
     case wire::Message::CANCEL: {
       const JobId id = message.getCancel().getJobId();
-      if (client.jobs.count(id)) cancel_job(id);
+      if (client.jobs.count(id)) {
+        cancel_job(id);
+      } else if (jobs_.count(id)) {  // not ours to cancel; an unknown id may be its own job, just ended
+        send_message(*client.conn, [&](wire::Message::Builder m) {
+          auto e = m.initError();
+          e.setMessage(fmt::format("job {} is another client's: not cancelled", id));
+          e.setJobId(id);
+        });
+      }
       return;
     }
     case wire::Message::CLUSTER_INFO_REQUEST:

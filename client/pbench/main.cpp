@@ -161,7 +161,15 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
       std::cerr << "pbench: no workers: waiting "
                 << (never ? std::string("for ever") : fmt::format("up to {} s", f.no_workers_timeout_ms / 1000))
                 << " for one to register with the scheduler (--no-workers-timeout)" << std::endl;
-      workers = client.wait_for_workers(1, never ? INT_MAX : f.no_workers_timeout_ms);
+      try {
+        workers = client.wait_for_workers(1, never ? INT_MAX : f.no_workers_timeout_ms);
+      } catch (const pclient::Error&) {
+        if (!client.workers().empty()) throw;
+        return fail(psched::Status::error(fmt::format(
+            "no workers: none registered within {} s, so nothing was submitted (a longer --no-workers-timeout "
+            "waits longer)",
+            f.no_workers_timeout_ms / 1000)));
+      }
     }
   }
   if (f.cluster_info) {

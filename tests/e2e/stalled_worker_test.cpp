@@ -9,7 +9,10 @@
 #include <chrono>
 #include <csignal>
 
+#include <nlohmann/json.hpp>
+
 #include "app/exit_codes.h"
+#include "dashboard/http_probe.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;
@@ -30,7 +33,7 @@ int exit_status_within(pid_t pid, int timeout_ms) {
 TEST_CASE("a worker whose kernel hangs while its heartbeat goes on has its work run elsewhere: the job "
           "ends exact, the client is told which worker stalled, and the hung worker exits 4 on SIGTERM "
           "or 1 at once on a second signal", "[stall]") {
-  TestCluster cluster({.extra_args = {"--worker-timeout", "2", "--stall-timeout", "2"}});
+  TestCluster cluster({.extra_args = {"--worker-timeout", "2", "--stall-timeout", "2"}, .dashboard = "127.0.0.1:0"});
   const pid_t hung = cluster.add_worker({.threads = 1, .name = "hung", .env = kHungKernel});
   const pid_t hung_too = cluster.add_worker({.threads = 1, .name = "hung-too", .env = kHungKernel});
   cluster.add_worker({.threads = 1, .name = "healthy"});
@@ -46,9 +49,15 @@ TEST_CASE("a worker whose kernel hangs while its heartbeat goes on has its work 
   CHECK(run.out.find("Check: ok") != std::string::npos);
   CHECK(run.out.find("worker 'hung' stalled") != std::string::npos);
   CHECK(run.out.find("worker 'hung-too' stalled") != std::string::npos);
-  // Both hung workers are still connected, named as stalled, and hold nothing of the job.
+  // Both hung workers are still connected, marked stalled in /api/status, holding nothing.
   const std::string log = cluster.log_of(cluster.scheduler_pid());
   CHECK(log.find("'hung-too' stalled") != std::string::npos);
+  const auto api = nlohmann::json::parse(http_request(port_of(cluster.dashboard()), "GET", "/api/status").body);
+  REQUIRE(api["workers"].size() == 3);
+  for (const auto& w : api["workers"]) {
+    CHECK(w["stalled"] == (w["name"] != "healthy"));
+    CHECK(w["tasks_in_flight"] == 0);
+  }
 
   // The hung device call never returns: the first SIGTERM's stop cannot finish, and says so.
   REQUIRE(kill(hung, SIGTERM) == 0);

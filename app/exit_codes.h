@@ -19,6 +19,9 @@ enum ExitCode : int {
   // pcuda-worker: its GPU hit a sticky error (a kernel fault, an uncorrectable ECC error); a fresh
   // process gets a fresh device context, so supervisors restart it.
   kExitDeviceLost = 3,
+  // pcuda-worker: asked to stop, it could not within a few seconds because a device call does not
+  // return (a hung kernel); the device likely needs a reset before a worker can use it again.
+  kExitDeviceHung = 4,
 };
 
 // The exit code a failure calls for: a bad input is a usage error, anything else a failure. (A lost

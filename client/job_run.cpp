@@ -41,6 +41,7 @@ void JobRun::on_message(wire::Message::Reader m) {
       return;
     }
     case wire::Message::ERROR:
+      if (m.getError().getJobId() != 0 && m.getError().getJobId() != job_id_) return;  // about another job
       failure_ = m.getError().getMessage().cStr();
       to(State::kFailed);
       return;
@@ -99,6 +100,7 @@ Progress progress_of(uint64_t job_id, psched::wire::Progress::Reader p) {
   progress.chunks_total = p.getChunksTotal();
   progress.running_sum = p.getRunningSum();
   progress.no_workers = p.getNoWorkers();
+  for (auto n : p.getNotices()) progress.notices.emplace_back(n.cStr());
   for (auto c : p.getPartials()) {
     ChunkPartial partial{c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax(), {}};
     for (double t : c.getExact().getTerms()) partial.exact_terms.push_back(t);
@@ -131,9 +133,13 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
     VerifyMismatch& out = result.mismatches.emplace_back();
     out.chunk = m.getChunk();
     out.chunks = m.getChunks();
-    for (auto c : m.getCopies())
-      out.copies.push_back({c.getWorkerId(), c.getWorkerName().cStr(), c.getDeviceName().cStr(),
-                            c.getSum(), c.getCount(), c.getMin(), c.getMax(), c.getSuspect()});
+    out.note = m.getNote().cStr();
+    for (auto c : m.getCopies()) {
+      VerifyCopy& copy = out.copies.emplace_back(VerifyCopy{c.getWorkerId(), c.getWorkerName().cStr(),
+                                                            c.getDeviceName().cStr(), c.getSum(), c.getCount(),
+                                                            c.getMin(), c.getMax(), c.getSuspect(), {}});
+      for (double t : c.getExact().getTerms()) copy.exact_terms.push_back(t);
+    }
   }
   auto figure = [](psched::wire::MinMeanMax::Reader m) { return Figure{m.getMin(), m.getMean(), m.getMax()}; };
   for (auto d : r.getDevices()) {

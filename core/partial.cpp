@@ -1,5 +1,7 @@
 #include "core/partial.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 namespace psched {
@@ -49,6 +51,20 @@ bool same_bits(const PartialSum& a, const PartialSum& b) {
   const auto same = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
   return same(a.sum, b.sum) && a.count == b.count && same(a.min, b.min) && same(a.max, b.max) &&
          same_value(a.exact, b.exact);
+}
+
+std::string difference_from(const PartialSum& copy, const PartialSum& first) {
+  std::string out;
+  if (!same_value(copy.exact, first.exact)) {
+    ExactSum d = copy.exact;
+    for (const double t : first.exact.terms()) d.add(-t);
+    out = fmt::format("exact sum {:+.17g} from the first copy's", d.rounded());
+  }
+  const auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  if (copy.count != first.count) add(fmt::format("count {} (first {})", copy.count, first.count));
+  if (std::memcmp(&copy.min, &first.min, sizeof(double)) != 0) add(fmt::format("min {:.17g} (first {:.17g})", copy.min, first.min));
+  if (std::memcmp(&copy.max, &first.max, sizeof(double)) != 0) add(fmt::format("max {:.17g} (first {:.17g})", copy.max, first.max));
+  return out;
 }
 
 }  // namespace psched

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/exact_sum.h"
@@ -46,5 +47,9 @@ PartialSum combine_in_order(const std::vector<PartialSum>& partials);
 // Bit for bit: sum, count, min, max (their bit patterns, so -0 != +0 and NaN == the same NaN) and
 // the exact sum after normalisation (digits and special counts).
 bool same_bits(const PartialSum& a, const PartialSum& b);
+// How `copy` differs from `first` (verify reports), since two sums that differ in their last bits
+// round alike: "exact sum -1.1102230246251565e-16 from the first copy's", or the count, min or max
+// that differ; "" when none does.
+std::string difference_from(const PartialSum& copy, const PartialSum& first);
 
 }  // namespace psched

@@ -254,6 +254,9 @@ struct Progress {
   noWorkers @5 :Bool;          # no worker is connected: the job waits for one to join (sent at
                                # once when the last one leaves, then with every heartbeat, and
                                # false again when one joins); the client decides how long to wait
+  notices @6 :List(Text);      # what the client should hear about its job, each said once: "worker
+                               # 'NAME' stalled: ..." when a worker holding its chunks stopped
+                               # making progress and its work went elsewhere
 }
 
 struct JobResult {
@@ -287,6 +290,7 @@ struct VerifyCopy {
   min @5 :Float64;
   max @6 :Float64;
   suspect @7 :Bool;            # this copy is the odd one out (or one of two that disagree)
+  exact @8 :ExactSum;          # its exact sum: copies whose rounded sums print alike differ here
 }
 
 # Verified chunks whose copies disagree: a block's two copies, or three when a third worker broke
@@ -295,6 +299,7 @@ struct VerifyMismatch {
   chunk @0 :UInt64;            # the first chunk
   copies @1 :List(VerifyCopy); # each copy's partial of the chunks named
   chunks @2 :UInt64 = 1;       # chunks named (1: found down to the chunk)
+  note @3 :Text;               # when not found down to the chunk: why the search stopped
 }
 
 # One GPU figure over a job: lowest, mean and highest of the heartbeats that came while it ran.

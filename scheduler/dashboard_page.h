@@ -175,11 +175,13 @@ function jobCell(j, note) {
   d.appendChild(el("span", "small", j.description + (note ? " — " + note : "")));
   return {cls: "job", node: d};
 }
-// A worker's name, with a red "straggler" mark when it is 10% or more below its job's median.
+// A worker's name, with a red "straggler" mark when it is 10% or more below its job's median, and
+// "stalled" when it held work and made no progress (its work ran elsewhere).
 function workerName(w) {
   const d = el("span");
   d.appendChild(el("span", null, w.name));
   if (w.slow) d.appendChild(el("span", "slow", " straggler"));
+  if (w.stalled) d.appendChild(el("span", "slow", " stalled"));
   return d;
 }
 function tile(value, key) {

@@ -135,7 +135,7 @@ void Scheduler::send_top_up(WorkerRecord& worker, const JobTopUp& top_up, bool q
 }
 
 bool Scheduler::split_tail(WorkerRecord& idle) {
-  if (idle.in_flight.size() > 0 || idle.isolating || jobs_.empty() || !idle.conn->is_open()) return false;
+  if (idle.in_flight.size() > 0 || idle.isolating || idle.stalled || jobs_.empty() || !idle.conn->is_open()) return false;
   // A look over every worker's share costs O(workers x jobs): only for a few big jobs' tails (a
   // crowd of small jobs has nothing worth splitting: 100 clients x 100 jobs on 1024 simulated GPUs
   // took psched 6 s instead of 0.4 looking), and at most once a period, so that a fleet of
@@ -150,7 +150,8 @@ bool Scheduler::split_tail(WorkerRecord& idle) {
   std::vector<TailHolder>& holders = tail_holders_;
   holders.clear();
   for (const auto& [id, w] : workers_) {
-    if (w.get() == &idle || w->giving_back_to != 0 || w->isolating || w->in_flight.size() < 2 || !w->conn->is_open())
+    if (w.get() == &idle || w->giving_back_to != 0 || w->isolating || w->stalled || w->in_flight.size() < 2 ||
+        !w->conn->is_open())
       continue;
     const double per_element = w->measured_seconds_per_element();
     // An idle worker not measured yet is taken to be as fast as a holder of its kind only.
@@ -193,16 +194,19 @@ void Scheduler::on_given_back(WorkerRecord& worker, wire::ResultBatch::Reader ba
   Job& job = *it->second;
   for (auto r : batch.getReturned()) {
     const ChunkRange range{r.getFirst(), r.getCount()};
-    if (range.count == 0 || range.first >= job.chunks() || range.count > job.chunks() - range.first ||
-        !job.ranges().running_here(range, worker.id)) {
+    const bool inside = range.count > 0 && range.first < job.chunks() && range.count <= job.chunks() - range.first;
+    if (inside && worker.stalled_once && !job.ranges().running_here(range, worker.id)) continue;  // re-queued
+    if (!inside || !job.ranges().running_here(range, worker.id)) {
       protocol_error(*worker.conn, fmt::format("gave back {} from chunk {} of job {}, which it does not hold",
                                                counted(range.count, "chunk"), range.first, job.id()));
       return;
     }
   }
   uint64_t returned = 0;
-  for (auto r : batch.getReturned())
-    if (job.give_back(ChunkRange{r.getFirst(), r.getCount()}, worker.id)) returned += r.getCount();
+  for (auto r : batch.getReturned()) {
+    const ChunkRange range{r.getFirst(), r.getCount()};
+    if (job.ranges().running_here(range, worker.id) && job.give_back(range, worker.id)) returned += range.count;
+  }
   if (returned == 0) {  // all started: the idle worker waits for the next report
     tail_idle_ = to;
     return;

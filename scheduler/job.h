@@ -152,6 +152,9 @@ class Job {
   // here (chunk, partial) until the next Progress carries it.
   std::chrono::steady_clock::time_point last_progress{};
   std::vector<std::pair<uint64_t, PartialSum>> unsent_partials;
+  // What the client should hear about its job (a worker holding its chunks stalled), said once with
+  // the next Progress (Progress.notices).
+  std::vector<std::string> notices;
   // Submit.verifyFraction's state: its own structure (scheduler/verify.h), off by default.
   BlockVerifier verify;
 

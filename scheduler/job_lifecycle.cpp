@@ -90,6 +90,10 @@ void Scheduler::send_progress(Job& job, bool force) {
     p.setChunksTotal(job.chunks());
     p.setRunningSum(job.running_sum());
     p.setNoWorkers(workers_.empty());
+    if (sent == 0 && !job.notices.empty()) {
+      auto notices = p.initNotices(uint32_t(job.notices.size()));
+      for (uint32_t i = 0; i < notices.size(); ++i) notices.set(i, job.notices[i]);
+    }
     if (n > 0) {
       auto list = p.initPartials(uint32_t(n));
       for (size_t i = 0; i < n; ++i) {
@@ -101,6 +105,7 @@ void Scheduler::send_progress(Job& job, bool force) {
     cit->second->conn->send(m);
   } while (sent < job.unsent_partials.size());
   job.unsent_partials.clear();
+  job.notices.clear();
 }
 
 void Scheduler::complete_job(Job& job) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/plural.h"
+#include "net/wire_convert.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {
@@ -56,13 +57,15 @@ void Scheduler::settle_block(Job& job, const VerifySettled& settled) {
     std::string copies;
     for (const VerifyCopy& c : mismatch->copies) {
       if (c.suspect) ++counters_.verify_mismatches[c.worker_name];
-      copies += fmt::format("{}'{}' ({}) sum {:.17g}{}", copies.empty() ? "" : ", ", c.worker_name,
-                            c.device_name, c.partial.sum, c.suspect ? " [suspect]" : "");
+      const std::string differs = difference_from(c.partial, mismatch->copies.front().partial);
+      copies += fmt::format("{}'{}' ({}) sum {:.17g}{}{}", copies.empty() ? "" : ", ", c.worker_name,
+                            c.device_name, c.partial.sum, differs.empty() ? "" : " (" + differs + ")",
+                            c.suspect ? " [suspect]" : "");
     }
     const ChunkRange r = mismatch->chunks;
-    spdlog::error("job {} {}: verify mismatch: {}", job.id(),
-                  r.count == 1 ? fmt::format("chunk {}", r.first) : fmt::format("chunks {} to {}", r.first, r.end() - 1),
-                  copies);
+    const std::string why = verify_search_note(mismatch->search);
+    spdlog::error("job {} {}: verify mismatch: {}{}", job.id(), chunks_text(r.first, r.count), copies,
+                  why.empty() ? "" : " (" + why + ")");
   }
   job.finish_verified(settled.block, settled.credit, settled.keep);
 }
@@ -72,12 +75,12 @@ std::optional<std::string> Scheduler::verify_worker_gone(Job& job, const WorkerR
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
   const uint32_t limit = graceful ? UINT32_MAX : config_.allowed_failures;
-  job.verify.worker_gone(w.id, w.name, /*blame=*/!graceful, limit, at_limit, settled);
+  job.verify.worker_gone(w.id, w.name, /*blame=*/!graceful, limit, peers_, at_limit, settled);
   for (const VerifySettled& s : settled) settle_block(job, s);
   if (at_limit.empty()) return std::nullopt;
   const ChunkRange r = at_limit.front();
-  return fmt::format("the verify copy of chunks {} to {} took down {} ({}); the last one was lost: {}", r.first,
-                     r.end() - 1, counted(job.verify.failed_on(r.first).size(), "worker"),
+  return fmt::format("the verify copy of {} took down {} ({}); the last one was lost: {}", chunks_text(r.first, r.count),
+                     counted(job.verify.failed_on(r.first).size(), "worker"),
                      fmt::join(job.failure_names(r.first, /*copy=*/true), ", "), why);
 }
 
@@ -91,6 +94,7 @@ void Scheduler::write_verify_report(const Job& job, wire::JobResult::Builder out
     const VerifyMismatch& m = v.mismatches()[i];
     list[i].setChunk(m.chunks.first);
     list[i].setChunks(m.chunks.count);
+    list[i].setNote(verify_search_note(m.search));
     auto copies = list[i].initCopies(uint32_t(m.copies.size()));
     for (uint32_t k = 0; k < copies.size(); ++k) {
       const VerifyCopy& c = m.copies[k];
@@ -102,6 +106,7 @@ void Scheduler::write_verify_report(const Job& job, wire::JobResult::Builder out
       copies[k].setMin(c.partial.min);
       copies[k].setMax(c.partial.max);
       copies[k].setSuspect(c.suspect);
+      to_wire(c.partial.exact, copies[k].initExact());
     }
   }
 }

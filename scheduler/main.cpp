@@ -32,6 +32,7 @@ struct Flags {
   std::string token_file;
   psched::TlsFiles tls;
   uint32_t worker_timeout_s = 30;
+  uint32_t stall_timeout_s = 10;
   uint32_t handshake_timeout_s = 5;
   int64_t spin_us = psched::kDefaultSpin.count();
   bool max_connections_given = false;  // --max-connections was on the command line
@@ -56,6 +57,10 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--worker-timeout", f.worker_timeout_s,
                  "Seconds of silence after which a worker is declared dead")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 86400));
+  app.add_option("--stall-timeout", f.stall_timeout_s,
+                 "Seconds a worker holding work may report no progress (its heartbeat going on: a "
+                 "hung kernel) before its work runs elsewhere; longer where its chunks are long; 0 = never")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(0, 86400));
   app.add_option("--allowed-failures", f.config.allowed_failures,
                  "A chunk that fails on this many workers fails its job")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1000));
@@ -173,6 +178,7 @@ std::optional<int> fit_connections_to_descriptors(Flags& f) {
 std::optional<int> complete(Flags& f) {
   psched::SchedulerConfig& config = f.config;
   config.worker_timeout_ms = f.worker_timeout_s * 1000;
+  config.stall_timeout_ms = f.stall_timeout_s * 1000;
   // A dashboard given only a port listens where the scheduler does: `--host 127.0.0.1` keeps both
   // off the network, and the published URL names the same host.
   if (!config.host.empty() && !config.dashboard_address.empty() && config.dashboard_address[0] == ':')

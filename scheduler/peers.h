@@ -141,6 +141,12 @@ struct WorkerRecord : WorkerInfo {
   WorkerId giving_back_to = 0;
   uint64_t elements_done = 0;  // array elements of the chunks it finished
   std::chrono::steady_clock::time_point joined = std::chrono::steady_clock::now();
+  // Stalls (scheduler/stall.h, stalls.cpp): when its work last moved (its last ResultBatch, or work
+  // handed to it while it held none); `stalled` while it holds work it made no progress on for too
+  // long: its work was re-queued and it gets none until it reports again. `stalled_once` stays:
+  // its results for chunks re-queued then are late, not a protocol error.
+  std::chrono::steady_clock::time_point progress_at = std::chrono::steady_clock::now();
+  bool stalled = false, stalled_once = false;
 
   // Device seconds per element (GPU workers: their busy time is the device's, without overlap), an
   // average over their ResultBatches; 0 until measured.

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "app/logging.h"
+#include "core/plural.h"
 #include "net/wire_convert.h"
 #include "scheduler/scheduler.h"
 
@@ -18,8 +19,9 @@ namespace {
 
 // Why a batch's results cannot be taken (empty: they can): one names no chunks, crosses a block
 // of a job that asked for a partial per block (DefineJob.partialBlock), or chunks not all running
-// on `worker` (nor settled already: a late duplicate is ignored, not refused).
-std::string refused_result(const Job& job, WorkerId worker, capnp::List<wire::ChunkPartial>::Reader results) {
+// on `worker` (nor settled already: a late duplicate is ignored, not refused; nor, from a worker
+// that once stalled, re-queued meanwhile: late too, and skipped by apply_partials).
+std::string refused_result(const Job& job, const WorkerRecord& worker, capnp::List<wire::ChunkPartial>::Reader results) {
   const uint64_t block = job.partial_block();
   for (auto r : results) {
     const ChunkRange range{r.getChunk(), r.getChunks()};
@@ -27,16 +29,13 @@ std::string refused_result(const Job& job, WorkerId worker, capnp::List<wire::Ch
     if (range.count == 0)
       return fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job.id());
     if (inside && block > 0 && range.first / block != (range.end() - 1) / block)
-      return fmt::format("a result for chunks {} to {} of job {}, which asked for a partial per {}", range.first,
-                         range.end() - 1, job.id(), block == 1 ? "chunk" : fmt::format("{} chunks", block));
-    if (inside && (job.ranges().running_here(range, worker) || job.verify.running_here(range, worker) ||
-                   job.ranges().all_settled(range)))
+      return fmt::format("a result for {} of job {}, which asked for a partial per {}",
+                         chunks_text(range.first, range.count), job.id(), block == 1 ? "chunk" : fmt::format("{} chunks", block));
+    if (inside && (worker.stalled_once || job.ranges().running_here(range, worker.id) ||
+                   job.verify.running_here(range, worker.id) || job.ranges().all_settled(range)))
       continue;
-    return range.count == 1
-               ? fmt::format("result for chunk {} of job {} that was not assigned to this worker", range.first,
-                             job.id())
-               : fmt::format("result for chunks {} to {} of job {} that were not all assigned to this worker",
-                             range.first, range.first + (range.count - 1), job.id());
+    return fmt::format("result for {} of job {} that {} assigned to this worker", chunks_text(range.first, range.count),
+                       job.id(), range.count == 1 ? "was not" : "were not all");
   }
   return {};
 }
@@ -61,12 +60,13 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     return;
   }
   Job& job = *it->second;
+  progress_from(worker);
   const Reported reported{batch.getResults(), batch.getFailures()};
   const double busy = observe_busy(worker, job, reported, batch.getBusySeconds());
   // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
   // good results first would keep a liar's partials, and could leave a job with every chunk done
   // and no one to complete it.
-  if (const std::string wrong = refused_result(job, worker.id, reported.results); !wrong.empty()) {
+  if (const std::string wrong = refused_result(job, worker, reported.results); !wrong.empty()) {
     protocol_error(*worker.conn, wrong);
     return;
   }
@@ -112,6 +112,9 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, const Reported& b
   for (auto r : batch.results) {
     const ChunkRange range{r.getChunk(), r.getChunks()};
     const uint64_t chunk = range.first;
+    if (worker.stalled_once && !job.ranges().running_here(range, worker.id) &&
+        !job.verify.running_here(range, worker.id))
+      continue;  // re-queued when it stalled: late, whether done elsewhere yet or not
     // The common case: the range's exact terms go straight into the job's total.
     if (job.partial_block() == 0) {
       const auto exact = r.getExact();

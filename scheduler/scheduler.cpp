@@ -163,6 +163,7 @@ void Scheduler::heartbeat() {
   if (workers_.empty()) {
     for (auto& [id, job] : jobs_) send_progress(*job, /*force=*/true);  // still no workers
   }
+  check_stalls();
   heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.heartbeat_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) heartbeat();
@@ -386,7 +387,15 @@ void Scheduler::on_client_message(ClientRecord& client, wire::Message::Reader me
       return;
     case wire::Message::CANCEL: {
       const JobId id = message.getCancel().getJobId();
-      if (client.jobs.count(id)) cancel_job(id);
+      if (client.jobs.count(id)) {
+        cancel_job(id);
+      } else if (jobs_.count(id)) {  // not ours to cancel; an unknown id may be its own job, just ended
+        send_message(*client.conn, [&](wire::Message::Builder m) {
+          auto e = m.initError();
+          e.setMessage(fmt::format("job {} is another client's: not cancelled", id));
+          e.setJobId(id);
+        });
+      }
       return;
     }
     case wire::Message::CLUSTER_INFO_REQUEST:

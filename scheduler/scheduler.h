@@ -70,6 +70,9 @@ struct SchedulerConfig {
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   uint32_t heartbeat_ms = 1000;         // at most: the Scheduler lowers it (heartbeat_ms_for)
   uint32_t worker_timeout_ms = 30000;     // a worker silent this long is dead
+  // A worker holding work that reports no progress this long (or kStallFactor times what its
+  // reports should take, if longer: scheduler/stall.h) has stalled; 0: never judged.
+  uint32_t stall_timeout_ms = 10000;
   uint32_t client_timeout_ms = 60000;     // a client silent this long is gone
   uint32_t handshake_timeout_ms = 5000;   // Hello must arrive within this
   uint32_t allowed_failures = 3;
@@ -86,6 +89,7 @@ struct SchedulerCounters {
   uint64_t tasks_given_back = 0;  // handed back unstarted from a job's tail (scheduler/give_back.h)
   uint64_t bytes_reduced = 0;
   uint64_t connections_refused = 0, protocol_errors = 0;
+  uint64_t workers_stalled = 0;  // times a worker holding work stopped making progress (stalls.cpp)
   ChunkSecondsHistogram chunk_seconds;  // filled from ResultBatch busy seconds
   // Verify (scheduler/verify.h): chunks whose copies were compared, and suspect copies by worker
   // name (kept after a worker leaves: a Prometheus counter never goes back).
@@ -198,6 +202,12 @@ class Scheduler {
   // take with their next top-up.
   void wake_idle();
   void note_idle(const WorkerRecord& worker);  // after a top-up: idle or not
+  // stalls.cpp: at each heartbeat, a worker that holds work and made no progress for longer than
+  // stall_bound() is stalled: its work runs elsewhere, unblamed, and its jobs' clients are told.
+  void check_stalls();
+  double stall_bound(const WorkerRecord& w) const;
+  void stall_worker(WorkerRecord& w);
+  void progress_from(WorkerRecord& w);  // a ResultBatch came from it
   struct PlannedTopUp {
     WorkerRecord* worker;
     std::vector<JobTopUp> jobs;

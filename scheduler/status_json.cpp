@@ -47,6 +47,7 @@ void write_worker(JsonText& out, const WorkerRecord& w, const WorkerRates& rates
     out.null();
   }
   out.key("slow").value(slow);
+  out.key("stalled").value(w.stalled);  // holding work, no progress: its work ran elsewhere
   out.end_object();
 }
 

@@ -35,6 +35,7 @@ class Plan {
 
   // A range taken for the worker: into its window and the job's entry.
   void add(JobTopUp& entry, ChunkRange r, uint64_t unit) {
+    if (worker_.in_flight.size() == 0) worker_.progress_at = std::chrono::steady_clock::now();  // from now on
     worker_.in_flight.add(entry.job->id(), r.count, unit, entry.job->spec()->chunk_elements());
     auto& ranges = entry.ranges;
     if (!ranges.empty() && ranges.back().end() == r.first && ranges.back().count + r.count <= UINT32_MAX) {
@@ -123,6 +124,7 @@ uint64_t least_turn(const WorkerRecord& worker, const Job& job, std::chrono::mic
 
 std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const TopUpContext& context) {
   if (worker.isolating && worker.in_flight.size() > 0) return {};  // a suspect runs alone
+  if (worker.stalled) return {};  // until it reports again (Scheduler::check_stalls)
   worker.isolating = false;
   Plan plan(worker);
   // What this top-up may take over all jobs, in elements: the worker's part of all the work

@@ -94,32 +94,110 @@ bool BlockVerifier::computed_by(const Pending& p, WorkerId worker) {
   return any_worker(p, [&](WorkerId w) { return w == worker; });
 }
 
+const char* verify_search_note(VerifySearch search) {
+  switch (search) {
+    case VerifySearch::kFound:
+      return "";
+    case VerifySearch::kNoMajority:
+      return "three copies that all differ: no odd copy to search";
+    case VerifySearch::kOddWorkerLeft:
+      return "the search stopped: the odd copy's worker left";
+    case VerifySearch::kNoOtherWorker:
+      return "the search stopped: no other worker was left to compare with";
+    case VerifySearch::kStepFailed:
+      return "the search stopped: one of its steps failed";
+    case VerifySearch::kNotReproduced:
+      return "the search stopped: computed again, the odd copy's worker agreed (not deterministic?)";
+  }
+  return "";
+}
+
+// The one place a block's phase changes; what each phase implies is checked on entering it.
+void BlockVerifier::move(Pending& p, Phase to) {
+  const Phase from = p.phase;
+  const bool queued = std::any_of(p.tasks.begin(), p.tasks.end(), [](const Task& t) { return t.state == State::kQueued; });
+  bool legal = false;
+  switch (to) {
+    case Phase::kCopies:
+      legal = from == Phase::kFirstCopy && p.first.chunks == p.block.count && p.copies.size() == 1;
+      break;
+    case Phase::kNarrowing:
+      legal = from == Phase::kCopies && p.mismatch && !p.to_check.empty();
+      break;
+    case Phase::kDecided:
+      legal = (from == Phase::kCopies || from == Phase::kNarrowing) && !queued && !p.probe && p.to_check.empty();
+      break;
+    case Phase::kSettled:
+      legal = from == Phase::kDecided && p.tasks.empty();
+      break;
+    case Phase::kFirstCopy:
+      break;
+  }
+  PSCHED_ASSERT(legal && p.listed.has_value() == queued, int(from), int(to), p.block.first, p.tasks.size(), queued);
+  p.phase = to;
+}
+
+// The one place a task's state changes: kNew -> kQueued -> kRunning -> kDone, kRunning -> kQueued
+// (its worker left), kQueued -> kDone (dropped). Keeps queued_ and the block's place in queue_.
+BlockVerifier::Tasks::iterator BlockVerifier::move_task(Pending& p, Tasks::iterator t, State to, WorkerId worker,
+                                                        bool front) {
+  const State from = t->state;
+  const bool searching = t->kind == Kind::kBlock ? p.phase == Phase::kCopies : p.phase == Phase::kNarrowing;
+  bool legal = false;
+  switch (to) {
+    case State::kQueued:
+      legal = (from == State::kNew || from == State::kRunning) && searching;
+      queued_ += t->range.count;
+      t->worker = 0;
+      t->got = Copy{};
+      break;
+    case State::kRunning:
+      legal = from == State::kQueued && searching && worker != 0;
+      queued_ -= t->range.count;
+      t->worker = worker;
+      break;
+    case State::kDone:
+      legal = from == State::kQueued || from == State::kRunning;
+      if (from == State::kQueued) queued_ -= t->range.count;
+      break;
+    case State::kNew:
+      break;
+  }
+  PSCHED_ASSERT(legal, int(from), int(to), int(t->kind), int(p.phase), t->range.first, t->range.count);
+  t->state = to;
+  auto next = std::next(t);
+  if (to == State::kDone) next = p.tasks.erase(t);
+  // queue_ lists the block exactly while it has a queued task.
+  const bool queued = std::any_of(p.tasks.begin(), p.tasks.end(), [](const Task& x) { return x.state == State::kQueued; });
+  if (!queued && p.listed) {
+    queue_.erase(*p.listed);
+    p.listed.reset();
+  } else if (queued && !p.listed) {
+    p.listed = front ? queue_.insert(queue_.begin(), p.block.first / block_) : queue_.insert(queue_.end(), p.block.first / block_);
+  } else if (queued && front && to == State::kQueued) {
+    queue_.splice(queue_.begin(), queue_, *p.listed);  // a copy sent back goes out first
+  }
+  return next;
+}
+
 void BlockVerifier::first_piece(ChunkRange range, VerifyCopy copy) {
   const uint64_t block = range.first / block_;
   auto [it, fresh] = pending_.try_emplace(block);
   Pending& p = it->second;
   if (fresh) p.block = block_of(range.first);
-  PSCHED_REQUIRE(range.count > 0 && range.end() <= p.block.end() && p.copies.empty(), range.first,
+  PSCHED_REQUIRE(range.count > 0 && range.end() <= p.block.end() && p.phase == Phase::kFirstCopy, range.first,
                  range.count, p.block.first);
   p.first.add(range, std::move(copy));
   PSCHED_ASSERT(p.first.chunks <= p.block.count, p.first.chunks, p.block.count);
   if (p.first.chunks < p.block.count) return;
   p.copies.push_back(p.first.whole());
-  queue(block, p, Kind::kBlock, p.block, 0, /*front=*/false);
+  move(p, Phase::kCopies);
+  queue(p, Kind::kBlock, p.block, 0, /*front=*/false);
 }
 
-void BlockVerifier::queue(uint64_t block, Pending& p, Kind kind, ChunkRange range, WorkerId pinned,
-                          bool front) {
-  const bool listed = std::any_of(p.tasks.begin(), p.tasks.end(),
-                                  [](const Task& t) { return t.state == State::kQueued; });
-  p.tasks.push_back(Task{kind, range, State::kQueued, pinned, {}});
-  queued_ += range.count;
-  if (listed) return;
-  if (front) {
-    queue_.push_front(block);
-  } else {
-    queue_.push_back(block);
-  }
+void BlockVerifier::queue(Pending& p, Kind kind, ChunkRange range, WorkerId pinned, bool front) {
+  p.tasks.push_back(Task{kind, range, pinned, State::kNew, 0, {}});
+  move_task(p, std::prev(p.tasks.end()), State::kQueued, 0, front);
 }
 
 bool BlockVerifier::may_take(const Pending& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const {
@@ -127,7 +205,7 @@ bool BlockVerifier::may_take(const Pending& p, const Task& t, WorkerId worker, c
     case Kind::kBlock:
       return !computed_by(p, worker) || !peers.someone_else(workers_of(p));
     case Kind::kSuspect:
-      return worker == t.worker;
+      return worker == t.pinned;
     case Kind::kOther:
       return worker != p.probe->suspect.worker;
   }
@@ -138,34 +216,27 @@ uint64_t BlockVerifier::take(WorkerId worker, uint64_t max, const VerifyPeers& p
   uint64_t n = 0;
   for (auto it = queue_.begin(); it != queue_.end() && n < max;) {
     Pending& p = must_find(pending_, *it);
-    bool left = false;
-    for (Task& t : p.tasks) {
-      if (t.state != State::kQueued) continue;
-      if ((n > 0 && n + t.range.count > max) || !may_take(p, t, worker, peers)) {
-        left = true;
+    ++it;  // taking its last queued task takes the block out of queue_
+    for (auto t = p.tasks.begin(); t != p.tasks.end(); ++t) {
+      if (t->state != State::kQueued || (n > 0 && n + t->range.count > max) || !may_take(p, *t, worker, peers))
         continue;
-      }
-      t.state = State::kRunning;
-      t.worker = worker;
-      queued_ -= t.range.count;
-      n += t.range.count;
-      out.push_back(t.range);
+      n += t->range.count;
+      out.push_back(t->range);
+      move_task(p, t, State::kRunning, worker);
     }
-    it = left ? std::next(it) : queue_.erase(it);
   }
   return n;
 }
 
-const BlockVerifier::Task* BlockVerifier::running_task(const Pending& p, ChunkRange r, WorkerId worker) {
-  for (const Task& t : p.tasks)
-    if (t.state == State::kRunning && t.worker == worker && r.first >= t.range.first && r.end() <= t.range.end())
-      return &t;
-  return nullptr;
+BlockVerifier::Tasks::const_iterator BlockVerifier::running_task(const Pending& p, ChunkRange r, WorkerId worker) {
+  return std::find_if(p.tasks.begin(), p.tasks.end(), [&](const Task& t) {
+    return t.state == State::kRunning && t.worker == worker && r.first >= t.range.first && r.end() <= t.range.end();
+  });
 }
 
 bool BlockVerifier::running_here(ChunkRange r, WorkerId worker) const {
   auto it = pending_.find(r.first / block_);
-  return r.count > 0 && it != pending_.end() && running_task(it->second, r, worker) != nullptr;
+  return r.count > 0 && it != pending_.end() && running_task(it->second, r, worker) != it->second.tasks.end();
 }
 
 std::vector<ChunkRange> BlockVerifier::running_of(WorkerId worker) const {
@@ -191,14 +262,15 @@ std::optional<VerifySettled> BlockVerifier::account(ChunkRange r, WorkerId worke
                                                     TakeIn&& in) {
   const uint64_t block = r.first / block_;
   Pending& p = must_find(pending_, block);
-  const Task* found = running_task(p, r, worker);
-  PSCHED_REQUIRE(found != nullptr, r.first, r.count, worker);
-  auto t = p.tasks.begin() + (found - p.tasks.data());
+  const auto found = running_task(p, r, worker);
+  PSCHED_REQUIRE(found != p.tasks.end(), r.first, r.count, worker);
+  const auto t = p.tasks.erase(found, found);  // the same task, mutable
   in(p, t->got);
   if (t->got.chunks < t->range.count) return std::nullopt;
-  Task done = std::move(*t);
-  p.tasks.erase(t);
-  return task_done(block, p, std::move(done), peers);
+  const Task done = *t;
+  move_task(p, t, State::kDone);
+  task_done(p, done, peers);
+  return settle_if_idle(block);
 }
 
 std::optional<VerifySettled> BlockVerifier::piece_done(ChunkRange r, VerifyCopy copy, const VerifyPeers& peers) {
@@ -219,107 +291,103 @@ uint32_t BlockVerifier::chunk_failed(uint64_t chunk, WorkerId worker, const std:
 }
 
 void BlockVerifier::worker_gone(WorkerId worker, const std::string& worker_name, bool blame, uint32_t limit,
-                                std::vector<ChunkRange>& at_limit, std::vector<VerifySettled>& settled) {
-  std::vector<uint64_t> ended;
+                                const VerifyPeers& peers, std::vector<ChunkRange>& at_limit,
+                                std::vector<VerifySettled>& settled) {
+  std::vector<uint64_t> touched;
   for (auto& [block, p] : pending_) {
-    bool requeued = false, lost = false;
+    bool requeued = false, dropped = false;
     for (auto t = p.tasks.begin(); t != p.tasks.end();) {
-      if (t->worker != worker || (t->kind != Kind::kSuspect && t->state != State::kRunning)) {
+      if (t->state != State::kRunning || t->worker != worker) {
         ++t;
-      } else if (t->kind == Kind::kSuspect) {  // the odd copy's worker is gone: the search ends here
-        if (t->state == State::kQueued) queued_ -= t->range.count;
-        t = p.tasks.erase(t);
-        lost = true;
+      } else if (p.phase == Phase::kDecided || t->kind == Kind::kSuspect) {
+        t = move_task(p, t, State::kDone);  // no longer needed, or only it could compute it
+        dropped = true;
       } else {  // a block's copy, or a search step on another worker: to someone else
-        t->state = State::kQueued;
-        t->worker = 0;
-        t->got = Copy{};
-        queued_ += t->range.count;
+        move_task(p, t++, State::kQueued, 0, /*front=*/true);
         requeued = true;
-        ++t;
       }
     }
-    if (requeued) {
-      if (blame) p.failed_on.push_back(worker_name);
-      if (blame && p.failed_on.size() >= limit) at_limit.push_back(p.block);
-      queue_.push_front(block);
+    if (requeued && blame) {
+      p.failed_on.push_back(worker_name);
+      if (p.failed_on.size() >= limit) at_limit.push_back(p.block);
     }
-    if (lost) {
-      end_search(p);
-      ended.push_back(block);
+    if (p.phase == Phase::kNarrowing) {
+      const WorkerId odd = p.probe->suspect.worker;
+      if (odd == worker || !peers.connected(odd)) {
+        end_search(p, VerifySearch::kOddWorkerLeft);
+      } else if (!peers.someone_else({odd})) {
+        end_search(p, VerifySearch::kNoOtherWorker);
+      }
     }
+    if (dropped || p.phase == Phase::kDecided) touched.push_back(block);
   }
-  for (const uint64_t block : ended)
-    if (auto s = settle_if_done(block)) settled.push_back(*s);
+  for (const uint64_t block : touched)
+    if (auto s = settle_if_idle(block)) settled.push_back(*s);
 }
 
-// The search for the odd chunk stops where it got (the mismatch names the smallest range known):
-// queued steps are dropped; running ones finish, and their results change nothing.
-void BlockVerifier::end_search(Pending& p) {
-  for (auto t = p.tasks.begin(); t != p.tasks.end();) {
-    if (t->state == State::kQueued && t->kind != Kind::kBlock) {
-      queued_ -= t->range.count;
-      t = p.tasks.erase(t);
-    } else {
-      ++t;
-    }
-  }
+// The search for the odd chunk stops where it got (the mismatch names the smallest range known,
+// and why): queued steps are dropped; running ones finish, and their results change nothing.
+void BlockVerifier::end_search(Pending& p, VerifySearch why) {
+  for (auto t = p.tasks.begin(); t != p.tasks.end();)
+    t = t->state == State::kQueued ? move_task(p, t, State::kDone) : std::next(t);
   p.probe.reset();
   p.to_check.clear();
+  p.mismatch->search = why;
+  move(p, Phase::kDecided);
 }
 
-std::optional<VerifySettled> BlockVerifier::task_done(uint64_t block, Pending& p, Task task,
-                                                      const VerifyPeers& peers) {
+void BlockVerifier::task_done(Pending& p, const Task& task, const VerifyPeers& peers) {
+  if (p.phase == Phase::kDecided) return;  // a step of a search that ended: its result changes nothing
   if (task.got.failed) {
     if (task.kind == Kind::kBlock) {  // runs again, on another worker if there is one
-      queue(block, p, Kind::kBlock, task.range, 0, /*front=*/true);
-      return std::nullopt;
+      queue(p, Kind::kBlock, task.range, 0, /*front=*/true);
+    } else {
+      end_search(p, VerifySearch::kStepFailed);
     }
-    end_search(p);  // a search step failed: the search ends where it got
-    return settle_if_done(block);
+    return;
   }
   if (task.kind == Kind::kBlock) {
     p.copies.push_back(task.got.whole());
-    decide(block, p, peers);
-  } else if (p.probe) {  // else the search ended meanwhile
-    Probe& probe = *p.probe;
-    (task.kind == Kind::kSuspect ? probe.suspect_got : probe.other_got) = task.got.whole();
-    if (probe.check) {  // a piece's own partial is known; now the other worker's
-      probe.check = false;
-      probe_step(block, p, peers);
-    } else if (probe.suspect_got && probe.other_got) {
-      const bool differ = !same_bits(probe.suspect_got->partial, probe.other_got->partial);
-      const ChunkRange rest{probe.asked.end(), probe.range.end() - probe.asked.end()};
-      if (probe.asked == probe.range || differ) {  // the difference is in what was asked
-        probe.range = probe.asked;
-        probe.suspect.partial = probe.suspect_got->partial;
-        probe_step(block, p, peers);
-      } else {  // the left half agrees, so the right half differs
-        probe.range = rest;
-        ask(block, p, rest.count == 1 ? rest : ChunkRange{rest.first, rest.count / 2}, peers);
-      }
+    decide(p, peers);
+    return;
+  }
+  PSCHED_ASSERT(p.phase == Phase::kNarrowing && p.probe, int(p.phase), p.block.first);
+  Probe& probe = *p.probe;
+  (task.kind == Kind::kSuspect ? probe.suspect_got : probe.other_got) = task.got.whole();
+  if (probe.check) {  // a piece's own partial is known; now the other worker's
+    probe.check = false;
+    probe_step(p, peers);
+  } else if (probe.suspect_got && probe.other_got) {
+    const bool differ = !same_bits(probe.suspect_got->partial, probe.other_got->partial);
+    const ChunkRange rest{probe.asked.end(), probe.range.end() - probe.asked.end()};
+    if (probe.asked == probe.range || differ) {  // the difference is in what was asked
+      probe.range = probe.asked;
+      probe.suspect.partial = probe.suspect_got->partial;
+      probe_step(p, peers);
+    } else {  // the left half agrees, so the right half differs
+      probe.range = rest;
+      ask(p, rest.count == 1 ? rest : ChunkRange{rest.first, rest.count / 2}, peers);
     }
   }
-  return settle_if_done(block);
 }
 
-void BlockVerifier::decide(uint64_t block, Pending& p, const VerifyPeers& peers) {
+void BlockVerifier::decide(Pending& p, const VerifyPeers& peers) {
   std::vector<VerifyCopy>& c = p.copies;
   size_t odd = c.size();  // the one copy against a majority, if any
   if (c.size() == 2) {
     p.keep = c[0].partial;
     if (same_bits(c[0].partial, c[1].partial)) {
-      p.decided = true;
+      move(p, Phase::kDecided);
       return;
     }
     if (peers.someone_else(workers_of(p))) {  // a third worker breaks the tie
-      queue(block, p, Kind::kBlock, p.block, 0, /*front=*/true);
+      queue(p, Kind::kBlock, p.block, 0, /*front=*/true);
       return;
     }
     c[0].suspect = c[1].suspect = true;  // no majority: both are suspects, the first copy counts
     odd = 1;                             // search where the second differs from the first
   } else {
-    PSCHED_ASSERT(c.size() == 3, block, c.size());
+    PSCHED_ASSERT(c.size() == 3, p.block.first, c.size());
     p.keep = c[0].partial;
     const bool third_apart = c[2].worker != c[1].worker &&
                              std::none_of(p.first.pieces.begin(), p.first.pieces.end(),
@@ -339,9 +407,11 @@ void BlockVerifier::decide(uint64_t block, Pending& p, const VerifyPeers& peers)
     p.majority = odd < c.size() && !c[0].suspect;
     if (odd < c.size()) c[odd].suspect = true;
   }
-  p.decided = true;
-  p.mismatch = VerifyMismatch{p.block, c};
-  if (odd == c.size() || p.block.count == 1) return;
+  p.mismatch = VerifyMismatch{p.block, c, odd == c.size() ? VerifySearch::kNoMajority : VerifySearch::kFound};
+  if (odd == c.size() || p.block.count == 1) {
+    move(p, Phase::kDecided);
+    return;
+  }
   // Narrow it down: the odd copy's pieces, each against the others' partial.
   p.reference = odd == 0 ? c[1].partial : c[0].partial;
   if (odd == 0) {
@@ -349,37 +419,48 @@ void BlockVerifier::decide(uint64_t block, Pending& p, const VerifyPeers& peers)
   } else {
     p.to_check.emplace_back(p.block, c[odd]);
   }
-  next_probe(block, p, peers);
+  move(p, Phase::kNarrowing);
+  next_probe(p, peers);
 }
 
-void BlockVerifier::next_probe(uint64_t block, Pending& p, const VerifyPeers& peers) {
+// On to the next of the odd copy's pieces; the search ends when none is left to search.
+void BlockVerifier::next_probe(Pending& p, const VerifyPeers& peers) {
   p.probe.reset();
+  VerifySearch why = VerifySearch::kNotReproduced;  // every piece searched agreed
   while (!p.to_check.empty()) {
     auto [range, suspect] = std::move(p.to_check.back());
     p.to_check.pop_back();
     suspect.suspect = true;
     // A search needs the suspect's worker and another.
-    if (!peers.connected(suspect.worker) || !peers.someone_else({suspect.worker})) continue;
+    if (!peers.connected(suspect.worker)) {
+      why = VerifySearch::kOddWorkerLeft;
+      continue;
+    }
+    if (!peers.someone_else({suspect.worker})) {
+      why = VerifySearch::kNoOtherWorker;
+      continue;
+    }
     p.probe = Probe{range, range, std::move(suspect), std::nullopt, std::nullopt, false};
     if (range == p.block) {  // the others' partial of it is known
       VerifyCopy other;
       other.partial = p.reference;
       p.probe->other_got = other;
-      probe_step(block, p, peers);
+      probe_step(p, peers);
     } else {  // a piece of a first copy: is it the one that differs?
       p.probe->check = true;
-      queue(block, p, Kind::kOther, range, 0, /*front=*/true);
+      queue(p, Kind::kOther, range, 0, /*front=*/true);
     }
     return;
   }
+  end_search(p, why);
 }
 
 // The probe's range and the other worker's partial of it are known: on to its left half, or done.
-void BlockVerifier::probe_step(uint64_t block, Pending& p, const VerifyPeers& peers) {
+void BlockVerifier::probe_step(Pending& p, const VerifyPeers& peers) {
   Probe& probe = *p.probe;
   const VerifyCopy& other = *probe.other_got;
   if (same_bits(probe.suspect.partial, other.partial)) {  // this piece is not the odd one
-    next_probe(block, p, peers);
+    next_probe(p, peers);
     return;
   }
   if (probe.range.count == 1) {  // found: the chunk, the two workers and what each got
@@ -389,30 +470,35 @@ void BlockVerifier::probe_step(uint64_t block, Pending& p, const VerifyPeers& pe
       p.mismatch->chunks = probe.range;
       p.mismatch->copies = {probe.suspect, good};
     }
-    p.probe.reset();
-    p.to_check.clear();
+    end_search(p, VerifySearch::kFound);
     return;
   }
-  ask(block, p, ChunkRange{probe.range.first, probe.range.count / 2}, peers);
+  ask(p, ChunkRange{probe.range.first, probe.range.count / 2}, peers);
 }
 
-void BlockVerifier::ask(uint64_t block, Pending& p, ChunkRange range, const VerifyPeers& peers) {
+void BlockVerifier::ask(Pending& p, ChunkRange range, const VerifyPeers& peers) {
   Probe& probe = *p.probe;
   if (!peers.connected(probe.suspect.worker)) {  // it left between two steps
-    end_search(p);
+    end_search(p, VerifySearch::kOddWorkerLeft);
+    return;
+  }
+  if (!peers.someone_else({probe.suspect.worker})) {
+    end_search(p, VerifySearch::kNoOtherWorker);
     return;
   }
   probe.asked = range;
   probe.suspect_got.reset();
   probe.other_got.reset();
-  queue(block, p, Kind::kSuspect, range, probe.suspect.worker, /*front=*/true);
-  queue(block, p, Kind::kOther, range, 0, /*front=*/true);
+  queue(p, Kind::kSuspect, range, probe.suspect.worker, /*front=*/true);
+  queue(p, Kind::kOther, range, 0, /*front=*/true);
 }
 
-std::optional<VerifySettled> BlockVerifier::settle_if_done(uint64_t block) {
+std::optional<VerifySettled> BlockVerifier::settle_if_idle(uint64_t block) {
   auto it = pending_.find(block);
+  PSCHED_ASSERT(it != pending_.end(), block);
   Pending& p = it->second;
-  if (!p.decided || p.probe || !p.to_check.empty() || !p.tasks.empty()) return std::nullopt;
+  if (p.phase != Phase::kDecided || !p.tasks.empty()) return std::nullopt;
+  move(p, Phase::kSettled);
   VerifySettled s;
   s.block = p.block;
   s.keep = p.keep;

@@ -53,10 +53,24 @@ struct VerifyCopy {
   bool suspect = false;  // the odd one out, or one of copies that disagree with no majority
 };
 
+// How the search for the odd chunk of a mismatched block ended: found, or why it stopped short
+// (the mismatch then names the smallest range known to differ).
+enum class VerifySearch : uint8_t {
+  kFound,           // narrowed down to one chunk (or the block was one chunk)
+  kNoMajority,      // three copies that all differ: no odd copy to search
+  kOddWorkerLeft,   // the odd copy's worker left, so its copy cannot be computed again
+  kNoOtherWorker,   // no worker but the odd copy's was connected to compare with
+  kStepFailed,      // a step of the search failed on its worker
+  kNotReproduced,   // computed again, the odd copy's worker agreed (not deterministic?)
+};
+// The reason in words, for logs and pbench ("" for kFound).
+const char* verify_search_note(VerifySearch search);
+
 // Chunks whose copies differ: a block, or, once narrowed down, one chunk.
 struct VerifyMismatch {
   ChunkRange chunks;
   std::vector<VerifyCopy> copies;  // each copy's partial over `chunks`, in the order computed
+  VerifySearch search = VerifySearch::kFound;
 };
 
 // A block the copies settled: its chunks are done with `keep` (credited to `credit`, the first
@@ -116,11 +130,13 @@ class BlockVerifier {
   // `settled` is set when the block settled (a narrowing step failed, which ends the search).
   uint32_t chunk_failed(uint64_t chunk, WorkerId worker, const std::string& worker_name,
                         const VerifyPeers& peers, std::optional<VerifySettled>& settled);
-  // `worker` left (blame: it died or was cut off, naming it): its running copies go back to the
-  // queue, and narrowing steps it was to run end the search. Blocks whose failures reach `limit`
-  // are appended to `at_limit`, blocks this settled to `settled`.
+  // `worker` left (blame: it died or was cut off, naming it; `peers` no longer has it): its running
+  // copies go back to the queue, and a search that needed it (the odd copy's worker, or the last
+  // other one) ends. Blocks whose failures reach `limit` are appended to `at_limit`, blocks this
+  // settled to `settled`.
   void worker_gone(WorkerId worker, const std::string& worker_name, bool blame, uint32_t limit,
-                   std::vector<ChunkRange>& at_limit, std::vector<VerifySettled>& settled);
+                   const VerifyPeers& peers, std::vector<ChunkRange>& at_limit,
+                   std::vector<VerifySettled>& settled);
   // The workers copies of `chunk`'s block failed on (empty when none, or the block is settled).
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
 
@@ -144,15 +160,30 @@ class BlockVerifier {
   // What a copy computes: the block again, or a narrowing step's range on the odd copy's worker
   // (kSuspect, pinned to it) or on another (kOther).
   enum class Kind : uint8_t { kBlock, kSuspect, kOther };
-  // A copy is queued, then runs on one worker, then is done (and leaves the block's list).
-  enum class State : uint8_t { kQueued, kRunning };
+  // A copy is queued, then runs on one worker, then is done (and leaves the block's list); a
+  // queued one may be dropped (the search ended), a running one sent back to the queue (its
+  // worker left) or dropped (its worker left once the block no longer needs it). move_task() is
+  // the one place a task's state changes.
+  enum class State : uint8_t { kNew, kQueued, kRunning, kDone };
   struct Task {
     Kind kind;
     ChunkRange range;
-    State state = State::kQueued;
-    WorkerId worker = 0;  // running on it; kSuspect: pinned to it
+    WorkerId pinned = 0;  // kSuspect: the odd copy's worker, the only one that may run it
+    State state = State::kNew;
+    WorkerId worker = 0;  // running on it
     Copy got;
   };
+  using Tasks = std::list<Task>;
+  // A block's life; move() is the one place it changes, and checks what each phase implies:
+  //   kFirstCopy -> kCopies     its first copy is whole: the second is queued (a third on a tie)
+  //   kCopies -> kNarrowing     the copies differ: the search for the chunk begins
+  //   kCopies -> kDecided       the copies agree, or differ with nothing to search
+  //   kNarrowing -> kDecided    the search found the chunk or stopped (VerifyMismatch::search says
+  //                             why); its queued steps are dropped
+  //   kDecided -> kSettled      no step of it runs any more: the block leaves pending_
+  // Only kCopies and kNarrowing have queued tasks, and a block is in queue_ exactly while it has
+  // one (Pending::listed), so a settled block is never in it.
+  enum class Phase : uint8_t { kFirstCopy, kCopies, kNarrowing, kDecided, kSettled };
   // The search for the chunk inside `range` (known or, in a kCheck, suspected to differ) where
   // `suspect`'s copy differs from another worker's; `asked` is what its running step computes.
   struct Probe {
@@ -163,12 +194,13 @@ class BlockVerifier {
   };
   struct Pending {
     ChunkRange block;
+    Phase phase = Phase::kFirstCopy;
+    std::optional<std::list<uint64_t>::iterator> listed;  // its place in queue_
     Copy first;                       // the first copy, as its pieces come in
     std::vector<VerifyCopy> copies;   // whole copies, in the order computed
-    std::vector<Task> tasks;          // copies queued or running
+    Tasks tasks;                      // copies queued or running
     std::vector<std::string> failed_on;
     // Once the copies decide: what the job keeps, and the mismatch being narrowed down.
-    bool decided = false;
     PartialSum keep;
     bool majority = false;
     std::optional<VerifyMismatch> mismatch;
@@ -177,19 +209,22 @@ class BlockVerifier {
     std::optional<Probe> probe;
   };
 
-  void queue(uint64_t block, Pending& p, Kind kind, ChunkRange range, WorkerId pinned, bool front);
+  void move(Pending& p, Phase to);
+  Tasks::iterator move_task(Pending& p, Tasks::iterator t, State to, WorkerId worker = 0, bool front = false);
+  void queue(Pending& p, Kind kind, ChunkRange range, WorkerId pinned, bool front);
   bool may_take(const Pending& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const;
-  static const Task* running_task(const Pending& p, ChunkRange r, WorkerId worker);
+  static Tasks::const_iterator running_task(const Pending& p, ChunkRange r, WorkerId worker);
   template <typename TakeIn>
   std::optional<VerifySettled> account(ChunkRange r, WorkerId worker, const VerifyPeers& peers, TakeIn&& in);
-  void end_search(Pending& p);
+  void end_search(Pending& p, VerifySearch why);
   // A task's chunks are all in: what it means for the block.
-  std::optional<VerifySettled> task_done(uint64_t block, Pending& p, Task task, const VerifyPeers& peers);
-  void decide(uint64_t block, Pending& p, const VerifyPeers& peers);
-  void next_probe(uint64_t block, Pending& p, const VerifyPeers& peers);
-  void probe_step(uint64_t block, Pending& p, const VerifyPeers& peers);
-  void ask(uint64_t block, Pending& p, ChunkRange range, const VerifyPeers& peers);
-  std::optional<VerifySettled> settle_if_done(uint64_t block);
+  void task_done(Pending& p, const Task& task, const VerifyPeers& peers);
+  void decide(Pending& p, const VerifyPeers& peers);
+  void next_probe(Pending& p, const VerifyPeers& peers);
+  void probe_step(Pending& p, const VerifyPeers& peers);
+  void ask(Pending& p, ChunkRange range, const VerifyPeers& peers);
+  // Settles the block if it is decided and nothing of it runs any more (it then leaves pending_).
+  std::optional<VerifySettled> settle_if_idle(uint64_t block);
   static std::vector<WorkerId> workers_of(const Pending& p);
   static bool computed_by(const Pending& p, WorkerId worker);  // workers_of(p) has it, unallocated
   template <typename F>

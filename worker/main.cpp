@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "app/cli_checks.h"
 #include "app/exit_codes.h"
@@ -262,6 +264,30 @@ std::string pin_near_gpu(const psched::NvmlDevice& nvml, const psched::Backend& 
   return psched::cpu_list(cpus);
 }
 
+// How long a stop may take before the worker gives up on it: leaving joins the backend's threads,
+// and a device call that never returns (a hung kernel) holds one of them for good. Below the
+// supervisor's grace (SupervisorOptions::stop_grace_ms, 5 s), so a child says why itself.
+constexpr std::chrono::seconds kStopDeadline{3};
+
+// After the first stop signal, nothing may wait for the event loop, which a hung stop blocks: a
+// second SIGINT/SIGTERM/SIGHUP ends the process at once (a plain handler, not the loop's), and a
+// stop still running after kStopDeadline ends it with kExitDeviceHung.
+void arm_stop_deadline(boost::asio::signal_set& signals) {
+  boost::system::error_code ignored;
+  signals.clear(ignored);
+  struct sigaction at_once = {};
+  at_once.sa_handler = [](int) { _exit(psched::kExitFailure); };
+  sigemptyset(&at_once.sa_mask);
+  for (const int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &at_once, nullptr);
+  std::thread([] {
+    std::this_thread::sleep_for(kStopDeadline);
+    spdlog::error("the stop did not finish within {} s: a device call does not return; exiting {}",
+                  kStopDeadline.count(), int(psched::kExitDeviceHung));
+    spdlog::shutdown();
+    _exit(psched::kExitDeviceHung);
+  }).detach();
+}
+
 // This process is the worker: backend + Worker on one event loop until it leaves.
 int run_worker(const Flags& f) {
   auto made = psched::make_backend(f.backend);
@@ -276,11 +302,9 @@ int run_worker(const Flags& f) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
+    arm_stop_deadline(signals);
     worker.leave(signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "SIGHUP: a hang-up stops a worker",
                  [&io] { io.stop(); });
-    signals.async_wait([](const boost::system::error_code& ec2, int) {
-      if (!ec2) std::_Exit(1);  // a second signal: at once
-    });
   });
   worker.start();
   psched::run_spinning(io, f.backend.spin);

@@ -79,6 +79,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   run_options.on_progress = [tty, shown = pbench::WorkersShown{}](const pclient::Progress& p) mutable {
     if (const std::string line = pbench::workers_state_line(p, shown); !line.empty())
       std::fprintf(stderr, "%spbench: %s\n", tty ? "\n" : "", line.c_str());
+    for (const std::string& notice : p.notices) std::fprintf(stderr, "%spbench: %s\n", tty ? "\n" : "", notice.c_str());
     if (tty) draw_progress(p);
   };
   run_options.verify = f.verify;
@@ -161,7 +162,15 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
       std::cerr << "pbench: no workers: waiting "
                 << (never ? std::string("for ever") : fmt::format("up to {} s", f.no_workers_timeout_ms / 1000))
                 << " for one to register with the scheduler (--no-workers-timeout)" << std::endl;
-      workers = client.wait_for_workers(1, never ? INT_MAX : f.no_workers_timeout_ms);
+      try {
+        workers = client.wait_for_workers(1, never ? INT_MAX : f.no_workers_timeout_ms);
+      } catch (const pclient::Error&) {
+        if (!client.workers().empty()) throw;
+        return fail(psched::Status::error(fmt::format(
+            "no workers: none registered within {} s, so nothing was submitted (a longer --no-workers-timeout "
+            "waits longer)",
+            f.no_workers_timeout_ms / 1000)));
+      }
     }
   }
   if (f.cluster_info) {

@@ -5,22 +5,30 @@
 
 #include <fmt/format.h>
 
+#include "core/partial.h"
 #include "core/plural.h"
 
 namespace pbench {
 
 namespace {
 
+psched::PartialSum partial_of(const pclient::VerifyCopy& c) {
+  psched::PartialSum p{c.sum, c.count, c.min, c.max, {}};
+  p.exact.add_terms(c.exact_terms.data(), c.exact_terms.size());
+  return p;
+}
+
 // "chunk 7: 'w1' (cpu model) sum 1.5 [suspect], 'w2' (...) sum 1.4999999999999998"; a range
 // the scheduler could not narrow down to one chunk: "chunks 0 to 127: ...".
 std::string describe(const pclient::VerifyMismatch& m) {
-  std::string out = m.chunks == 1 ? fmt::format("chunk {}:", m.chunk)
-                                  : fmt::format("chunks {} to {}:", m.chunk, m.chunk + (m.chunks - 1));
+  std::string out = psched::chunks_text(m.chunk, m.chunks) + ":";
   for (size_t i = 0; i < m.copies.size(); ++i) {
     const pclient::VerifyCopy& c = m.copies[i];
-    out += fmt::format("{} worker '{}' ({}) sum {:.17g}{}", i == 0 ? "" : ",", c.worker_name,
-                       c.device_name, c.sum, c.suspect ? " [suspect]" : "");
+    const std::string differs = psched::difference_from(partial_of(c), partial_of(m.copies.front()));
+    out += fmt::format("{} worker '{}' ({}) sum {:.17g}{}{}", i == 0 ? "" : ",", c.worker_name, c.device_name,
+                       c.sum, differs.empty() ? "" : " (" + differs + ")", c.suspect ? " [suspect]" : "");
   }
+  if (!m.note.empty()) out += " (" + m.note + ")";
   return out;
 }
 
@@ -53,8 +61,9 @@ nlohmann::json verify_json(const pclient::Result& r) {
                         {"count", c.count},
                         {"min", c.min},
                         {"max", c.max},
-                        {"suspect", c.suspect}});
-    mismatches.push_back({{"chunk", m.chunk}, {"chunks", m.chunks}, {"copies", copies}});
+                        {"suspect", c.suspect},
+                        {"exact_terms", c.exact_terms}});
+    mismatches.push_back({{"chunk", m.chunk}, {"chunks", m.chunks}, {"copies", copies}, {"note", m.note}});
   }
   return {{"verified_chunks", r.verified_chunks},
           {"same_worker_chunks", r.same_worker_chunks},

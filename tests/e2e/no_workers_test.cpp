@@ -133,6 +133,18 @@ TEST_CASE("pbench says at once that no worker is left and gives up after --no-wo
   CHECK(run.out.find("no workers: none joined within 2 s, ") != std::string::npos);
 }
 
+TEST_CASE("pbench with no worker registered gives up after --no-workers-timeout in seconds, submitting nothing",
+          "[no_workers][pbench]") {
+  TestCluster cluster;
+  const TimedRun run = run_timed({bin_dir() + "/pbench", "-d", "--scheduler", cluster.address(),
+                                  "--no-workers-timeout", "1"});
+  INFO(run.out);
+  CHECK(WEXITSTATUS(run.status) == 1);
+  CHECK(run.out.find("pbench: no workers: none registered within 1 s, so nothing was submitted") !=
+        std::string::npos);
+  CHECK(run.out.find(" ms") == std::string::npos);
+}
+
 TEST_CASE("pbench --no-workers-timeout refuses what is neither seconds nor 'never'", "[no_workers][pbench]") {
   std::string out;
   const int status = run_command({bin_dir() + "/pbench", "-d", "--no-workers-timeout", "soon"}, &out);

@@ -72,6 +72,10 @@ TEST_CASE("pbench --verify names the chunk and the worker that flipped its last 
   const auto& m = j["verify"]["mismatches"][0];
   CHECK(m["chunk"] == 1000);
   CHECK(m["chunks"] == 1);
+  CHECK(m["note"] == "");  // found down to the chunk
+  // The copies' sums may round alike: their exact sums differ, and the log says by how much.
+  CHECK(m["copies"][0]["exact_terms"] != m["copies"][1]["exact_terms"]);
+  CHECK(cluster.log_of(cluster.scheduler_pid()).find("from the first copy's") != std::string::npos);
   REQUIRE(m["copies"].size() == 2);  // no third worker: both are suspects
   std::set<std::string> names;
   for (const auto& c : m["copies"]) {

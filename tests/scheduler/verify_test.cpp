@@ -87,6 +87,49 @@ std::vector<VerifySettled> drain(BlockVerifier& v, const Cluster& c) {
   return settled;
 }
 
+// First copies of every block in random pieces from random workers, never crossing a block.
+template <typename Below>
+void first_copies(BlockVerifier& v, const Cluster& c, uint64_t chunks, uint64_t block, Below& below) {
+  for (uint64_t at = 0; at < chunks;) {
+    const uint64_t block_end = std::min(chunks, (at / block + 1) * block);
+    const uint64_t n = 1 + below(block_end - at);
+    v.first_piece({at, n}, c.copy({at, n}, WorkerId(1 + below(c.n))));
+    at += n;
+  }
+}
+
+// Every chunk settled once; what the job keeps is right wherever a majority could decide; a
+// mismatch names a range holding the bad chunk, and the bad worker among its suspects.
+void check_settled_once(const BlockVerifier& v, const Cluster& c, uint64_t chunks,
+                        const std::vector<VerifySettled>& settled) {
+  std::vector<int> times(chunks, 0);
+  for (const VerifySettled& s : settled) {
+    for (uint64_t k = s.block.first; k < s.block.end(); ++k) ++times[k];
+    const bool bad_block = c.bad != 0 && c.bad_chunk >= s.block.first && c.bad_chunk < s.block.end();
+    if (!bad_block) CHECK(same_bits(s.keep, c.compute(s.block, 0)));
+    if (s.mismatch == nullptr) continue;
+    CHECK(bad_block);
+    const VerifyMismatch& m = *s.mismatch;
+    CHECK(m.chunks.first <= c.bad_chunk);
+    CHECK(m.chunks.end() > c.bad_chunk);
+    // The one suspect is the bad worker; with no majority, the bad worker is among the suspects.
+    const std::string bad_name = "w" + std::to_string(c.bad);
+    std::vector<const VerifyCopy*> suspects;
+    for (const VerifyCopy& copy : m.copies)
+      if (copy.suspect) suspects.push_back(&copy);
+    REQUIRE(!suspects.empty());
+    if (suspects.size() == 1) {
+      CHECK(suspects[0]->worker_name.find(bad_name) != std::string::npos);
+    } else {
+      CHECK(std::any_of(suspects.begin(), suspects.end(), [&](const VerifyCopy* x) {
+        return x->worker_name.find(bad_name) != std::string::npos;
+      }));
+    }
+  }
+  CHECK(std::all_of(times.begin(), times.end(), [](int t) { return t == 1; }));
+  CHECK(v.verified() == chunks);
+}
+
 }  // namespace
 
 TEST_CASE("same_bits tells apart the last bit of the sum, -0.0 from 0.0, and every field", "[verify]") {
@@ -258,7 +301,7 @@ TEST_CASE("the search ends where it got when the odd copy's worker leaves, and t
   c.gone.insert(1);
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
-  v.worker_gone(1, "w1", /*blame=*/true, 3, at_limit, settled);
+  v.worker_gone(1, "w1", /*blame=*/true, 3, c.peers(), at_limit, settled);
   CHECK(at_limit.empty());
   CHECK(settled.empty());  // the running step finishes first
   CHECK_FALSE(v.has_queued());
@@ -288,7 +331,7 @@ TEST_CASE("the search ends when the odd copy's worker left between two of its st
   c.gone.insert(1);
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
-  v.worker_gone(1, "w1", /*blame=*/false, 3, at_limit, settled);
+  v.worker_gone(1, "w1", /*blame=*/false, 3, c.peers(), at_limit, settled);
   CHECK(settled.empty());
   const auto s = v.piece_done({0, 4}, c.copy({0, 4}, 2), c.peers());
   REQUIRE(s);  // the left halves agree: the search would go right, but its worker is gone
@@ -307,7 +350,7 @@ TEST_CASE("a copy whose worker dies goes back to the queue for another, blamed",
   c.gone.insert(2);
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
-  v.worker_gone(2, "w2", /*blame=*/true, 1, at_limit, settled);
+  v.worker_gone(2, "w2", /*blame=*/true, 1, c.peers(), at_limit, settled);
   CHECK(at_limit == std::vector<ChunkRange>{{0, 4}});  // a limit of one failure
   CHECK(v.failed_on(3) == std::vector<std::string>{"w2"});
   CHECK(v.queued() == 4);
@@ -349,13 +392,7 @@ TEST_CASE("random pieces, workers, faults and departures: every chunk settles on
     c.bad_chunk = below(chunks);
     const bool departures = below(3) == 0;
     BlockVerifier v(1.0, trial, chunks, block);
-    // First copies in random pieces from random workers, never crossing a block.
-    for (uint64_t at = 0; at < chunks;) {
-      const uint64_t block_end = std::min(chunks, (at / block + 1) * block);
-      const uint64_t n = 1 + below(block_end - at);
-      v.first_piece({at, n}, c.copy({at, n}, WorkerId(1 + below(c.n))));
-      at += n;
-    }
+    first_copies(v, c, chunks, block, below);
     std::vector<VerifySettled> settled;
     std::vector<std::pair<WorkerId, ChunkRange>> running;
     for (int step = 0; step < 20000 && v.holding() > 0; ++step) {
@@ -377,7 +414,7 @@ TEST_CASE("random pieces, workers, faults and departures: every chunk settles on
       } else if (departures && c.gone.size() + 2 < c.n) {  // a worker dies; it never comes back
         c.gone.insert(w);
         std::vector<ChunkRange> at_limit;
-        v.worker_gone(w, "w" + std::to_string(w), true, UINT32_MAX, at_limit, settled);
+        v.worker_gone(w, "w" + std::to_string(w), true, UINT32_MAX, c.peers(), at_limit, settled);
         running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& x) { return x.first == w; }),
                       running.end());
       }
@@ -385,32 +422,90 @@ TEST_CASE("random pieces, workers, faults and departures: every chunk settles on
     INFO("trial " << trial << ": " << chunks << " chunks, blocks of " << block << ", " << c.n << " workers, bad "
                   << c.bad << " at chunk " << c.bad_chunk);
     REQUIRE(v.holding() == 0);
-    // Every chunk settled once; what the job keeps is right wherever a majority could decide.
-    std::vector<int> times(chunks, 0);
-    for (const VerifySettled& s : settled) {
-      for (uint64_t k = s.block.first; k < s.block.end(); ++k) ++times[k];
-      const bool bad_block = c.bad != 0 && c.bad_chunk >= s.block.first && c.bad_chunk < s.block.end();
-      if (!bad_block) CHECK(same_bits(s.keep, c.compute(s.block, 0)));
-      if (s.mismatch == nullptr) continue;
-      CHECK(bad_block);
-      const VerifyMismatch& m = *s.mismatch;
-      CHECK(m.chunks.first <= c.bad_chunk);
-      CHECK(m.chunks.end() > c.bad_chunk);
-      // The one suspect is the bad worker; with no majority, the bad worker is among the suspects.
-      const std::string bad_name = "w" + std::to_string(c.bad);
-      std::vector<const VerifyCopy*> suspects;
-      for (const VerifyCopy& copy : m.copies)
-        if (copy.suspect) suspects.push_back(&copy);
-      REQUIRE(!suspects.empty());
-      if (suspects.size() == 1) {
-        CHECK(suspects[0]->worker_name.find(bad_name) != std::string::npos);
+    check_settled_once(v, c, chunks, settled);
+  }
+}
+
+// Issue 49: a worker that leaves during the search (the odd copy's, or the other one's) aborted
+// psched when the block settled while still listed as having queued copies. Every event, in any
+// order, at any step of any block: results in pieces, failed chunks, deaths and stops of any worker
+// (the bad one often), and workers joining.
+TEST_CASE("random results, mismatches, failures, departures of any worker (the odd copy's too), stops "
+          "and joins: nothing aborts, every block settles once, and a search finds the chunk or says "
+          "why it stopped", "[verify]") {
+  std::mt19937_64 rng(20261204);
+  auto below = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
+  for (int trial = 0; trial < 1000; ++trial) {
+    Cluster c;
+    c.n = WorkerId(2 + below(3));
+    const uint64_t chunks = 1 + below(100), block = uint64_t{1} << below(5);
+    c.bad = below(4) == 0 ? 0 : WorkerId(1 + below(c.n));
+    c.bad_chunk = below(chunks);
+    BlockVerifier v(1.0, trial, chunks, block);
+    first_copies(v, c, chunks, block, below);
+    std::vector<VerifySettled> settled;
+    std::vector<std::pair<WorkerId, ChunkRange>> running;
+    auto live = [&] {
+      std::vector<WorkerId> out;
+      for (WorkerId w = 1; w <= c.n; ++w)
+        if (!c.gone.count(w)) out.push_back(w);
+      return out;
+    };
+    auto piece = [&](size_t i, bool fail) {
+      auto [rw, r] = running[i];
+      const uint64_t n = fail ? 1 : 1 + below(r.count);  // from its front
+      if (n < r.count) {
+        running[i].second = {r.first + n, r.count - n};
       } else {
-        CHECK(std::any_of(suspects.begin(), suspects.end(), [&](const VerifyCopy* x) {
-          return x->worker_name.find(bad_name) != std::string::npos;
-        }));
+        running.erase(running.begin() + std::ptrdiff_t(i));
+      }
+      if (fail) {
+        std::optional<VerifySettled> s;
+        v.chunk_failed(r.first, rw, "w" + std::to_string(rw), c.peers(), s);
+        if (s) settled.push_back(*s);
+      } else if (auto s = v.piece_done({r.first, n}, c.copy({r.first, n}, rw), c.peers())) {
+        settled.push_back(*s);
+      }
+    };
+    auto leave = [&](WorkerId w, bool blame) {
+      c.gone.insert(w);
+      std::vector<ChunkRange> at_limit;
+      v.worker_gone(w, "w" + std::to_string(w), blame, UINT32_MAX, c.peers(), at_limit, settled);
+      running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& x) { return x.first == w; }),
+                    running.end());
+    };
+    for (int step = 0; step < 5000 && v.holding() > 0; ++step) {
+      const std::vector<WorkerId> here = live();
+      const uint64_t what = below(20);
+      if (here.empty() || (what == 19 && c.n < 12)) {
+        ++c.n;  // a worker joins
+        continue;
+      }
+      const WorkerId w = here[below(here.size())];
+      if (what < 7) {
+        for (const ChunkRange& r : take(v, c, w, 1 + below(64))) running.emplace_back(w, r);
+      } else if (what < 16 && !running.empty()) {
+        piece(below(running.size()), /*fail=*/what == 15);
+      } else if (what >= 16 && what < 19) {  // a death or a stop; the bad worker often
+        leave(c.bad != 0 && !c.gone.count(c.bad) && below(2) == 0 ? c.bad : w, /*blame=*/what != 18);
       }
     }
-    CHECK(std::all_of(times.begin(), times.end(), [](int t) { return t == 1; }));
-    CHECK(v.verified() == chunks);
+    // Then the cluster settles down: two workers at least, every copy run to the end.
+    for (int round = 0; round < 1000 && v.holding() > 0; ++round) {
+      while (live().size() < 2) ++c.n;
+      for (const WorkerId w : live())
+        for (const ChunkRange& r : take(v, c, w)) running.emplace_back(w, r);
+      while (!running.empty()) piece(running.size() - 1, false);
+    }
+    INFO("trial " << trial << ": " << chunks << " chunks, blocks of " << block << ", " << c.n << " workers, bad "
+                  << c.bad << " at chunk " << c.bad_chunk);
+    REQUIRE(v.holding() == 0);
+    CHECK_FALSE(v.has_queued());
+    for (const VerifySettled& s : settled) {
+      if (s.mismatch == nullptr) continue;
+      // Found down to the chunk, or stopped short saying why.
+      CHECK((s.mismatch->chunks.count == 1) == (s.mismatch->search == VerifySearch::kFound));
+    }
+    check_settled_once(v, c, chunks, settled);
   }
 }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "abuse_helpers.h"
 #include "raw_peer.h"
@@ -25,6 +26,25 @@ std::string error_for(TestCluster& cluster, const std::string& bytes) {
   const std::string error = peer.read_error();
   CHECK(peer.wait_closed());
   return error;
+}
+
+// A fake worker that said Hello and was handed chunks of the running job: its connection, the job
+// and the first chunk it was given.
+struct FakeWorker {
+  std::unique_ptr<RawPeer> peer;
+  uint64_t job_id = 0, assigned = 0;
+};
+
+FakeWorker fake_worker_with_work(TestCluster& cluster) {
+  FakeWorker fake{std::make_unique<RawPeer>(port_of(cluster))};
+  fake.peer->hello_as_worker(/*slots=*/1);
+  REQUIRE(fake.peer->read_until(wire::Message::WELCOME));
+  auto batch = fake.peer->read_until(wire::Message::TASK_BATCH);
+  REQUIRE(batch);
+  fake.job_id = batch->message().getTaskBatch().getJobId();
+  REQUIRE(batch->message().getTaskBatch().getRanges().size() >= 1);
+  fake.assigned = batch->message().getTaskBatch().getRanges()[0].getFirst();
+  return fake;
 }
 
 }  // namespace
@@ -205,16 +225,10 @@ TEST_CASE("a pointer chain 1000 deep and a list that amplifies itself are refuse
 TEST_CASE("a fake worker's result for a chunk never assigned to it is refused and its chunk runs elsewhere",
           "[security]") {
   while_a_job_runs([](TestCluster& cluster) {
-    RawPeer fake(port_of(cluster));
-    fake.hello_as_worker(/*slots=*/1);
-    REQUIRE(fake.read_until(wire::Message::WELCOME));
     // It is given a chunk of the running job. It answers with a poisoned result for that chunk
     // and one for a chunk it never got: the whole batch is refused, so the poison never counts.
-    auto batch = fake.read_until(wire::Message::TASK_BATCH);
-    REQUIRE(batch);
-    const uint64_t job_id = batch->message().getTaskBatch().getJobId();
-    REQUIRE(batch->message().getTaskBatch().getRanges().size() >= 1);
-    const uint64_t assigned = batch->message().getTaskBatch().getRanges()[0].getFirst();
+    const auto [peer, job_id, assigned] = fake_worker_with_work(cluster);
+    RawPeer& fake = *peer;
     fake.send_message([&](wire::Message::Builder m) {
       auto b = m.initResultBatch();
       b.setJobId(job_id);
@@ -236,6 +250,30 @@ TEST_CASE("a fake worker's result for a chunk never assigned to it is refused an
     unknown.send_message([](wire::Message::Builder m) { m.initResultBatch().setJobId(777); });
     CHECK(unknown.read_error() == "results for unknown job 777");
     CHECK(unknown.wait_closed());
+  });
+}
+
+TEST_CASE("a result for chunks that run past 2^64 is refused naming them forwards, and a Cancel for another "
+          "client's job gets an Error naming it and cancels nothing", "[security]") {
+  while_a_job_runs([](TestCluster& cluster) {
+    const FakeWorker fake = fake_worker_with_work(cluster);
+    const uint64_t job_id = fake.job_id;
+    RawPeer stranger(port_of(cluster));
+    stranger.hello_as_client();
+    REQUIRE(stranger.read_until(wire::Message::WELCOME));
+    stranger.send_message([&](wire::Message::Builder m) { m.initCancel().setJobId(job_id); });
+    CHECK(stranger.read_error() == "job " + std::to_string(job_id) + " is another client's: not cancelled");
+
+    fake.peer->send_message([&](wire::Message::Builder m) {
+      auto b = m.initResultBatch();
+      b.setJobId(job_id);
+      auto results = b.initResults(1);
+      results[0].setChunk(5);
+      results[0].setChunks(UINT64_MAX - 3);  // chunks 5 .. 2^64 + 1
+      results[0].setCount(1);
+    });
+    CHECK(fake.peer->read_error() == "result for 18446744073709551612 chunks from chunk 5 of job " + std::to_string(job_id) +
+                                   " that were not all assigned to this worker");
   });
 }
 

@@ -89,6 +89,8 @@ struct Progress {
   // No worker is connected: the job waits for one to join (said at once when the last one
   // leaves, again about every second while none is there, and false once one joins).
   bool no_workers = false;
+  // What the scheduler says about the job, each once: a worker holding its chunks stalled.
+  std::vector<std::string> notices;
 };
 
 // Verify (RunOptions::verify): one copy of a chunk whose copies disagreed.
@@ -99,6 +101,7 @@ struct VerifyCopy {
   uint64_t count = 0;
   double min = 0, max = 0;
   bool suspect = false;  // the odd one out (or, with no majority, one of those that disagree)
+  std::vector<double> exact_terms;  // its exact sum (non-overlapping doubles, largest first)
 };
 
 // Chunks chunk .. chunk + chunks - 1 whose copies differ: one chunk once the scheduler narrowed
@@ -108,6 +111,7 @@ struct VerifyMismatch {
   uint64_t chunk = 0;
   uint64_t chunks = 1;
   std::vector<VerifyCopy> copies;
+  std::string note;  // when not found down to one chunk: why the search stopped
 };
 
 // One GPU figure over a job: lowest, mean and highest of the worker's heartbeats while it ran.

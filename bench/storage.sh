@@ -24,6 +24,7 @@ mkdir -p "$data"
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 py=/usr/bin/python3
+[[ -x $py ]] || py=python3
 field() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d[sys.argv[2]])' "$1" "$2"; }
 terms() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["exact_terms"])' "$1"; }
 rate() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["bytes"] / d["seconds"] / 1e9))' "$1"; }

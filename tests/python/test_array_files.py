@@ -104,6 +104,8 @@ def test_zarr_chunks_that_are_not_whole_multiples_of_the_stores_are_refused(clie
         pa.from_zarr(tmp_path / "a.zarr", chunks=(15, 10))
     with pytest.raises(ValueError, match="whole multiples"):
         pa.from_zarr(tmp_path / "a.zarr").rechunk((10, 25))
+    with pytest.raises(ValueError, match="directory stores"):
+        pa.from_zarr(zarr.zeros((4, 4)))  # in this process's memory: no worker can read it
 
 
 def test_a_one_dimensional_integer_zarr_store_in_a_group(client, tmp_path):

@@ -88,6 +88,9 @@ def from_zarr(url, component=None, chunks=None):
     store's own; others must be whole multiples of them (each stored chunk is read and
     decompressed once), else ValueError."""
     if not isinstance(url, (str, os.PathLike)):  # a zarr.Array: where its store keeps it
+        if not isinstance(getattr(url.store, "path", None), str):
+            raise ValueError(f"from_zarr reads Zarr v2 directory stores that every worker can read (got a "
+                             f"{type(url.store).__name__})")
         component = os.path.join(url.path, component or "")
         url = url.store.path
     path = os.path.join(os.fspath(url), component) if component else url

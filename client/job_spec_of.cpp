@@ -4,22 +4,16 @@
 
 #include <optional>
 
-#include "storage/open.h"
-
 namespace pclient {
 
-namespace {
-
-psched::OpenedArray opened(const Input& in) {
+psched::OpenedArray opened_array(const Input& in) {
   auto a = psched::open_array(psched::ArrayInput{in.path, in.format, in.dtype, in.shape, in.offset, in.byte_order});
   if (!a) throw Error(a.message());
   return *a;
 }
 
-}  // namespace
-
 Job open_array(const Input& input) {
-  const psched::OpenedArray a = opened(input);
+  const psched::OpenedArray a = opened_array(input);
   Job j;
   j.input = input;
   j.rows = a.rows;
@@ -38,7 +32,7 @@ psched::JobSpec job_spec_of(const Job& j) {
   std::optional<psched::DType> stored_dtype;
   if (!j.input.path.empty()) {
     // The file says what it holds (read again at each submit: it may have changed since).
-    const psched::OpenedArray a = opened(j.input);
+    const psched::OpenedArray a = opened_array(j.input);
     if (a.rows != j.rows || a.cols != j.cols)
       throw Error(fmt::format("{} holds {} x {} elements; the job says {} x {}", j.input.path, a.rows, a.cols,
                               j.rows, j.cols));

@@ -68,6 +68,7 @@ Result<OpenedArray> open_npy(const std::string& path) {
   a.stored.big_endian = h->type.big_endian;
   a.stored.data_offset = h->data_offset;
   a.dtype = h->type.dtype;
+  a.shape = h->shape;
   if (Status st = as_matrix(path, h->shape, h->fortran_order, a.rows, a.cols); !st) return st;
   a.stored.fortran_order = h->fortran_order && h->shape.size() == 2;
   if (Status st = check_file(path, h->data_offset, a.rows * a.cols * element_bytes(a.dtype)); !st) return st;
@@ -98,6 +99,7 @@ Result<OpenedArray> open_npy_stack(const std::string& dir) {
   a.stored.kind = SourceKind::kNpyStack;
   a.stored.path = dir;
   std::vector<uint64_t> tail;
+  uint64_t axis0 = 0;  // the stack's length along axis 0
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string path = dir + "/" + names[i];
     auto h = read_npy_header(path);
@@ -120,8 +122,11 @@ Result<OpenedArray> open_npy_stack(const std::string& dir) {
     if (Status st = check_file(path, h->data_offset, rows * cols * element_bytes(a.dtype)); !st) return st;
     a.cols = cols;
     a.rows += rows;
+    axis0 += h->shape[0];
     a.stored.files.push_back(StackFile{names[i], rows, h->data_offset, h->fortran_order && h->shape.size() == 2});
   }
+  a.shape = tail;
+  a.shape.insert(a.shape.begin(), axis0);
   return a;
 }
 
@@ -139,6 +144,7 @@ Result<OpenedArray> open_raw(const ArrayInput& in) {
     return Status::invalid(fmt::format("byte order '{}' is unknown (expected little or big)", in.byte_order));
   a.stored.big_endian = a.stored.big_endian && element_bytes(*d) > 1;
   a.dtype = *d;
+  a.shape = in.shape;
   if (Status st = as_matrix(in.path, in.shape, false, a.rows, a.cols); !st) return st;
   if (Status st = check_file(in.path, in.offset, a.rows * a.cols * element_bytes(a.dtype)); !st) return st;
   return a;
@@ -159,6 +165,7 @@ Result<OpenedArray> open_zarr(const std::string& dir) {
   a.stored.store_chunk_rows = a.stored.one_dimensional ? 1 : m->chunks[0];
   a.stored.store_chunk_cols = m->chunks.back();
   a.dtype = m->type.dtype;
+  a.shape = m->shape;
   if (Status st = as_matrix(dir, m->shape, false, a.rows, a.cols); !st) return st;
   if (a.stored.store_chunk_rows > kMaxChunkElements / a.stored.store_chunk_cols)
     return Status::invalid(fmt::format("{}: chunks of {} x {} are too large (at most {} elements)", dir,

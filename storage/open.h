@@ -29,6 +29,9 @@ struct OpenedArray {
   StoredArray stored;
   DType dtype = DType::kFloat64;
   uint64_t rows = 0, cols = 0;
+  // The array's own shape, as its header, .zarray or the user (raw) says: rows x cols is its 2-D
+  // view. Clients show it (a 1-D array and a 1 x n one are both one row).
+  std::vector<uint64_t> shape;
   // The chunking a job gets unless it asks for another: a Zarr store's own chunks, else whole
   // rows of about kDefaultChunkElements elements.
   uint64_t chunk_rows = 0, chunk_cols = 0;

@@ -151,6 +151,12 @@ class LocalCluster:
         return (self._scheduler_info() or {}).get("address", "")
 
     @property
+    def local_directory(self):
+        """This cluster's temporary directory, which its workers read too: psched.array.from_array
+        writes arrays here by default. Removed by close()."""
+        return self._dir
+
+    @property
     def dashboard_link(self):
         link = (self._scheduler_info() or {}).get("dashboard", "")
         return link + "/" if link and not link.endswith("/") else link

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/process.h"
+#include "client/job_spec_of.h"
 #include "client/pbench/cluster_report.h"
 #include "client/pbench/local_cluster.h"
 #include "core/worker_info_json.h"
@@ -204,8 +205,31 @@ class NativeClient {
   int no_workers_timeout_ms_;  // RunOptions::no_workers_timeout_ms (0: never)
 };
 
-// The job description, as libpclient's Job.
+// The job description, as libpclient's Job, and the array in files it may sum (Input).
 void bind_job(py::module_& m) {
+  py::class_<pclient::Input>(m, "Input")
+      .def(py::init<>())
+      .def_readwrite("path", &pclient::Input::path)
+      .def_readwrite("format", &pclient::Input::format)
+      .def_readwrite("dtype", &pclient::Input::dtype)
+      .def_readwrite("shape", &pclient::Input::shape)
+      .def_readwrite("offset", &pclient::Input::offset)
+      .def_readwrite("byte_order", &pclient::Input::byte_order);
+  // What psched.array needs to describe an array in files before any job (storage/open.h reads the
+  // header or metadata, never the data): its own shape and dtype, and the chunks a job gets by
+  // default. The refusal is pclient::Error's one line, naming the path and what is wrong.
+  m.def("open_array", [](const pclient::Input& in) {
+    const psched::OpenedArray a = pclient::opened_array(in);
+    py::dict d;
+    d["shape"] = a.shape;
+    d["rows"] = a.rows;
+    d["cols"] = a.cols;
+    d["chunk_rows"] = a.chunk_rows;
+    d["chunk_cols"] = a.chunk_cols;
+    d["dtype"] = psched::dtype_name(a.dtype);
+    d["format"] = psched::source_kind_name(a.stored.kind);
+    return d;
+  });
   py::class_<pclient::Job>(m, "Job")
       .def(py::init<>())
       .def_readwrite("rows", &pclient::Job::rows)
@@ -225,6 +249,7 @@ void bind_job(py::module_& m) {
       .def_readwrite("col_start", &pclient::Job::col_start)
       .def_readwrite("col_stop", &pclient::Job::col_stop)
       .def_readwrite("col_step", &pclient::Job::col_step)
+      .def_readwrite("input", &pclient::Job::input)
       .def("validate", [](const pclient::Job& job) { pclient::validate(job); })
       .def("chunks", &pclient::Job::chunks)
       .def("bytes", &pclient::Job::bytes);

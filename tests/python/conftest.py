@@ -34,6 +34,35 @@ def pbench_json(scheduler_file, *args):
     return json.loads(out.stdout)
 
 
+def exact(values):
+    """The exact sum of numbers (floats or Python ints)."""
+    from fractions import Fraction
+    return sum((Fraction(v) for v in values), Fraction(0))
+
+
+def elements(a):
+    """The elements of a numpy array as Python numbers (ints stay exact), row-major."""
+    import numpy as np
+    a = np.asarray(a)
+    if a.dtype.kind in "iub":
+        return [int(v) for v in a.reshape(-1)]
+    return [float(v) for v in a.astype(np.float64).reshape(-1)]
+
+
+def random_array(rng, dtype, shape):
+    """A numpy array of `dtype` (any byte order) drawn from rng: normal(10, 3) floats, 0/1 bools,
+    integers over the type's whole range."""
+    import numpy as np
+    kind = np.dtype(dtype).kind
+    if kind == "f":
+        return rng.normal(10, 3, size=shape).astype(dtype)
+    if kind == "b":
+        return rng.integers(0, 2, size=shape).astype(dtype)
+    native = np.dtype(dtype).newbyteorder("=")
+    info = np.iinfo(native)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=native).astype(dtype)
+
+
 def alive(pid):
     """True while pid runs (a zombie, dead but not reaped by its parent, counts as gone)."""
     try:

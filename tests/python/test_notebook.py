@@ -1,5 +1,6 @@
 # examples/deepops-sum.ipynb run headless (nbclient + ipykernel) on a small CPU array: it starts
-# its own local cluster, prints the seed's lines and the dashboard link, and stops the cluster.
+# its own local cluster, prints the seed's lines and the dashboard link, sums a Zarr store it writes
+# (its cell asserts math.fsum's bits), and stops the cluster.
 import os
 import re
 import sys
@@ -38,3 +39,4 @@ def test_the_notebook_runs_the_sum_on_a_local_cluster(monkeypatch):
     assert re.search(r"count 1000000 ", out)
     assert re.search(r"mean: 1[01]\.9|mean: 11\.0", out)
     assert "'backend': 'cpu'" in out
+    assert re.search(r"zarr sum: \d{7}\.\d+ +numpy: ", out)  # 1000 x 600 normal(10, 1): about 6e6

@@ -7,20 +7,14 @@ import json
 import math
 import os
 import subprocess
-from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from conftest import BIN_DIR, pbench_json
+from conftest import BIN_DIR, elements, exact, pbench_json, random_array
 
 zarr = pytest.importorskip("zarr")
 numcodecs = pytest.importorskip("numcodecs")
-
-
-def exact(values):
-    """The exact sum of numbers (floats or Python ints)."""
-    return sum((Fraction(v) for v in values), Fraction(0))
 
 
 def check(out, values):
@@ -32,14 +26,6 @@ def check(out, values):
         assert out["sum"] == math.fsum(values)
     else:
         assert out["sum"] == float(exact(values))
-
-
-def elements(a):
-    """The elements of a numpy array as Python numbers (ints stay exact), row-major."""
-    a = np.asarray(a)
-    if a.dtype.kind in "iub":
-        return [int(v) for v in a.reshape(-1)]
-    return [float(v) for v in a.astype(np.float64).reshape(-1)]
 
 
 def run(cluster, path, *args):
@@ -60,13 +46,7 @@ rng = np.random.default_rng(20261127)
 
 @pytest.mark.parametrize("dtype", ["<f8", "<f4", ">f8", "<i1", "<i2", "<i4", "<u1", "<u2", "<u4", "|b1"])
 def test_npy_of_every_dtype_is_summed_exactly(cluster, tmp_path, dtype):
-    if dtype[1] == "f":
-        a = rng.normal(10, 3, size=(37, 29)).astype(dtype)
-    elif dtype[1] == "b":
-        a = rng.integers(0, 2, size=(37, 29)).astype(dtype)
-    else:
-        info = np.iinfo(dtype)
-        a = rng.integers(info.min, info.max, size=(37, 29), endpoint=True).astype(dtype)
+    a = random_array(rng, dtype, (37, 29))
     np.save(tmp_path / "a.npy", a)
     out = run(cluster, tmp_path / "a.npy", "--chunk-x", "8", "--chunk-y", "7")
     check(out, elements(a))

@@ -14,13 +14,19 @@ _SUPPORTED = ("psched arrays support: x * a + b with scalars a, b (in any spelli
               "(x - 3) / 2, -x); slices with positive steps on each axis (x[10:9000:3, ::2]); "
               "x.sum(), x.mean(), x.min(), x.max(), x.count() over the whole array")
 _AUTO_CHUNK_BYTES = 128 << 20  # chunks='auto': about dask's default chunk size
+# Element sizes of the dtypes an array in files may hold (core/job_spec.h's DType); a generator
+# makes the first two only.
+_ITEMSIZE = {"float64": 8, "float32": 4, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2,
+             "uint32": 4, "uint64": 8, "bool": 1}
+_GENERATED = ("float64", "float32")
 
 
 def _unsupported(what):
     return NotImplementedError(f"{what} is not supported: {_SUPPORTED}")
 
 
-def _dtype_name(dtype):
+def _dtype_name(dtype, allowed=_GENERATED):
+    """The name of a dtype among `allowed` (TypeError otherwise); None is float64."""
     if dtype is None:
         return "float64"
     if _np is not None:
@@ -30,8 +36,9 @@ def _dtype_name(dtype):
             name = str(dtype)
     else:
         name = {float: "float64", "f8": "float64", "f4": "float32"}.get(dtype, str(dtype))
-    if name not in ("float64", "float32"):
-        raise TypeError(f"psched arrays are float64 or float32 (got dtype {name})")
+    if name not in allowed:
+        what = "float64 or float32" if allowed is _GENERATED else ", ".join(allowed)
+        raise TypeError(f"psched arrays are {what} (got dtype {name})")
     return name
 
 
@@ -87,11 +94,12 @@ class _Axis:
 
 
 class Array:
-    """A lazy psched array: generator, scale * x + offset, one strided selection per axis."""
+    """A lazy psched array: a source (a generator, or an array in files: `stored`, made by
+    psched.array.from_npy & co.), scale * x + offset, one strided selection per axis."""
 
     __array_priority__ = 100  # numpy defers to our operators (np.float64(2) * x)
 
-    def __init__(self, *, shape, chunks, dtype, generator, param0, param1=0.0, seed=0):
+    def __init__(self, *, shape, chunks, dtype, generator=None, param0=0.0, param1=0.0, seed=0, stored=None):
         self._ndim = len(shape)
         if self._ndim not in (1, 2):
             raise _unsupported(f"a {self._ndim}-D array (1-D and 2-D are)")
@@ -100,7 +108,8 @@ class Array:
             if not isinstance(n, numbers.Integral) or n <= 0:
                 raise ValueError(f"array sides must be positive integers (got shape {tuple(shape)})")
         self._rows, self._cols = int(rows), int(cols)
-        self._dtype = _dtype_name(dtype)
+        self._stored = stored  # None: the generator makes the elements
+        self._dtype = _dtype_name(dtype, _GENERATED if stored is None else tuple(_ITEMSIZE))
         self._chunk_rows, self._chunk_cols = self._normalize_chunks(chunks)
         self._generator, self._param0, self._param1 = generator, float(param0), float(param1)
         self._seed = int(seed)
@@ -111,7 +120,9 @@ class Array:
 
     def _normalize_chunks(self, chunks):
         sides = (self._rows, self._cols) if self._ndim == 2 else (self._cols,)
-        itemsize = 8 if self._dtype == "float64" else 4
+        if (chunks is None or chunks == "auto") and self._stored is not None:
+            chunks = self._stored.default_chunks(self._ndim)  # the file's (a Zarr store's own)
+        itemsize = _ITEMSIZE[self._dtype]
         if chunks is None or chunks == "auto":
             per_axis = int((_AUTO_CHUNK_BYTES // itemsize) ** (1.0 / self._ndim))
             chunks = tuple(min(n, per_axis) for n in sides)
@@ -161,7 +172,7 @@ class Array:
 
     @property
     def itemsize(self):
-        return 8 if self._dtype == "float64" else 4
+        return _ITEMSIZE[self._dtype]
 
     @property
     def nbytes(self):
@@ -189,10 +200,13 @@ class Array:
                 f"chunksize={self.chunksize}>")
 
     def _describe(self):
-        gen = {"normal": f"normal({self._param0:g}, {self._param1:g}, seed={self._seed})",
-               "uniform": f"uniform({self._param0:g}, {self._param1:g}, seed={self._seed})",
-               "arange": f"arange(start={self._param0:g}, step={self._param1:g})",
-               "constant": f"full({self._param0:g})"}[self._generator]
+        if self._stored is not None:
+            gen = self._stored.describe()
+        else:
+            gen = {"normal": f"normal({self._param0:g}, {self._param1:g}, seed={self._seed})",
+                   "uniform": f"uniform({self._param0:g}, {self._param1:g}, seed={self._seed})",
+                   "arange": f"arange(start={self._param0:g}, step={self._param1:g})",
+                   "constant": f"full({self._param0:g})"}[self._generator]
         expr = "x"
         if self._scale != 1.0:
             expr = f"{self._scale:g} * x"
@@ -256,7 +270,7 @@ class Array:
     __iter__ = _refuse("iterating over an array")
     __float__ = __int__ = __bool__ = _refuse("converting an array to a number (reduce it first: x.sum())")
     __array__ = _refuse("turning a psched array into a NumPy array (psched returns reductions)")
-    astype = _refuse("astype (arrays keep their generator's dtype)")
+    astype = _refuse("astype (arrays keep their generator's or file's dtype)")
     transpose = T = property(_refuse("transposing"))
     compute = _refuse("computing an array's elements (compute a reduction: x.sum().compute())")
     del _refuse
@@ -321,6 +335,8 @@ class Array:
             raise ValueError(f"cannot reshape an array of size {self.size} into shape {shape}")
         if shape == self.shape:
             return self
+        if self._stored is not None:
+            raise _unsupported("reshaping an array in files (its file says its shape)")
         if self._ndim == 2 and len(shape) == 2:
             raise _unsupported("reshaping a 2-D array to another 2-D shape (reshape a 1-D arange)")
         if self._ndim == 2:
@@ -356,7 +372,7 @@ class Array:
             axes = axis if isinstance(axis, (tuple, list)) else (axis,)
             if sorted(a % self._ndim for a in axes) != list(range(self._ndim)):
                 raise _unsupported(f"x.{kind}(axis={axis!r})")
-        if dtype is not None and _dtype_name(dtype) != self._dtype:
+        if dtype is not None and _dtype_name(dtype, tuple(_ITEMSIZE)) != self._dtype:
             raise _unsupported(f"x.{kind}(dtype={dtype!r})")
         if keepdims:
             raise _unsupported(f"x.{kind}(keepdims=True)")
@@ -387,8 +403,11 @@ class Array:
         job = _native.Job()
         job.rows, job.cols = self._rows, self._cols
         job.chunk_rows, job.chunk_cols = self._chunk_rows, self._chunk_cols
-        job.dtype, job.generator = self._dtype, self._generator
-        job.param0, job.param1, job.seed = self._param0, self._param1, self._seed
+        job.dtype = self._dtype
+        if self._stored is None:
+            job.generator, job.param0, job.param1, job.seed = self._generator, self._param0, self._param1, self._seed
+        else:
+            job.input = self._stored.input  # libpclient reads the file's header again at each submit
         job.scale, job.offset = self._scale, self._offset
         job.row_start, job.row_step, job.row_stop = self._row_axis.start, self._row_axis.step, self._row_axis.stop()
         job.col_start, job.col_step, job.col_stop = self._col_axis.start, self._col_axis.step, self._col_axis.stop()

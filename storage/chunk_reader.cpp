@@ -6,6 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -58,6 +61,69 @@ void widen_elements(DType d, bool big_endian, const unsigned char* src, uint64_t
   }
 }
 
+// Threads kept for the pieces of big reads (spawning 31 threads per 80 MB chunk cost more than a
+// millisecond of a 2 ms read). run() hands piece k to thread k - 1 and does piece 0 itself.
+class ChunkReader::Pool {
+ public:
+  explicit Pool(unsigned threads) {
+    for (unsigned t = 0; t < threads; ++t) threads_.emplace_back([this, t] { loop(t + 1); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  // Calls piece(k) for k < pieces (at most threads + 1), and returns when all have returned.
+  void run(unsigned pieces, const std::function<void(unsigned)>& piece) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      piece_ = &piece;
+      pieces_ = pieces;
+      pending_ = pieces - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    piece(0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+  }
+
+ private:
+  void loop(unsigned k) {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(unsigned)>* piece = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        if (k >= pieces_) continue;
+        piece = piece_;
+      }
+      (*piece)(k);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(unsigned)>* piece_ = nullptr;
+  unsigned pieces_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+void ChunkReader::set_read_threads(unsigned n) {
+  read_threads_ = n == 0 ? 1 : n;
+  pool_ = read_threads_ > 1 ? std::make_unique<Pool>(read_threads_ - 1) : nullptr;
+}
+
 struct ChunkReader::File {
   std::string path;
   int fd = -1;
@@ -92,16 +158,12 @@ Status ChunkReader::pread_all(File& f, void* dst, uint64_t bytes, uint64_t offse
     const uint64_t piece = ((bytes + read_threads_ - 1) / read_threads_ + (uint64_t{1} << 20) - 1) >> 20 << 20;
     const unsigned pieces = unsigned((bytes + piece - 1) / piece);
     std::vector<Status> status(pieces);
-    std::vector<std::thread> threads;
     const unsigned saved = read_threads_;
     read_threads_ = 1;  // each piece is read plainly
-    for (unsigned k = 1; k < pieces; ++k)
-      threads.emplace_back([&, k] {
-        status[k] = pread_all(f, static_cast<unsigned char*>(dst) + k * piece, std::min(piece, bytes - k * piece),
-                              offset + k * piece);
-      });
-    status[0] = pread_all(f, dst, std::min(piece, bytes), offset);
-    for (auto& t : threads) t.join();
+    pool_->run(pieces, [&](unsigned k) {
+      status[k] = pread_all(f, static_cast<unsigned char*>(dst) + k * piece, std::min(piece, bytes - k * piece),
+                            offset + k * piece);
+    });
     read_threads_ = saved;
     for (const Status& st : status)
       if (!st) return st;
@@ -255,6 +317,9 @@ void ChunkReader::residuals(const JobSpec& s, const ChunkBox& box, AxisRun rows,
 
 Status ChunkReader::read(const JobSpec& s, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,
                          double* out, ExactSum* residual) {
+  // Files are opened afresh for each chunk: a file replaced since (renamed over, as a writer that
+  // is careful does) must never be read through the old one's descriptor.
+  file_ = std::make_unique<File>();
   const bool want64 = residual != nullptr && is_int64(s.dtype);
   if (want64) raw64_.assign(box.rows * box.cols, 0);
   else raw64_.clear();

@@ -42,11 +42,12 @@ class ChunkReader {
   // Reads of at least kParallelReadBytes are split among this many threads (1: the caller's alone):
   // one thread's pread from the page cache moves 6-7 GB/s, a GPU takes 55 (GPU.md), so a GPU
   // worker, which reads on one dispatcher thread, asks for several.
-  void set_read_threads(unsigned n) { read_threads_ = n == 0 ? 1 : n; }
+  void set_read_threads(unsigned n);
   static constexpr uint64_t kParallelReadBytes = uint64_t{16} << 20;
 
  private:
   struct File;
+  class Pool;
   Status read_flat(const JobSpec& spec, const std::string& path, uint64_t data_offset, bool fortran,
                    uint64_t file_rows, uint64_t row0, const ChunkBox& box, AxisRun rows, double* out);
   Status read_stack(const JobSpec& spec, const ChunkBox& box, AxisRun rows, double* out);
@@ -59,6 +60,7 @@ class ChunkReader {
   std::unique_ptr<File> file_;
   int open_errno_ = 0;  // why the last open() failed
   unsigned read_threads_ = 1;
+  std::unique_ptr<Pool> pool_;  // read_threads_ - 1 threads kept for the pieces of big reads
   std::unique_ptr<ZarrDecoder> zarr_;
   std::vector<unsigned char> staging_;
   std::string compressed_;

@@ -35,7 +35,8 @@ rows=$((gb * 1000000000 / 8 / cols))
 chunk_rows=1000  # 80 MB chunks of float64
 
 echo "== data: ${rows} x ${cols} float64 (${gb} GB), chunks ${chunk_rows} x ${cols}"
-job=(--generator normal --seed 3 -x "$rows" -y "$cols" --chunk-x "$chunk_rows" --chunk-y "$cols")
+array=(--generator normal --seed 3 -x "$rows" -y "$cols")
+job=("${array[@]}" --chunk-x "$chunk_rows" --chunk-y "$cols")
 "$bin/pbench" "${job[@]}" --write-npy "$data/x.npy" || fail "write npy"
 for c in blosc-lz4 zstd; do
   "$bin/pbench" "${job[@]}" --write-zarr "$data/x-$c.zarr" --compressor "$c" || fail "write zarr $c"
@@ -70,7 +71,7 @@ if $py -c 'import dask.array, zarr' 2>/dev/null; then
   for chunk in 1250x10000 125x1000; do
     cr=${chunk%x*}; cc=${chunk#*x}
     store="$data/x-$chunk.zarr"
-    "$bin/pbench" "${job[@]}" --chunk-x "$cr" --chunk-y "$cc" --write-zarr "$store" --compressor blosc-lz4 >/dev/null ||
+    "$bin/pbench" "${array[@]}" --chunk-x "$cr" --chunk-y "$cc" --write-zarr "$store" --compressor blosc-lz4 >/dev/null ||
       fail "write zarr $chunk"
     "$bin/pbench" -c 1 --nthreads "$cores" --input "$store" --json -q --repeat 2 >"$out/pbench_$chunk.json" ||
       fail "pbench $chunk"

@@ -6,6 +6,7 @@
 import json
 import math
 import os
+import signal
 import subprocess
 
 import numpy as np
@@ -179,3 +180,35 @@ def test_unreadable_chunks_fail_the_job_naming_the_file(cluster, tmp_path):
     os.remove(tmp_path / "c.zarr" / "1.0")
     line = pbench_fails(cluster, "--input", str(tmp_path / "c.zarr"))
     assert "1.0" in line and "missing" in line and "fill_value" in line
+
+
+@pytest.mark.parametrize("workers", [1, 3, 7])
+def test_a_written_file_gives_the_generator_bits_on_any_worker_count_and_after_a_kill(tmp_path, monkeypatch, workers):
+    """A file written by --write-npy, summed on 1, 3 and 7 CPU workers (one of them killed -9 mid-job
+    when there are several), gives the generator job's exact terms."""
+    psched = pytest.importorskip("psched")
+    from conftest import api_status
+    job = ["--generator", "uniform", "--seed", "11", "-x", "600", "-y", "500", "--chunk-x", "10", "--chunk-y", "250"]
+    plain = ["--row-step", "1", "--col-step", "1", "--offset", "0"]
+    subprocess.run([os.path.join(BIN_DIR, "pbench"), *job, "--write-npy", str(tmp_path / "u.npy")], check=True,
+                   capture_output=True, timeout=60)
+    # Each chunk takes 10 ms on a worker, so the 120-chunk job is still running when the kill lands.
+    monkeypatch.setenv("PSCHED_TEST_CHUNK_DELAY_MS", "10")
+    with psched.LocalCluster(cpus=workers, threads_per_worker=1) as c:
+        want = pbench_json(c.scheduler_file, *job, *plain)
+        run = subprocess.Popen([os.path.join(BIN_DIR, "pbench"), "-d", "--scheduler-file", c.scheduler_file, "-q",
+                                "--json", "--input", str(tmp_path / "u.npy"), "--chunk-x", "10", "--chunk-y", "250"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if workers > 1:
+            # Readiness: the job has finished some chunks, and not all, before one worker is killed.
+            while True:
+                jobs = api_status(c.dashboard_link)["jobs"]
+                if jobs and jobs[0]["chunks_done"] > 0:
+                    break
+                assert run.poll() is None, run.stderr.read()
+            os.kill(c.pids[1], signal.SIGKILL)
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        got = json.loads(out)
+        assert got["exact_terms"] == want["exact_terms"] and got["sum"] == want["sum"]
+        assert got["count"] == 600 * 500 and got["chunks"] == 120

@@ -5,7 +5,7 @@
 
 using namespace psched;
 
-TEST_CASE("a worker of short chunks stalls after --stall-timeout; one of long chunks after ten of its "
+TEST_CASE("a worker of short chunks stalls after --stall-timeout and one of long chunks after ten of its "
           "chunks and report intervals", "[stall]") {
   // 100 x 100 chunks at a CPU thread's ~1 ns an element: 10 us a chunk, far below the timeout.
   CHECK(stall_bound_seconds(10, 10000, 1e-9, 0.005) == 10);

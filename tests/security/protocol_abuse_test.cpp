@@ -175,7 +175,8 @@ TEST_CASE("a Hello with another protocol version is refused naming both versions
   while_a_job_runs([](TestCluster& cluster) {
     RawPeer peer(port_of(cluster));
     peer.hello_as_client("", 99);
-    CHECK(peer.read_error() == "protocol version mismatch: scheduler speaks 4, peer speaks 99 (run one psched release on every node)");
+    CHECK(peer.read_error() == "protocol version mismatch: scheduler speaks " + std::to_string(wire::PROTOCOL_VERSION) +
+                                   ", peer speaks 99 (run one psched release on every node)");
     CHECK(peer.wait_closed());
   });
 }

@@ -93,6 +93,7 @@ void Scheduler::plan_for(WorkerRecord& worker, uint64_t sharing, std::vector<Pla
   if (shutting_down_ || !worker.conn->is_open()) return;
   TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), &peers_,
                        sharing > 0 ? nullptr : &in_flight_elements_};
+  context.retry = &peers_;
   if (worker.seconds_per_element <= 0 && worker.backend == "cuda")
     if (auto it = kind_seconds_per_element_.find(worker.device_name); it != kind_seconds_per_element_.end())
       context.kind_seconds_per_element = it->second;

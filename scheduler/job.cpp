@@ -80,10 +80,10 @@ double Job::seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
 
-uint64_t Job::take_run(WorkerId worker, uint64_t max, uint64_t& first) {
-  PSCHED_REQUIRE(has_ordinary() && max > 0, id_, max);
+uint64_t Job::take_run(WorkerId worker, uint64_t max, uint64_t& first, bool fresh_only) {
+  PSCHED_REQUIRE((fresh_only ? has_fresh() : has_ordinary()) && max > 0, id_, max, fresh_only);
   // A verify block's first copy on one worker: its copies then need only one other each.
-  const ChunkRange r = table_.take(worker, max, verify.on() ? verify.block_chunks() : 0);
+  const ChunkRange r = table_.take(worker, max, verify.on() ? verify.block_chunks() : 0, fresh_only);
   first = r.first;
   return r.count;
 }
@@ -132,6 +132,21 @@ bool Job::requeue(ChunkRange r, WorkerId worker, const std::string& worker_name,
     table_.requeue(r, worker, /*suspect=*/false);
     return true;
   }
+  requeue_blamed(r, worker, worker_name, /*counted=*/true, repeat_as_suspect, {}, limit, at_limit);
+  return true;
+}
+
+bool Job::requeue_lost(ChunkRange r, WorkerId worker, const std::string& worker_name, const std::string& what,
+                       bool alone, uint32_t limit, std::vector<ChunkRange>& at_limit) {
+  if (!table_.running_here(r, worker)) return false;
+  const std::string shown = alone ? fmt::format("{} ({})", worker_name, what) : std::string();
+  requeue_blamed(r, worker, worker_name, /*counted=*/alone, /*repeat_as_suspect=*/true, shown, limit, &at_limit);
+  return true;
+}
+
+void Job::requeue_blamed(ChunkRange r, WorkerId worker, const std::string& worker_name, bool counted,
+                         bool repeat_as_suspect, const std::string& shown, uint32_t limit,
+                         std::vector<ChunkRange>* at_limit) {
   // Stretches alike (failed before or not) go back together; then the whole range is blamed.
   for (uint64_t at = r.first; at < r.end();) {
     uint64_t end = 0;
@@ -141,12 +156,11 @@ bool Job::requeue(ChunkRange r, WorkerId worker, const std::string& worker_name,
     table_.requeue(ChunkRange{at, end - at}, worker, suspect);
     at = end;
   }
-  add_blame(r, worker_name, /*counted=*/true);
-  if (at_limit != nullptr) {
+  add_blame(r, worker_name, counted, shown);
+  if (at_limit != nullptr && counted) {
     for (auto it = failures_.lower_bound(r.first); it != failures_.end() && it->first < r.end(); ++it)
       if (it->second.counted >= limit) at_limit->push_back(ChunkRange{it->first, it->second.end - it->first});
   }
-  return true;
 }
 
 uint32_t Job::requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame,
@@ -180,7 +194,7 @@ void Job::split_failures_at(uint64_t chunk) {
   failures_.emplace_hint(std::next(it), chunk, std::move(tail));
 }
 
-void Job::add_blame(ChunkRange r, const std::string& worker_name, bool counted) {
+void Job::add_blame(ChunkRange r, const std::string& worker_name, bool counted, const std::string& shown) {
   split_failures_at(r.first);
   split_failures_at(r.end());
   auto it = failures_.lower_bound(r.first);
@@ -188,12 +202,15 @@ void Job::add_blame(ChunkRange r, const std::string& worker_name, bool counted) 
     if (it != failures_.end() && it->first == at) {
       it->second.names.push_back(worker_name);
       it->second.counted += counted ? 1 : 0;
+      if (!shown.empty()) it->second.shown.push_back(shown);
       at = it->second.end;
       ++it;
       continue;
     }
     const uint64_t gap_end = it != failures_.end() && it->first < r.end() ? it->first : r.end();
-    it = std::next(failures_.emplace_hint(it, at, Blame{gap_end, {worker_name}, counted ? 1u : 0u}));
+    Blame fresh{gap_end, {worker_name}, counted ? 1u : 0u, {}};
+    if (!shown.empty()) fresh.shown.push_back(shown);
+    it = std::next(failures_.emplace_hint(it, at, std::move(fresh)));
     at = gap_end;
   }
 }
@@ -222,6 +239,19 @@ const std::vector<std::string>& Job::failed_on(uint64_t chunk) const {
   static const std::vector<std::string> kNone;
   const Blame* b = blame_of(chunk);
   return b != nullptr ? b->names : kNone;
+}
+
+const std::vector<std::string>& Job::shown_failures(uint64_t chunk) const {
+  static const std::vector<std::string> kNone;
+  const Blame* b = blame_of(chunk);
+  return b != nullptr ? b->shown : kNone;
+}
+
+const std::vector<std::string>* Job::next_retry_failed_on() const {
+  const std::optional<uint64_t> next = table_.next_requeued();
+  if (!next) return nullptr;
+  const Blame* b = blame_of(*next);
+  return b != nullptr ? &b->names : nullptr;
 }
 
 std::vector<std::string> Job::failure_names(uint64_t chunk, bool copy) const {

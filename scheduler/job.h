@@ -59,6 +59,11 @@ class Job {
   // Queued chunks that may share a worker's window with others.
   bool has_ordinary() const { return table_.has_ordinary(); }
   bool has_suspects() const { return table_.has_suspects(); }
+  bool has_fresh() const { return table_.has_fresh(); }
+  // The workers the next re-queued range's first chunk failed on or took down (null when no range
+  // is re-queued, or it never failed): a retry goes to another worker while one is connected
+  // (top_up.cpp: a path missing on one node must not fail the job there again).
+  const std::vector<std::string>* next_retry_failed_on() const;
   // Chunks or verify copies waiting for a worker (the scheduler's WorkQueue holds the jobs with work).
   bool has_work() const { return has_queued() || verify.has_queued(); }
   uint64_t queued() const { return table_.queued(); }
@@ -74,8 +79,9 @@ class Job {
   // Takes the next run of at most `max` queued chunks (re-queued ones first, then fresh ones in
   // index order) and marks it running on `worker`; returns the run's length (>= 1), its first
   // chunk in `first`. A verify job's runs end on a block's end (RangeTable::take's `align`), even
-  // past `max`. Requires has_ordinary().
-  uint64_t take_run(WorkerId worker, uint64_t max, uint64_t& first);
+  // past `max`. Requires has_ordinary(). With `fresh_only`, re-queued chunks are left for another
+  // worker (requires has_fresh()).
+  uint64_t take_run(WorkerId worker, uint64_t max, uint64_t& first, bool fresh_only = false);
   uint64_t take(WorkerId worker) {  // one chunk
     uint64_t first = 0;
     take_run(worker, 1, first);
@@ -124,6 +130,13 @@ class Job {
   // One chunk back to the queue; returns how many times it has now failed.
   uint32_t requeue(uint64_t chunk, WorkerId worker, const std::string& worker_name, bool blame,
                    bool repeat_as_suspect = false);
+  // Chunks of a worker that was lost (Scheduler::requeue_lost): blamed and named with what happened
+  // to it (`what`), but held to `limit` only when the worker ran nothing else (`alone`: the crash is
+  // shown; a worker killed from outside with a window of chunks proves nothing about any of them).
+  // Chunks that failed before go back as a suspect range, to run alone. Ranges at the limit are
+  // appended to `at_limit`. False (nothing changes) unless all of `r` is running on `worker`.
+  bool requeue_lost(ChunkRange r, WorkerId worker, const std::string& worker_name, const std::string& what,
+                    bool alone, uint32_t limit, std::vector<ChunkRange>& at_limit);
   // A suspect range of more than one chunk that took its worker down alone: blamed (the failure
   // will name every worker the culprit took down) but not held to the failure limit, since the
   // search is not over, and back as two suspect halves. False unless all of `r` runs on `worker`.
@@ -143,6 +156,8 @@ class Job {
   // The workers `chunk` (copy: its verify copy) failed on, each name once, in first-seen order,
   // with how often when more than once (a restarted worker keeps its name): "a x2, b".
   std::vector<std::string> failure_names(uint64_t chunk, bool copy) const;
+  // What happened to each worker a chunk took down while running alone, "name (what)", in order.
+  const std::vector<std::string>& shown_failures(uint64_t chunk) const;
 
   // The merged partials of the done chunks, the exact total as its terms (`sum`, the first, is it
   // rounded): normalised and split once for the JobResult and the job's summary alike.
@@ -185,11 +200,15 @@ class Job {
     uint64_t end;
     std::vector<std::string> names;
     uint32_t counted = 0;
+    std::vector<std::string> shown;  // requeue_lost's counted losses: "name (what)"
   };
   std::map<uint64_t, Blame> failures_;
   const Blame* blame_of(uint64_t chunk) const;  // null when it never failed
   void split_failures_at(uint64_t chunk);  // an entry starts at `chunk` if one covers it
-  void add_blame(ChunkRange r, const std::string& worker_name, bool counted);
+  void add_blame(ChunkRange r, const std::string& worker_name, bool counted, const std::string& shown = {});
+  // requeue() and requeue_lost(): stretches alike go back together, then `r` is blamed.
+  void requeue_blamed(ChunkRange r, WorkerId worker, const std::string& worker_name, bool counted,
+                      bool repeat_as_suspect, const std::string& shown, uint32_t limit, std::vector<ChunkRange>* at_limit);
   // Whether `chunk` lies in a failed range, and where that stretch (or the unfailed gap) ends.
   bool failed_before(uint64_t chunk, uint64_t& stretch_end) const;
   std::map<WorkerId, uint64_t> done_by_;

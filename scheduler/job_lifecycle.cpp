@@ -238,25 +238,26 @@ void Scheduler::remember_job(const Job& job, const char* state, const std::strin
   if (recent_jobs_.size() > kRecentJobs) recent_jobs_.pop_back();
 }
 
-void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful) {
+void Scheduler::remove_worker(WorkerId id, const std::string& why, Loss loss) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return;
   std::unique_ptr<WorkerRecord> w = std::move(it->second);
   workers_.erase(it);
   idle_.erase(id);
-  spdlog::info("worker {} '{}' {}: {} ({} in flight re-queued)", id, w->name, graceful ? "left" : "lost", why,
-               counted(w->in_flight.size(), "chunk"));
+  spdlog::info("worker {} '{}' {}: {} ({} in flight re-queued{})", id, w->name,
+               loss == Loss::kLeft ? "left" : loss == Loss::kThrownOff ? "thrown off" : "lost", why,
+               counted(w->in_flight.size(), "chunk"), loss == Loss::kThrownOff ? ", unblamed" : "");
   std::vector<std::pair<JobId, std::string>> to_fail;
   for (const auto& [job_id, held] : w->in_flight.by_job()) {
     auto jit = jobs_.find(job_id);
     if (jit == jobs_.end()) continue;
-    if (auto failure = requeue_lost(*jit->second, *w, why, graceful)) to_fail.emplace_back(job_id, *failure);
+    if (auto failure = requeue_lost(*jit->second, *w, why, loss)) to_fail.emplace_back(job_id, *failure);
   }
   // Verify copies, and the searches for an odd chunk that needed this worker, of every job.
   std::vector<JobId> settled;
   for (auto& [job_id, job] : jobs_) {
     if (job->verify.holding() == 0) continue;
-    if (auto failure = verify_worker_gone(*job, *w, why, graceful)) to_fail.emplace_back(job_id, *failure);
+    if (auto failure = verify_worker_gone(*job, *w, why, loss)) to_fail.emplace_back(job_id, *failure);
     settled.push_back(job_id);
   }
   for (auto& [job_id, message] : to_fail) {
@@ -274,40 +275,40 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, bool graceful
   dispatch();
 }
 
-// Every chunk a dead (or cut-off) worker held is blamed (as ranges): one of them may have killed
-// it. Chunks lost a second time beside others go back as a suspect range, to run alone
-// (dispatch.cpp, Job::take_suspect) chunk by chunk: innocent neighbours complete, and only the
-// chunk that crashes workers keeps collecting failures, so the failure names it (a crash on chunk
-// 7 is reported as chunk 7, with the workers it took down), or, if no worker was free to run them
-// apart, every range that reached the limit. A suspect range too long to run chunk by chunk (a
-// GPU's deep window) runs whole, and is halved each time it takes its worker down alone. A first
-// loss re-queues as usual: one killed worker's window must not run apart.
+// Blame only what was shown (issue 49). A lost worker's chunks are named with what happened to it,
+// but count against --allowed-failures only when it ran nothing else: a worker killed from outside,
+// cut off or timed out with a window of chunks shows nothing about any one of them. Chunks lost a
+// second time go back as a suspect range, to run alone (dispatch.cpp, Job::take_suspect) chunk by
+// chunk: innocent neighbours complete, and only a chunk that takes down workers running it alone
+// collects counted failures, so the failure names it and what happened to each worker. A suspect
+// range too long to run chunk by chunk (a GPU's deep window) runs whole, and is halved, uncounted,
+// each time it takes its worker down alone. A worker that left, stalled or was thrown off for a
+// protocol error blames nothing: its chunks are retried.
 std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord& w, const std::string& why,
-                                                   bool graceful) {
+                                                   Loss loss) {
   const bool alone = w.isolating || w.in_flight.size() == 1;
   std::vector<ChunkRange> at_limit;
-  const uint32_t limit = graceful ? UINT32_MAX : config_.allowed_failures;
   for (const ChunkRange& r : job.running_ranges_of(w.id)) {
     counters_.tasks_requeued += r.count;
+    if (loss != Loss::kLost) {
+      job.requeue(r, w.id, w.name, /*blame=*/false);
+      continue;
+    }
     // A long suspect range that took its worker down alone: halved (Job::kSuspectsOneByOne).
-    if (!graceful && w.isolating && job.requeue_halves(r, w.id, w.name)) continue;
-    job.requeue(r, w.id, w.name, /*blame=*/!graceful, /*repeat_as_suspect=*/!alone, limit, &at_limit);
+    if (w.isolating && job.requeue_halves(r, w.id, w.name)) continue;
+    job.requeue_lost(r, w.id, w.name, why, alone, config_.allowed_failures, at_limit);
   }
   work_.update(job);
   if (at_limit.empty()) return std::nullopt;
+  // Only a chunk that ran alone counts, so a range at the limit is one chunk.
   const uint64_t chunk = at_limit.front().first;
-  const size_t taken_down = job.failed_on(chunk).size();
-  const auto workers = job.failure_names(chunk, /*copy=*/false);  // each name once
-  if (at_limit.size() == 1 && at_limit.front().count == 1)
-    return fmt::format("chunk {} took down {} ({}); the last one was lost: {}", chunk,
-                       counted(taken_down, "worker"), fmt::join(workers, ", "), why);
-  std::vector<std::string> named;
-  for (const ChunkRange& r : at_limit)
-    named.push_back(r.count == 1 ? fmt::format("{}", r.first)
-                                 : fmt::format("{} to {}", r.first, r.first + (r.count - 1)));
-  return fmt::format("chunks {} took down {} ({}), always together (no worker was free to run "
-                     "them apart): one of them crashes workers; the last one was lost: {}",
-                     fmt::join(named, ", "), counted(taken_down, "worker"), fmt::join(workers, ", "), why);
+  const auto& shown = job.shown_failures(chunk);
+  if (shown.size() == job.failures(chunk))
+    return fmt::format("chunk {} took down {} running it alone: {}", chunk, counted(shown.size(), "worker"),
+                       fmt::join(shown, ", "));
+  // Some of its failures were reported by workers (Scheduler::apply_failures), not crashes.
+  return fmt::format("chunk {} failed or took down a worker running it alone {} times (on {}); the last one "
+                     "was lost: {}", chunk, job.failures(chunk), fmt::join(job.failure_names(chunk, false), ", "), why);
 }
 
 void Scheduler::tell_clients_about_workers() {

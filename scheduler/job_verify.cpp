@@ -30,6 +30,13 @@ bool Scheduler::Peers::connected(WorkerId worker) const {
   return it != scheduler.workers_.end() && it->second->conn->is_open();
 }
 
+bool Scheduler::Peers::someone_not_named(const std::vector<std::string>& names) const {
+  for (const auto& [id, w] : scheduler.workers_)
+    if (w->conn->is_open() && !w->stalled && std::find(names.begin(), names.end(), w->name) == names.end())
+      return true;
+  return false;
+}
+
 VerifyCopy Scheduler::copy_of(const WorkerRecord& worker, const PartialSum& partial) const {
   VerifyCopy c;
   c.worker = worker.id;
@@ -71,17 +78,25 @@ void Scheduler::settle_block(Job& job, const VerifySettled& settled) {
 }
 
 std::optional<std::string> Scheduler::verify_worker_gone(Job& job, const WorkerRecord& w, const std::string& why,
-                                                         bool graceful) {
+                                                         Loss loss) {
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
-  const uint32_t limit = graceful ? UINT32_MAX : config_.allowed_failures;
-  job.verify.worker_gone(w.id, w.name, /*blame=*/!graceful, limit, peers_, at_limit, settled);
+  const bool blame = loss == Loss::kLost;
+  const uint32_t limit = blame ? config_.allowed_failures : UINT32_MAX;
+  // Held to the limit only when the copy was all the worker ran: a crash it shows.
+  const bool alone = w.in_flight.size() <= 1;
+  job.verify.worker_gone(w.id, w.name, blame, blame && alone, limit, peers_, at_limit, settled);
   for (const VerifySettled& s : settled) settle_block(job, s);
   if (at_limit.empty()) return std::nullopt;
   const ChunkRange r = at_limit.front();
-  return fmt::format("the verify copy of {} took down {} ({}); the last one was lost: {}", chunks_text(r.first, r.count),
-                     counted(job.verify.failed_on(r.first).size(), "worker"),
-                     fmt::join(job.failure_names(r.first, /*copy=*/true), ", "), why);
+  const size_t lost = job.verify.failed_on(r.first).size();
+  const std::string names = fmt::format("{}", fmt::join(job.failure_names(r.first, /*copy=*/true), ", "));
+  if (job.verify.shown_failures(r.first) >= limit)
+    return fmt::format("the verify copy of {} failed or took down a worker running it alone {} times (on {}); "
+                       "the last one was lost: {}", chunks_text(r.first, r.count), limit, names, why);
+  return fmt::format("the verify copy of {} was lost with {} ({}), each running other work too: psched stops "
+                     "retrying it; the last one was lost: {}", chunks_text(r.first, r.count), counted(lost, "worker"),
+                     names, why);
 }
 
 void Scheduler::write_verify_report(const Job& job, wire::JobResult::Builder out) const {

@@ -98,10 +98,10 @@ uint64_t aligned_count(uint64_t first, uint64_t available, uint64_t max, uint64_
 
 }  // namespace
 
-ChunkRange RangeTable::take(WorkerId worker, uint64_t max, uint64_t align) {
-  PSCHED_REQUIRE(has_ordinary() && max > 0, max);
+ChunkRange RangeTable::take(WorkerId worker, uint64_t max, uint64_t align, bool fresh_only) {
+  PSCHED_REQUIRE((fresh_only ? has_fresh() : has_ordinary()) && max > 0, max, fresh_only);
   ChunkRange r;
-  if (!requeued_.empty()) {
+  if (!requeued_.empty() && !fresh_only) {
     ChunkRange& front = requeued_.front();
     r = ChunkRange{front.first, aligned_count(front.first, front.count, max, align)};
     front.first += r.count;

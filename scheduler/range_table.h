@@ -69,6 +69,12 @@ class RangeTable {
   bool complete() const { return done_ == chunks_; }
   // Queued chunks that may share a worker's window with others (all but suspects).
   bool has_ordinary() const { return !requeued_.empty() || next_fresh_ < chunks_; }
+  // Chunks never handed out yet remain, and the first chunk of the oldest re-queued range (the next
+  // take()'s, when there is one).
+  bool has_fresh() const { return next_fresh_ < chunks_; }
+  std::optional<uint64_t> next_requeued() const {
+    return requeued_.empty() ? std::nullopt : std::optional<uint64_t>(requeued_.front().first);
+  }
   bool has_suspects() const { return !suspects_.empty(); }
   // Chunks ever sent back to the queue by requeue(), to run again (a chunk re-queued twice counts
   // twice); chunks given back unstarted (give_back) are not retries.
@@ -78,7 +84,8 @@ class RangeTable {
   // ones in index order), now running on `worker`; requires has_ordinary() and max > 0. With
   // `align`, the run ends on a multiple of it unless it takes all that range has: cut back, or
   // taken on past `max` when cutting back leaves nothing (a verify job's blocks stay on one worker).
-  ChunkRange take(WorkerId worker, uint64_t max, uint64_t align = 0);
+  // With `fresh_only`, re-queued chunks are left for another worker (requires has_fresh()).
+  ChunkRange take(WorkerId worker, uint64_t max, uint64_t align = 0, bool fresh_only = false);
   // The first (at most `max`) chunks of the oldest suspect range, now running on `worker`;
   // requires has_suspects() and max > 0. oldest_suspect(): that range's length.
   ChunkRange take_suspect(WorkerId worker, uint64_t max);

@@ -229,9 +229,13 @@ void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& w
       }
       return;
     }
-    case Peer::Kind::kWorker:
-      remove_worker(peer->id, why, /*graceful=*/false);
+    case Peer::Kind::kWorker: {
+      // Closed by psched for a protocol error (protocol_error): the peer misbehaved, so the chunks
+      // it held are retried unblamed; else it was lost (killed, cut off, timed out).
+      const auto conn = peer->conn.lock();
+      remove_worker(peer->id, why, conn && conn->sent_error() ? Loss::kThrownOff : Loss::kLost);
       return;
+    }
     case Peer::Kind::kClient: {
       auto it = clients_.find(peer->id);
       if (it == clients_.end()) return;
@@ -363,8 +367,7 @@ void Scheduler::on_worker_message(WorkerRecord& worker, wire::Message::Reader me
     case wire::Message::GOODBYE: {
       auto conn = worker.conn;
       remove_worker(worker.id,
-                    fmt::format("leaving: {}", printable(message.getGoodbye().getReason().cStr())),
-                    /*graceful=*/true);
+                    fmt::format("leaving: {}", printable(message.getGoodbye().getReason().cStr())), Loss::kLeft);
       conn->close_when_flushed();
       return;
     }

@@ -110,6 +110,14 @@ struct JobSummary {
   std::chrono::system_clock::time_point finished = std::chrono::system_clock::now();
 };
 
+// How a worker went, which decides what the chunks it held are blamed with (docs/design.md,
+// "Failures"): only what was shown counts against --allowed-failures.
+enum class Loss {
+  kLeft,       // on purpose (Goodbye), or set aside as stalled: its work runs elsewhere, unblamed
+  kThrownOff,  // psched closed it for a protocol error: the peer misbehaved, not the chunks
+  kLost,       // its connection dropped or timed out: the chunks are named; one it ran alone counts
+};
+
 class Scheduler {
  public:
   Scheduler(boost::asio::io_context& io, SchedulerConfig config);
@@ -224,10 +232,12 @@ class Scheduler {
   // Whether a connected worker outside `excluded` exists (a verify copy's other worker).
   bool worker_outside(const std::vector<WorkerId>& excluded) const;
   // Verify's view of the workers (scheduler/verify.h), answered from workers_.
-  struct Peers final : VerifyPeers {
+  // And the retry rule's (scheduler/top_up.h).
+  struct Peers final : VerifyPeers, RetryPeers {
     explicit Peers(const Scheduler& s) : scheduler(s) {}
     bool someone_else(const std::vector<WorkerId>& excluded) const override;
     bool connected(WorkerId worker) const override;
+    bool someone_not_named(const std::vector<std::string>& names) const override;
     const Scheduler& scheduler;
   };
   const Peers peers_{*this};
@@ -239,8 +249,7 @@ class Scheduler {
   void settle_block(Job& job, const VerifySettled& settled);
   // Worker `w` left or died: its verify copies go to others and searches that needed it end; the
   // job's failure message when a block's copies have now failed --allowed-failures times.
-  std::optional<std::string> verify_worker_gone(Job& job, const WorkerRecord& w, const std::string& why,
-                                                bool graceful);
+  std::optional<std::string> verify_worker_gone(Job& job, const WorkerRecord& w, const std::string& why, Loss loss);
   void write_verify_report(const Job& job, wire::JobResult::Builder out) const;
 
   void send_progress(Job& job, bool force);
@@ -256,11 +265,10 @@ class Scheduler {
   void send_owed_drops(WorkerRecord& worker);
   // The job's line in the recent jobs (dashboard, /status); `total`: its result, when already made.
   void remember_job(const Job& job, const char* state, const std::string& message, const CompactPartial* total = nullptr);
-  void remove_worker(WorkerId id, const std::string& why, bool graceful);
-  // The chunks of `job` that worker `w` held go back to the queue (blamed unless it left on
-  // purpose); the job's failure message when a chunk has now failed --allowed-failures times.
-  std::optional<std::string> requeue_lost(Job& job, const WorkerRecord& w, const std::string& why,
-                                          bool graceful);
+  void remove_worker(WorkerId id, const std::string& why, Loss loss);
+  // The chunks of `job` that worker `w` held go back to the queue (Loss says how they are blamed);
+  // the job's failure message when a chunk has now failed --allowed-failures times.
+  std::optional<std::string> requeue_lost(Job& job, const WorkerRecord& w, const std::string& why, Loss loss);
   void protocol_error(FramedConnection& conn, const std::string& message);
   void heartbeat();
 

@@ -56,13 +56,13 @@ void Scheduler::stall_worker(WorkerRecord& w) {
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) continue;
     Job& job = *it->second;
-    requeue_lost(job, w, "stalled", /*graceful=*/true);
+    requeue_lost(job, w, "stalled", Loss::kLeft);
     job.notices.push_back("worker " + what);
   }
   // Verify copies it runs go to others, and a search that needs its copy ends (it is not blamed).
   for (auto& [job_id, job] : jobs_) {
     if (job->verify.holding() == 0) continue;
-    verify_worker_gone(*job, w, "stalled", /*graceful=*/true);
+    verify_worker_gone(*job, w, "stalled", Loss::kLeft);
     work_.update(*job);
   }
   for (const JobId job_id : held)

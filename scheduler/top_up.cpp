@@ -76,10 +76,16 @@ uint64_t take_turn(Plan& plan, JobTopUp& entry, WorkerRecord& worker, uint64_t s
     taken = job.verify.take(worker.id, share, *context.peers, copies);
     for (const ChunkRange& r : copies) plan.add(entry, r, unit);
   }
-  while (taken < share && job.has_ordinary()) {
+  // A retry goes to a worker it has not failed on while one is connected: a file missing or
+  // unreadable on one node fails there again, and must not fail the job (issue 44).
+  const std::vector<std::string>* failed_on = job.next_retry_failed_on();
+  const bool elsewhere = failed_on != nullptr && context.retry != nullptr &&
+                         std::find(failed_on->begin(), failed_on->end(), worker.name) != failed_on->end() &&
+                         context.retry->someone_not_named(*failed_on);
+  while (taken < share && (elsewhere ? job.has_fresh() : job.has_ordinary())) {
     uint64_t first = 0;
     const uint64_t want = std::min<uint64_t>(share - taken, UINT32_MAX);
-    const uint64_t n = job.take_run(worker.id, want, first);
+    const uint64_t n = job.take_run(worker.id, want, first, /*fresh_only=*/elsewhere);
     taken += n;
     plan.add(entry, ChunkRange{first, n}, unit);
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "scheduler/job.h"
@@ -61,6 +62,16 @@ struct JobTopUp {
   }
 };
 
+// Who else could retry a chunk that failed: a connected worker, not stalled, named none of `names`
+// (a restarted worker keeps its name, and its node's files).
+class RetryPeers {
+ public:
+  virtual bool someone_not_named(const std::vector<std::string>& names) const = 0;
+
+ protected:
+  ~RetryPeers() = default;
+};
+
 struct TopUpContext {
   std::chrono::microseconds report_interval = kReportInterval;  // sizes a GPU's timed window
   // Workers sharing the queued work (each job's chunks, and all of it): this one takes its part.
@@ -73,6 +84,9 @@ struct TopUpContext {
   // A measured GPU's seconds per element, of the worker's kind (its device name): the depth of an
   // unmeasured GPU's window (WorkerRecord::window_for). 0: none is measured.
   double kind_seconds_per_element = 0;
+  // Retries go elsewhere: a re-queued chunk that failed on (or took down) a worker of this one's
+  // name is left for another while `retry` says one is connected. Null: no one else (it retries here).
+  const RetryPeers* retry = nullptr;
 };
 
 // Chunks of `job` below which a top-up is not cut into parts: one slot's share of the worker's

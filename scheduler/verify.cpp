@@ -283,14 +283,14 @@ uint32_t BlockVerifier::chunk_failed(uint64_t chunk, WorkerId worker, const std:
   uint32_t failures = 0;
   settled = account(ChunkRange{chunk, 1}, worker, peers, [&](Pending& p, Copy& got) {
     p.failed_on.push_back(worker_name);
-    failures = uint32_t(p.failed_on.size());
+    failures = ++p.shown;
     got.failed = true;
     ++got.chunks;
   });
   return failures;
 }
 
-void BlockVerifier::worker_gone(WorkerId worker, const std::string& worker_name, bool blame, uint32_t limit,
+void BlockVerifier::worker_gone(WorkerId worker, const std::string& worker_name, bool blame, bool counted, uint32_t limit,
                                 const VerifyPeers& peers, std::vector<ChunkRange>& at_limit,
                                 std::vector<VerifySettled>& settled) {
   std::vector<uint64_t> touched;
@@ -309,7 +309,8 @@ void BlockVerifier::worker_gone(WorkerId worker, const std::string& worker_name,
     }
     if (requeued && blame) {
       p.failed_on.push_back(worker_name);
-      if (p.failed_on.size() >= limit) at_limit.push_back(p.block);
+      p.shown += counted ? 1 : 0;
+      if (p.shown >= limit || p.failed_on.size() >= uint64_t{kLostBeside} * limit) at_limit.push_back(p.block);
     }
     if (p.phase == Phase::kNarrowing) {
       const WorkerId odd = p.probe->suspect.worker;
@@ -520,6 +521,11 @@ const std::vector<std::string>& BlockVerifier::failed_on(uint64_t chunk) const {
   static const std::vector<std::string> kNone;
   auto it = pending_.find(chunk / block_);
   return it == pending_.end() ? kNone : it->second.failed_on;
+}
+
+uint32_t BlockVerifier::shown_failures(uint64_t chunk) const {
+  auto it = pending_.find(chunk / block_);
+  return it == pending_.end() ? 0 : it->second.shown;
 }
 
 }  // namespace psched

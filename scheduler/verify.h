@@ -132,13 +132,18 @@ class BlockVerifier {
                         const VerifyPeers& peers, std::optional<VerifySettled>& settled);
   // `worker` left (blame: it died or was cut off, naming it; `peers` no longer has it): its running
   // copies go back to the queue, and a search that needed it (the odd copy's worker, or the last
-  // other one) ends. Blocks whose failures reach `limit` are appended to `at_limit`, blocks this
-  // settled to `settled`.
-  void worker_gone(WorkerId worker, const std::string& worker_name, bool blame, uint32_t limit,
+  // other one) ends. A loss counts against `limit` only when `counted` (the worker ran that copy
+  // alone: a crash it shows); losses beside other work are named, and only past kLostBeside x
+  // `limit` of them does the block give up. Blocks at the limit are appended to `at_limit`, blocks
+  // this settled to `settled`.
+  static constexpr uint32_t kLostBeside = 4;
+  void worker_gone(WorkerId worker, const std::string& worker_name, bool blame, bool counted, uint32_t limit,
                    const VerifyPeers& peers, std::vector<ChunkRange>& at_limit,
                    std::vector<VerifySettled>& settled);
-  // The workers copies of `chunk`'s block failed on (empty when none, or the block is settled).
+  // The workers copies of `chunk`'s block failed on or were lost with (empty when none, or the
+  // block is settled), and how many of those failures were shown (counted against the limit).
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
+  uint32_t shown_failures(uint64_t chunk) const;
 
   uint64_t verified() const { return verified_; }  // chunks settled
   uint64_t same_worker() const { return same_worker_; }
@@ -200,6 +205,7 @@ class BlockVerifier {
     std::vector<VerifyCopy> copies;   // whole copies, in the order computed
     Tasks tasks;                      // copies queued or running
     std::vector<std::string> failed_on;
+    uint32_t shown = 0;  // failures in failed_on held to the limit: reported, or lost alone
     // Once the copies decide: what the job keeps, and the mismatch being narrowed down.
     PartialSum keep;
     bool majority = false;

@@ -100,5 +100,5 @@ def test_a_job_that_fails_on_the_cluster_raises_the_schedulers_message(monkeypat
     monkeypatch.setenv("PSCHED_TEST_CRASH_ON_CHUNK", "7")  # test-only: a worker dies on chunk 7
     with psched.LocalCluster(cpus=3, threads_per_worker=1, dashboard=False) as cluster:
         with psched.Client(cluster, set_as_default=False) as c:
-            with pytest.raises(psched.Error, match=r"^chunk 7 took down 3 workers \("):
+            with pytest.raises(psched.Error, match=r"^chunk 7 took down 3 workers running it alone: "):
                 pa.arange(10000, chunks=100).reshape(100, 100).rechunk(10).sum().compute(client=c)

@@ -195,3 +195,37 @@ TEST_CASE("a suspect range longer than a plain window runs whole and is halved e
   CHECK(job.ranges().state(n - 1) == ChunkState::kDone);
   CHECK(job.ranges().state(culprit) == ChunkState::kQueued);
 }
+
+TEST_CASE("a lost worker's chunks are named but count only when it ran nothing else", "[job]") {
+  const uint64_t n = 10;
+  Job job(1, 1, spec_with_chunks(n), false);
+  std::vector<ChunkRange> at_limit;
+  uint64_t first = 99;
+  // Two workers killed from outside, each with the whole window: named, nothing counted.
+  CHECK(job.take_run(5, n, first) == n);
+  CHECK(job.requeue_lost(ChunkRange{0, n}, 5, "five", "connection closed", /*alone=*/false, 3, at_limit));
+  CHECK(job.failures(3) == 0);
+  CHECK(job.failed_on(3) == std::vector<std::string>{"five"});
+  CHECK_FALSE(job.has_suspects());
+  CHECK(job.take_run(6, n, first) == n);
+  CHECK(job.requeue_lost(ChunkRange{0, n}, 6, "six", "no heartbeat for 2 s", false, 3, at_limit));
+  CHECK(job.failures(3) == 0);
+  CHECK(job.has_suspects());  // lost twice: to run alone
+  CHECK(at_limit.empty());
+  // Alone, chunk 0 takes three workers down: that is shown, and each loss is told.
+  WorkerId w = 100;
+  while (at_limit.empty() && job.has_suspects()) {
+    const ChunkRange r = job.take_suspect(++w);
+    REQUIRE(r.count == 1);
+    if (r.first != 0) {
+      CHECK(job.finish(r, w, PartialSum{1, 1, 1, 1}));
+      continue;
+    }
+    CHECK(job.requeue_lost(r, w, "w" + std::to_string(w), "killed", /*alone=*/true, 3, at_limit));
+  }
+  CHECK(at_limit == std::vector<ChunkRange>{{0, 1}});
+  CHECK(job.failures(0) == 3);
+  CHECK(job.shown_failures(0) == std::vector<std::string>{"w101 (killed)", "w111 (killed)", "w112 (killed)"});
+  CHECK(job.failed_on(0).size() == 5);
+  CHECK(job.done() == n - 1);
+}

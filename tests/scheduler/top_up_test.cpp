@@ -3,7 +3,10 @@
 // copies first, and the queue of jobs with work kept as the jobs change.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "scheduler/top_up.h"
 
@@ -290,4 +293,68 @@ TEST_CASE("over the whole fleet, a top-up brings the window up to an equal part 
     CHECK(fleet == 65 * 1000);
   }
   CHECK(fleet == 60 * 1000);
+}
+
+namespace {
+
+// The retry rule's view of the workers: whether one named none of the given names is connected.
+struct Others final : RetryPeers {
+  std::vector<std::string> connected;
+  bool someone_not_named(const std::vector<std::string>& names) const override {
+    for (const std::string& n : connected)
+      if (std::find(names.begin(), names.end(), n) == names.end()) return true;
+    return false;
+  }
+};
+
+// Worker 7 ("w7", 4 slots) took chunks 0..3 of job 1 and failed chunk `failed`; w7 and w8 are connected.
+struct FailedOnW7 {
+  Table t;
+  Job& job;
+  WorkerRecord w7 = worker_with_slots(7, 4);
+  Others others;
+  TopUpContext context = alone();
+  FailedOnW7(uint64_t chunks, uint64_t failed) : job(t.add(job_of(1, chunks))) {
+    w7.name = "w7";
+    others.connected = {"w7", "w8"};
+    context.retry = &others;
+    plan_top_up(w7, t.queue, context);
+    REQUIRE(job.requeue(failed, 7, "w7", /*blame=*/true) == 1);
+    w7.in_flight.remove(1, 1);
+    t.queue.update(job);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a chunk that failed on a worker is retried by another while one is connected", "[top_up]") {
+  FailedOnW7 f(10, 1);
+  auto& [t, job, w7, others, context] = f;
+  // Chunk 1 failed there (a file its node cannot read): w7 takes fresh chunks, not chunk 1.
+  auto plan = plan_top_up(w7, t.queue, context);
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].ranges == std::vector<ChunkRange>{{4, 1}});
+  CHECK(job.state(1) == ChunkState::kQueued);
+  // w8 never failed it: it takes the retry first.
+  WorkerRecord w8 = worker_with_slots(8, 2);
+  w8.name = "w8";
+  plan = plan_top_up(w8, t.queue, context);
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].ranges == std::vector<ChunkRange>{{1, 1}, {5, 1}});
+  // With no one else connected, the chunk that failed on w7 runs on w7 again.
+  REQUIRE(job.requeue(1, 8, "w8", /*blame=*/true) == 2);
+  w8.in_flight.remove(1, 1);
+  w7.in_flight.remove(1, 1);
+  t.queue.update(job);
+  others.connected = {"w7", "w8", "w9"};  // w9 failed nothing: w7 leaves chunk 1 to it
+  CHECK(plan_top_up(w7, t.queue, context).at(0).ranges == std::vector<ChunkRange>{{6, 1}});
+  w7.in_flight.remove(1, 1);
+  others.connected = {"w7"};
+  CHECK(plan_top_up(w7, t.queue, context).at(0).ranges == std::vector<ChunkRange>{{1, 1}});
+}
+
+TEST_CASE("a worker does not take a retry it failed when nothing fresh is left", "[top_up]") {
+  FailedOnW7 f(2, 0);
+  CHECK(plan_top_up(f.w7, f.t.queue, f.context).empty());
+  CHECK(f.t.queue.contains(1));  // still waiting, for w8
 }

@@ -301,7 +301,7 @@ TEST_CASE("the search ends where it got when the odd copy's worker leaves, and t
   c.gone.insert(1);
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
-  v.worker_gone(1, "w1", /*blame=*/true, 3, c.peers(), at_limit, settled);
+  v.worker_gone(1, "w1", /*blame=*/true, /*counted=*/true, 3, c.peers(), at_limit, settled);
   CHECK(at_limit.empty());
   CHECK(settled.empty());  // the running step finishes first
   CHECK_FALSE(v.has_queued());
@@ -331,7 +331,7 @@ TEST_CASE("the search ends when the odd copy's worker left between two of its st
   c.gone.insert(1);
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
-  v.worker_gone(1, "w1", /*blame=*/false, 3, c.peers(), at_limit, settled);
+  v.worker_gone(1, "w1", /*blame=*/false, /*counted=*/false, 3, c.peers(), at_limit, settled);
   CHECK(settled.empty());
   const auto s = v.piece_done({0, 4}, c.copy({0, 4}, 2), c.peers());
   REQUIRE(s);  // the left halves agree: the search would go right, but its worker is gone
@@ -350,8 +350,8 @@ TEST_CASE("a copy whose worker dies goes back to the queue for another, blamed",
   c.gone.insert(2);
   std::vector<ChunkRange> at_limit;
   std::vector<VerifySettled> settled;
-  v.worker_gone(2, "w2", /*blame=*/true, 1, c.peers(), at_limit, settled);
-  CHECK(at_limit == std::vector<ChunkRange>{{0, 4}});  // a limit of one failure
+  v.worker_gone(2, "w2", /*blame=*/true, /*counted=*/true, 1, c.peers(), at_limit, settled);
+  CHECK(at_limit == std::vector<ChunkRange>{{0, 4}});  // a limit of one failure, shown
   CHECK(v.failed_on(3) == std::vector<std::string>{"w2"});
   CHECK(v.queued() == 4);
   CHECK(v.running_of(2).empty());
@@ -414,7 +414,7 @@ TEST_CASE("random pieces, workers, faults and departures: every chunk settles on
       } else if (departures && c.gone.size() + 2 < c.n) {  // a worker dies; it never comes back
         c.gone.insert(w);
         std::vector<ChunkRange> at_limit;
-        v.worker_gone(w, "w" + std::to_string(w), true, UINT32_MAX, c.peers(), at_limit, settled);
+        v.worker_gone(w, "w" + std::to_string(w), true, true, UINT32_MAX, c.peers(), at_limit, settled);
         running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& x) { return x.first == w; }),
                       running.end());
       }
@@ -470,7 +470,7 @@ TEST_CASE("random results, mismatches, failures, departures of any worker (the o
     auto leave = [&](WorkerId w, bool blame) {
       c.gone.insert(w);
       std::vector<ChunkRange> at_limit;
-      v.worker_gone(w, "w" + std::to_string(w), blame, UINT32_MAX, c.peers(), at_limit, settled);
+      v.worker_gone(w, "w" + std::to_string(w), blame, blame, UINT32_MAX, c.peers(), at_limit, settled);
       running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& x) { return x.first == w; }),
                     running.end());
     };
@@ -508,4 +508,29 @@ TEST_CASE("random results, mismatches, failures, departures of any worker (the o
     }
     check_settled_once(v, c, chunks, settled);
   }
+}
+
+TEST_CASE("a copy lost with workers that ran other work too is named but not held to the limit", "[verify]") {
+  Cluster c;
+  c.n = 100;
+  BlockVerifier v(1.0, 0, 4, 4);
+  v.first_piece({0, 4}, c.copy({0, 4}, 1));
+  std::vector<ChunkRange> at_limit;
+  std::vector<VerifySettled> settled;
+  const uint32_t limit = 2;
+  // Workers 2, 3, ... each take the copy and are killed from outside beside other work.
+  WorkerId w = 2;
+  for (; w < 2 + BlockVerifier::kLostBeside * limit - 1; ++w) {
+    REQUIRE(take(v, c, w) == std::vector<ChunkRange>{{0, 4}});
+    c.gone.insert(w);
+    v.worker_gone(w, "w" + std::to_string(w), /*blame=*/true, /*counted=*/false, limit, c.peers(), at_limit, settled);
+    CHECK(at_limit.empty());
+  }
+  CHECK(v.failed_on(0).size() == BlockVerifier::kLostBeside * limit - 1);
+  CHECK(v.shown_failures(0) == 0);
+  // The last loss the block takes: it gives up, so a copy that kills every worker cannot loop.
+  REQUIRE(take(v, c, w) == std::vector<ChunkRange>{{0, 4}});
+  c.gone.insert(w);
+  v.worker_gone(w, "w" + std::to_string(w), /*blame=*/true, /*counted=*/false, limit, c.peers(), at_limit, settled);
+  CHECK(at_limit == std::vector<ChunkRange>{{0, 4}});
 }

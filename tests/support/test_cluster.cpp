@@ -87,6 +87,11 @@ pid_t TestCluster::add_worker(const WorkerOptions& options) {
                "debug"};
   if (!options.name.empty()) spec.args.insert(spec.args.end(), {"--name", options.name});
   spec.args.insert(spec.args.end(), options.extra_args.begin(), options.extra_args.end());
+  if (!options.run_under.empty()) {
+    spec.args.insert(spec.args.begin(), spec.path);
+    spec.args.insert(spec.args.begin(), options.run_under.begin() + 1, options.run_under.end());
+    spec.path = options.run_under.front();
+  }
   spec.env = options.env;
   spec.death_signal = SIGKILL;
   spec.stderr_path = dir_ + "/worker-" + std::to_string(next_log_++) + ".log";

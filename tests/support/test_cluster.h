@@ -32,6 +32,8 @@ struct WorkerOptions {
   std::string name;
   std::vector<std::string> extra_args;
   std::map<std::string, std::string> env;
+  // A command the worker runs under, e.g. {"setpriv", "--reuid=65534", ...}: as another user.
+  std::vector<std::string> run_under;
 };
 
 class TestCluster {

@@ -14,7 +14,8 @@ read -r -a chunk_sides <<<"${4:?chunk sides}"
 floor_ns=${5:?floor in ns per element}
 repeat=${6:-2}
 status=0
-json_field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "$0")/lib/json.sh"  # json_field, json_len: JSON read with a parser (python3)
 
 printf "%-9s %-7s %9s %10s %10s %10s %8s %9s\n" array chunk chunks seconds "us/chunk" floor_s "x floor" "x first"
 first_s=""
@@ -22,7 +23,7 @@ for c in "${chunk_sides[@]}"; do
   r=$("$bin/pbench" "${mode[@]}" -x "$side" -y "$side" --chunk-x "$c" --chunk-y "$c" -q --json --check \
     --repeat "$repeat") || { echo "FAIL: pbench ${mode[*]} at chunks ${c}^2"; status=1; continue; }
   [[ "$(json_field "$r" check)" == "ok" ]] || { echo "FAIL: check at ${c}^2: $(json_field "$r" check)"; status=1; }
-  best=$(grep -o '"runs":\[[^]]*\]' <<<"$r" | tr -d '"runs:[]' | tr ',' '\n' | sort -g | head -1)
+  best=$(json_field "$r" runs | sort -g | head -1)
   [[ -n "$best" ]] || best=$(json_field "$r" seconds)
   chunks=$(json_field "$r" chunks)
   [[ -n "$first_s" ]] || first_s=$best

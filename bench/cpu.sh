@@ -30,7 +30,8 @@ tiny_chunks=${CHUNKS:-200000}
 mem_chunks=${MEM_CHUNKS:-1000000}
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-json_field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "$0")/lib/json.sh"  # json_field, json_len: JSON read with a parser (python3)
 kv() { grep -m1 "^$2=" "$1" | cut -d= -f2; }
 # best and median of the numbers on stdin (one per line); "high" when larger is better
 best_median() {
@@ -83,7 +84,7 @@ for _ in $(seq "$repeat"); do
     case $v in plain) extra=() ;; all) extra=(--verify 1.0) ;; 005) extra=(--verify 0.05) ;; esac
     r=$("$bin/pbench" "${deepops_args[@]}" "${extra[@]}") || fail "verify ($v) run"
     [[ "$(json_field "$r" check)" == "ok" ]] || fail "verify ($v) check: $(json_field "$r" check)"
-    [[ $v == plain || "$(json_field "$r" mismatch_count)" == "0" ]] || fail "verify ($v) found mismatches"
+    [[ $v == plain || "$(json_field "$r" verify.mismatch_count)" == "0" ]] || fail "verify ($v) found mismatches"
     json_field "$r" seconds >>"$out/verify_$v.s"
   done
 done
@@ -125,7 +126,7 @@ rss_before=$(awk '/VmRSS/ { print $2 }' "/proc/$sched/status")
 lat=$("$bin/pbench" "${dist[@]}" -x 1 -y 1000 --chunk-x 1 --chunk-y 100 --row-step 1 --col-step 1 \
   --generator constant --repeat 30 --check) || fail "latency job"
 echo "$lat" >"$out/latency.json"
-grep -o '"runs":\[[^]]*\]' <<<"$lat" | tr -d '"runs:[]' | tr ',' '\n' |
+json_field "$lat" runs |
   awk '{ printf "%.1f\n", $1 * 1e6 }' >"$out/latency.us"
 read -r lat_best lat_median < <(best_median low <"$out/latency.us")
 mem=$("$bin/pbench" "${dist[@]}" -x 1 -y "$mem_chunks" --chunk-x 1 --chunk-y 1 --row-step 1 \

@@ -16,7 +16,8 @@ out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-json_field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "$0")/lib/json.sh"  # json_field, json_len: JSON read with a parser (python3)
 
 echo "== device"
 nvidia-smi -L || true
@@ -154,7 +155,7 @@ for _ in 1 2; do
     case $v in plain) extra=() ;; all) extra=(--verify 1.0) ;; 005) extra=(--verify 0.05) ;; esac
     r=$("$bin/pbench" -g "$ngpu" --json --check "${extra[@]}") || fail "verify ($v) run"
     [[ "$(json_field "$r" check)" == "ok" ]] || fail "verify ($v) check: $(json_field "$r" check)"
-    [[ $v == plain || "$(json_field "$r" mismatch_count)" == "0" ]] || fail "verify ($v) found mismatches"
+    [[ $v == plain || "$(json_field "$r" verify.mismatch_count)" == "0" ]] || fail "verify ($v) found mismatches"
     json_field "$r" seconds >>"$out/verify_$v.s"
   done
 done
@@ -217,7 +218,7 @@ dir=$(mktemp -d)
 "$bin/psched" --port 0 --host 127.0.0.1 --dashboard-address none --scheduler-file "$dir/s.json" 2>"$dir/psched.log" &
 sched=$!
 workers_up() {  # at least $1 workers registered
-  "$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json 2>/dev/null | grep -o '"backend"' | wc -l
+  json_len "$("$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json 2>/dev/null)" workers || echo 0
 }
 # The faulty worker is alone when the job starts, so it holds chunk 3, in a batch of 16 (1000^2
 # chunks): the whole batch fails with it and is re-queued; the healthy one joins after it left and
@@ -238,7 +239,7 @@ CUDA_VISIBLE_DEVICES=0 "$bin/pcuda-worker" --scheduler-file "$dir/s.json" --back
 healthy=$!
 wait "$job" || fail "the job did not complete after a worker's GPU fault"
 cat "$dir/job.json"
-grep -q '"check":"ok"' "$dir/job.json" || fail "the job's result is not exact after a GPU fault"
+[[ "$(json_file_field "$dir/job.json" check)" == ok ]] || fail "the job's result is not exact after a GPU fault"
 [[ $faulty_rc -eq 3 ]] || fail "the faulty worker exited $faulty_rc, expected 3"
 grep -m1 "device lost" "$dir/faulty.log" || fail "the faulty worker did not say 'device lost'"
 kill -TERM "$healthy"; wait "$healthy" || fail "healthy worker did not exit 0 on SIGTERM"

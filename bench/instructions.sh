@@ -10,6 +10,8 @@
 # BIN_DIR holds psched and psched-loadgen. With OLD_BIN_DIR (an older build, with its own
 # loadgen), both are counted and new / old printed. Needs valgrind (Debian: apt install valgrind).
 set -uo pipefail
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "$0")/lib/json.sh"  # json_file_field: the scheduler file read with a parser
 command -v valgrind >/dev/null || { echo "bench/instructions.sh: valgrind is not installed (apt install valgrind)"; exit 1; }
 job=(-w 64 -c 100 --generator arange -x 1000 -y 1000 --chunk-x 100 --chunk-y 100)
 
@@ -29,7 +31,7 @@ count() {
     --dashboard-address none --scheduler-file "$dir/s.json" --log-level warning --spin-us 0 2>"$dir/valgrind.log" &
   pid=$!
   for _ in $(seq 600); do
-    [[ -s "$dir/s.json" ]] && port=$(grep -o '"address": *"[^"]*"' "$dir/s.json" | grep -o '[0-9]*"$' | tr -d '"')
+    [[ -s "$dir/s.json" ]] && port=$(json_file_field "$dir/s.json" address | grep -o '[0-9]*$')
     [[ -n "$port" ]] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1

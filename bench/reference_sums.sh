@@ -11,7 +11,8 @@ set -uo pipefail
 bin=$(cd "${1:?usage: bench/reference_sums.sh BIN_DIR [--deepops]}" && pwd)
 cluster=${PBENCH_CLUSTER:--c 2}
 status=0
-json_field() { grep -o "\"$2\":\"[^\"]*\"\|\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "$0")/lib/json.sh"  # json_field, json_len: JSON read with a parser (python3)
 
 # name | job flags | a chunking | another chunking
 jobs=(

@@ -16,7 +16,8 @@ counts=${2:-"1 2"}
 out=${3:-$(mktemp -d)}
 mkdir -p "$out"
 status=0
-json_field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "$0")/lib/json.sh"  # json_field, json_len: JSON read with a parser (python3)
 
 nvidia-smi -L
 # SM clock, power and temperature of every GPU, every 200 ms, for the whole run (throttling shows).
@@ -35,13 +36,13 @@ run() {  # label size args...
   j=$("$@" -x "$size" -y "$size" --json --check -q --repeat 2) || { echo "FAIL: $label"; status=1; return; }
   echo "$j" >>"$out/runs.jsonl"
   local runs
-  runs=$(grep -o '"runs":\[[^]]*\]' <<<"$j" | tr -d '"runs:[]')
-  secs[$label]=${runs%%,*}
-  warm[$label]=${runs##*,}
+  runs=$(json_field "$j" runs)
+  secs[$label]=$(head -1 <<<"$runs")
+  warm[$label]=$(tail -1 <<<"$runs")
   sums[$label]=$(json_field "$j" sum)
   [[ "$(json_field "$j" check)" == "ok" ]] || { echo "FAIL: $label check: $(json_field "$j" check)"; status=1; }
   local busy
-  busy=$(grep -o '"run_busy_fraction":[0-9.e+-]*' <<<"$j" | cut -d: -f2 | awk '{ printf "%s%.0f%%", (NR > 1 ? " " : ""), 100 * $1 }')
+  busy=$(json_field "$j" 'devices.*.run_busy_fraction' | awk '{ printf "%s%.0f%%", (NR > 1 ? " " : ""), 100 * $1 }')
   printf '%-14s %8.3f s first, %8.3f s warm  mean %s  sum %s  GPU busy (warm run) %s\n' "$label" "${secs[$label]}" \
     "${warm[$label]}" "$(json_field "$j" mean)" "${sums[$label]}" "$busy"
 }
@@ -57,7 +58,7 @@ for size in 500000 1000000; do
   max=${counts##* }
   "$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info >/dev/null  # waits for the file
   for _ in $(seq 600); do
-    [[ $("$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json | grep -o '"backend"' | wc -l) -ge $max ]] && break
+    [[ $(json_len "$("$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json)" workers || echo 0) -ge $max ]] && break
     sleep 0.1
   done
   run "d$max-$size" "$size" "$bin/pbench" -d --scheduler-file "$dir/s.json"

@@ -56,9 +56,9 @@ case_row() {
       --same-jobs -c "$clients" -j "$jobs" --generator constant ${VERIFY:+--verify "$VERIFY"}
     f="$out/$name.$build.log"
     [[ -f $f ]] || continue
-    printf "| %s | %s | %s | %s | %s | %s%% | %s | %s µs | %s | %s |\n" "$name" "$chunks" "$build" "$(fig "$f" wall_s)" \
+    printf "| %s | %s | %s | %s | %s | %s%% | %s | %s ns | %s | %s |\n" "$name" "$chunks" "$build" "$(fig "$f" wall_s)" \
       "$(fig "$f" ideal_s)" "$(fig "$f" efficiency_pct)" "$(fig "$f" psched_cpu_s.clients)" \
-      "$(awk -v c="$(fig "$f" psched_cpu_s.clients)" -v n="$chunks" 'BEGIN { printf "%.4f", 1e6 * c / n }')" \
+      "$(awk -v c="$(fig "$f" psched_cpu_s.clients)" -v n="$chunks" 'BEGIN { printf "%.3g", 1e9 * c / n }')" \
       "$(awk -v k="$(fig "$f" psched_peak_rss_kb)" 'BEGIN { printf "%.1f", k / 1024 }')" "$(fig "$f" loadgen_cpu_s.clients)"
   done
   if [[ -n $old && -f "$out/$name.new.log" && -f "$out/$name.old.log" ]]; then

@@ -18,7 +18,8 @@ size=${SIZE:-24000}
 tiny_chunks=${CHUNKS:-200000}
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-json_field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "$0")/lib/json.sh"  # json_field, json_len: JSON read with a parser (python3)
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print v[int((NR + 1) / 2)] }'; }
 
 dir=$(mktemp -d)
@@ -51,9 +52,9 @@ start tls
 for mode in plain tls; do
   job "$mode" -x 1 -y 1000 --chunk-x 1 --chunk-y 100 --generator constant --check >/dev/null ||
     fail "warm-up on $mode"
-  grep -q '"tls://' "$dir/$mode.json" && [[ $mode == plain ]] && fail "the plain cluster says tls://"
+  [[ $mode == plain && "$(json_file_field "$dir/$mode.json" address)" == tls://* ]] && fail "the plain cluster says tls://"
 done
-grep -q '"tls://' "$dir/tls.json" || fail "the TLS cluster's scheduler file has no tls:// address"
+[[ "$(json_file_field "$dir/tls.json" address)" == tls://* ]] || fail "the TLS cluster's scheduler file has no tls:// address"
 
 for _ in $(seq "$repeat"); do
   for mode in plain tls; do
@@ -67,7 +68,7 @@ for _ in $(seq "$repeat"); do
       >>"$out/tiny-$mode.rate"
     r=$(job "$mode" -x 1 -y 1000 --chunk-x 1 --chunk-y 100 --row-step 1 --col-step 1 --generator constant \
       --repeat 30 --check) || fail "latency on $mode"
-    grep -o '"runs":\[[^]]*\]' <<<"$r" | tr -d '"runs:[]' | tr ',' '\n' |
+    json_field "$r" runs |
       awk '{ printf "%.1f\n", $1 * 1e6 }' >>"$out/latency-$mode.us"
   done
 done

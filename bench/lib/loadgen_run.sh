@@ -7,6 +7,8 @@
 #       CPUs or more, psched is pinned to the first and the loadgen to the others (taskset), so the
 #       load generator never takes psched's CPU.
 #   fig LOG NAME  the value of the loadgen's figure NAME in LOG ("" when absent).
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "${BASH_SOURCE[0]}")/json.sh"  # json_file_field: the scheduler file read with a parser
 fig() { awk -v k="$2" '$1 == "figure" && $2 == k { print $3 }' "$1"; }
 
 loadgen_run() {
@@ -22,7 +24,7 @@ loadgen_run() {
     --max-connections 10000 --log-level warning 2>"$dir/psched.log" &
   pid=$!
   for _ in $(seq 200); do
-    [[ -s "$dir/s.json" ]] && port=$(grep -o '"address": *"[^"]*"' "$dir/s.json" | grep -o '[0-9]*"$' | tr -d '"')
+    [[ -s "$dir/s.json" ]] && port=$(json_file_field "$dir/s.json" address | grep -o '[0-9]*$')
     [[ -n "$port" ]] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05

@@ -2,12 +2,16 @@
 # Chaos: real pcuda-worker processes (CPU backend) and psched-loadgen's simulated GPUs mixed, while
 # 20 clients keep submitting exact jobs: every second a random real worker is killed (-9) and a new
 # one started; simulated workers are killed every 250 ms and replaced; one real worker is stopped
-# (SIGSTOP) past --worker-timeout and continued; one real worker's network is cut mid-batch (its
+# (SIGSTOP) past --worker-timeout and continued; a worker whose device hangs (heartbeat on, chunks
+# never end) joins and must be declared stalled, its work run elsewhere, and end on SIGTERM with
+# exit code 4; one real worker's network is cut mid-batch (its
 # own network namespace, the veth link taken down) and restored; psched itself is killed (-9)
 # halfway and restarted on the same address; psched is also stalled (SIGSTOP) past the worker
 # timeout, and flooded with 300 connections that never say Hello. Beside the loadgen's clients,
 # pbench (--check) and the Python client keep running exact jobs through all of it, each bounded
-# in time (a job that does not end is counted stuck). Then bad files and options are tried (each
+# in time (a job that does not end is counted stuck). Then verify narrowing under worker loss is
+# tried in 8 rounds on a small cluster of its own (a flipping worker stopped, another killed -9, a
+# third joining: psched must never abort), and bad files and options (each
 # must stop its program at once with a message). Prints a table of what was tried and what was
 # lost, wrong or stuck, and exits 1 on any wrong bit or stuck job; checks nothing is left running.
 #   bench/chaos.sh BIN_DIR [SECONDS]        (root for the network namespaces, else that part skips;
@@ -130,8 +134,8 @@ fi
 
 # When each fault strikes: seconds after the clients start, by the clock (waiting for psched to
 # notice a fault takes seconds of its own), each once.
-stop_at=3 cut_at=5 stall_at=7 flood_at=10 restart_at=$((seconds / 2 > 12 ? seconds / 2 : 12))
-start=$SECONDS second=0 kills=0 stopped="" cut="" restarted="" stalled="" flooded="" stall_drops=0
+stop_at=3 cut_at=5 stall_at=7 hang_at=2 flood_at=10 restart_at=$((seconds / 2 > 12 ? seconds / 2 : 12))
+start=$SECONDS second=0 kills=0 stopped="" cut="" restarted="" stalled="" flooded="" stall_drops=0 hung=
 while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
   sleep 1
   second=$((SECONDS - start))
@@ -176,6 +180,16 @@ while kill -0 "$loadgen" 2>/dev/null && ((second < seconds + 60)); do
     sleep 1.5  # the stall's aftermath: a whole worker timeout in which nobody may be dropped
     stall_drops=$(($(grep -c "nothing received for 2000 ms" "$sched_log") - before))
   fi
+  if ((second >= hang_at)) && [[ -z "$hung" ]]; then
+    # A worker whose device hangs: its heartbeat goes on, its chunks never end. psched must declare
+    # it stalled (--stall-timeout, default 10 s) and run its work elsewhere; no job may get stuck.
+    # Never killed by the loop; SIGTERM at the end must end it with exit code 4 (device hung).
+    echo "t=${second}s: a worker whose device hangs joins"
+    PSCHED_TEST_CHUNK_DELAY_MS=100000000 "${in_a[@]}" "$bin/pcuda-worker" "$address" --backend cpu --nthreads 1 \
+      --name hung-device --log-level warning 2>>"$T/hung.log" &
+    hung=$!
+    pids+=("$hung")
+  fi
   if ((second >= flood_at)) && [[ -z "$flooded" ]]; then
     flooded=1
     echo "t=${second}s: 300 connections that never say Hello, held 2 s"
@@ -206,8 +220,66 @@ echo "== loadgen (rc $rc)"
 grep -v '^figure' "$T/loadgen.out"
 # The clients finish the job in hand (bounded by their own 60 s limits).
 for _ in $(seq 1300); do
-  pgrep -f "$T/s.json" >/dev/null || break
+  # (Not psched's own command line, which names the scheduler file too: this waited out its bound.)
+  pgrep -f "pbench -d --scheduler-file $T/s.json" >/dev/null || pgrep -f "python3 - $T\$" >/dev/null || break
   sleep 0.05
+done
+
+# The hung worker: stalled (psched said so, --stall-timeout 10 s after it took chunks), and SIGTERM
+# ends it with exit code 4 (device hung).
+for _ in $(seq 200); do grep -q "'hung-device' stalled" "$sched_log" && break; sleep 0.1; done
+hung_stalls=$(grep -c "'hung-device' stalled" "$sched_log" || true)
+hung_rc=none
+if [[ -n "$hung" ]]; then
+  kill -TERM "$hung" 2>/dev/null
+  for _ in $(seq 100); do kill -0 "$hung" 2>/dev/null || break; sleep 0.1; done
+  wait "$hung" 2>/dev/null
+  hung_rc=$?
+fi
+
+# Verify narrowing while workers leave (issue 49's first attack): psched; two workers, one flipping
+# chunk 5's result; a --verify 1.0 job; 50 ms in, the flipping worker is stopped and the other
+# killed -9, a third starts, and the first continues 0.5 s later. psched must live through every
+# round, the job must end (a mismatch named, or exact), and pbench must never lose its connection.
+verify_rounds=0 verify_crashed=0 verify_stuck=0 verify_lost=0 verify_named=0
+for round in $(seq 8); do
+  verify_rounds=$((verify_rounds + 1))
+  v=$T/verify-$round
+  mkdir -p "$v"
+  "$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$v/s.json" \
+    --worker-timeout 2 2>>"$v/psched.log" &
+  vp=$!
+  pids+=("$vp")
+  for _ in $(seq 200); do [[ -s "$v/s.json" ]] && break; sleep 0.05; done
+  PSCHED_TEST_CHUNK_DELAY_MS=2 PSCHED_TEST_FLIP_CHUNK=5 "$bin/pcuda-worker" --scheduler-file "$v/s.json" \
+    --backend cpu --nthreads 1 --name flipper 2>>"$v/workers.log" &
+  flipper=$!
+  PSCHED_TEST_CHUNK_DELAY_MS=2 "$bin/pcuda-worker" --scheduler-file "$v/s.json" --backend cpu --nthreads 1 \
+    --name honest 2>>"$v/workers.log" &
+  honest=$!
+  pids+=("$flipper" "$honest")
+  for _ in $(seq 200); do (($(grep -c "' joined from" "$v/psched.log") >= 2)) && break; sleep 0.05; done
+  timeout 60 "$bin/pbench" -d --scheduler-file "$v/s.json" --generator arange -x 640 -y 100 --chunk-x 10 \
+    --chunk-y 10 --check --verify 1.0 >"$v/pbench.out" 2>&1 &
+  job=$!
+  sleep 0.05
+  kill -STOP "$flipper"
+  kill -KILL "$honest"
+  PSCHED_TEST_CHUNK_DELAY_MS=2 "$bin/pcuda-worker" --scheduler-file "$v/s.json" --backend cpu --nthreads 1 \
+    --name third 2>>"$v/workers.log" &
+  third=$!
+  pids+=("$third")
+  sleep 0.5
+  kill -CONT "$flipper"
+  wait "$job"
+  case $? in
+    124) verify_stuck=$((verify_stuck + 1)) ;;
+  esac
+  grep -q "connection to the scheduler lost" "$v/pbench.out" && verify_lost=$((verify_lost + 1))
+  grep -q "^Verify mismatch" "$v/pbench.out" && verify_named=$((verify_named + 1))
+  kill -0 "$vp" 2>/dev/null || verify_crashed=$((verify_crashed + 1))
+  kill -KILL "$vp" "$flipper" "$third" 2>/dev/null
+  wait "$vp" "$flipper" "$honest" "$third" 2>/dev/null
 done
 
 # TLS: a mutual-TLS cluster on loopback (certificates from deploy/make-certs.sh): pbench --check
@@ -293,6 +365,7 @@ printf '%-58s %8s  %s\n' "real workers killed (-9), one a second" "$kills" "thei
 printf '%-58s %8s  %s\n' "a worker SIGSTOPped past --worker-timeout" "${stopped:-0}" "dropped and its chunks re-queued (by design)"
 printf '%-58s %8s  %s\n' "a worker's network cut mid-batch" "${cut:-0}" "${cut:+dropped by timeout, re-queued}"
 printf '%-58s %8s  %s\n' "psched SIGSTOPped 3 s (past --worker-timeout 2)" "${stalled:-0}" "$stall_drops workers dropped by timeout after it"
+printf '%-58s %8s  %s\n' "a worker whose device hangs (heartbeat on)" "${hung:+1}" "stalled ${hung_stalls}x, its work ran elsewhere; SIGTERM: exit $hung_rc (4 = device hung)"
 printf '%-58s %8s  %s\n' "300 connections that never say Hello" "${flooded:-0}" "none (jobs kept running)"
 printf '%-58s %8s  %s\n' "psched killed (-9) and restarted" "${restarted:-0}" "jobs in flight resubmitted or failed 'connection lost'"
 printf '%-58s %8s  %s\n' "loadgen jobs (simulated GPUs churning every 250 ms)" "${jobs_run:-?}" "${mismatched:-?} wrong"
@@ -300,11 +373,18 @@ printf '%-58s %8s  %s\n' "pbench --check jobs" "$pb_all" "$pb_wrong wrong, $pb_s
 printf '%-58s %8s  %s\n' "Python client jobs" "$((py_ok + py_wrong + py_stuck + py_failed))" "$py_wrong wrong, $py_stuck stuck, $py_failed failed"
 printf '%-58s %8s  %s\n' "pbench --check over mutual TLS (a worker -9, a SIGHUP reload)" "$tls_all" "$tls_wrong wrong, $tls_stuck stuck, $((tls_all - tls_ok - tls_wrong - tls_stuck)) failed"
 printf '%-58s %8s  %s\n' "bad files and options" "$bad_tried" "$bad_wrong not refused at once with their message"
+printf '%-58s %8s  %s\n' "verify narrowing, flipper stopped, other -9, third joins" "$verify_rounds" "$verify_crashed psched crashed, $verify_stuck stuck, $verify_lost lost the connection ($verify_named named the mismatch)"
 ((stall_drops == 0)) || { echo "FAIL: $stall_drops workers dropped by timeout after psched's own stall"; status=1; }
 ((pb_wrong == 0 && pb_stuck == 0 && py_wrong == 0 && py_stuck == 0 && tls_wrong == 0 && tls_stuck == 0)) ||
   { echo "FAIL: a pbench, Python or TLS job was wrong or stuck"; status=1; }
 ((tls_all == 0 || tls_ok == tls_all)) || { echo "FAIL: a TLS job failed"; tail -5 "$T/tls-pbench.out"; status=1; }
 ((bad_wrong == 0)) || status=1
+((verify_crashed == 0 && verify_stuck == 0 && verify_lost == 0)) ||
+  { echo "FAIL: a verify round crashed psched, got stuck or lost its connection (logs in $T/verify-*)"; status=1; }
+if [[ -n "$hung" ]]; then
+  ((hung_stalls > 0)) || { echo "FAIL: psched never said the hung worker stalled"; status=1; }
+  [[ "$hung_rc" == 4 ]] || { echo "FAIL: the hung worker exited $hung_rc on SIGTERM, not 4"; status=1; }
+fi
 ((pb_ok > 0)) || { echo "FAIL: no pbench job completed"; grep -v '^$' "$T/pbench.out" | tail -5; status=1; }
 [[ "$mismatched" == 0 ]] || { echo "FAIL: $mismatched results differ from the closed form"; status=1; }
 ((rc == 0)) || { echo "FAIL: loadgen exit status $rc"; status=1; }

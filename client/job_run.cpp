@@ -59,6 +59,7 @@ void JobRun::on_message(wire::Message::Reader m) {
 }
 
 void JobRun::on_progress(wire::Progress::Reader p) {
+  for (auto n : p.getNotices()) last_notice_ = n.cStr();
   if (!p.getNoWorkers()) {
     if (waiting_for_workers_) watch_workers_(false);
     waiting_for_workers_ = false;
@@ -89,6 +90,8 @@ void JobRun::no_workers_timeout() {
   failure_ = fmt::format("no workers: none joined within {:g} s, {} of {} left; the job was cancelled "
                          "(a longer no-workers timeout waits longer)",
                          options_.no_workers_timeout_ms / 1000.0, chunks_left_, psched::counted(chunks_total_, "chunk"));
+  // Why the workers went, where psched said (a chunk that took them down: scheduler/job_lifecycle.cpp).
+  if (!last_notice_.empty()) failure_ += "; psched said: " + last_notice_;
   send_cancel();
   to(State::kFailed);
 }

@@ -58,6 +58,7 @@ class JobRun {
   bool cancel_wanted_ = false;
   bool waiting_for_workers_ = false;
   uint64_t chunks_total_ = 0, chunks_left_ = 0;  // when the wait for workers began
+  std::string last_notice_;  // psched's last word on the job (Progress.notices), for the failure
   Result result_;
   std::string failure_;
 };

@@ -297,6 +297,14 @@ std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord&
     // A long suspect range that took its worker down alone: halved (Job::kSuspectsOneByOne).
     if (w.isolating && job.requeue_halves(r, w.id, w.name)) continue;
     job.requeue_lost(r, w.id, w.name, why, alone, config_.allowed_failures, at_limit);
+    // A chunk shown to take a worker down, short of the limit: its client hears of it now (if the
+    // last worker is gone, the job may never reach the limit, and its no-workers failure says this).
+    if (alone && r.count == 1 && at_limit.empty())
+      job.notices.push_back(fmt::format("chunk {} took down {} ({}), {} running it alone: {}", r.first,
+                                        counted(job.failed_on(r.first).size(), "worker"),
+                                        fmt::join(job.failure_names(r.first, /*copy=*/false), ", "),
+                                        job.shown_failures(r.first).size(),
+                                        fmt::join(job.shown_failures(r.first), ", ")));
   }
   work_.update(job);
   if (at_limit.empty()) return std::nullopt;

@@ -29,7 +29,8 @@ struct ReportedPartial {
 // Why `p` cannot be the partial of its range of `spec` (normalized), or "" if it can. It must count
 // exactly the selection's elements in its chunks (selected_elements(): NaN ones too, which is also
 // the most it could count), its exact terms must be finite (NaN and infinite elements go to the
-// special counts, never into terms), the special counts must fit in the count, its min must not
+// special counts, never into terms; a stored float array's sum past DBL_MAX is the one exception,
+// one infinite term alone), the special counts must fit in the count, its min must not
 // exceed its max once it has an element that is not NaN (NaN stays out of min and max, so a range
 // of NaN alone keeps +inf and -inf), and its rounded sum is finite unless the special counts say
 // why not.

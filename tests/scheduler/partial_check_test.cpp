@@ -96,6 +96,17 @@ TEST_CASE("a lying partial is refused saying what cannot be true", "[partial_che
     note_terms(std::vector<double>{-std::numeric_limits<double>::infinity()}, p);
     CHECK(untrue_partial(s, p) == "exact sum term 1 of 1 is -inf (NaN and infinite elements are counted, never added)");
   }
+  SECTION("one infinite term alone: a stored float array's sum past DBL_MAX, and no other job's") {
+    const double inf = std::numeric_limits<double>::infinity();
+    note_terms(std::vector<double>{inf}, p);
+    p.sum = inf;
+    CHECK(untrue_partial(s, p) == "exact sum term 1 of 1 is inf (NaN and infinite elements are counted, never added)");
+    JobSpec stored = s;
+    stored.stored.kind = SourceKind::kNpy;
+    CHECK(untrue_partial(stored, p) == "");
+    note_terms(std::vector<double>{inf, 1.0}, p);
+    CHECK(untrue_partial(stored, p) == "exact sum term 1 of 2 is inf (NaN and infinite elements are counted, never added)");
+  }
   SECTION("more NaN and infinite elements than counted") {
     p.nan = 4;
     p.pos_inf = 3;

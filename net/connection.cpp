@@ -62,13 +62,11 @@ void FramedConnection::account() {
   unsent_total_->bytes = unsent_total_->bytes - counted_bytes_ + now;
   counted_bytes_ = now;
   UnsentTotal& total = *unsent_total_;
-  if (!grew || total.bytes <= total.limit || !total.on_over || total.over_posted) return;
-  total.over_posted = true;
-  // Not now: account() runs inside send(), inside the owner's loops over its peers.
-  asio::post(socket().get_executor(), [t = unsent_total_] {
-    t->over_posted = false;
-    if (t->on_over) t->on_over();
-  });
+  if (!grew || total.bytes <= total.limit || !total.on_over || total.in_on_over) return;
+  const auto keep = unsent_total_;  // on_over may cut this connection off
+  total.in_on_over = true;
+  total.on_over();
+  total.in_on_over = false;
 }
 
 void FramedConnection::release_written() {
@@ -254,11 +252,7 @@ void FramedConnection::send(capnp::MessageBuilder& message) {
   const size_t limit =
       max_unsent_bytes_ > 0 ? max_unsent_bytes_ : std::max(kMaxUnsentBytes, size_t{2} * max_frame_bytes_);
   if (queued_bytes() > limit) {
-    // Cut off later, not here: send() runs inside loops over the owner's peers.
-    transition(State::kDraining);
-    asio::post(socket().get_executor(), [self = shared_from_this(), n = queued_bytes(), limit] {
-      self->cut_off(fmt::format("peer is not reading: {} bytes unsent, over the limit of {}", n, limit));
-    });
+    cut_off(fmt::format("peer is not reading: {} bytes unsent, over the limit of {}", queued_bytes(), limit));
     return;
   }
   append_frame(message, out_);
@@ -311,7 +305,7 @@ void FramedConnection::flush() {
                       if (!self->out_.empty()) {
                         self->flush();
                       } else if (self->state_ == State::kDraining) {
-                        self->close("closed by us");
+                        self->close(self->cut_off_why_.empty() ? "closed by us" : self->cut_off_why_);
                       }
                     });
   });
@@ -324,16 +318,20 @@ void FramedConnection::send_error_and_close(const std::string& message, uint64_t
 }
 
 void FramedConnection::cut_off(const std::string& why) {
-  if (!is_open()) return;
-  const auto self = shared_from_this();  // on_close may drop the owner's reference
+  if (!is_open() || !cut_off_why_.empty()) return;
+  cut_off_why_ = why;
   std::string().swap(out_);  // whole frames, none of them begun
   if (state_ == State::kOpen) transition(State::kDraining);
-  if (can_write()) {
-    tell_and_close(why, 0);
-  } else {
-    close(why);
-  }
   account();
+  // The handlers later, not here: this runs inside send(), inside the owner's loops over its peers.
+  asio::post(socket().get_executor(), [self = shared_from_this()] {
+    if (!self->is_open()) return;
+    if (self->can_write()) {
+      self->tell_and_close(self->cut_off_why_, 0);
+    } else {
+      self->close(self->cut_off_why_);
+    }
+  });
 }
 
 void FramedConnection::tell_and_close(const std::string& message, uint64_t job_id) {

@@ -44,14 +44,16 @@ struct Transport {
 };
 
 // What a group of connections holds unsent together: each member adds what its send buffers hold
-// (their capacity, so a buffer grown for a burst counts until it is released). Past `limit` the
-// owner's on_over runs once, at the end of the loop's turn, and decides whom to cut off (cut_off);
-// it runs again the next time the group grows past the limit. One event loop: no locks.
+// (their capacity, so a buffer grown for a burst counts until it is released). Each time a member
+// grows the group past `limit`, the owner's on_over runs at once, inside that member's send(), and
+// cuts off whom it chooses (cut_off, which calls no handler then: it may run inside the owner's
+// loops over its peers), so the group never holds more than the limit and one frame. One event
+// loop: no locks.
 struct UnsentTotal {
   size_t bytes = 0;
   size_t limit = SIZE_MAX;
   std::function<void()> on_over;
-  bool over_posted = false;  // on_over is posted and has not run yet
+  bool in_on_over = false;  // on_over is running (what it cuts off only shrinks the total)
 };
 
 class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
@@ -100,10 +102,11 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void set_max_unsent_bytes(size_t bytes) { max_unsent_bytes_ = bytes; }
   // From now on what this connection holds unsent counts into `total` (until it is destroyed).
   void count_unsent_into(std::shared_ptr<UnsentTotal> total);
-  // Cuts off a peer that does not read what it is sent: the frames not yet written are dropped;
-  // if nothing is being written (the peer took all we wrote) it is told `why` in an Error and
-  // closed after a short linger, else it is closed at once (a write it does not take would keep
-  // its buffer). on_close hears `why` either way.
+  // Cuts off a peer that does not read what it is sent: the frames not yet written are dropped and
+  // nothing more is queued, at once; then, at the end of the loop's turn, if nothing is being
+  // written (the peer took all we wrote) it is told `why` in an Error and closed after a short
+  // linger, else it is closed (a write it does not take would keep its buffer). on_close hears
+  // `why` either way, never from inside this call.
   void cut_off(const std::string& why);
 
   enum class State : uint8_t { kOpen, kDraining, kClosed };
@@ -181,6 +184,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   size_t max_unsent_bytes_ = 0;  // 0: max(kMaxUnsentBytes, 2 frames)
   std::shared_ptr<UnsentTotal> unsent_total_;
   size_t counted_bytes_ = 0;  // held_bytes() as last added to unsent_total_
+  std::string cut_off_why_;   // why cut_off() ended this connection (said when it closes)
   State state_ = State::kOpen;
   Channel channel_ = Channel::kIdle;
   bool flush_posted_ = false;  // a flush() is posted for the end of this turn (send())

@@ -273,7 +273,8 @@ class Scheduler {
   // The same for a worker, named in the log line: its chunks go back to the queue as it leaves.
   void protocol_error(const WorkerRecord& worker, const std::string& message);
   void heartbeat();
-  // Past --max-total-unsent: the clients holding the most unsent are cut off until the rest fit.
+  // Past --max-total-unsent (inside the send() that passed it): the clients holding the most unsent
+  // are cut off until the rest fit.
   void cut_slowest_readers();
 
   boost::asio::io_context& io_;

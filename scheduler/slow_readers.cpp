@@ -2,7 +2,9 @@
 // sent whether asked for or not) hold psched's memory in their connections' send buffers. Each
 // connection cuts its own peer off past --max-client-unsent (net/connection.h); here, all of them
 // together are held to --max-total-unsent by cutting off the clients that hold the most, so a
-// client that reads keeps its connection and its jobs however many others do not.
+// client that reads keeps its connection and its jobs however many others do not. This runs inside
+// the send() that passed the limit (UnsentTotal::on_over), so it changes no table: cut_off() drops
+// the buffers at once and tells the scheduler (on_close) later.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -38,8 +40,7 @@ void Scheduler::cut_slowest_readers() {
         held, limit, its);
     spdlog::warn("client {} '{}' ({}) cut off: {}", client.id, client.name, client.conn->remote(), why);
     held -= its;
-    const std::shared_ptr<FramedConnection> conn = client.conn;  // the record goes with on_close
-    conn->cut_off(why);
+    client.conn->cut_off(why);  // its buffers freed now; its record and jobs go with on_close, later
   }
 }
 

@@ -22,9 +22,6 @@ namespace wire = psched::wire;
 
 namespace {
 
-constexpr size_t kClientLimit = size_t{4} << 20;
-constexpr size_t kTotalLimit = size_t{8} << 20;
-
 // psched's own figure for what it holds unsent for clients (/api/status), or -1 if it has none.
 long long client_unsent_bytes(uint16_t dashboard_port) {
   const HttpReply r = http_request(dashboard_port, "GET", "/api/status?devices=0");
@@ -37,12 +34,23 @@ long long client_unsent_bytes(uint16_t dashboard_port) {
 // A job of `chunks` one-element chunks: a partial each, ~100 bytes of Progress per chunk.
 pclient::Job one_element_chunks(uint64_t chunks) { return arange_job(1, chunks, 1, 1); }
 
-}  // namespace
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
 
-TEST_CASE("clients that never read their streamed partials are cut off, psched's held bytes stay bounded "
-          "and a client that reads gets its exact result", "[security]") {
-  TestCluster cluster({.extra_args = {"--max-client-unsent", std::to_string(kClientLimit), "--max-total-unsent",
-                                      std::to_string(kTotalLimit)},
+// A frame on its way past a limit: a Progress of kMaxPartialsPerProgress partials (~3.5 MB).
+constexpr long long kOneFrame = 4ll << 20;
+
+// `slow_readers` clients each submit a job that would stream ~30 MB of partials and never read,
+// while a client that reads runs a job with partials; psched runs with the two limits. Returns
+// the most psched said it held for clients, once every slow reader has left with `left_why`
+// in psched's log ("client ... left: WHY") and psched holds nothing for them any more.
+long long run_slow_readers(size_t client_limit, size_t total_limit, int slow_readers, const std::string& left_why,
+                           std::string& log) {
+  TestCluster cluster({.extra_args = {"--max-client-unsent", std::to_string(client_limit), "--max-total-unsent",
+                                      std::to_string(total_limit)},
                        .dashboard = "127.0.0.1:0"});
   cluster.add_worker({.threads = 1});
   cluster.wait_for_workers(1);
@@ -54,16 +62,12 @@ TEST_CASE("clients that never read their streamed partials are cut off, psched's
   std::atomic<long long> most{0};
   std::thread sampler([&] {
     while (sampling) {
-      const long long held = client_unsent_bytes(dashboard);
-      most = std::max(most.load(), held);
+      most = std::max(most.load(), client_unsent_bytes(dashboard));
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   });
-
-  // Each slow reader's job would stream ~30 MB of partials: 120 MB in psched without a bound.
-  constexpr int kSlowReaders = 4;
   std::vector<std::unique_ptr<RawPeer>> slow;
-  for (int i = 0; i < kSlowReaders; ++i) {
+  for (int i = 0; i < slow_readers; ++i) {
     auto peer = std::make_unique<RawPeer>(port_of(cluster));
     REQUIRE(peer->hello_as_client());
     REQUIRE(peer->send_message([](wire::Message::Builder m) {
@@ -84,25 +88,40 @@ TEST_CASE("clients that never read their streamed partials are cut off, psched's
   CHECK(check(job, result) == "");
   CHECK(partials == 400);
 
-  // Every slow reader is cut off (nothing of theirs is held any more) and the log says why.
   const pid_t scheduler = cluster.scheduler_pid();
-  CHECK(eventually([&] {
-    const std::string log = cluster.log_of(scheduler);
-    size_t cut = 0;  // one "client ... left: <why>" line each, whichever limit cut it off
-    for (const std::string why : {"left: peer is not reading: ", "left: not reading: psched holds "})
-      for (size_t at = log.find(why); at != std::string::npos; at = log.find(why, at + 1)) ++cut;
-    return cut >= size_t(kSlowReaders);
-  }, 60000));
+  CHECK(eventually([&] { return occurrences(cluster.log_of(scheduler), "left: " + left_why) >= size_t(slow_readers); },
+                   60000));
   CHECK(eventually([&] { return client_unsent_bytes(dashboard) < 64 * 1024; }));
   sampling = false;
   sampler.join();
-  INFO("most held for clients: " << most.load() << " bytes");
-  // The total limit, and what one turn of psched's loop may add before it cuts: a Progress of
-  // kMaxPartialsPerProgress partials (~3.5 MB) into a buffer that grows by doubling.
-  CHECK(most.load() > 0);
-  CHECK(most.load() <= static_cast<long long>(kTotalLimit + (size_t{8} << 20)));
   CHECK(process_alive(scheduler));
-  const std::string log = cluster.log_of(scheduler);
+  log = cluster.log_of(scheduler);
+  return most.load();
+}
+
+}  // namespace
+
+TEST_CASE("clients that never read their streamed partials are cut off past --max-total-unsent, the one "
+          "holding the most first, and a client that reads gets its exact result", "[security]") {
+  // Each could hold 64 MiB: the total is what cuts them off, the biggest first, as they grow.
+  constexpr size_t kTotalLimit = size_t{8} << 20;
+  std::string log;
+  const long long most = run_slow_readers(size_t{64} << 20, kTotalLimit, 4, "not reading: psched holds ", log);
+  INFO("most held for clients: " << most << " bytes");
   INFO(log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
-  CHECK(log.find("cut off: not reading: psched holds") != std::string::npos);
+  CHECK(most > 0);
+  CHECK(most <= static_cast<long long>(kTotalLimit) + kOneFrame);  // 120 MB without the limit
+  CHECK(occurrences(log, "cut off: not reading: psched holds ") >= 4);
+}
+
+TEST_CASE("a client that never reads its streamed partials is cut off past --max-client-unsent and a client "
+          "that reads gets its exact result", "[security]") {
+  constexpr size_t kClientLimit = size_t{4} << 20;
+  std::string log;
+  const long long most = run_slow_readers(kClientLimit, size_t{1} << 30, 1, "peer is not reading: ", log);
+  INFO("most held for clients: " << most << " bytes");
+  INFO(log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
+  CHECK(most > 0);
+  CHECK(most <= 2 * (static_cast<long long>(kClientLimit) + kOneFrame));  // a buffer grows by doubling
+  CHECK(log.find("bytes unsent, over the limit of " + std::to_string(kClientLimit)) != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/chunk_grid.h"
+#include "core/chunk_runs.h"
 
 namespace psched {
 namespace {
@@ -237,26 +238,6 @@ std::optional<PartialSum> expected_chunk_partial(const JobSpec& raw, uint64_t ch
 
 namespace {
 
-// The run of `count` chunks from `first` (row-major over the chunk grid of `s`, normalized) as at
-// most three rectangles of the array: `add(row0, rows, col0, cols)` for each (none empty), in order,
-// until one returns false. Returns false then, else true.
-template <typename Add>
-bool for_each_run_rectangle(const JobSpec& s, uint64_t first, uint64_t count, Add&& add) {
-  if (count == 0) return true;
-  const uint64_t per_row = ChunkGrid{s.rows, s.cols, s.chunk_rows, s.chunk_cols}.grid_cols();
-  // A chunk row's chunks [c0, c1), for chunk rows [r0, r1): one rectangle of the array.
-  auto rectangle = [&](uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1) {
-    if (r0 >= r1 || c0 >= c1) return true;
-    const uint64_t row0 = r0 * s.chunk_rows, col0 = c0 * s.chunk_cols;
-    return add(row0, std::min(r1 * s.chunk_rows, s.rows) - row0, col0, std::min(c1 * s.chunk_cols, s.cols) - col0);
-  };
-  const uint64_t end = first + count, r_first = first / per_row, r_last = (end - 1) / per_row;
-  const uint64_t c_first = first % per_row, c_end = (end - 1) % per_row + 1;
-  return r_first == r_last ? rectangle(r_first, r_first + 1, c_first, c_end)
-                           : rectangle(r_first, r_first + 1, c_first, per_row) &&
-                                 rectangle(r_first + 1, r_last, 0, per_row) && rectangle(r_last, r_last + 1, 0, c_end);
-}
-
 // The terms of t (its exponent at -1074 or above): ExactTerms without the accumulator
 // (ExactTerms::of_magnitude).
 ExactTerms terms_of(const Scaled& t) {
@@ -280,7 +261,7 @@ ExactTerms terms_of(const Scaled& t) {
 std::optional<PartialSum> expected_run_partial(const JobSpec& raw, uint64_t first, uint64_t count) {
   const JobSpec s = normalized(raw);
   PartialSum run;
-  const bool ok = for_each_run_rectangle(s, first, count, [&](uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols) {
+  const bool ok = for_each_run_rectangle(s.grid(), first, count, [&](uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols) {
     const std::optional<PartialSum> p = partial_over(s, row0, rows, col0, cols);
     if (p) merge(run, *p);
     return p.has_value();
@@ -302,7 +283,7 @@ std::optional<CompactPartial> expected_run_compact(const JobSpec& raw, uint64_t 
   }
   CompactPartial run;
   __int128 sum = 0;  // arange: the exact sum, an integer
-  const bool ok = for_each_run_rectangle(s, first, count, [&](uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols) {
+  const bool ok = for_each_run_rectangle(s.grid(), first, count, [&](uint64_t row0, uint64_t rows, uint64_t col0, uint64_t cols) {
     const AxisRun r = select_axis(row0, row0 + rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
     const AxisRun c = select_axis(col0, col0 + cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
     const uint64_t n = r.count * c.count;

@@ -44,6 +44,37 @@ FramedConnection::FramedConnection(tcp::socket socket, uint32_t max_frame_bytes,
   remote_ = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
 
+FramedConnection::~FramedConnection() {
+  if (unsent_total_) unsent_total_->bytes -= counted_bytes_;
+}
+
+void FramedConnection::count_unsent_into(std::shared_ptr<UnsentTotal> total) {
+  if (unsent_total_) unsent_total_->bytes -= counted_bytes_;
+  counted_bytes_ = 0;
+  unsent_total_ = std::move(total);
+  account();
+}
+
+void FramedConnection::account() {
+  if (!unsent_total_) return;
+  const size_t now = held_bytes();
+  const bool grew = now > counted_bytes_;
+  unsent_total_->bytes = unsent_total_->bytes - counted_bytes_ + now;
+  counted_bytes_ = now;
+  UnsentTotal& total = *unsent_total_;
+  if (!grew || total.bytes <= total.limit || !total.on_over || total.in_on_over) return;
+  const auto keep = unsent_total_;  // on_over may cut this connection off
+  total.in_on_over = true;
+  total.on_over();
+  total.in_on_over = false;
+}
+
+void FramedConnection::release_written() {
+  writing_.clear();
+  if (writing_.capacity() > kKeepBodyBytes) std::string().swap(writing_);
+  account();
+}
+
 tcp::socket& FramedConnection::socket() {
   if (auto* tls = std::get_if<TlsStream>(&stream_)) return tls->next_layer();
   return std::get<tcp::socket>(stream_);
@@ -218,16 +249,14 @@ void FramedConnection::dispatch(size_t bytes) {
 
 void FramedConnection::send(capnp::MessageBuilder& message) {
   if (state_ != State::kOpen) return;
-  const size_t limit = std::max(kMaxUnsentBytes, size_t{2} * max_frame_bytes_);
+  const size_t limit =
+      max_unsent_bytes_ > 0 ? max_unsent_bytes_ : std::max(kMaxUnsentBytes, size_t{2} * max_frame_bytes_);
   if (queued_bytes() > limit) {
-    // Closed later, not here: send() runs inside loops over the owner's peers.
-    transition(State::kDraining);
-    asio::post(socket().get_executor(), [self = shared_from_this(), n = queued_bytes()] {
-      self->close(fmt::format("peer is not reading ({} bytes unsent)", n));
-    });
+    cut_off(fmt::format("peer is not reading: {} bytes unsent, over the limit of {}", queued_bytes(), limit));
     return;
   }
   append_frame(message, out_);
+  account();
   // Written at the end of this turn of the loop, not now: the messages a handler sends to one peer
   // (a DefineJob and its TaskBatch, a Progress and its JobResult, a worker's result batches) go out
   // in one write, so the kernel's per-write cost (most of a message's cost on loopback) is paid once.
@@ -253,7 +282,7 @@ void FramedConnection::flush() {
     written = plain->write_some(asio::buffer(writing_), ec);
     if (ec) written = 0;  // the asynchronous write meets the error again and reports it
     if (written == writing_.size()) {
-      writing_.clear();
+      release_written();
       move(Channel::kIdle);
       return;
     }
@@ -261,13 +290,13 @@ void FramedConnection::flush() {
   with_stream([this, written](auto& stream) {
     asio::async_write(stream, asio::buffer(writing_.data() + written, writing_.size() - written),
                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                      if (!self->is_open()) return;
+                      if (!self->is_open()) return self->release_written();
                       self->move(Channel::kIdle);
                       if (ec) {
                         self->close(self->why_failed(ec, "peer closed the connection"));
                         return;
                       }
-                      self->writing_.clear();
+                      self->release_written();
                       if (self->read_paused_ && self->state_ == State::kOpen &&
                           self->queued_bytes() <= kPauseReadingBytes) {
                         self->read_paused_ = false;
@@ -276,7 +305,7 @@ void FramedConnection::flush() {
                       if (!self->out_.empty()) {
                         self->flush();
                       } else if (self->state_ == State::kDraining) {
-                        self->close("closed by us");
+                        self->close(self->cut_off_why_.empty() ? "closed by us" : self->cut_off_why_);
                       }
                     });
   });
@@ -284,6 +313,28 @@ void FramedConnection::flush() {
 
 void FramedConnection::send_error_and_close(const std::string& message, uint64_t job_id) {
   if (state_ != State::kOpen) return;
+  transition(State::kDraining);
+  tell_and_close(message, job_id);
+}
+
+void FramedConnection::cut_off(const std::string& why) {
+  if (!is_open() || !cut_off_why_.empty()) return;
+  cut_off_why_ = why;
+  std::string().swap(out_);  // whole frames, none of them begun
+  if (state_ == State::kOpen) transition(State::kDraining);
+  account();
+  // The handlers later, not here: this runs inside send(), inside the owner's loops over its peers.
+  asio::post(socket().get_executor(), [self = shared_from_this()] {
+    if (!self->is_open()) return;
+    if (self->can_write()) {
+      self->tell_and_close(self->cut_off_why_, 0);
+    } else {
+      self->close(self->cut_off_why_);
+    }
+  });
+}
+
+void FramedConnection::tell_and_close(const std::string& message, uint64_t job_id) {
   spdlog::debug("{}: sending error and closing: {}", remote_, message);
   sent_error_ = true;
   OutgoingMessage m(128);
@@ -291,7 +342,7 @@ void FramedConnection::send_error_and_close(const std::string& message, uint64_t
   err.setMessage(message);
   err.setJobId(job_id);
   append_frame(m, out_);
-  transition(State::kDraining);
+  account();
   if (handlers_.on_close) {
     auto on_close = std::move(handlers_.on_close);
     handlers_.on_close = nullptr;
@@ -347,6 +398,8 @@ void FramedConnection::close(const std::string& why) {
   idle_timer_.cancel();
   socket().shutdown(tcp::socket::shutdown_both, ec);
   socket().close(ec);
+  std::string().swap(out_);  // never to be written (writing_ waits for its write's completion)
+  account();
   if (handlers_.on_close) {
     auto on_close = std::move(handlers_.on_close);
     handlers_.on_close = nullptr;

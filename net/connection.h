@@ -5,8 +5,10 @@
 // so that all frames queued while a write is in flight go out in one write. A bad frame, a
 // Cap'n Proto error or an exception from the handler closes this connection only (after an Error
 // where one can be sent). A peer that does not read what we send stops being read from (past
-// kPauseReadingBytes unsent) and is closed past max(kMaxUnsentBytes, 2 frames): its requests
-// cannot make us queue without bound. A frame's buffer is allocated uninitialised (memory is
+// kPauseReadingBytes unsent) and is cut off past its limit (max(kMaxUnsentBytes, 2 frames) unless
+// its owner sets one): neither its requests nor what we push to it (a client's streamed partials)
+// can make us queue without bound. A group of connections may count what they hold into one
+// UnsentTotal, whose owner is told when the group passes its limit (psched's clients together). A frame's buffer is allocated uninitialised (memory is
 // touched only as bytes arrive) and buffers past kKeepBodyBytes are freed after use, so a peer
 // that announces a large frame and dribbles it costs what it sends. The connection keeps itself
 // alive through its handlers (shared_from_this). Its life is a State that only moves forward,
@@ -19,6 +21,7 @@
 #include <capnp/message.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +41,19 @@ namespace psched {
 struct Transport {
   std::shared_ptr<boost::asio::ssl::context> tls;
   TlsRole role = TlsRole::kServer;
+};
+
+// What a group of connections holds unsent together: each member adds what its send buffers hold
+// (their capacity, so a buffer grown for a burst counts until it is released). Each time a member
+// grows the group past `limit`, the owner's on_over runs at once, inside that member's send(), and
+// cuts off whom it chooses (cut_off, which calls no handler then: it may run inside the owner's
+// loops over its peers), so the group never holds more than the limit and one frame. One event
+// loop: no locks.
+struct UnsentTotal {
+  size_t bytes = 0;
+  size_t limit = SIZE_MAX;
+  std::function<void()> on_over;
+  bool in_on_over = false;  // on_over is running (what it cuts off only shrinks the total)
 };
 
 class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
@@ -63,6 +79,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
 
   FramedConnection(boost::asio::ip::tcp::socket socket, uint32_t max_frame_bytes,
                    Transport transport = {});
+  ~FramedConnection();
 
   void start(Handlers handlers);
   void send(capnp::MessageBuilder& message);
@@ -80,6 +97,17 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
                         std::shared_ptr<const LoopWatchdog> watchdog = nullptr);
   // Frames longer than this are refused from now on (the scheduler allows small ones before Hello).
   void set_max_frame_bytes(uint32_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
+  // The most this connection queues unsent before it cuts the peer off (0: the default,
+  // max(kMaxUnsentBytes, 2 frames)). A frame is always queued while less than this is.
+  void set_max_unsent_bytes(size_t bytes) { max_unsent_bytes_ = bytes; }
+  // From now on what this connection holds unsent counts into `total` (until it is destroyed).
+  void count_unsent_into(std::shared_ptr<UnsentTotal> total);
+  // Cuts off a peer that does not read what it is sent: the frames not yet written are dropped and
+  // nothing more is queued, at once; then, at the end of the loop's turn, if nothing is being
+  // written (the peer took all we wrote) it is told `why` in an Error and closed after a short
+  // linger, else it is closed (a write it does not take would keep its buffer). on_close hears
+  // `why` either way, never from inside this call.
+  void cut_off(const std::string& why);
 
   enum class State : uint8_t { kOpen, kDraining, kClosed };
 
@@ -87,6 +115,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   bool is_open() const { return state_ != State::kClosed; }
   const std::string& remote() const { return remote_; }
   size_t queued_bytes() const { return out_.size() + writing_.size(); }
+  // What the send buffers hold in memory: queued_bytes() and the room they grew to.
+  size_t held_bytes() const { return out_.capacity() + writing_.capacity(); }
   // True once TLS itself refused the peer (a certificate, a protocol mismatch): the same settings
   // will not do better on a retry.
   bool refused_by_tls() const { return refused_by_tls_; }
@@ -112,6 +142,12 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void took(const boost::system::error_code& ec, size_t n);  // a read's outcome: n bytes, or why not
   void dispatch(size_t bytes);
   void flush();
+  // send_error_and_close once draining: the Error appended, on_close told, a linger to close.
+  void tell_and_close(const std::string& message, uint64_t job_id);
+  // A send buffer that grew past kKeepBodyBytes is freed once written (a burst's room is not kept).
+  void release_written();
+  // held_bytes() brought up to date in the UnsentTotal, if any; its owner told when past its limit.
+  void account();
   void arm_idle_timer(std::chrono::steady_clock::time_point silent_since);
   void transition(State to);
 
@@ -145,6 +181,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   size_t body_words_ = 0;
   std::string out_;      // frames queued while a write is in flight
   std::string writing_;  // the frames of the write in flight
+  size_t max_unsent_bytes_ = 0;  // 0: max(kMaxUnsentBytes, 2 frames)
+  std::shared_ptr<UnsentTotal> unsent_total_;
+  size_t counted_bytes_ = 0;  // held_bytes() as last added to unsent_total_
+  std::string cut_off_why_;   // why cut_off() ended this connection (said when it closes)
   State state_ = State::kOpen;
   Channel channel_ = Channel::kIdle;
   bool flush_posted_ = false;  // a flush() is posted for the end of this turn (send())

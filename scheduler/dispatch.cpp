@@ -198,7 +198,7 @@ void Scheduler::on_given_back(WorkerRecord& worker, wire::ResultBatch::Reader ba
     const bool inside = range.count > 0 && range.first < job.chunks() && range.count <= job.chunks() - range.first;
     if (inside && worker.stalled_once && !job.ranges().running_here(range, worker.id)) continue;  // re-queued
     if (!inside || !job.ranges().running_here(range, worker.id)) {
-      protocol_error(*worker.conn, fmt::format("gave back {} from chunk {} of job {}, which it does not hold",
+      protocol_error(worker, fmt::format("gave back {} from chunk {} of job {}, which it does not hold",
                                                counted(range.count, "chunk"), range.first, job.id()));
       return;
     }

@@ -80,6 +80,14 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--max-client-jobs", f.config.admission.max_client_jobs,
                  "Most running jobs of one client (its share of --max-jobs)")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, uint64_t{1} << 24));
+  app.add_option("--max-client-unsent", f.config.max_client_unsent_bytes,
+                 "Most bytes held unsent for one client that does not read what it is sent (its "
+                 "streamed partials, progress); past it the client is cut off")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(64u << 10, uint64_t{1} << 40));
+  app.add_option("--max-total-unsent", f.config.max_total_unsent_bytes,
+                 "Most bytes held unsent for all clients together; past it the client holding the "
+                 "most is cut off")
+      ->capture_default_str()->transform(psched::cli::unsigned_in(64u << 10, uint64_t{1} << 40));
   app.add_option("--spin-us", f.spin_us,
                  "Microseconds to keep polling after each event before sleeping (lower latency on "
                  "VMs, where waking an idle CPU is slow); 0 = sleep at once")

@@ -243,6 +243,9 @@ void scheduler_families(Exposition& e, const Scheduler& s) {
   e.sample("psched_workers", "", uint64_t(s.workers().size()));
   e.family("psched_clients", "gauge", "Clients connected.");
   e.sample("psched_clients", "", uint64_t(s.clients().size()));
+  e.family("psched_client_unsent_bytes", "gauge",
+           "Bytes held in send buffers for clients, all together (at most about --max-total-unsent).");
+  e.sample("psched_client_unsent_bytes", "", uint64_t(s.client_unsent_bytes()));
 }
 
 // Jobs and their chunk tasks, now and in all.

@@ -11,13 +11,30 @@
 #include "app/logging.h"
 #include "core/plural.h"
 #include "net/wire_convert.h"
+#include "scheduler/partial_check.h"
 #include "scheduler/scheduler.h"
 
 namespace psched {
 
 namespace {
 
-// Why a batch's results cannot be taken (empty: they can): one names no chunks, crosses a block
+ReportedPartial reported_partial(ChunkRange range, wire::ChunkPartial::Reader r) {
+  const auto exact = r.getExact();
+  ReportedPartial p;
+  p.range = range;
+  p.sum = r.getSum();
+  p.count = r.getCount();
+  p.min = r.getMin();
+  p.max = r.getMax();
+  p.nan = exact.getNan();
+  p.pos_inf = exact.getPosInf();
+  p.neg_inf = exact.getNegInf();
+  note_terms(exact.getTerms(), p);
+  return p;
+}
+
+// Why a batch's results cannot be taken (empty: they can): one names no chunks, cannot be the
+// partial of its range (untrue_partial: a lying or broken worker), crosses a block
 // of a job that asked for a partial per block (DefineJob.partialBlock), or chunks not all running
 // on `worker` (nor settled already: a late duplicate is ignored, not refused; nor, from a worker
 // that once stalled, re-queued meanwhile: late too, and skipped by apply_partials).
@@ -31,6 +48,12 @@ std::string refused_result(const Job& job, const WorkerRecord& worker, capnp::Li
     if (inside && block > 0 && range.first / block != (range.end() - 1) / block)
       return fmt::format("a result for {} of job {}, which asked for a partial per {}",
                          chunks_text(range.first, range.count), job.id(), block == 1 ? "chunk" : fmt::format("{} chunks", block));
+    if (inside) {
+      const std::string untrue = untrue_partial(*job.spec(), reported_partial(range, r));
+      if (!untrue.empty())
+        return fmt::format("result for {} of job {} cannot be true: {}", chunks_text(range.first, range.count),
+                           job.id(), untrue);
+    }
     if (inside && (worker.stalled_once || job.ranges().running_here(range, worker.id) ||
                    job.verify.running_here(range, worker.id) || job.ranges().all_settled(range)))
       continue;
@@ -51,7 +74,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
     if (job_id == 0 || job_id >= next_job_id_) {
-      protocol_error(*worker.conn, fmt::format("results for unknown job {}", job_id));
+      protocol_error(worker, fmt::format("results for unknown job {}", job_id));
       return;
     }
     // The job finished, failed or was cancelled meanwhile: its late results are dropped (its
@@ -67,7 +90,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   // good results first would keep a liar's partials, and could leave a job with every chunk done
   // and no one to complete it.
   if (const std::string wrong = refused_result(job, worker, reported.results); !wrong.empty()) {
-    protocol_error(*worker.conn, wrong);
+    protocol_error(worker, wrong);
     return;
   }
   const uint64_t copies_before = job.verify.queued();

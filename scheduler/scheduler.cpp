@@ -47,9 +47,13 @@ Scheduler::Scheduler(asio::io_context& io, SchedulerConfig config)
       heartbeat_timer_(io),
       watchdog_(std::make_shared<LoopWatchdog>(io)) {
   config_.heartbeat_ms = heartbeat_ms_for(config_.worker_timeout_ms, config_.heartbeat_ms);
+  client_unsent_->limit = config_.max_total_unsent_bytes;
+  client_unsent_->on_over = [this, alive = std::weak_ptr<int>(alive_)] {
+    if (!alive.expired()) cut_slowest_readers();
+  };
 }
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() { client_unsent_->on_over = nullptr; }
 
 std::string Scheduler::address() const {
   std::string host = config_.host;
@@ -174,6 +178,12 @@ void Scheduler::protocol_error(FramedConnection& conn, const std::string& messag
   ++counters_.protocol_errors;
   spdlog::warn("{}: {}", conn.remote(), message);
   conn.send_error_and_close(message);
+}
+
+void Scheduler::protocol_error(const WorkerRecord& worker, const std::string& message) {
+  ++counters_.protocol_errors;
+  spdlog::warn("worker {} '{}' ({}) disconnected: {}", worker.id, worker.name, worker.conn->remote(), message);
+  worker.conn->send_error_and_close(message);
 }
 
 void Scheduler::on_message(const std::shared_ptr<Peer>& peer, wire::Message::Reader message) {
@@ -351,6 +361,8 @@ void Scheduler::admit_client(const std::shared_ptr<FramedConnection>& conn, Clie
   c->name = name;
   c->conn = conn;
   conn->set_idle_timeout(std::chrono::milliseconds(config_.client_timeout_ms), watchdog_);
+  conn->set_max_unsent_bytes(config_.max_client_unsent_bytes);
+  conn->count_unsent_into(client_unsent_);
   spdlog::debug("client {} '{}' connected from {}", id, name, conn->remote());
   clients_[id] = std::move(c);
 }

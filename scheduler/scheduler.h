@@ -80,6 +80,12 @@ struct SchedulerConfig {
   // when idle (psched lowers it to what its file descriptor limit holds: main.cpp).
   uint32_t max_connections = 16384;
   AdmissionLimits admission;              // chunk budget, one client's share, connections before Hello
+  // What psched holds unsent for clients that do not read what it pushes (streamed partials,
+  // Progress): one client at most max_client_unsent_bytes (two default frames) before it is cut
+  // off, all together at most max_total_unsent_bytes, past which the one holding the most is cut
+  // off (slow_readers.cpp). 16 clients that never read once took psched to 1.1 GB.
+  size_t max_client_unsent_bytes = size_t{32} << 20;
+  size_t max_total_unsent_bytes = size_t{256} << 20;
 };
 
 // Counters the dashboard and metrics read.
@@ -144,6 +150,8 @@ class Scheduler {
   const std::map<ClientId, std::unique_ptr<ClientRecord>>& clients() const { return clients_; }
   const std::deque<JobSummary>& recent_jobs() const { return recent_jobs_; }  // newest first
   const SchedulerCounters& counters() const { return counters_; }
+  // Bytes psched's send buffers hold for clients, all together (--max-total-unsent bounds it).
+  size_t client_unsent_bytes() const { return client_unsent_->bytes; }
   const LoopWatchdog& watchdog() const { return *watchdog_; }
   const TaskStream& task_stream() const { return task_stream_; }
   const JobDevices& job_devices() const { return job_devices_; }
@@ -270,7 +278,12 @@ class Scheduler {
   // the job's failure message when a chunk has now failed --allowed-failures times.
   std::optional<std::string> requeue_lost(Job& job, const WorkerRecord& w, const std::string& why, Loss loss);
   void protocol_error(FramedConnection& conn, const std::string& message);
+  // The same for a worker, named in the log line: its chunks go back to the queue as it leaves.
+  void protocol_error(const WorkerRecord& worker, const std::string& message);
   void heartbeat();
+  // Past --max-total-unsent (inside the send() that passed it): the clients holding the most unsent
+  // are cut off until the rest fit.
+  void cut_slowest_readers();
 
   boost::asio::io_context& io_;
   SchedulerConfig config_;
@@ -309,6 +322,8 @@ class Scheduler {
   // psched's allocation cost for one job on 1024 workers (a vector grown to a thousand entries).
   std::vector<TailHolder> tail_holders_;
   uint32_t connections_ = 0;
+  // What every client's connection holds unsent (FramedConnection::count_unsent_into).
+  std::shared_ptr<UnsentTotal> client_unsent_ = std::make_shared<UnsentTotal>();
   SchedulerCounters counters_;
   PendingConnections pending_;       // connections before Hello (admission.h)
   RateLimitedLog connection_refusals_, job_refusals_, tls_refusals_;

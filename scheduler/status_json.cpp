@@ -217,6 +217,7 @@ std::string status_json(const Scheduler& s, const WorkerRates& rates, const std:
   }
   out.end_array();
   out.key("clients").value(s.clients().size());
+  out.key("client_unsent_bytes").value(s.client_unsent_bytes());
   out.key("jobs").begin_array();
   for (const auto& [id, job] : s.jobs()) {
     write_running_job(out, s, *job, devices);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "net/address.h"
+#include "raw_peer.h"
 #include "support/job_helpers.h"
 #include "support/test_cluster.h"
 
@@ -35,8 +36,10 @@ const std::map<std::string, std::string> kSlowChunks = {{"PSCHED_TEST_CHUNK_DELA
 
 class BackgroundJob {
  public:
-  explicit BackgroundJob(TestCluster& cluster)
-      : job_(arange_job(2000, 2000, 100, 100, 1, 1)), client_(cluster.client()) {
+  static pclient::Job job() { return arange_job(2000, 2000, 100, 100, 1, 1); }
+  static constexpr uint64_t kChunkElements = 100 * 100;  // every chunk's, all selected
+
+  explicit BackgroundJob(TestCluster& cluster) : job_(job()), client_(cluster.client()) {
     thread_ = std::thread([this] {
       try {
         pclient::RunOptions options;
@@ -79,6 +82,25 @@ using Clock = std::chrono::steady_clock;
 
 inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A fake worker that said Hello and was handed chunks of the running job: its connection, the job
+// and the first chunk it was given.
+struct FakeWorker {
+  std::unique_ptr<RawPeer> peer;
+  uint64_t job_id = 0, assigned = 0;
+};
+
+inline FakeWorker fake_worker_with_work(TestCluster& cluster) {
+  FakeWorker fake{std::make_unique<RawPeer>(port_of(cluster))};
+  fake.peer->hello_as_worker(/*slots=*/1);
+  REQUIRE(fake.peer->read_until(wire::Message::WELCOME));
+  auto batch = fake.peer->read_until(wire::Message::TASK_BATCH);
+  REQUIRE(batch);
+  fake.job_id = batch->message().getTaskBatch().getJobId();
+  REQUIRE(batch->message().getTaskBatch().getRanges().size() >= 1);
+  fake.assigned = batch->message().getTaskBatch().getRanges()[0].getFirst();
+  return fake;
 }
 
 // A cluster of one slow worker with a job running; `act` misbehaves; then the job must be exact

@@ -28,25 +28,6 @@ std::string error_for(TestCluster& cluster, const std::string& bytes) {
   return error;
 }
 
-// A fake worker that said Hello and was handed chunks of the running job: its connection, the job
-// and the first chunk it was given.
-struct FakeWorker {
-  std::unique_ptr<RawPeer> peer;
-  uint64_t job_id = 0, assigned = 0;
-};
-
-FakeWorker fake_worker_with_work(TestCluster& cluster) {
-  FakeWorker fake{std::make_unique<RawPeer>(port_of(cluster))};
-  fake.peer->hello_as_worker(/*slots=*/1);
-  REQUIRE(fake.peer->read_until(wire::Message::WELCOME));
-  auto batch = fake.peer->read_until(wire::Message::TASK_BATCH);
-  REQUIRE(batch);
-  fake.job_id = batch->message().getTaskBatch().getJobId();
-  REQUIRE(batch->message().getTaskBatch().getRanges().size() >= 1);
-  fake.assigned = batch->message().getTaskBatch().getRanges()[0].getFirst();
-  return fake;
-}
-
 }  // namespace
 
 TEST_CASE("junk bytes get an Error naming the bad frame, and the connection is closed", "[security]") {
@@ -226,8 +207,9 @@ TEST_CASE("a pointer chain 1000 deep and a list that amplifies itself are refuse
 TEST_CASE("a fake worker's result for a chunk never assigned to it is refused and its chunk runs elsewhere",
           "[security]") {
   while_a_job_runs([](TestCluster& cluster) {
-    // It is given a chunk of the running job. It answers with a poisoned result for that chunk
-    // and one for a chunk it never got: the whole batch is refused, so the poison never counts.
+    // It is given a chunk of the running job. It answers with a poisoned result for that chunk (a
+    // sum that could be true: the count its chunk has, finite terms) and one for a chunk it never
+    // got: the whole batch is refused, so the poison never counts.
     const auto [peer, job_id, assigned] = fake_worker_with_work(cluster);
     RawPeer& fake = *peer;
     fake.send_message([&](wire::Message::Builder m) {
@@ -236,7 +218,8 @@ TEST_CASE("a fake worker's result for a chunk never assigned to it is refused an
       auto results = b.initResults(2);
       results[0].setChunk(assigned);
       results[0].setSum(1e300);
-      results[0].setCount(1);
+      results[0].setCount(BackgroundJob::kChunkElements);
+      results[0].initExact().initTerms(1).set(0, 1e300);
       results[1].setChunk(4000000);
       results[1].setSum(1e300);
       results[1].setCount(1);

@@ -37,7 +37,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp
   sm_count_ = std::max(prop.multiProcessorCount, 1);
   reader_.set_read_threads(options_.read_threads != 0
                                ? options_.read_threads
-                               : std::clamp(std::thread::hardware_concurrency() / 2, 4u, 32u));
+                               : std::clamp(std::thread::hardware_concurrency(), 4u, 32u));
   // NVML's spelling of the bus id (function 0: a GPU is always function 0).
   pci_bus_id_ = fmt::format("{:08X}:{:02X}:{:02X}.0", unsigned(prop.pciDomainID),
                             unsigned(prop.pciBusID), unsigned(prop.pciDeviceID));

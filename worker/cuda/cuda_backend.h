@@ -24,8 +24,9 @@ struct CudaBackendOptions {
   // (pcuda-worker: PSCHED_CUDA_ONE_PASS=1; cuda-floor --one-pass).
   bool one_pass = false;
   // Stored arrays: threads that read one chunk (storage/chunk_reader.h; the dispatcher thread reads
-  // each chunk into its slot's pinned memory while the other slots compute). 0: half the cores,
-  // 4 to 32 (one thread's pread from the page cache moves 6.4 GB/s, 32 threads 50: bench/README.md).
+  // each chunk into its slot's pinned memory while the other slots compute). 0: every core, 4 to
+  // 32 (one thread's pread from the page cache moves 6.4 GB/s, 32 threads 50: bench/README.md; half
+  // the cores held one H100 on a 16-core host to 0.55 x its floors).
   unsigned read_threads = 0;
   int64_t test_trap_on_chunk = -1;  // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): fault the
                                     // GPU on this chunk (a trap), as a hardware error would

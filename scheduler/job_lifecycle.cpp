@@ -286,7 +286,7 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, Loss loss) {
 // protocol error blames nothing: its chunks are retried.
 std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord& w, const std::string& why,
                                                    Loss loss) {
-  const bool alone = w.isolating || w.in_flight.size() == 1;
+  const bool alone = w.ran_alone();
   std::vector<ChunkRange> at_limit;
   for (const ChunkRange& r : job.running_ranges_of(w.id)) {
     counters_.tasks_requeued += r.count;

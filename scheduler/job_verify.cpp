@@ -84,14 +84,13 @@ std::optional<std::string> Scheduler::verify_worker_gone(Job& job, const WorkerR
   const bool blame = loss == Loss::kLost;
   const uint32_t limit = blame ? config_.allowed_failures : UINT32_MAX;
   // Held to the limit only when the copy was all the worker ran: a crash it shows.
-  const bool alone = w.in_flight.size() <= 1;
-  job.verify.worker_gone(w.id, w.name, blame, blame && alone, limit, peers_, at_limit, settled);
+  job.verify.worker_gone(w.id, w.name, blame, blame && w.ran_alone(), limit, peers_, at_limit, settled);
   for (const VerifySettled& s : settled) settle_block(job, s);
   if (at_limit.empty()) return std::nullopt;
   const ChunkRange r = at_limit.front();
   const size_t lost = job.verify.failed_on(r.first).size();
   const std::string names = fmt::format("{}", fmt::join(job.failure_names(r.first, /*copy=*/true), ", "));
-  if (job.verify.shown_failures(r.first) >= limit)
+  if (job.verify.failures(r.first) >= limit)
     return fmt::format("the verify copy of {} failed or took down a worker running it alone {} times (on {}); "
                        "the last one was lost: {}", chunks_text(r.first, r.count), limit, names, why);
   return fmt::format("the verify copy of {} was lost with {} ({}), each running other work too: psched stops "

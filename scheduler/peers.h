@@ -133,6 +133,9 @@ struct WorkerRecord : WorkerInfo {
   // Running a suspect chunk alone (Job::requeue_suspect): it gets nothing more until its window is
   // empty again, so that if it dies, the suspect is the one to blame.
   bool isolating = false;
+  // It held nothing but the work in question (a suspect, or a lone chunk or copy): a crash there
+  // is shown, and counts against --allowed-failures (Scheduler::requeue_lost, verify_worker_gone).
+  bool ran_alone() const { return isolating || in_flight.size() <= 1; }
   // Results of its came in the burst of frames being handled: it is topped up once the burst is
   // (Scheduler::on_frames_handled), not after each job's ResultBatch, so that a report of several
   // jobs gets one top-up and its window is not cut into a sliver of each job.

@@ -523,7 +523,7 @@ const std::vector<std::string>& BlockVerifier::failed_on(uint64_t chunk) const {
   return it == pending_.end() ? kNone : it->second.failed_on;
 }
 
-uint32_t BlockVerifier::shown_failures(uint64_t chunk) const {
+uint32_t BlockVerifier::failures(uint64_t chunk) const {
   auto it = pending_.find(chunk / block_);
   return it == pending_.end() ? 0 : it->second.shown;
 }

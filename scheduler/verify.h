@@ -141,9 +141,10 @@ class BlockVerifier {
                    const VerifyPeers& peers, std::vector<ChunkRange>& at_limit,
                    std::vector<VerifySettled>& settled);
   // The workers copies of `chunk`'s block failed on or were lost with (empty when none, or the
-  // block is settled), and how many of those failures were shown (counted against the limit).
+  // block is settled), and how many of those failures were shown and count against the limit
+  // (as Job::failures for a chunk).
   const std::vector<std::string>& failed_on(uint64_t chunk) const;
-  uint32_t shown_failures(uint64_t chunk) const;
+  uint32_t failures(uint64_t chunk) const;
 
   uint64_t verified() const { return verified_; }  // chunks settled
   uint64_t same_worker() const { return same_worker_; }

@@ -527,7 +527,7 @@ TEST_CASE("a copy lost with workers that ran other work too is named but not hel
     CHECK(at_limit.empty());
   }
   CHECK(v.failed_on(0).size() == BlockVerifier::kLostBeside * limit - 1);
-  CHECK(v.shown_failures(0) == 0);
+  CHECK(v.failures(0) == 0);
   // The last loss the block takes: it gives up, so a copy that kills every worker cannot loop.
   REQUIRE(take(v, c, w) == std::vector<ChunkRange>{{0, 4}});
   c.gone.insert(w);

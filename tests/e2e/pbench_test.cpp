@@ -33,19 +33,6 @@ std::vector<pid_t> processes_mentioning(const std::string& needle) {
   return out;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/pbench-test.XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
-
 }  // namespace
 
 TEST_CASE("pbench -c 2 runs the job on its own cluster, prints the DeepOps benchmark's lines and leaves nothing behind",

@@ -19,6 +19,17 @@ namespace psched::test {
 
 std::string bin_dir() { return PSCHED_TEST_BIN_DIR; }
 
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/psched-test.XXXXXX";
+  if (!mkdtemp(tmpl)) throw pclient::Error("mkdtemp failed");
+  path = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
 TestCluster::TestCluster(const SchedulerOptions& options) {
   char tmpl[] = "/tmp/psched-test.XXXXXX";
   if (!mkdtemp(tmpl)) throw pclient::Error("mkdtemp failed");

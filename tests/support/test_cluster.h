@@ -86,6 +86,15 @@ bool eventually(F condition, int timeout_ms = 20000) {
   return condition();
 }
 
+// A fresh directory under /tmp, removed with all it holds when the test ends.
+struct TempDir {
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string path;
+};
+
 // True while a process with this pid exists (and is not a zombie of ours).
 bool process_alive(pid_t pid);
 // Runs a command, captures stdout+stderr, returns the exit status (as from waitpid).

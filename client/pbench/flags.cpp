@@ -101,7 +101,8 @@ void add_job_flags(CLI::App& app, Flags& f) {
       ->check(CLI::IsMember({"little", "big"}));
   app.add_option("--write-npy", f.write_npy,
                  "Write the generated array (the generator's own elements, as --dtype stores them) to this "
-                 ".npy file, then exit: a file job and a generator job can be compared bit for bit");
+                 ".npy file, then exit: a file job and a generator job can be compared bit for bit (written beside it "
+                 "as PATH.partial-PID and renamed once whole; removed if writing fails)");
   app.add_option("--write-zarr", f.write_zarr,
                  "Write the generated array to this Zarr v2 store, one store chunk per job chunk, then exit");
   app.add_option("--compressor", f.compressor,

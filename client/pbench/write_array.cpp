@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -21,6 +22,7 @@
 namespace pbench {
 namespace {
 
+using psched::Result;
 using psched::Status;
 
 constexpr uint64_t kPieceElements = uint64_t{1} << 22;  // generated and written at a time per thread
@@ -76,27 +78,85 @@ Status in_parallel(uint64_t count, Work&& work) {
 
 psched::ElementType element_type(const psched::JobSpec& s) { return psched::ElementType{s.dtype, false}; }
 
+// Where write_npy() writes: a regular file (new or existing, or what a symbolic link names) is
+// written under a temporary name beside it, in the same directory so that rename() can put it in
+// place whole; anything else that exists (a device such as /dev/null or /dev/full, a FIFO) is
+// written in place, since it cannot be replaced and was not ours to remove.
+struct NpyTarget {
+  std::string final_path;  // what the finished file is renamed to ("" when written in place)
+  std::string written;     // the path opened for writing
+  int fd = -1;
+};
+
+Result<NpyTarget> open_npy_target(const std::string& path) {
+  auto failed = [&](const std::string& what) {
+    return Status::invalid(fmt::format("--write-npy {}: {}", what, std::strerror(errno)));
+  };
+  NpyTarget t;
+  struct stat st;
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    t.written = path;
+    t.fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (t.fd < 0) return failed(path);
+    return t;
+  }
+  t.final_path = path;
+  if (exists) {  // through a symbolic link, the file it names is replaced, and the link kept
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real == nullptr) return failed(path);
+    t.final_path = real;
+    std::free(real);
+  }
+  // Named PATH.partial-PID, which no .npy reader takes (not ending in .npy) and which says what it
+  // is should a killed pbench leave it behind.
+  const std::string stem = t.final_path + ".partial-" + std::to_string(::getpid());
+  for (int attempt = 0; t.fd < 0; ++attempt) {
+    t.written = attempt == 0 ? stem : stem + "-" + std::to_string(attempt);
+    t.fd = ::open(t.written.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (t.fd < 0 && (errno != EEXIST || attempt == 99)) return failed(path);
+  }
+  // A file replaced keeps its permissions, as it did when it was truncated and written in place.
+  if (exists && ::fchmod(t.fd, st.st_mode & 07777) != 0) {
+    const Status failure = failed(path);
+    ::close(t.fd);
+    ::unlink(t.written.c_str());
+    return failure;
+  }
+  return t;
+}
+
+// The .npy into `fd`; a failure's message begins with `label`.
+Status write_npy_body(const psched::JobSpec& s, int fd, const std::string& label) {
+  const std::string header = psched::npy_header(element_type(s), false, {s.rows, s.cols});
+  const uint64_t eb = s.element_bytes();
+  if (Status st = write_all(fd, header.data(), header.size(), 0, label); !st) return st;
+  const uint64_t elements = s.rows * s.cols;
+  return in_parallel((elements + kPieceElements - 1) / kPieceElements, [&](uint64_t k) {
+    thread_local std::vector<double> scratch;
+    thread_local std::vector<char> bytes;
+    const uint64_t first = k * kPieceElements, n = std::min(kPieceElements, elements - first);
+    bytes.resize(n * eb);
+    generate(s, first, n, scratch, bytes.data());
+    return write_all(fd, bytes.data(), n * eb, header.size() + first * eb, label);
+  });
+}
+
 }  // namespace
 
 Status write_npy(const psched::JobSpec& s, const std::string& path) {
-  const std::string header = psched::npy_header(element_type(s), false, {s.rows, s.cols});
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::invalid(fmt::format("--write-npy {}: {}", path, std::strerror(errno)));
-  const uint64_t eb = s.element_bytes();
-  Status st = write_all(fd, header.data(), header.size(), 0, path);
-  if (st) {
-    const uint64_t elements = s.rows * s.cols;
-    st = in_parallel((elements + kPieceElements - 1) / kPieceElements, [&](uint64_t k) {
-      thread_local std::vector<double> scratch;
-      thread_local std::vector<char> bytes;
-      const uint64_t first = k * kPieceElements, n = std::min(kPieceElements, elements - first);
-      bytes.resize(n * eb);
-      generate(s, first, n, scratch, bytes.data());
-      return write_all(fd, bytes.data(), n * eb, header.size() + first * eb, path);
-    });
-  }
-  if (::close(fd) != 0 && st) st = Status::error(fmt::format("{}: {}", path, std::strerror(errno)));
-  return st;
+  Result<NpyTarget> target = open_npy_target(path);
+  if (!target) return target.status();
+  const NpyTarget& t = *target;
+  // Failures name the path the user gave, never the temporary one.
+  Status st = write_npy_body(s, t.fd, "--write-npy " + path);
+  if (::close(t.fd) != 0 && st) st = Status::error(fmt::format("--write-npy {}: {}", path, std::strerror(errno)));
+  if (t.final_path.empty()) return st;
+  if (st && ::rename(t.written.c_str(), t.final_path.c_str()) != 0)
+    st = Status::error(fmt::format("--write-npy {}: {}", path, std::strerror(errno)));
+  if (st) return st;
+  ::unlink(t.written.c_str());  // ours alone: `path` itself was never opened
+  return Status::error(st.message() + "; the partial file was removed");
 }
 
 Status write_zarr(const psched::JobSpec& s, const std::string& path, const std::string& compressor) {

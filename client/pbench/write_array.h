@@ -10,7 +10,13 @@
 
 namespace pbench {
 
-// The array of `spec` (a generated one, validated and normalized) as one C-order .npy file.
+// The array of `spec` (a generated one, validated and normalized) as one C-order .npy file. A
+// regular file at `path` (new, or one that exists: replaced, keeping its permissions; through a
+// symbolic link, the file it names) is written as PATH.partial-PID beside it and renamed to `path`
+// once whole, so `path` never holds half an array, even if pbench is killed. On a failure (the disk
+// full, a size limit) that partial file is removed and the message names `path` and the OS error;
+// a file that was there is as it was. Anything else that exists at `path` (a device: /dev/null,
+// /dev/full; a FIFO) is written in place and never removed.
 psched::Status write_npy(const psched::JobSpec& spec, const std::string& path);
 // The array as a Zarr v2 directory store whose chunks are the job's chunks, compressed with
 // `compressor`: none, zstd, blosc-lz4, blosc-zstd or blosc-zlib.

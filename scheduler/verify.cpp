@@ -94,24 +94,6 @@ bool BlockVerifier::computed_by(const Pending& p, WorkerId worker) {
   return any_worker(p, [&](WorkerId w) { return w == worker; });
 }
 
-const char* verify_search_note(VerifySearch search) {
-  switch (search) {
-    case VerifySearch::kFound:
-      return "";
-    case VerifySearch::kNoMajority:
-      return "three copies that all differ: no odd copy to search";
-    case VerifySearch::kOddWorkerLeft:
-      return "the search stopped: the odd copy's worker left";
-    case VerifySearch::kNoOtherWorker:
-      return "the search stopped: no other worker was left to compare with";
-    case VerifySearch::kStepFailed:
-      return "the search stopped: one of its steps failed";
-    case VerifySearch::kNotReproduced:
-      return "the search stopped: computed again, the odd copy's worker agreed (not deterministic?)";
-  }
-  return "";
-}
-
 // The one place a block's phase changes; what each phase implies is checked on entering it.
 void BlockVerifier::move(Pending& p, Phase to) {
   const Phase from = p.phase;
@@ -122,10 +104,10 @@ void BlockVerifier::move(Pending& p, Phase to) {
       legal = from == Phase::kFirstCopy && p.first.chunks == p.block.count && p.copies.size() == 1;
       break;
     case Phase::kNarrowing:
-      legal = from == Phase::kCopies && p.mismatch && !p.to_check.empty();
+      legal = from == Phase::kCopies && p.mismatch && p.search;
       break;
     case Phase::kDecided:
-      legal = (from == Phase::kCopies || from == Phase::kNarrowing) && !queued && !p.probe && p.to_check.empty();
+      legal = (from == Phase::kCopies || from == Phase::kNarrowing) && !queued && !p.search;
       break;
     case Phase::kSettled:
       legal = from == Phase::kDecided && p.tasks.empty();
@@ -207,7 +189,7 @@ bool BlockVerifier::may_take(const Pending& p, const Task& t, WorkerId worker, c
     case Kind::kSuspect:
       return worker == t.pinned;
     case Kind::kOther:
-      return worker != p.probe->suspect.worker;
+      return worker != p.search->suspect();
   }
   return false;
 }
@@ -312,29 +294,36 @@ void BlockVerifier::worker_gone(WorkerId worker, const std::string& worker_name,
       p.shown += counted ? 1 : 0;
       if (p.shown >= limit || p.failed_on.size() >= uint64_t{kLostBeside} * limit) at_limit.push_back(p.block);
     }
-    if (p.phase == Phase::kNarrowing) {
-      const WorkerId odd = p.probe->suspect.worker;
-      if (odd == worker || !peers.connected(odd)) {
-        end_search(p, VerifySearch::kOddWorkerLeft);
-      } else if (!peers.someone_else({odd})) {
-        end_search(p, VerifySearch::kNoOtherWorker);
-      }
-    }
+    if (p.phase == Phase::kNarrowing)
+      if (const std::optional<VerifySearch> why = p.search->stops_without(worker, peers)) end_search(p, *why);
     if (dropped || p.phase == Phase::kDecided) touched.push_back(block);
   }
   for (const uint64_t block : touched)
     if (auto s = settle_if_idle(block)) settled.push_back(*s);
 }
 
-// The search for the odd chunk stops where it got (the mismatch names the smallest range known,
-// and why): queued steps are dropped; running ones finish, and their results change nothing.
+// The mismatch names the smallest range the search knew, and why it stopped; steps still running
+// finish, and their results change nothing.
 void BlockVerifier::end_search(Pending& p, VerifySearch why) {
   for (auto t = p.tasks.begin(); t != p.tasks.end();)
     t = t->state == State::kQueued ? move_task(p, t, State::kDone) : std::next(t);
-  p.probe.reset();
-  p.to_check.clear();
+  p.search.reset();
   p.mismatch->search = why;
   move(p, Phase::kDecided);
+}
+
+void BlockVerifier::follow(Pending& p, BlockSearch::Next next) {
+  if (next.found) {
+    p.mismatch->chunks = next.found->chunk;
+    p.mismatch->copies = {std::move(next.found->odd), std::move(next.found->other)};
+  }
+  if (next.ended) {
+    end_search(p, *next.ended);
+    return;
+  }
+  for (const BlockSearch::Step& step : next.steps)
+    queue(p, step.on_suspect ? Kind::kSuspect : Kind::kOther, step.range, step.on_suspect ? p.search->suspect() : 0,
+          /*front=*/true);
 }
 
 void BlockVerifier::task_done(Pending& p, const Task& task, const VerifyPeers& peers) {
@@ -352,29 +341,14 @@ void BlockVerifier::task_done(Pending& p, const Task& task, const VerifyPeers& p
     decide(p, peers);
     return;
   }
-  PSCHED_ASSERT(p.phase == Phase::kNarrowing && p.probe, int(p.phase), p.block.first);
-  Probe& probe = *p.probe;
-  (task.kind == Kind::kSuspect ? probe.suspect_got : probe.other_got) = task.got.whole();
-  if (probe.check) {  // a piece's own partial is known; now the other worker's
-    probe.check = false;
-    probe_step(p, peers);
-  } else if (probe.suspect_got && probe.other_got) {
-    const bool differ = !same_bits(probe.suspect_got->partial, probe.other_got->partial);
-    const ChunkRange rest{probe.asked.end(), probe.range.end() - probe.asked.end()};
-    if (probe.asked == probe.range || differ) {  // the difference is in what was asked
-      probe.range = probe.asked;
-      probe.suspect.partial = probe.suspect_got->partial;
-      probe_step(p, peers);
-    } else {  // the left half agrees, so the right half differs
-      probe.range = rest;
-      ask(p, rest.count == 1 ? rest : ChunkRange{rest.first, rest.count / 2}, peers);
-    }
-  }
+  PSCHED_ASSERT(p.phase == Phase::kNarrowing && p.search, int(p.phase), p.block.first);
+  follow(p, p.search->step_done(task.kind == Kind::kSuspect, task.got.whole(), peers));
 }
 
 void BlockVerifier::decide(Pending& p, const VerifyPeers& peers) {
   std::vector<VerifyCopy>& c = p.copies;
   size_t odd = c.size();  // the one copy against a majority, if any
+  bool majority = false;
   if (c.size() == 2) {
     p.keep = c[0].partial;
     if (same_bits(c[0].partial, c[1].partial)) {
@@ -405,7 +379,7 @@ void BlockVerifier::decide(Pending& p, const VerifyPeers& peers) {
     } else {
       c[0].suspect = c[1].suspect = c[2].suspect = true;
     }
-    p.majority = odd < c.size() && !c[0].suspect;
+    majority = odd < c.size() && !c[0].suspect;
     if (odd < c.size()) c[odd].suspect = true;
   }
   p.mismatch = VerifyMismatch{p.block, c, odd == c.size() ? VerifySearch::kNoMajority : VerifySearch::kFound};
@@ -414,84 +388,15 @@ void BlockVerifier::decide(Pending& p, const VerifyPeers& peers) {
     return;
   }
   // Narrow it down: the odd copy's pieces, each against the others' partial.
-  p.reference = odd == 0 ? c[1].partial : c[0].partial;
+  std::vector<std::pair<ChunkRange, VerifyCopy>> pieces;
   if (odd == 0) {
-    for (size_t i = 0; i < p.first.pieces.size(); ++i) p.to_check.emplace_back(p.first.ranges[i], p.first.pieces[i]);
+    for (size_t i = 0; i < p.first.pieces.size(); ++i) pieces.emplace_back(p.first.ranges[i], p.first.pieces[i]);
   } else {
-    p.to_check.emplace_back(p.block, c[odd]);
+    pieces.emplace_back(p.block, c[odd]);
   }
+  p.search.emplace(p.block, odd == 0 ? c[1].partial : c[0].partial, majority, std::move(pieces));
   move(p, Phase::kNarrowing);
-  next_probe(p, peers);
-}
-
-// On to the next of the odd copy's pieces; the search ends when none is left to search.
-void BlockVerifier::next_probe(Pending& p, const VerifyPeers& peers) {
-  p.probe.reset();
-  VerifySearch why = VerifySearch::kNotReproduced;  // every piece searched agreed
-  while (!p.to_check.empty()) {
-    auto [range, suspect] = std::move(p.to_check.back());
-    p.to_check.pop_back();
-    suspect.suspect = true;
-    // A search needs the suspect's worker and another.
-    if (!peers.connected(suspect.worker)) {
-      why = VerifySearch::kOddWorkerLeft;
-      continue;
-    }
-    if (!peers.someone_else({suspect.worker})) {
-      why = VerifySearch::kNoOtherWorker;
-      continue;
-    }
-    p.probe = Probe{range, range, std::move(suspect), std::nullopt, std::nullopt, false};
-    if (range == p.block) {  // the others' partial of it is known
-      VerifyCopy other;
-      other.partial = p.reference;
-      p.probe->other_got = other;
-      probe_step(p, peers);
-    } else {  // a piece of a first copy: is it the one that differs?
-      p.probe->check = true;
-      queue(p, Kind::kOther, range, 0, /*front=*/true);
-    }
-    return;
-  }
-  end_search(p, why);
-}
-
-// The probe's range and the other worker's partial of it are known: on to its left half, or done.
-void BlockVerifier::probe_step(Pending& p, const VerifyPeers& peers) {
-  Probe& probe = *p.probe;
-  const VerifyCopy& other = *probe.other_got;
-  if (same_bits(probe.suspect.partial, other.partial)) {  // this piece is not the odd one
-    next_probe(p, peers);
-    return;
-  }
-  if (probe.range.count == 1) {  // found: the chunk, the two workers and what each got
-    if (other.worker != 0) {
-      VerifyCopy good = other;
-      good.suspect = !p.majority;
-      p.mismatch->chunks = probe.range;
-      p.mismatch->copies = {probe.suspect, good};
-    }
-    end_search(p, VerifySearch::kFound);
-    return;
-  }
-  ask(p, ChunkRange{probe.range.first, probe.range.count / 2}, peers);
-}
-
-void BlockVerifier::ask(Pending& p, ChunkRange range, const VerifyPeers& peers) {
-  Probe& probe = *p.probe;
-  if (!peers.connected(probe.suspect.worker)) {  // it left between two steps
-    end_search(p, VerifySearch::kOddWorkerLeft);
-    return;
-  }
-  if (!peers.someone_else({probe.suspect.worker})) {
-    end_search(p, VerifySearch::kNoOtherWorker);
-    return;
-  }
-  probe.asked = range;
-  probe.suspect_got.reset();
-  probe.other_got.reset();
-  queue(p, Kind::kSuspect, range, probe.suspect.worker, /*front=*/true);
-  queue(p, Kind::kOther, range, 0, /*front=*/true);
+  follow(p, p.search->start(peers));
 }
 
 std::optional<VerifySettled> BlockVerifier::settle_if_idle(uint64_t block) {

@@ -3,12 +3,11 @@
 // (DefineJob.partialBlock), so it costs per block, not per chunk. A drawn block is computed again
 // on a different worker once its first copy is whole, and the copies are compared with
 // same_bits() (core/partial.h); on a mismatch a third worker, where there is one, breaks the tie.
-// Then the block is narrowed down to the chunk: its left half is computed again on the odd copy's
-// worker and on another, and the search goes on in the half that differs, so the mismatch names
-// the chunk and the worker. Only blocks awaiting a copy hold anything here, so the state stays as
-// small as the copies in flight. The Job holds the block's chunks (ChunkState::kHeld) meanwhile;
-// the scheduler (results.cpp, job_lifecycle.cpp, top_up.cpp, job_verify.cpp) moves the copies
-// between this and the workers.
+// Then the block is narrowed down to the chunk (BlockSearch, scheduler/verify_search.h, decides
+// the steps; this queues them), so the mismatch names the chunk and the worker. Only blocks
+// awaiting a copy hold anything here, so the state stays as small as the copies in flight. The Job
+// holds the block's chunks (ChunkState::kHeld) meanwhile; the scheduler (results.cpp,
+// job_lifecycle.cpp, top_up.cpp, job_verify.cpp) moves the copies between this and the workers.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +20,7 @@
 #include "core/partial.h"
 #include "scheduler/ids.h"
 #include "scheduler/range_table.h"
+#include "scheduler/verify_search.h"
 
 namespace psched {
 
@@ -44,28 +44,6 @@ uint64_t verify_block_chunks(uint64_t chunks, uint64_t chunk_elements);
 // draws every block, <= 0 none.
 bool verify_drawn(uint64_t seed, uint64_t block, double fraction);
 
-// One copy of a range: who computed it, on what, and what it got. A block's first copy may come in
-// pieces from several workers; `worker` is then the first one's and the names are joined.
-struct VerifyCopy {
-  WorkerId worker = 0;
-  std::string worker_name, device_name;
-  PartialSum partial;
-  bool suspect = false;  // the odd one out, or one of copies that disagree with no majority
-};
-
-// How the search for the odd chunk of a mismatched block ended: found, or why it stopped short
-// (the mismatch then names the smallest range known to differ).
-enum class VerifySearch : uint8_t {
-  kFound,           // narrowed down to one chunk (or the block was one chunk)
-  kNoMajority,      // three copies that all differ: no odd copy to search
-  kOddWorkerLeft,   // the odd copy's worker left, so its copy cannot be computed again
-  kNoOtherWorker,   // no worker but the odd copy's was connected to compare with
-  kStepFailed,      // a step of the search failed on its worker
-  kNotReproduced,   // computed again, the odd copy's worker agreed (not deterministic?)
-};
-// The reason in words, for logs and pbench ("" for kFound).
-const char* verify_search_note(VerifySearch search);
-
 // Chunks whose copies differ: a block, or, once narrowed down, one chunk.
 struct VerifyMismatch {
   ChunkRange chunks;
@@ -80,16 +58,6 @@ struct VerifySettled {
   PartialSum keep;
   WorkerId credit = 0;
   const VerifyMismatch* mismatch = nullptr;
-};
-
-// What the verifier asks about the scheduler's workers.
-class VerifyPeers {
- public:
-  virtual bool someone_else(const std::vector<WorkerId>& excluded) const = 0;  // a connected one outside
-  virtual bool connected(WorkerId worker) const = 0;
-
- protected:
-  ~VerifyPeers() = default;
 };
 
 class BlockVerifier {
@@ -190,14 +158,6 @@ class BlockVerifier {
   // Only kCopies and kNarrowing have queued tasks, and a block is in queue_ exactly while it has
   // one (Pending::listed), so a settled block is never in it.
   enum class Phase : uint8_t { kFirstCopy, kCopies, kNarrowing, kDecided, kSettled };
-  // The search for the chunk inside `range` (known or, in a kCheck, suspected to differ) where
-  // `suspect`'s copy differs from another worker's; `asked` is what its running step computes.
-  struct Probe {
-    ChunkRange range, asked;
-    VerifyCopy suspect;  // partial over `range` when known
-    std::optional<VerifyCopy> suspect_got, other_got;
-    bool check = false;  // only the other worker computes `range`: the suspect's partial is known
-  };
   struct Pending {
     ChunkRange block;
     Phase phase = Phase::kFirstCopy;
@@ -207,13 +167,11 @@ class BlockVerifier {
     Tasks tasks;                      // copies queued or running
     std::vector<std::string> failed_on;
     uint32_t shown = 0;  // failures in failed_on held to the limit: reported, or lost alone
-    // Once the copies decide: what the job keeps, and the mismatch being narrowed down.
+    // Once the copies decide: what the job keeps, and the mismatch being narrowed down (by
+    // `search`, exactly while kNarrowing).
     PartialSum keep;
-    bool majority = false;
     std::optional<VerifyMismatch> mismatch;
-    PartialSum reference;              // the other copies' block partial (narrowing)
-    std::vector<std::pair<ChunkRange, VerifyCopy>> to_check;  // odd copy's pieces left to search
-    std::optional<Probe> probe;
+    std::optional<BlockSearch> search;
   };
 
   void move(Pending& p, Phase to);
@@ -223,13 +181,13 @@ class BlockVerifier {
   static Tasks::const_iterator running_task(const Pending& p, ChunkRange r, WorkerId worker);
   template <typename TakeIn>
   std::optional<VerifySettled> account(ChunkRange r, WorkerId worker, const VerifyPeers& peers, TakeIn&& in);
+  // Does what the block's search asks next: queues its steps, or ends it.
+  void follow(Pending& p, BlockSearch::Next next);
+  // The search stops where it got: its queued steps are dropped, and the block is decided.
   void end_search(Pending& p, VerifySearch why);
   // A task's chunks are all in: what it means for the block.
   void task_done(Pending& p, const Task& task, const VerifyPeers& peers);
   void decide(Pending& p, const VerifyPeers& peers);
-  void next_probe(Pending& p, const VerifyPeers& peers);
-  void probe_step(Pending& p, const VerifyPeers& peers);
-  void ask(Pending& p, ChunkRange range, const VerifyPeers& peers);
   // Settles the block if it is decided and nothing of it runs any more (it then leaves pending_).
   std::optional<VerifySettled> settle_if_idle(uint64_t block);
   static std::vector<WorkerId> workers_of(const Pending& p);

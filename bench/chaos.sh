@@ -288,11 +288,12 @@ done
 # chunk's partial (PSCHED_TEST_WANT_PARTIALS=1: a million one-element chunks, ~100 MB of Progress
 # each) are stopped (SIGSTOP) once psched has their jobs. With --max-client-unsent 4 MiB and
 # --max-total-unsent 8 MiB psched must cut each of them off (its log says which limit), and its peak
-# RSS must stay within 160 MiB of where it started: what the limits let it hold for them (8 MiB, a
-# Progress frame of ~3.5 MB over each limit, in buffers that grow by doubling: ~40 MiB) beside what
-# streaming a partial per chunk costs psched anyway (tens of MB); without the limits these three
-# take it ~400 MB up (bench/README.md). Honest pbench --check jobs run beside them, exact and not
-# stuck; continued, each stopped client must end at once, its connection lost.
+# RSS must stay within 192 MiB of where it started: what the limits let it hold for them (8 MiB,
+# a Progress frame of up to ~5 MB past each limit, in buffers that grow by doubling: ~50 MiB)
+# beside what streaming a partial per chunk costs psched anyway (each job's partials wait up to
+# 50 ms for their Progress as PartialSums of ~590 bytes: tens of MB at this rate); without the
+# limits these three take it ~400 MB up (bench/README.md). Honest pbench --check jobs run beside
+# them, exact and not stuck; continued, each stopped client must end at once, its connection lost.
 slow_readers=3 slow_ended=0 slow_crashed=0
 s=$T/slow
 mkdir -p "$s"
@@ -486,7 +487,7 @@ printf '%-58s %8s  %s\n' "Python client jobs" "$((py_ok + py_wrong + py_stuck + 
 printf '%-58s %8s  %s\n' "pbench --check over mutual TLS (a worker -9, a SIGHUP reload)" "$tls_all" "$tls_wrong wrong, $tls_stuck stuck, $((tls_all - tls_ok - tls_wrong - tls_stuck)) failed"
 printf '%-58s %8s  %s\n' "bad files and options" "$bad_tried" "$bad_wrong not refused at once with their message"
 printf '%-58s %8s  %s\n' "verify narrowing, flipper stopped, other -9, third joins" "$verify_rounds" "$verify_crashed psched crashed, $verify_stuck stuck, $verify_lost lost the connection ($verify_named named the mismatch)"
-printf '%-58s %8s  %s\n' "clients stopped while streaming partials (4/8 MiB limits)" "$slow_readers" "$slow_cut cut off, $slow_ended ended when continued; psched crashed $slow_crashed, peak RSS +${slow_peak_mib:-?} MiB (bound 160)"
+printf '%-58s %8s  %s\n' "clients stopped while streaming partials (4/8 MiB limits)" "$slow_readers" "$slow_cut cut off, $slow_ended ended when continued; psched crashed $slow_crashed, peak RSS +${slow_peak_mib:-?} MiB (bound 192)"
 printf '%-58s %8s  %s\n' "  pbench --check jobs beside them" "$slow_all" "$slow_wrong wrong, $slow_stuck stuck, $((slow_all - slow_ok - slow_wrong - slow_stuck)) failed"
 printf '%-58s %8s  %s\n' "a worker lying about every count, rejoining by itself" "$lie_thrown" "thrown off and named each time; $lie_others others thrown off; psched crashed $lie_crashed"
 printf '%-58s %8s  %s\n' "  pbench --check jobs beside it" "$lie_all" "$lie_wrong wrong, $lie_stuck stuck, $((lie_all - lie_ok - lie_wrong - lie_stuck)) failed"
@@ -499,7 +500,7 @@ printf '%-58s %8s  %s\n' "  pbench --check jobs beside it" "$lie_all" "$lie_wron
   { echo "FAIL: a verify round crashed psched, got stuck or lost its connection (logs in $T/verify-*)"; status=1; }
 ((slow_crashed == 0 && slow_cut == slow_readers && slow_ended == slow_readers)) ||
   { echo "FAIL: psched crashed, or did not cut off every client that stopped reading, or one did not end (logs in $s)"; status=1; }
-((${slow_peak_mib:-9999} <= 160)) || { echo "FAIL: psched's peak RSS grew ${slow_peak_mib:-?} MiB beside clients that do not read"; status=1; }
+((${slow_peak_mib:-9999} <= 192)) || { echo "FAIL: psched's peak RSS grew ${slow_peak_mib:-?} MiB beside clients that do not read"; status=1; }
 ((slow_all > 0 && slow_ok == slow_all)) || { echo "FAIL: a pbench job beside the slow readers failed, was wrong or stuck"; tail -5 "$s/pbench.out"; status=1; }
 ((lie_crashed == 0 && lie_thrown >= 2 && lie_others == 0)) ||
   { echo "FAIL: psched crashed, threw the liar off less than twice, or threw off another worker (logs in $l)"; status=1; }

@@ -11,9 +11,11 @@
 # pbench (--check) and the Python client keep running exact jobs through all of it, each bounded
 # in time (a job that does not end is counted stuck). Then verify narrowing under worker loss is
 # tried in 8 rounds on a small cluster of its own (a flipping worker stopped, another killed -9, a
-# third joining: psched must never abort), and bad files and options (each
-# must stop its program at once with a message). Prints a table of what was tried and what was
-# lost, wrong or stuck, and exits 1 on any wrong bit or stuck job; checks nothing is left running.
+# third joining: psched must never abort), clients that stop reading their streamed partials (cut
+# off, psched's memory bounded), a worker that lies about its partials (thrown off each time,
+# named), and bad files and options (each must stop its program at once with a message). Prints a
+# table of what was tried and what was lost, wrong or stuck, and exits 1 on any wrong bit, stuck
+# job or crash; checks nothing is left running.
 #   bench/chaos.sh BIN_DIR [SECONDS]        (root for the network namespaces, else that part skips;
 #                                           CHAOS_NETNS=0 skips it too)
 set -uo pipefail
@@ -282,6 +284,117 @@ for round in $(seq 8); do
   wait "$vp" "$flipper" "$honest" "$third" 2>/dev/null
 done
 
+# Slow readers (issue 49's item 4): on a cluster of its own, three pbench clients that stream every
+# chunk's partial (PSCHED_TEST_WANT_PARTIALS=1: a million one-element chunks, ~100 MB of Progress
+# each) are stopped (SIGSTOP) once psched has their jobs. With --max-client-unsent 4 MiB and
+# --max-total-unsent 8 MiB psched must cut each of them off (its log says which limit), and its peak
+# RSS must stay within 192 MiB of where it started: what the limits let it hold for them (8 MiB,
+# a Progress frame of up to ~5 MB past each limit, in buffers that grow by doubling: ~50 MiB)
+# beside what streaming a partial per chunk costs psched anyway (each job's partials wait up to
+# 50 ms for their Progress as PartialSums of ~590 bytes: tens of MB at this rate); without the
+# limits these three take it ~400 MB up (bench/README.md). Honest pbench --check jobs run beside
+# them, exact and not stuck; continued, each stopped client must end at once, its connection lost.
+slow_readers=3 slow_ended=0 slow_crashed=0
+s=$T/slow
+mkdir -p "$s"
+"$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$s/s.json" --worker-timeout 2 \
+  --max-client-unsent $((4 << 20)) --max-total-unsent $((8 << 20)) 2>>"$s/psched.log" &
+slow_psched=$!
+pids+=("$slow_psched")
+for _ in $(seq 200); do [[ -s "$s/s.json" ]] && break; sleep 0.05; done
+for _ in 1 2; do
+  "$bin/pcuda-worker" --scheduler-file "$s/s.json" --backend cpu --nthreads 1 2>>"$s/workers.log" &
+  pids+=($!)
+done
+for _ in $(seq 200); do (($(grep -c "' joined from" "$s/psched.log") >= 2)) && break; sleep 0.05; done
+rss_before_kb=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$slow_psched/status")
+readers=()
+for i in $(seq "$slow_readers"); do
+  PSCHED_TEST_WANT_PARTIALS=1 "$bin/pbench" -d --scheduler-file "$s/s.json" --generator arange -x 1 -y 1000000 \
+    --chunk-x 1 --chunk-y 1 -q >"$s/reader-$i.out" 2>&1 &
+  readers+=($!)
+  pids+=($!)
+done
+for _ in $(seq 500); do (($(grep -c " from client 'pbench'" "$s/psched.log") >= slow_readers)) && break; sleep 0.01; done
+kill -STOP "${readers[@]}"
+touch "$s/pbench.rc" "$s/pbench.out"
+(
+  while [[ ! -e $s/stop ]]; do
+    timeout 60 "$bin/pbench" -d --scheduler-file "$s/s.json" --generator arange -x 600 -y 600 --chunk-x 100 \
+      --chunk-y 100 --check -q >>"$s/pbench.out" 2>&1
+    echo "$?" >>"$s/pbench.rc"
+  done
+) &
+honest_loop=$!
+pids+=("$honest_loop")
+# Until every stopped client is cut off, and at least three honest jobs have ended.
+for _ in $(seq 300); do
+  (($(grep -c "left: .*not reading" "$s/psched.log") >= slow_readers && $(wc -l <"$s/pbench.rc") >= 3)) && break
+  sleep 0.1
+done
+touch "$s/stop"
+wait "$honest_loop"
+slow_cut=$(grep -c "left: .*not reading" "$s/psched.log")
+kill -0 "$slow_psched" 2>/dev/null || slow_crashed=1
+slow_peak_mib=$(awk -v before="$rss_before_kb" '$1 == "VmHWM:" { print int(($2 - before) / 1024) }' \
+  "/proc/$slow_psched/status" 2>/dev/null)
+kill -CONT "${readers[@]}"
+for r in "${readers[@]}"; do
+  for _ in $(seq 100); do kill -0 "$r" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$r" 2>/dev/null
+  wait "$r" 2>/dev/null
+  rc_reader=$?
+  ((rc_reader != 0 && rc_reader != 137)) && slow_ended=$((slow_ended + 1))  # 137: still there after 10 s
+done
+slow_all=$(wc -l <"$s/pbench.rc")
+slow_ok=$(grep -c '^0$' "$s/pbench.rc")
+slow_stuck=$(grep -c '^124$' "$s/pbench.rc")
+slow_wrong=$(grep -c 'check failed' "$s/pbench.out")
+kill -KILL "$slow_psched" 2>/dev/null
+wait "$slow_psched" 2>/dev/null
+
+# A lying peer (issue 49's item 6): on a cluster of its own, two honest workers and a liar whose
+# every partial counts one element more than its chunk has (PSCHED_TEST_LIE_FROM_CHUNK=0). Before
+# each of eight pbench --check jobs the liar is back (it reconnects by itself, as a broken peer
+# would); psched must throw it off when it reports, naming it in its log, and run its chunks
+# elsewhere: every job exact, none stuck, no honest worker thrown off, psched alive at the end.
+lie_all=0 lie_ok=0 lie_wrong=0 lie_stuck=0 lie_crashed=0 lie_thrown=0 lie_others=0
+l=$T/liar
+mkdir -p "$l"
+"$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$l/s.json" --worker-timeout 2 \
+  2>>"$l/psched.log" &
+lie_psched=$!
+pids+=("$lie_psched")
+for _ in $(seq 200); do [[ -s "$l/s.json" ]] && break; sleep 0.05; done
+for name in honest-1 honest-2; do
+  PSCHED_TEST_CHUNK_DELAY_MS=3 "$bin/pcuda-worker" --scheduler-file "$l/s.json" --backend cpu --nthreads 1 \
+    --name "$name" 2>>"$l/workers.log" &
+  pids+=($!)
+done
+PSCHED_TEST_CHUNK_DELAY_MS=3 PSCHED_TEST_LIE_FROM_CHUNK=0 "$bin/pcuda-worker" --scheduler-file "$l/s.json" \
+  --backend cpu --nthreads 1 --name liar 2>>"$l/liar.log" &
+liar=$!
+pids+=("$liar")
+for _ in $(seq 200); do (($(grep -c "' joined from" "$l/psched.log") >= 3)) && break; sleep 0.05; done
+thrown_off() { grep -c "disconnected: result for .* cannot be true" "$l/psched.log"; }
+for _ in $(seq 8); do
+  # The liar back (joined once more than it was thrown off) before the job, so that it takes part.
+  for _ in $(seq 50); do (($(grep -c "'liar' joined from" "$l/psched.log") > $(thrown_off))) && break; sleep 0.1; done
+  lie_all=$((lie_all + 1))
+  timeout 60 "$bin/pbench" -d --scheduler-file "$l/s.json" --generator arange -x 600 -y 600 --chunk-x 100 \
+    --chunk-y 100 --check -q >>"$l/pbench.out" 2>&1
+  case $? in
+    0) lie_ok=$((lie_ok + 1)) ;;
+    124) lie_stuck=$((lie_stuck + 1)) ;;
+  esac
+done
+lie_wrong=$(grep -c 'check failed' "$l/pbench.out")
+lie_thrown=$(grep -c "'liar' (127.0.0.1:[0-9]*) disconnected: result for .* cannot be true" "$l/psched.log")
+lie_others=$(($(thrown_off) - lie_thrown))
+kill -0 "$lie_psched" 2>/dev/null || lie_crashed=1
+kill -KILL "$lie_psched" "$liar" 2>/dev/null
+wait "$lie_psched" "$liar" 2>/dev/null
+
 # TLS: a mutual-TLS cluster on loopback (certificates from deploy/make-certs.sh): pbench --check
 # jobs over TLS, a worker killed (-9) and replaced between them, and psched reloading its certificates
 # (SIGHUP) in between.
@@ -374,6 +487,10 @@ printf '%-58s %8s  %s\n' "Python client jobs" "$((py_ok + py_wrong + py_stuck + 
 printf '%-58s %8s  %s\n' "pbench --check over mutual TLS (a worker -9, a SIGHUP reload)" "$tls_all" "$tls_wrong wrong, $tls_stuck stuck, $((tls_all - tls_ok - tls_wrong - tls_stuck)) failed"
 printf '%-58s %8s  %s\n' "bad files and options" "$bad_tried" "$bad_wrong not refused at once with their message"
 printf '%-58s %8s  %s\n' "verify narrowing, flipper stopped, other -9, third joins" "$verify_rounds" "$verify_crashed psched crashed, $verify_stuck stuck, $verify_lost lost the connection ($verify_named named the mismatch)"
+printf '%-58s %8s  %s\n' "clients stopped while streaming partials (4/8 MiB limits)" "$slow_readers" "$slow_cut cut off, $slow_ended ended when continued; psched crashed $slow_crashed, peak RSS +${slow_peak_mib:-?} MiB (bound 192)"
+printf '%-58s %8s  %s\n' "  pbench --check jobs beside them" "$slow_all" "$slow_wrong wrong, $slow_stuck stuck, $((slow_all - slow_ok - slow_wrong - slow_stuck)) failed"
+printf '%-58s %8s  %s\n' "a worker lying about every count, rejoining by itself" "$lie_thrown" "thrown off and named each time; $lie_others others thrown off; psched crashed $lie_crashed"
+printf '%-58s %8s  %s\n' "  pbench --check jobs beside it" "$lie_all" "$lie_wrong wrong, $lie_stuck stuck, $((lie_all - lie_ok - lie_wrong - lie_stuck)) failed"
 ((stall_drops == 0)) || { echo "FAIL: $stall_drops workers dropped by timeout after psched's own stall"; status=1; }
 ((pb_wrong == 0 && pb_stuck == 0 && py_wrong == 0 && py_stuck == 0 && tls_wrong == 0 && tls_stuck == 0)) ||
   { echo "FAIL: a pbench, Python or TLS job was wrong or stuck"; status=1; }
@@ -381,6 +498,13 @@ printf '%-58s %8s  %s\n' "verify narrowing, flipper stopped, other -9, third joi
 ((bad_wrong == 0)) || status=1
 ((verify_crashed == 0 && verify_stuck == 0 && verify_lost == 0)) ||
   { echo "FAIL: a verify round crashed psched, got stuck or lost its connection (logs in $T/verify-*)"; status=1; }
+((slow_crashed == 0 && slow_cut == slow_readers && slow_ended == slow_readers)) ||
+  { echo "FAIL: psched crashed, or did not cut off every client that stopped reading, or one did not end (logs in $s)"; status=1; }
+((${slow_peak_mib:-9999} <= 192)) || { echo "FAIL: psched's peak RSS grew ${slow_peak_mib:-?} MiB beside clients that do not read"; status=1; }
+((slow_all > 0 && slow_ok == slow_all)) || { echo "FAIL: a pbench job beside the slow readers failed, was wrong or stuck"; tail -5 "$s/pbench.out"; status=1; }
+((lie_crashed == 0 && lie_thrown >= 2 && lie_others == 0)) ||
+  { echo "FAIL: psched crashed, threw the liar off less than twice, or threw off another worker (logs in $l)"; status=1; }
+((lie_ok == lie_all)) || { echo "FAIL: a pbench job beside the liar failed, was wrong or stuck"; tail -5 "$l/pbench.out"; status=1; }
 if [[ -n "$hung" ]]; then
   ((hung_stalls > 0)) || { echo "FAIL: psched never said the hung worker stalled"; status=1; }
   [[ "$hung_rc" == 4 ]] || { echo "FAIL: the hung worker exited $hung_rc on SIGTERM, not 4"; status=1; }

@@ -43,6 +43,10 @@ struct WorkerConfig {
   // Test-only fault switch (PSCHED_TEST_FLIP_CHUNK): this chunk's partial sum (of every job) goes
   // back with its last bit flipped, a device that silently computes wrong, for verify's tests.
   int64_t flip_chunk = -1;
+  // Test-only fault switch (PSCHED_TEST_LIE_FROM_CHUNK): the partials of this chunk and every later
+  // one (of every job) go back counting one element more than their chunk has, a peer that lies
+  // (0: about every chunk), for the partial check's tests.
+  int64_t lie_from_chunk = -1;
   std::string cpu_affinity;       // CPUs this process is pinned to, as announced ("": not pinned)
 };
 

@@ -144,6 +144,9 @@ void Worker::on_outcome(ChunkOutcome outcome) {
     flipped.add(outcome.partial.sum);
     outcome.partial.exact = ExactTerms(flipped);
   }
+  // As a lying peer would: a count the chunk's geometry rules out (psched throws us off for it).
+  if (outcome.ok && config_.lie_from_chunk >= 0 && outcome.chunk >= uint64_t(config_.lie_from_chunk))
+    ++outcome.partial.count;
   add_pending(std::move(outcome));
 }
 

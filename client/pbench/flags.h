@@ -27,6 +27,9 @@ struct Flags {
   int no_workers_timeout_ms = pclient::RunOptions::kDefaultNoWorkersTimeoutMs;  // 0: never
   int spin_us = -1;
   double verify = 0;  // --verify: share of chunks computed twice (0: off)
+  // Test only (PSCHED_TEST_WANT_PARTIALS=1, environment only): every chunk's partial streamed as it
+  // lands, as a client that wants them asks; bench/chaos.sh stops such a pbench to make a slow reader.
+  bool want_partials = false;
   // --input: an array in files (its raw description: --format, --shape, --data-offset, --byte-order,
   // and --dtype, which for a generated array is the array's own type).
   pclient::Input input;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -83,6 +84,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
     if (tty) draw_progress(p);
   };
   run_options.verify = f.verify;
+  run_options.want_partials = f.want_partials;
   run_options.want_timeline = !f.report_html.empty() || !f.report_json.empty();
   for (int i = 0; i < f.repeat; ++i) {
     if (i == f.repeat - 1) runs.before = client.workers();  // the last run's own share
@@ -218,6 +220,8 @@ int main(int argc, char** argv) {
   if (const std::optional<int> code = psched::cli::parse(app, argc, argv)) return *code;
   try {
     complete_job(flags, app);
+    if (const char* partials = std::getenv("PSCHED_TEST_WANT_PARTIALS"))  // test only, never a flag
+      flags.want_partials = std::string(partials) == "1";
   } catch (const pclient::Error& e) {
     return fail(psched::Status::invalid(e.what()));
   }

@@ -3,11 +3,13 @@
 // and must never block the caller of enqueue(). Implementations: cpu/cpu_backend.h, cuda/cuda_backend.h.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/job_spec.h"
@@ -56,6 +58,23 @@ void cut_runs(Queue& queue, Mine&& mine, uint64_t first, uint64_t end, std::vect
       it->end = lo;
       it = std::next(queue.insert(std::next(it), std::move(tail)));
     }
+  }
+}
+
+// Jobs take turns on a device that runs a queue of runs (anything with `job_id`): once a launch
+// of `job` has been taken from the front, the runs of `job` that stand before the first run of
+// another job go to the back, so each job queued gets a launch before `job`'s next one. A small
+// job queued behind millions of another's small chunks (a GPU's window is four report intervals
+// of work, deeper where its measured device time leaves out the host's cost per chunk) starts
+// after one launch of each job ahead instead of after all of them. One job queued: nothing moves.
+template <typename Queue, typename JobId>
+void next_job_takes_its_turn(Queue& queue, JobId job) {
+  size_t ahead = 0;
+  for (auto it = queue.begin(); it != queue.end() && it->job_id == job; ++it) ++ahead;
+  if (ahead == queue.size()) return;
+  for (; ahead > 0; --ahead) {
+    queue.push_back(std::move(queue.front()));
+    queue.pop_front();
   }
 }
 

@@ -1,5 +1,5 @@
 // The CUDA backend's dispatcher thread (cuda_backend_impl.h): takes the next big chunk or batch of
-// small chunks from the queue and launches it on a free stream slot.
+// small chunks from the queue, the queued jobs in turn, and launches it on a free stream slot.
 #include <algorithm>
 
 #include <cuda_runtime.h>
@@ -30,6 +30,7 @@ void CudaBackend::dispatch_loop() {
       count = uint32_t(std::min(front.end - front.next, batch_chunks(*spec)));
       front.next += count;
       if (front.next == front.end) queue_.pop_front();
+      next_job_takes_its_turn(queue_, job_id);
     }
     InFlight entry;
     if (device_status == cudaSuccess) {

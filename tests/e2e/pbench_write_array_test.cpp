@@ -1,9 +1,9 @@
-// pbench --write-npy when writing fails (issue 44): what it wrote is removed, a file that was at the
-// path is as it was, a device at the path is never removed, and one line names the path and the OS
-// error. A disk that fills is stood in for by a file size limit (RLIMIT_FSIZE, through the shell's
-// ulimit, with SIGXFSZ ignored so that the write fails with EFBIG instead of killing pbench), which
-// needs no root; a real full disk (a 1 MiB tmpfs in a mount namespace of its own) needs root, as CI
-// has, and is skipped with a warning otherwise.
+// pbench --write-npy and --write-zarr (client/pbench/write_array.*) when writing fails (issue 44):
+// what pbench wrote is removed, what was at the path is as it was, a device at the path is never
+// removed, and one line names the path and the OS error. A disk that fills is stood in for by a
+// file size limit (RLIMIT_FSIZE, through the shell's ulimit, with SIGXFSZ ignored so that the write
+// fails with EFBIG instead of killing pbench), which needs no root; a real full disk (a 1 MiB tmpfs
+// in a mount namespace of its own) needs root, as CI has, and is skipped with a warning otherwise.
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -30,12 +30,34 @@ std::vector<std::string> write_npy_to(const std::string& path) {
   return argv;
 }
 
-// pbench --write-npy `path` with files limited to 64 blocks of 512 or 1024 bytes (the shell's unit).
-TimedRun write_npy_limited(const std::string& path) {
+// `pbench` run with files limited to 64 blocks of 512 or 1024 bytes (the shell's unit).
+TimedRun run_limited(const std::vector<std::string>& pbench) {
   std::vector<std::string> argv = {"/bin/sh", "-c", "trap '' XFSZ; ulimit -f 64 && exec \"$0\" \"$@\""};
-  const std::vector<std::string> pbench = write_npy_to(path);
   argv.insert(argv.end(), pbench.begin(), pbench.end());
   return run_timed(argv);
+}
+
+TimedRun write_npy_limited(const std::string& path) { return run_limited(write_npy_to(path)); }
+
+// `pbench` run with the directory `dir` a 1 MiB tmpfs, in a mount namespace of its own that goes
+// with it; `out` gets pbench's output, "exit N", then what pbench left on the tmpfs (`ls -A`).
+// False, with a warning, where that cannot be done here (no root, no unshare, no tmpfs).
+bool run_on_full_tmpfs(const std::string& dir, const std::vector<std::string>& pbench, std::string* out) {
+  if (geteuid() != 0 || run_command({"/usr/bin/unshare", "-m", "/bin/true"}, out) != 0) {
+    WARN("skipped: needs root and unshare to mount a small tmpfs in a mount namespace of its own");
+    return false;
+  }
+  std::vector<std::string> argv = {"/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                                   "d=$1; shift; mount -t tmpfs -o size=1m tmpfs \"$d\" || exit 77; "
+                                   "\"$@\"; echo \"exit $?\"; ls -A \"$d\"",
+                                   "sh", dir};
+  argv.insert(argv.end(), pbench.begin(), pbench.end());
+  const int status = run_command(argv, out);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+    WARN("skipped: could not mount a tmpfs here: " + *out);
+    return false;
+  }
+  return true;
 }
 
 std::vector<std::string> names_in(const std::string& dir) {
@@ -118,25 +140,9 @@ TEST_CASE("a --write-npy to a device writes in place and never removes it", "[pb
 
 TEST_CASE("a --write-npy onto a full file system removes what it wrote and says there is no space left",
           "[pbench][write-npy]") {
-  std::string out;
-  if (geteuid() != 0 || run_command({"/usr/bin/unshare", "-m", "/bin/true"}, &out) != 0) {
-    WARN("skipped: needs root and unshare to mount a small tmpfs in a mount namespace of its own");
-    return;
-  }
   TempDir dir;
   const std::string path = dir.path + "/a.npy";
-  // The tmpfs lives in the shell's own mount namespace and goes with it; `ls -A` then shows what
-  // pbench left on it.
-  std::vector<std::string> argv = {"/usr/bin/unshare", "-m", "/bin/sh", "-c",
-                                   "d=$1; shift; mount -t tmpfs -o size=1m tmpfs \"$d\" || exit 77; "
-                                   "\"$@\"; echo \"exit $?\"; ls -A \"$d\"",
-                                   "sh", dir.path};
-  const std::vector<std::string> pbench = write_npy_to(path);
-  argv.insert(argv.end(), pbench.begin(), pbench.end());
-  const int status = run_command(argv, &out);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-    WARN("skipped: could not mount a tmpfs here: " + out);
-    return;
-  }
+  std::string out;
+  if (!run_on_full_tmpfs(dir.path, write_npy_to(path), &out)) return;
   CHECK(out == "pbench: --write-npy " + path + ": No space left on device; the partial file was removed\nexit 1\n");
 }

@@ -104,7 +104,9 @@ void add_job_flags(CLI::App& app, Flags& f) {
                  ".npy file, then exit: a file job and a generator job can be compared bit for bit (written beside it "
                  "as PATH.partial-PID and renamed once whole; removed if writing fails)");
   app.add_option("--write-zarr", f.write_zarr,
-                 "Write the generated array to this Zarr v2 store, one store chunk per job chunk, then exit");
+                 "Write the generated array to this Zarr v2 store, one store chunk per job chunk, then exit (written "
+                 "beside it as PATH.partial-PID/ and renamed once whole; removed if writing fails; a store already "
+                 "at PATH is replaced, anything else there but an empty directory refused)");
   app.add_option("--compressor", f.compressor,
                  "--write-zarr's compressor: none, zstd, blosc-lz4, blosc-zstd or blosc-zlib")
       ->capture_default_str()

@@ -19,7 +19,15 @@ namespace pbench {
 // /dev/full; a FIFO) is written in place and never removed.
 psched::Status write_npy(const psched::JobSpec& spec, const std::string& path);
 // The array as a Zarr v2 directory store whose chunks are the job's chunks, compressed with
-// `compressor`: none, zstd, blosc-lz4, blosc-zstd or blosc-zlib.
+// `compressor`: none, zstd, blosc-lz4, blosc-zstd or blosc-zlib. The whole store is written into a
+// new directory PATH.partial-PID beside `path` and renamed to `path` once whole, so `path` never
+// holds half a store, even if pbench is killed. At `path` there may be nothing, an empty directory,
+// or a Zarr array store (a directory holding .zarray; through a symbolic link, the one it names),
+// which is replaced whole, keeping its permissions: exchanged at once with the new store, then
+// removed. Anything else there (a file, a directory of other things) is refused before anything is
+// written (a usage error). On a failure (the disk full, a size limit) the partial directory, and
+// only it, is removed, a store that was there is as it was, and the message names `path` and the
+// OS error.
 psched::Status write_zarr(const psched::JobSpec& spec, const std::string& path, const std::string& compressor);
 
 }  // namespace pbench

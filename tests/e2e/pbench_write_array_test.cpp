@@ -74,6 +74,27 @@ std::string contents_of(const std::string& path) {
   return s.str();
 }
 
+// 1000 x 1000 float64 in four uncompressed Zarr chunks of 2 MB, each far past the limits above.
+const std::vector<std::string> kZarrArray = {"--generator", "arange", "-x", "1000", "-y", "1000",
+                                             "--chunk-x", "250", "--chunk-y", "1000", "--compressor", "none"};
+const std::vector<std::string> kZarrFiles = {".zarray", "0.0", "1.0", "2.0", "3.0"};
+
+std::vector<std::string> write_zarr_to(const std::string& path) {
+  std::vector<std::string> argv = {bin_dir() + "/pbench"};
+  argv.insert(argv.end(), kZarrArray.begin(), kZarrArray.end());
+  argv.insert(argv.end(), {"--write-zarr", path});
+  return argv;
+}
+
+// A store as an older run (another grid) left it: .zarray and a chunk key the new grid lacks.
+void make_old_store(const std::string& path) {
+  REQUIRE(std::filesystem::create_directory(path));
+  std::ofstream(path + "/.zarray") << "the user's old metadata";
+  std::ofstream(path + "/0.0") << "the user's old chunk";
+  std::ofstream(path + "/9.0") << "a chunk of another grid";
+  REQUIRE(chmod(path.c_str(), 0750) == 0);
+}
+
 int exit_code(const TimedRun& run) { return WIFEXITED(run.status) ? WEXITSTATUS(run.status) : -1; }
 
 }  // namespace
@@ -145,4 +166,94 @@ TEST_CASE("a --write-npy onto a full file system removes what it wrote and says 
   std::string out;
   if (!run_on_full_tmpfs(dir.path, write_npy_to(path), &out)) return;
   CHECK(out == "pbench: --write-npy " + path + ": No space left on device; the partial file was removed\nexit 1\n");
+}
+
+TEST_CASE("a --write-zarr cut short by a file size limit removes the whole partial store and names the path",
+          "[pbench][write-zarr]") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.zarr";
+  const TimedRun run = run_limited(write_zarr_to(path));
+  INFO(run.out);
+  CHECK(exit_code(run) == 1);
+  CHECK(run.out == "pbench: --write-zarr " + path + ": File too large; the partial store was removed\n");
+  CHECK(names_in(dir.path).empty());
+}
+
+TEST_CASE("a --write-zarr over an existing store that fails leaves that store as it was", "[pbench][write-zarr]") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.zarr";
+  make_old_store(path);
+  const TimedRun run = run_limited(write_zarr_to(path));
+  INFO(run.out);
+  CHECK(exit_code(run) == 1);
+  CHECK(names_in(dir.path) == std::vector<std::string>{"a.zarr"});
+  CHECK(names_in(path) == std::vector<std::string>{".zarray", "0.0", "9.0"});
+  CHECK(contents_of(path + "/.zarray") == "the user's old metadata");
+  CHECK(contents_of(path + "/0.0") == "the user's old chunk");
+}
+
+TEST_CASE("a --write-zarr that succeeds leaves only the store, whole, also in an empty directory made for it",
+          "[pbench][write-zarr]") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.zarr", made = dir.path + "/made.zarr";
+  REQUIRE(std::filesystem::create_directory(made));
+  REQUIRE(chmod(made.c_str(), 0700) == 0);
+  for (const std::string& p : {path, made}) {
+    std::string out;
+    REQUIRE(run_command(write_zarr_to(p), &out) == 0);
+    CHECK(names_in(p) == kZarrFiles);
+    CHECK(std::filesystem::file_size(p + "/3.0") == 250 * 1000 * 8);
+    CHECK(contents_of(p + "/.zarray").find("\"chunks\": [\n        250,") != std::string::npos);
+  }
+  CHECK(names_in(dir.path) == std::vector<std::string>{"a.zarr", "made.zarr"});
+  struct stat st;
+  REQUIRE(stat(made.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+}
+
+TEST_CASE("a --write-zarr over an existing store replaces it whole, keeping its permissions and links",
+          "[pbench][write-zarr]") {
+  TempDir dir;
+  const std::string real = dir.path + "/real.zarr", link = dir.path + "/link.zarr";
+  make_old_store(real);
+  REQUIRE(symlink(real.c_str(), link.c_str()) == 0);
+  std::string out;
+  REQUIRE(run_command(write_zarr_to(link), &out) == 0);
+  CHECK(names_in(dir.path) == std::vector<std::string>{"link.zarr", "real.zarr"});
+  CHECK(std::filesystem::is_symlink(link));
+  CHECK(names_in(real) == kZarrFiles);  // the old grid's 9.0 is gone
+  CHECK(contents_of(real + "/0.0").size() == 250 * 1000 * 8);
+  struct stat st;
+  REQUIRE(stat(real.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0750);
+}
+
+TEST_CASE("a --write-zarr onto a path that holds no store is refused and leaves it as it was",
+          "[pbench][write-zarr]") {
+  TempDir dir;
+  const std::string notes = dir.path + "/notes", file = dir.path + "/file.zarr";
+  REQUIRE(std::filesystem::create_directory(notes));
+  std::ofstream(notes + "/todo.txt") << "the user's notes";
+  std::ofstream(file) << "a file";
+  for (const std::string& path : {notes, file}) {
+    std::string out;
+    const int status = run_command(write_zarr_to(path), &out);
+    INFO(out);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK(out == "pbench: --write-zarr " + path +
+                     ": exists and is neither a Zarr array store (.zarray) nor an empty directory; not replaced\n");
+  }
+  CHECK(names_in(dir.path) == std::vector<std::string>{"file.zarr", "notes"});
+  CHECK(names_in(notes) == std::vector<std::string>{"todo.txt"});
+  CHECK(contents_of(file) == "a file");
+}
+
+TEST_CASE("a --write-zarr onto a full file system removes the partial store and says there is no space left",
+          "[pbench][write-zarr]") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.zarr";
+  std::string out;
+  if (!run_on_full_tmpfs(dir.path, write_zarr_to(path), &out)) return;
+  CHECK(out == "pbench: --write-zarr " + path + ": No space left on device; the partial store was removed\nexit 1\n");
 }

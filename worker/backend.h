@@ -61,12 +61,13 @@ void cut_runs(Queue& queue, Mine&& mine, uint64_t first, uint64_t end, std::vect
   }
 }
 
-// Jobs take turns on a device that runs a queue of runs (anything with `job_id`): once a launch
-// of `job` has been taken from the front, the runs of `job` that stand before the first run of
-// another job go to the back, so each job queued gets a launch before `job`'s next one. A small
-// job queued behind millions of another's small chunks (a GPU's window is four report intervals
-// of work, deeper where its measured device time leaves out the host's cost per chunk) starts
-// after one launch of each job ahead instead of after all of them. One job queued: nothing moves.
+// Jobs take turns on a device's queue (anything with `job_id`: the CPU backend's one entry per
+// job, the CUDA backend's runs): once a chunk or launch of `job` has been taken from the front,
+// the entries of `job` that stand before the first of another job go to the back, so each job
+// queued gets its turn before `job`'s next one. A small job queued behind millions of another's
+// small chunks (a GPU's window is four report intervals of work, deeper where its measured device
+// time leaves out the host's cost per chunk) starts after one turn of each job ahead instead of
+// after all of them. One job queued: nothing moves.
 template <typename Queue, typename JobId>
 void next_job_takes_its_turn(Queue& queue, JobId job) {
   size_t ahead = 0;

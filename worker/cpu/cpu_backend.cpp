@@ -144,11 +144,10 @@ class CpuBackend final : public Backend {
         if (job.runs.empty()) {
           queue_.pop_front();
           has_work_.store(!queue_.empty(), std::memory_order_release);
-        } else if (queue_.size() > 1) {
-          // Jobs take turns a chunk at a time: a small job queued behind 65536 chunks of another
-          // starts at once instead of after them.
-          queue_.push_back(std::move(job));
-          queue_.pop_front();
+        } else {
+          // Jobs take turns a chunk at a time (one JobRuns each): a small job queued behind 65536
+          // chunks of another starts at once instead of after them.
+          next_job_takes_its_turn(queue_, task.job_id);
         }
       }
       ChunkOutcome out;

@@ -42,7 +42,10 @@ void JobRun::on_message(wire::Message::Reader m) {
     }
     case wire::Message::ERROR:
       if (m.getError().getJobId() != 0 && m.getError().getJobId() != job_id_) return;  // about another job
-      failure_ = m.getError().getMessage().cStr();
+      // Job 0: about the connection, which psched closes next (a client cut off as a slow reader
+      // learns why here, not from a reset): said as psched's, not the job's.
+      failure_ = m.getError().getJobId() == 0 ? fmt::format("psched: {}", m.getError().getMessage().cStr())
+                                              : m.getError().getMessage().cStr();
       to(State::kFailed);
       return;
     case wire::Message::PROGRESS:

@@ -272,43 +272,90 @@ void FramedConnection::flush() {
   if (!is_open() || out_.empty()) return;
   writing_.clear();
   writing_.swap(out_);
+  written_ = 0;
   move(Channel::kWriting);
-  // A plain socket is written in place: most writes fit the socket's buffer, and then no write
-  // operation and no completion handler is needed. What does not fit, an error, and the rare cases
-  // the completion handles (reading to resume, the connection to close) take the asynchronous path.
-  size_t written = 0;
-  if (auto* plain = std::get_if<tcp::socket>(&stream_); plain && state_ == State::kOpen && !read_paused_) {
-    boost::system::error_code ec;
-    written = plain->write_some(asio::buffer(writing_), ec);
-    if (ec) written = 0;  // the asynchronous write meets the error again and reports it
-    if (written == writing_.size()) {
-      release_written();
-      move(Channel::kIdle);
-      return;
-    }
-  }
-  with_stream([this, written](auto& stream) {
-    asio::async_write(stream, asio::buffer(writing_.data() + written, writing_.size() - written),
-                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                      if (!self->is_open()) return self->release_written();
-                      self->move(Channel::kIdle);
-                      if (ec) {
-                        self->close(self->why_failed(ec, "peer closed the connection"));
-                        return;
-                      }
-                      self->release_written();
-                      if (self->read_paused_ && self->state_ == State::kOpen &&
-                          self->queued_bytes() <= kPauseReadingBytes) {
-                        self->read_paused_ = false;
-                        self->read_next();
-                      }
-                      if (!self->out_.empty()) {
-                        self->flush();
-                      } else if (self->state_ == State::kDraining) {
-                        self->close(self->cut_off_why_.empty() ? "closed by us" : self->cut_off_why_);
-                      }
-                    });
+  if (std::holds_alternative<tcp::socket>(stream_)) return write_plain(/*in_flush=*/true);
+  with_stream([this](auto& stream) {
+    asio::async_write(stream, asio::buffer(writing_),
+                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                        if (!self->is_open()) return self->release_written();
+                        self->wrote(ec);
+                      });
   });
+}
+
+// A plain socket is written in place: most writes fit the socket's buffer, and then no write
+// operation and no completion handler is needed. What does not fit waits until the socket takes
+// more, and written_ always says how much of writing_ is out (cut_off keeps only the frame begun).
+// Inside flush() (a send, a close_when_flushed: the owner may be in a loop over its peers) only a
+// write that leaves nothing to do ends here; one that must close, resume reading or report an
+// error ends at the end of the turn, so no handler runs inside the owner's call.
+void FramedConnection::write_plain(bool in_flush) {
+  auto& plain = std::get<tcp::socket>(stream_);
+  boost::system::error_code ec;
+  while (written_ < writing_.size() && !ec)
+    written_ += plain.write_some(asio::buffer(writing_.data() + written_, writing_.size() - written_), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    plain.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!self->is_open()) return self->release_written();
+      if (ec) return self->wrote(ec);
+      self->write_plain(/*in_flush=*/false);
+    });
+    return;
+  }
+  if (in_flush && (ec || state_ != State::kOpen || read_paused_)) {
+    asio::post(socket().get_executor(), [self = shared_from_this(), ec] {
+      if (!self->is_open()) return self->release_written();
+      self->wrote(ec);
+    });
+    return;
+  }
+  wrote(ec);
+}
+
+void FramedConnection::wrote(const boost::system::error_code& ec) {
+  move(Channel::kIdle);
+  if (ec) {
+    close(why_failed(ec, "peer closed the connection"));
+    return;
+  }
+  release_written();
+  if (read_paused_ && state_ == State::kOpen && queued_bytes() <= kPauseReadingBytes) {
+    read_paused_ = false;
+    read_next();
+  }
+  if (!is_open()) return;
+  if (!out_.empty()) {
+    flush();
+  } else if (state_ == State::kDraining) {
+    drained();
+  }
+}
+
+// Everything queued is written and nothing more will be. After an Error (a refusal, a cut-off) our
+// side is shut down, so the peer reads the Error, then the end of the stream, and the linger timer
+// (tell_and_close) closes the socket: closing at once, with what the peer sent still unread, would
+// reset the connection and the Error waiting in the kernel for a peer that reads late with it.
+// Through TLS (no close_notify said here) and after a Goodbye, it closes now.
+void FramedConnection::drained() {
+  if (!sent_error_ || !std::holds_alternative<tcp::socket>(stream_)) {
+    close(cut_off_why_.empty() ? "closed by us" : cut_off_why_);
+    return;
+  }
+  boost::system::error_code ignored;
+  socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+// Of a write in flight, only what keeps the peer's stream whole is kept: the rest of the frame it
+// is in the middle of (none if it stopped between frames). What was written stays the peer's.
+void FramedConnection::keep_only_frame_begun() {
+  size_t end = 0;
+  while (end < written_)
+    end += kFrameHeaderBytes + decode_frame_length(reinterpret_cast<const uint8_t*>(writing_.data() + end));
+  PSCHED_ASSERT(end <= writing_.size(), end, writing_.size());
+  std::string rest(writing_, written_, end - written_);
+  writing_.swap(rest);
+  written_ = 0;
 }
 
 void FramedConnection::send_error_and_close(const std::string& message, uint64_t job_id) {
@@ -321,12 +368,15 @@ void FramedConnection::cut_off(const std::string& why) {
   if (!is_open() || !cut_off_why_.empty()) return;
   cut_off_why_ = why;
   std::string().swap(out_);  // whole frames, none of them begun
+  const bool plain = std::holds_alternative<tcp::socket>(stream_);
+  if (plain && channel_ == Channel::kWriting) keep_only_frame_begun();
   if (state_ == State::kOpen) transition(State::kDraining);
   account();
   // The handlers later, not here: this runs inside send(), inside the owner's loops over its peers.
-  asio::post(socket().get_executor(), [self = shared_from_this()] {
+  // A plain socket's Error goes after the frame begun; a TLS write in flight cannot be cut short.
+  asio::post(socket().get_executor(), [self = shared_from_this(), plain] {
     if (!self->is_open()) return;
-    if (self->can_write()) {
+    if (self->can_write() || plain) {
       self->tell_and_close(self->cut_off_why_, 0);
     } else {
       self->close(self->cut_off_why_);

@@ -102,11 +102,13 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void set_max_unsent_bytes(size_t bytes) { max_unsent_bytes_ = bytes; }
   // From now on what this connection holds unsent counts into `total` (until it is destroyed).
   void count_unsent_into(std::shared_ptr<UnsentTotal> total);
-  // Cuts off a peer that does not read what it is sent: the frames not yet written are dropped and
-  // nothing more is queued, at once; then, at the end of the loop's turn, if nothing is being
-  // written (the peer took all we wrote) it is told `why` in an Error and closed after a short
-  // linger, else it is closed (a write it does not take would keep its buffer). on_close hears
-  // `why` either way, never from inside this call.
+  // Cuts off a peer that does not read what it is sent: the frames not yet written are dropped,
+  // and so is a plain write in flight but for the rest of the frame begun (at most one frame kept),
+  // and nothing more is queued, at once; then, at the end of the loop's turn, the peer is told `why`
+  // in an Error after that frame, our side is shut down once it is written, and the socket closes
+  // after a short linger (tell_and_close): a peer that reads again within it learns why. Through TLS
+  // with a write in flight (which cannot be cut short) it is closed at once. on_close hears `why`
+  // either way, never from inside this call.
   void cut_off(const std::string& why);
 
   enum class State : uint8_t { kOpen, kDraining, kClosed };
@@ -142,6 +144,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void took(const boost::system::error_code& ec, size_t n);  // a read's outcome: n bytes, or why not
   void dispatch(size_t bytes);
   void flush();
+  void write_plain(bool in_flush);  // writing_ from written_ on, in place while the socket takes it
+  void wrote(const boost::system::error_code& ec);  // the write in flight ended: what comes next
+  void drained();      // draining, and all is written: shut down and linger, or close
+  void keep_only_frame_begun();  // cut_off: of writing_, only the unwritten rest of its frame
   // send_error_and_close once draining: the Error appended, on_close told, a linger to close.
   void tell_and_close(const std::string& message, uint64_t job_id);
   // A send buffer that grew past kKeepBodyBytes is freed once written (a burst's room is not kept).
@@ -181,6 +187,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   size_t body_words_ = 0;
   std::string out_;      // frames queued while a write is in flight
   std::string writing_;  // the frames of the write in flight
+  size_t written_ = 0;   // of writing_, the bytes on the socket (plain sockets; TLS: 0)
   size_t max_unsent_bytes_ = 0;  // 0: max(kMaxUnsentBytes, 2 frames)
   std::shared_ptr<UnsentTotal> unsent_total_;
   size_t counted_bytes_ = 0;  // held_bytes() as last added to unsent_total_

@@ -125,3 +125,58 @@ TEST_CASE("a client that never reads its streamed partials is cut off past --max
   CHECK(most <= 2 * (static_cast<long long>(kClientLimit) + kOneFrame));  // a buffer grows by doubling
   CHECK(log.find("bytes unsent, over the limit of " + std::to_string(kClientLimit)) != std::string::npos);
 }
+
+TEST_CASE("a client cut off as a slow reader that reads again is told why in an Error, then the stream ends",
+          "[security]") {
+  TestCluster cluster({.extra_args = {"--max-client-unsent", std::to_string(4 << 20)}});
+  cluster.add_worker({.threads = 1});
+  cluster.wait_for_workers(1);
+  RawPeer slow(port_of(cluster));
+  REQUIRE(slow.hello_as_client());
+  REQUIRE(slow.send_message([](wire::Message::Builder m) {
+    auto submit = m.initSubmit();
+    submit.setTag(1);
+    submit.setWantPartials(true);
+    psched::to_wire(pclient::job_spec_of(one_element_chunks(1000000)), submit.initSpec());
+  }));
+  const pid_t scheduler = cluster.scheduler_pid();
+  REQUIRE(eventually([&] { return cluster.log_of(scheduler).find("left: peer is not reading") != std::string::npos; },
+                     60000));
+
+  // Reading again: what was written before the cut, the rest of the frame begun, then the reason.
+  const std::string why = slow.read_error(10000);
+  INFO(cluster.log_of(scheduler).substr(0, 4000));
+  INFO("the Error: " << why);
+  CHECK(why.rfind("peer is not reading: ", 0) == 0);
+  CHECK(why.find(", over the limit of " + std::to_string(4 << 20)) != std::string::npos);
+  CHECK(slow.wait_closed(5000));
+  CHECK(process_alive(scheduler));
+}
+
+TEST_CASE("a libpclient client cut off as a slow reader fails its job with psched's reason, not a lost "
+          "connection", "[security]") {
+  TestCluster cluster({.extra_args = {"--max-client-unsent", std::to_string(4 << 20)}});
+  cluster.add_worker({.threads = 1});
+  cluster.wait_for_workers(1);
+  const pid_t scheduler = cluster.scheduler_pid();
+  pclient::RunOptions options;
+  options.want_partials = true;
+  // The first Progress stops the client's loop (it reads nothing meanwhile) until psched has cut it off.
+  bool stopped = false;
+  options.on_progress = [&](const pclient::Progress&) {
+    if (stopped) return;
+    stopped = true;
+    eventually([&] { return cluster.log_of(scheduler).find("left: peer is not reading") != std::string::npos; },
+               60000);
+  };
+  std::string error;
+  try {
+    cluster.client().run(one_element_chunks(1000000), options);
+  } catch (const pclient::Error& e) {
+    error = e.what();
+  }
+  INFO(cluster.log_of(scheduler).substr(0, 4000));
+  INFO("the client's error: " << error);
+  CHECK(stopped);
+  CHECK(error.rfind("psched: peer is not reading: ", 0) == 0);
+}

@@ -105,7 +105,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   if (job.complete()) {
     complete_job(job);
   } else {
-    send_progress(job, /*force=*/false);
+    send_progress(job, /*force=*/job.unsent_partials.size() >= kMaxPartialsPerProgress);
   }
   worker.top_up_owed = true;  // once the burst of its reports is handled
   if (*requeued) {

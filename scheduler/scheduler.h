@@ -34,9 +34,12 @@
 namespace psched {
 
 // Most chunk partials one Progress carries (72 bytes each on the wire plus 8 per exact term, at
-// most kExactMaxTerms: under 14 MB, typically ~3 MB): more go out in further Progress messages, so
-// no rate of completions can outgrow a frame (kDefaultMaxFrameBytes).
-inline constexpr size_t kMaxPartialsPerProgress = 32768;
+// most kExactMaxTerms: under 1.7 MB, typically ~0.4 MB): more go out in further Progress messages,
+// so no rate of completions can outgrow a frame (kDefaultMaxFrameBytes). A job holding this many
+// sends them at once rather than at its next 50 ms tick, so psched holds at most about a frame of
+// a job's partials (~600 bytes each in memory) beyond what its client's connection holds; and a
+// frame is what a slow reader cut off keeps of a write begun (FramedConnection::cut_off).
+inline constexpr size_t kMaxPartialsPerProgress = 4096;
 // Report interval per connected worker (Scheduler::report_interval), and the longest interval:
 // reports stay near 33,000 a second up to 4166 workers, and a killed worker loses at most one
 // interval of finished work (125 ms, within the 0.2 s a kill may cost).

@@ -57,6 +57,7 @@ TEST_CASE("a big job of one-element chunks keeps every worker busy to the end an
   const auto workers = client.workers();
   REQUIRE(workers.size() == 2);
   const uint64_t a = workers[0].chunks_done, b = workers[1].chunks_done;
+  INFO("the workers' shares: " << a << " and " << b);
   CHECK(a + b == 200000u);
   CHECK(std::min(a, b) >= 40000u);
 }

@@ -40,8 +40,10 @@ size_t occurrences(const std::string& text, const std::string& what) {
   return n;
 }
 
-// A frame on its way past a limit: a Progress of kMaxPartialsPerProgress partials (~3.5 MB).
-constexpr long long kOneFrame = 4ll << 20;
+// A frame: a Progress of kMaxPartialsPerProgress (4096) one-element chunks' partials, ~330 KB. What
+// psched holds for clients is at most the limit, the frame that passed it, and for each client cut
+// off in the last 2 s the rest of the frame it was in the middle of.
+constexpr long long kOneFrame = 512ll << 10;
 
 // `slow_readers` clients each submit a job that would stream ~30 MB of partials and never read,
 // while a client that reads runs a job with partials; psched runs with the two limits. Returns
@@ -110,7 +112,7 @@ TEST_CASE("clients that never read their streamed partials are cut off past --ma
   INFO("most held for clients: " << most << " bytes");
   INFO(log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
   CHECK(most > 0);
-  CHECK(most <= static_cast<long long>(kTotalLimit) + kOneFrame);  // 120 MB without the limit
+  CHECK(most <= static_cast<long long>(kTotalLimit) + (1 + 4) * kOneFrame);  // 120 MB without the limit
   CHECK(occurrences(log, "cut off: not reading: psched holds ") >= 4);
 }
 

@@ -5,10 +5,13 @@
 #   bench/fairness.sh BIN_DIR [OLD_BIN_DIR]
 # With OLD_BIN_DIR (an older build), every case runs with both builds in turn in this one call.
 # Prints, per build and case, the small job's median and worst of REPEAT runs and the median as a
-# ratio to the idle median. Environment: BACKEND (cuda, or cpu; default cuda where nvidia-smi sees
-# a GPU), WORKERS (pcuda-workers, default 1 on cuda, 2 on cpu; on cuda each takes GPU i mod the
-# GPUs), HUGE (how many huge jobs, space-separated cases; default "1 3"), CHUNKS (the huge jobs'
-# chunk sides; default "1 100 1000"), REPEAT (default 7). A small job that is not exact, or a huge
+# ratio to the idle median. Environment: BACKEND (cuda, cpu, or sim; default cuda where nvidia-smi
+# sees a GPU), WORKERS (pcuda-workers, default 1 on cuda, 2 on cpu; on cuda each takes GPU i mod the
+# GPUs; sim: that many GPUs simulated by psched-loadgen, whose every chunk costs CHUNK_NS of host
+# time, default 270, beside its device time and not reported as busy, as a one-element chunk on
+# an H200 did; the new build's loadgen with either psched), HUGE (how many huge jobs,
+# space-separated cases; default "1 3"), CHUNKS (the huge jobs' chunk sides; default
+# "1 100 1000"), REPEAT (default 7). A small job that is not exact, or a huge
 # job that ended before its case did, fails the script.
 set -uo pipefail
 new=$(cd "${1:?usage: bench/fairness.sh BIN_DIR [OLD_BIN_DIR]}" && pwd)
@@ -17,7 +20,7 @@ old=${2:+$(cd "$2" && pwd)}
 source "$(dirname "$0")/lib/json.sh"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 backend=${BACKEND:-$( ((gpus > 0)) && echo cuda || echo cpu)}
-workers=${WORKERS:-$([[ $backend == cuda ]] && echo 1 || echo 2)}
+workers=${WORKERS:-$([[ $backend == cpu ]] && echo 2 || echo 1)}
 repeat=${REPEAT:-7}
 status=0
 T=$(mktemp -d)
@@ -36,7 +39,19 @@ cluster() {
   rm -f "$T/s.json"
   "$bin/psched" --host 127.0.0.1 --port 0 --dashboard-address none --scheduler-file "$T/s.json" 2>"$T/psched.log" &
   pids+=($!)
+  if [[ $backend == sim ]]; then
+    local port=""
+    for _ in $(seq 200); do
+      [[ -s "$T/s.json" ]] && port=$(json_file_field "$T/s.json" address | grep -o '[0-9]*$')
+      [[ -n "$port" ]] && break
+      sleep 0.05  # psched writes the scheduler file once it listens
+    done
+    "$new/psched-loadgen" --scheduler "tcp://127.0.0.1:$port" -w "$workers" --chunk-ns "${CHUNK_NS:-270}" -c 0 \
+      --idle 1000000 >"$T/loadgen.log" 2>&1 &
+    pids+=($!)
+  fi
   for i in $(seq "$workers"); do
+    [[ $backend == sim ]] && break
     local device=()
     [[ $backend == cuda ]] && device=(env CUDA_VISIBLE_DEVICES=$(((i - 1) % gpus)))
     "${device[@]}" "$bin/pcuda-worker" --scheduler-file "$T/s.json" --backend "$backend" --name "w$i" \

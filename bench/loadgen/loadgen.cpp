@@ -327,6 +327,7 @@ int run_loadgen(const LoadgenOptions& o) {
 
   DeviceModel device;
   device.seconds_per_element = o.element_ps * 1e-12;
+  device.seconds_per_chunk = o.chunk_ns * 1e-9;
   device.slots = o.slots;
   device.window_elements = o.window_elements;
   device.corrupt_chunk = o.corrupt_chunk;

@@ -24,6 +24,7 @@ struct LoadgenOptions {
   pid_t scheduler_pid = 0;
   uint32_t workers = 64;
   double element_ps = 6.7;  // 0.67 ms per 10000 x 10000 chunk (the H100, bench/README.md)
+  double chunk_ns = 0;  // host time per chunk, not reported as busy (DeviceModel::seconds_per_chunk)
   uint32_t slots = 8;
   // As pcuda-worker's CUDA backend announces: a batch per slot.
   uint64_t window_elements = 8 * psched::gpu::kBatchTargetElements;

@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
   app.add_option("-w,--workers", o.workers, "simulated GPU workers")->capture_default_str();
   app.add_option("--element-ps", o.element_ps, "simulated device time per array element, picoseconds")
       ->capture_default_str();
+  app.add_option("--chunk-ns", o.chunk_ns,
+                 "simulated host time per chunk beside the device's, not reported as busy time (a real GPU "
+                 "worker's per-chunk launch and report cost: ~270 ns for one-element chunks on an H200)")
+      ->capture_default_str();
   app.add_option("--slots", o.slots, "chunks in flight per worker (Hello slots)")->capture_default_str();
   app.add_option("--window-elements", o.window_elements, "Hello windowElements (default: the CUDA backend's, 8 batches)")->capture_default_str();
   app.add_option("--result-batch", o.result_batch,

@@ -96,7 +96,8 @@ void SimWorker::on_message(wire::Message::Reader message) {
       if (entry.spec && entry.partial_block != 1 && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
           expected_run_compact(*entry.spec, 0, 1)) {
         entry.uniform = true;
-        entry.chunk_seconds = double(spec.chunk_elements()) * fleet_.device().seconds_per_element;
+        entry.chunk_busy_seconds = double(spec.chunk_elements()) * fleet_.device().seconds_per_element;
+        entry.chunk_seconds = entry.chunk_busy_seconds + fleet_.device().seconds_per_chunk;
         if (chunks_alike(*entry.spec)) {
           entry.alike = true;
           entry.chunk_partial = *chunk_partial(entry, 0);
@@ -206,6 +207,10 @@ void SimWorker::on_give_back(wire::GiveBack::Reader give_back) {
 }
 
 double SimWorker::chunk_seconds(const Run& run) const {
+  return chunk_busy_seconds(run) + fleet_.device().seconds_per_chunk;
+}
+
+double SimWorker::chunk_busy_seconds(const Run& run) const {
   auto it = jobs_.find(run.job_id);
   if (it == jobs_.end() || !it->second.spec) return 0;
   const JobSpec& s = *it->second.spec;
@@ -352,12 +357,12 @@ double SimWorker::finish_chunks(const Run& run, double behind, ChunkOutcome& o) 
     }
     if (partial) {
       o.chunks = n;
-      o.busy_seconds = double(n) * job->chunk_seconds;
+      o.busy_seconds = double(n) * job->chunk_busy_seconds;
       o.partial = std::move(*partial);
       return double(n - 1) * job->chunk_seconds;
     }
   }
-  o.busy_seconds = chunk_seconds(run);
+  o.busy_seconds = chunk_busy_seconds(run);
   std::optional<CompactPartial> partial;
   if (it != jobs_.end() && it->second.spec) partial = chunk_partial(it->second, run.next);
   if (partial) {

@@ -29,6 +29,9 @@ namespace psched::loadgen {
 
 struct DeviceModel {
   double seconds_per_element = 0.67e-3 / 1e8;  // the H100's 0.67 ms per 10000 x 10000 chunk
+  // Host time per chunk besides the device's (a real GPU worker's launch share, its partial read
+  // back and reported): it takes time but is not reported as busy time, which is the device's.
+  double seconds_per_chunk = 0;
   uint32_t slots = 8;                          // pcuda-worker: --streams 6 + 2
   uint64_t window_elements = 0;                // Hello windowElements
   // Report once this many chunks are done (or the queue ran dry): 0, one batch of the job's chunks
@@ -82,7 +85,8 @@ class SimWorker : public SimPeer {
     // partials asked for): runs are simulated in bulk, chunk_seconds each, their partial from the
     // closed form of the run (expected_run_compact) ...
     bool uniform = false;
-    double chunk_seconds = 0;
+    double chunk_seconds = 0;       // a chunk's time, the host's share included
+    double chunk_busy_seconds = 0;  // of which the device's: what is reported as busy
     // ... or, when every chunk's partial is the same too (a constant job whose selection picks as
     // many elements in each), as one chunk's times the run.
     bool alike = false;
@@ -98,7 +102,8 @@ class SimWorker : public SimPeer {
   void on_close(const std::string& why) override;
   void on_task_batch(wire::TaskBatch::Reader batch);
   void on_give_back(wire::GiveBack::Reader give_back);
-  double chunk_seconds(const Run& run) const;
+  double chunk_seconds(const Run& run) const;       // the time its next chunk takes
+  double chunk_busy_seconds(const Run& run) const;  // of which the device's
   void arm();
   // The partial a real worker reports for `chunk` (nullopt: no exact closed form).
   std::optional<CompactPartial> chunk_partial(JobEntry& job, uint64_t chunk);

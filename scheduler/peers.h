@@ -160,6 +160,49 @@ struct WorkerRecord : WorkerInfo {
     seconds_per_element = seconds_per_element > 0 ? 0.75 * seconds_per_element + 0.25 * sample : sample;
   }
 
+  // Host seconds per chunk beside the device's, on a GPU (its launch share, its partial read back,
+  // reported and handled here): a GPU busy 14 ns on a one-element chunk delivered one every 0.27 µs
+  // on an H200, and a window of four report intervals of device time held 0.4 s of work, which a
+  // small job of another client waited behind. Measured as what the wall time between its bursts
+  // of reports exceeds the device time they report, per chunk, over the bursts it held work
+  // throughout (one that ran dry waited, and the wait is not its cost); an average, so noise
+  // either way cancels, and at least 0 where used (chunk_seconds).
+  double seconds_per_chunk = 0;
+  struct Delivery {  // since its last burst of reports (observe_delivery)
+    std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
+    bool held_work = false;   // it held work when the last burst's top-up was done
+    double busy_seconds = 0;  // reported since
+    uint64_t chunks = 0;
+    bool measured = false;  // seconds_per_chunk has a sample
+  } delivery;
+  void reported(double busy_seconds, uint64_t chunks) {
+    delivery.busy_seconds += busy_seconds;
+    delivery.chunks += chunks;
+  }
+  // The end of a burst of its reports, before its top-up: a sample of seconds_per_chunk when it
+  // held work since the last one's top-up and holds some still.
+  void observe_delivery(std::chrono::steady_clock::time_point now) {
+    if (backend == "cuda" && delivery.held_work && in_flight.size() > 0 && delivery.chunks > 0 &&
+        seconds_per_element > 0) {
+      const double wall = std::chrono::duration<double>(now - delivery.since).count();
+      const double sample = (wall - delivery.busy_seconds) / double(delivery.chunks);
+      seconds_per_chunk = delivery.measured ? 0.75 * seconds_per_chunk + 0.25 * sample : sample;
+      delivery.measured = true;
+    }
+    delivery.busy_seconds = 0;
+    delivery.chunks = 0;
+  }
+  // After that top-up: the next sample's start.
+  void delivery_from(std::chrono::steady_clock::time_point now) {
+    delivery.since = now;
+    delivery.held_work = in_flight.size() > 0;
+  }
+  // A chunk of `chunk_elements` on this GPU at `per_element` device seconds (its own or its
+  // kind's), with the host's share.
+  double chunk_seconds(uint64_t chunk_elements, double per_element) const {
+    return per_element * double(chunk_elements) + std::max(0.0, seconds_per_chunk);
+  }
+
   // Device seconds per element per unit of parallelism: a GPU's measure, else the average over what
   // it reported (a CPU's busy time is its threads'); 0 before its first result.
   double measured_seconds_per_element() const {
@@ -172,7 +215,7 @@ struct WorkerRecord : WorkerInfo {
   // queued (`share_elements`: every job's queued elements over the workers sharing them) is more
   // than that: once its speed is measured, to kWindowIntervals report intervals of its work
   // (kMaxTimedWindowChunks at most), so that reporting once an interval (net/report_pacer.h) keeps
-  // it busy. Before, it is timed at `kind_seconds_per_element` (a measured GPU of its kind's, when
+  // it busy (in chunk_seconds: device and host time). Before, it is timed at `kind_seconds_per_element` (a measured GPU of its kind's, when
   // there is one: a worker that joins a working fleet takes no more than the others, so a kill
   // blames no more). Else, in a fleet whose report interval is stretched past kReportInterval (more
   // than 166 workers: psched's round of the fleet is as long), kMaxTimedWindowChunks deep, so that
@@ -191,7 +234,7 @@ struct WorkerRecord : WorkerInfo {
     if (backend != "cuda" || share_elements <= double(window) * double(chunk_elements)) return window;
     const double per_element = seconds_per_element > 0 ? seconds_per_element : kind_seconds_per_element;
     const double deep = per_element > 0 ? kWindowIntervals * std::chrono::duration<double>(report_interval).count() /
-                                              (per_element * double(chunk_elements))
+                                              chunk_seconds(chunk_elements, per_element)
                                         : report_interval > kReportInterval ? double(kMaxTimedWindowChunks)
                                                                             : kWindowIntervals * double(window);
     const double capped = std::min(deep, double(kMaxTimedWindowChunks));

@@ -126,6 +126,7 @@ double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, const Repor
   for (auto r : batch.results) reported += r.getChunks();
   if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
   worker.observe_speed(busy, reported * job.spec()->chunk_elements());
+  worker.reported(busy, reported);
   if (worker.seconds_per_element > 0) kind_seconds_per_element_[worker.device_name] = worker.seconds_per_element;
   return busy;
 }

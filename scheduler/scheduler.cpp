@@ -214,7 +214,10 @@ void Scheduler::on_frames_handled(const Peer& peer) {
   auto it = workers_.find(peer.id);
   if (it == workers_.end() || !it->second->top_up_owed) return;
   it->second->top_up_owed = false;
+  const auto now = std::chrono::steady_clock::now();
+  it->second->observe_delivery(now);
   dispatch_to(*it->second);
+  it->second->delivery_from(now);
 }
 
 void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& why) {

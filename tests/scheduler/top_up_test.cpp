@@ -358,3 +358,25 @@ TEST_CASE("a worker does not take a retry it failed when nothing fresh is left",
   CHECK(plan_top_up(f.w7, f.t.queue, f.context).empty());
   CHECK(f.t.queue.contains(1));  // still waiting, for w8
 }
+
+TEST_CASE("where jobs compete, a job that fits in a share of the window is taken whole past a full window, not "
+          "in crumbs of the room huge jobs leave, and a bigger one waits for room",
+          "[top_up]") {
+  Table t;
+  WorkerRecord w = measured_gpu(1, 4);  // 1 ms a chunk of 1000 elements: a window of 20 (4 intervals)
+  for (JobId id : {1, 2, 3}) t.add(job_of(id, 1000000, 1000));
+  const TopUpContext context = alone();
+  plan_top_up(w, t.queue, context);
+  const uint64_t held = w.in_flight.size();
+  REQUIRE(held == 20);  // no room left
+  // Four jobs queued: a share is 5 chunks. A job of 4 goes at once, whole.
+  t.add(job_of(4, 4, 1000));
+  auto plan = plan_top_up(w, t.queue, context);
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].job->id() == 4);
+  CHECK(plan[0].chunks() == 4);
+  CHECK(w.in_flight.size() == held + 4);
+  // Five jobs queued, a share of 4: a job of 10 waits for room, as every job did before.
+  t.add(job_of(5, 10, 1000));
+  CHECK(plan_top_up(w, t.queue, context).empty());
+}

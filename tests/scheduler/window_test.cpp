@@ -54,6 +54,55 @@ TEST_CASE("a GPU's window deepens while its share of the queued work is more tha
   CHECK(w.window_for(job, interval, 1e9) == 4);
 }
 
+TEST_CASE("a GPU's window is four report intervals of what it delivers: the host's time per chunk beside the "
+          "device's, measured over bursts of reports it held work throughout, makes it shallower",
+          "[window]") {
+  using std::chrono::microseconds;
+  WorkerRecord w;
+  w.slots = 4;
+  w.backend = "cuda";
+  const Job job = job_with_chunks_of(100, 100);  // 10^4 elements a chunk
+  const auto interval = std::chrono::milliseconds(10);
+  w.observe_speed(1e-3, 10000000);  // 0.1 ns an element: 1 us of device time a chunk
+  CHECK(w.window_for(job, interval, 1e12) == 40000);
+  const auto t0 = std::chrono::steady_clock::now();
+
+  // Work held from one burst to the next: 1000 chunks reported, 1 ms of device time, in 3 ms of
+  // wall time. 2 us a chunk of host time: 3 us a chunk, a third of the window.
+  w.in_flight.add(1, 100);
+  w.delivery_from(t0);
+  w.reported(1e-3, 1000);
+  w.observe_delivery(t0 + microseconds(3000));
+  CHECK(w.seconds_per_chunk == Approx(2e-6));
+  CHECK(w.window_for(job, interval, 1e12) == 13333);
+
+  // A worker that ran dry between bursts waited: no sample, whatever the wall time.
+  w.in_flight.remove(1, 100);
+  w.delivery_from(t0 + microseconds(3000));
+  w.in_flight.add(1, 100);
+  w.reported(1e-3, 1000);
+  w.observe_delivery(t0 + microseconds(100000));
+  CHECK(w.seconds_per_chunk == Approx(2e-6));
+  // Nor one that holds nothing at the end of the burst.
+  w.delivery_from(t0 + microseconds(100000));
+  w.in_flight.remove(1, 100);
+  w.reported(1e-3, 1000);
+  w.observe_delivery(t0 + microseconds(200000));
+  CHECK(w.seconds_per_chunk == Approx(2e-6));
+
+  // Busy as long as its wall time: the average comes back down, and noise below zero counts as 0.
+  for (int i = 0; i < 40; ++i) {
+    w.in_flight.add(1, 100);
+    w.delivery_from(t0);
+    w.reported(2e-3, 1000);
+    w.observe_delivery(t0 + microseconds(1000));
+  }
+  CHECK(w.seconds_per_chunk < 0);
+  CHECK(w.window_for(job, interval, 1e12) == 40000);
+  w.backend = "cpu";  // a CPU worker's window is not timed
+  CHECK(w.window_for(job, interval, 1e12) == 4);
+}
+
 TEST_CASE("in-flight chunks are counted per job, and a forgotten job leaves the window", "[window]") {
   InFlight f;
   f.add(7, 100);

@@ -146,14 +146,17 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
   if (context.fleet_in_flight_elements)
     budget = (queue.queued_elements() + double(*context.fleet_in_flight_elements)) / sharing -
              double(worker.in_flight.elements());
-  // Where jobs compete, a job whose queued chunks all fit in a share of its window (a window over
-  // the jobs queued) is taken whole first, past a full window if need be: a small job behind huge ones is not let in
-  // in crumbs as their chunks leave (a 400-chunk job took 0.13 s behind three huge jobs on a
-  // simulated GPU: each top-up's room went to a huge job's report interval of chunks first, and
-  // the small job got what was left, a few chunks a turn). The window overfills by at most one
-  // share per such job, so by at most the window in all. In a fleet it is still the worker's part.
+  // Where a few jobs compete, a job whose queued chunks all fit in a share of its window (a window
+  // over the jobs queued) is taken whole first, past a full window if need be: a small job behind
+  // huge ones is not let in in crumbs as their chunks leave (a 400-chunk job took 0.13 s behind
+  // three huge jobs on a simulated GPU: each top-up's room went to a huge job's report interval of
+  // chunks first, and the small job got what was left, a few chunks a turn). The window overfills
+  // by at most one share per such job, so by at most the window in all; in a fleet it is still the
+  // worker's part. It walks every job queued, so only up to kMaxJobsTakenWhole of them: a storm of
+  // thousands of jobs (a share of a chunk or two each) keeps the turns below.
   const uint64_t jobs_queued = queue.size();
-  for (auto it = queue.jobs().begin(); jobs_queued > 1 && it != queue.jobs().end() && budget > 0 && !worker.isolating;) {
+  const bool few = jobs_queued > 1 && jobs_queued <= kMaxJobsTakenWhole;
+  for (auto it = queue.jobs().begin(); few && it != queue.jobs().end() && budget > 0 && !worker.isolating;) {
     Job& job = *(it++)->second.job;  // moved on first: the job may leave the queue below
     const uint64_t queued = job.queued();
     if (queued == 0 || job.has_suspects() || job.verify.has_queued()) continue;

@@ -101,9 +101,14 @@ uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job);
 // chunks on 1024 simulated GPUs were reported chunk by chunk, 188,000 ResultBatches: 7% of ideal).
 uint64_t least_turn(const WorkerRecord& worker, const Job& job, std::chrono::microseconds report_interval);
 
+// The most jobs queued at which a top-up first takes whole each job that fits in a share of the
+// window (plan_top_up): it walks them all.
+inline constexpr size_t kMaxJobsTakenWhole = 16;
+
 // Fills `worker`'s free window from the jobs in `queue`, in turn from the one after the last
-// served, until no job can take more, the window is full, or the top-up holds the worker's part of
-// all the work queued (over `context.sharing` workers; a job worth no split is taken whole all the
+// served (first, where a few jobs compete, each that fits in a share of the window, whole), until
+// no job can take more, the window is full, or the top-up holds the worker's part of all the work
+// queued (over `context.sharing` workers; a job worth no split is taken whole all the
 // same): verify copies first (the partials they
 // are compared with wait for them), then re-queued and fresh chunks. A suspect goes alone to an
 // idle worker, which is then `isolating`. The chunks taken are running on the worker and in its

@@ -12,7 +12,9 @@
 // The scheduler lengthens the interval as its fleet grows (TaskBatch.reportIntervalUs).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 
 namespace psched {
@@ -52,6 +54,27 @@ class ReportPacer {
   }
   // When they go at the latest (if nothing changes before).
   Clock::time_point deadline() const { return last_ + interval_; }
+  // Of `n` chunks done one every `chunk_seconds` from `first_done` on (done_at), each released as
+  // it is done: the index of the first after which due() holds, or n when none does. What
+  // psched-loadgen's simulated worker asks to walk a run of chunks at once instead of chunk by
+  // chunk (bench/loadgen/sim_worker.cpp), so the rule it follows stays this one.
+  uint64_t first_due(uint64_t n, Clock::time_point first_done, double chunk_seconds) const {
+    uint64_t j = held_ == 0 ? 0 : held_ - 1;  // then nothing more is held
+    if (halves_) j = std::min(j, held_ >= 1 + high_ / 2 ? held_ - 1 - high_ / 2 : uint64_t{0});
+    j = std::min(j, n);
+    if (done_at(first_done, chunk_seconds, 0) - last_ >= interval_) return 0;
+    if (!(chunk_seconds > 0) || j == 0) return j;  // every chunk done at first_done, or due at once
+    // The interval: from the quotient, then stepped to the clock's ticks (done_at truncates).
+    const double wait = std::chrono::duration<double>(deadline() - first_done).count() / chunk_seconds;
+    uint64_t t = wait < double(j) ? uint64_t(std::ceil(wait)) : j;
+    while (t > 0 && done_at(first_done, chunk_seconds, t - 1) - last_ >= interval_) --t;
+    while (t < j && done_at(first_done, chunk_seconds, t) - last_ < interval_) ++t;
+    return t;
+  }
+  // When the j-th of chunks done one every `chunk_seconds` from `first` on is done, on the clock.
+  static Clock::time_point done_at(Clock::time_point first, double chunk_seconds, uint64_t j) {
+    return first + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(double(j) * chunk_seconds));
+  }
   // A report went out: the interval and the high-water mark start again.
   void reported(Clock::time_point now) {
     last_ = now;

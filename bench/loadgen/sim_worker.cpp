@@ -238,22 +238,18 @@ void SimWorker::arm() {
     const bool last_run = run + 1 == queue_.size();
     uint64_t next = r.next;
     if (const JobEntry* job = uniform(r)) {
-      // Chunk j of the run (0-based) is done at due + j s; after it ready + j + 1 are ready and
-      // held - j - 1 held. The pacer is due from j_due on (held halves, unless the scheduler's queue
-      // was empty; the interval passes; or nothing more is held);
+      // Chunk j of the run (0-based) is done at due + j s; after it ready + j + 1 are ready. The
+      // pacer is due from j_due on (its own rule, asked for the run at once: ReportPacer::first_due);
       // a report waits for a batch boundary or the queue's last chunk.
-      const uint64_t n = r.end - next, held = pacer.held();
+      const uint64_t n = r.end - next;
       const double s = job->chunk_seconds;
-      uint64_t j_due = !pacer.halves() ? n : held >= 1 + pacer.high() / 2 ? held - 1 - pacer.high() / 2 : 0;
-      const double wait = Seconds(pacer.deadline() - due).count();
-      const uint64_t j_time = wait <= 0 ? 0 : s > 0 ? uint64_t(std::ceil(wait / s)) : 0;
-      j_due = std::min(j_due, j_time);
+      uint64_t j_due = pacer.first_due(n, due, s);
       if (last_run) j_due = std::min(j_due, n - 1);  // holding nothing more: due
       if (j_due < n) {
         uint64_t j = j_due + (batch - (ready + j_due + 1) % batch) % batch;
         if (last_run) j = std::min(j, n - 1);
         if (j < n) {
-          due = at(due, double(j) * s);
+          due = ReportPacer::done_at(due, s, j);  // as first_due counts it
           break;
         }
       }

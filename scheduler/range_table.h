@@ -14,17 +14,11 @@
 #include <set>
 #include <vector>
 
+#include "core/chunk_range.h"
 #include "scheduler/ids.h"
 
 namespace psched {
 
-// Chunks first .. first + count - 1.
-struct ChunkRange {
-  uint64_t first = 0;
-  uint64_t count = 0;
-  uint64_t end() const { return first + count; }
-  bool operator==(const ChunkRange& o) const { return first == o.first && count == o.count; }
-};
 
 // A first-in first-out list of ranges that allocates nothing until a range is queued (a std::deque
 // allocates on construction: two per job were a twentieth of psched's CPU for 10^4 small jobs).

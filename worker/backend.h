@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/chunk_range.h"
 #include "core/job_spec.h"
 #include "core/partial.h"
 #include "core/worker_info.h"
@@ -24,18 +25,12 @@ struct ChunkTask {
   std::shared_ptr<const JobSpec> spec;  // validated and normalized
 };
 
-// Chunks first .. first + count - 1 of one job.
-struct ChunkRun {
-  uint64_t first = 0;
-  uint64_t count = 0;
-};
-
 // Cuts the chunks of [first, end) out of a queue of runs (anything with `next` and `end`, the
 // queued part of each run; `mine(run)` says whether a run is of the job), splitting a run that
 // straddles the cut, and appends what it removed to `out`, in queue order. The backends' queues
 // give back a job's tail with it (Backend::give_back).
 template <typename Queue, typename Mine>
-void cut_runs(Queue& queue, Mine&& mine, uint64_t first, uint64_t end, std::vector<ChunkRun>& out) {
+void cut_runs(Queue& queue, Mine&& mine, uint64_t first, uint64_t end, std::vector<ChunkRange>& out) {
   for (auto it = queue.begin(); it != queue.end();) {
     const uint64_t lo = it->next > first ? it->next : first;
     const uint64_t hi = it->end < end ? it->end : end;
@@ -43,7 +38,7 @@ void cut_runs(Queue& queue, Mine&& mine, uint64_t first, uint64_t end, std::vect
       ++it;
       continue;
     }
-    out.push_back(ChunkRun{lo, hi - lo});
+    out.push_back(ChunkRange{lo, hi - lo});
     if (lo == it->next && hi == it->end) {
       it = queue.erase(it);
     } else if (lo == it->next) {
@@ -120,7 +115,7 @@ class Backend {
   virtual void drop_job(uint64_t job_id) = 0;
   // The job's chunks of first .. first + count - 1 that are queued, not started: removed (they
   // will yield no outcome) and returned, so that another worker can take them. Thread-safe.
-  virtual std::vector<ChunkRun> give_back(uint64_t job_id, uint64_t first, uint64_t count) = 0;
+  virtual std::vector<ChunkRange> give_back(uint64_t job_id, uint64_t first, uint64_t count) = 0;
   // Joins the backend's threads; queued tasks are discarded. Idempotent.
   virtual void stop() = 0;
   // Memory in use now, for heartbeats and the dashboard: device memory in use on the GPU (CUDA), the

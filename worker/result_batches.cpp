@@ -144,7 +144,7 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
   }
 }
 
-uint64_t build_returned_batch(uint64_t job_id, const std::vector<ChunkRun>& returned,
+uint64_t build_returned_batch(uint64_t job_id, const std::vector<ChunkRange>& returned,
                               const std::function<void(capnp::MessageBuilder&)>& send) {
   OutgoingMessage m(64 + returned.size() * 4);
   auto batch = m.initRoot<wire::Message>().initResultBatch();

@@ -28,7 +28,7 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
 
 // The answer to a GiveBack: a ResultBatch for `job_id` whose `returned` lists the chunks given back
 // (none is an answer too), handed to `send`. Returns how many chunks that is.
-uint64_t build_returned_batch(uint64_t job_id, const std::vector<ChunkRun>& returned,
+uint64_t build_returned_batch(uint64_t job_id, const std::vector<ChunkRange>& returned,
                               const std::function<void(capnp::MessageBuilder&)>& send);
 
 }  // namespace psched

@@ -95,7 +95,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
 // started of the range, and the answer goes at once (results waiting for the pacer stay).
 void Worker::on_give_back(wire::GiveBack::Reader give_back) {
   const uint64_t job_id = give_back.getJobId();
-  std::vector<ChunkRun> returned;
+  std::vector<ChunkRange> returned;
   if (auto it = jobs_.find(job_id); it != jobs_.end())
     returned = backend_->give_back(it->second.local_key, give_back.getFirst(), give_back.getCount());
   release(job_id, build_returned_batch(job_id, returned, [this](capnp::MessageBuilder& m) { conn()->send(m); }));

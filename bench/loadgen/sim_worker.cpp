@@ -190,7 +190,7 @@ void SimWorker::note_queue(Clock::time_point at) {
 // chunk, computing until head_done_at_, stays) and the answer goes at once.
 void SimWorker::on_give_back(wire::GiveBack::Reader give_back) {
   const uint64_t id = give_back.getJobId(), first = give_back.getFirst();
-  std::vector<ChunkRun> returned;
+  std::vector<ChunkRange> returned;
   if (!queue_.empty()) {
     Run& head = queue_.front();
     if (head.end - head.next > 1) {  // the head chunk becomes a run of its own

@@ -53,7 +53,7 @@ struct QueuedRun {
 
 TEST_CASE("cut_runs takes a range out of a queue of runs, splitting runs it cuts into", "[give_back]") {
   std::deque<QueuedRun> q{{1, 0, 10}, {2, 5, 8}, {1, 20, 30}, {1, 40, 50}};
-  std::vector<ChunkRun> out;
+  std::vector<ChunkRange> out;
   // Job 1's chunks 5..44: the back of its first run, all of the second, the front of the third.
   cut_runs(q, [](const QueuedRun& r) { return r.job == 1; }, 5, 45, out);
   REQUIRE(out.size() == 3);

@@ -91,8 +91,8 @@ class CpuBackend final : public Backend {
     has_work_.store(!queue_.empty(), std::memory_order_release);
   }
 
-  std::vector<ChunkRun> give_back(uint64_t job_id, uint64_t first, uint64_t count) override {
-    std::vector<ChunkRun> out;
+  std::vector<ChunkRange> give_back(uint64_t job_id, uint64_t first, uint64_t count) override {
+    std::vector<ChunkRange> out;
     std::lock_guard<std::mutex> lock(mutex_);
     auto job = std::find_if(queue_.begin(), queue_.end(), [&](const JobRuns& j) { return j.job_id == job_id; });
     if (job == queue_.end()) return out;

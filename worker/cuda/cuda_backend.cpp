@@ -83,8 +83,8 @@ void CudaBackend::drop_job(uint64_t job_id) {
   std::erase_if(queue_, [&](const Run& r) { return r.job_id == job_id; });
 }
 
-std::vector<ChunkRun> CudaBackend::give_back(uint64_t job_id, uint64_t first, uint64_t count) {
-  std::vector<ChunkRun> out;
+std::vector<ChunkRange> CudaBackend::give_back(uint64_t job_id, uint64_t first, uint64_t count) {
+  std::vector<ChunkRange> out;
   std::lock_guard<std::mutex> lock(mutex_);
   cut_runs(queue_, [&](const Run& r) { return r.job_id == job_id; }, first, first + count, out);
   return out;

@@ -64,7 +64,7 @@ class CudaBackend final : public Backend {
   void enqueue_run(uint64_t job_id, uint64_t first, uint64_t count,
                    const std::shared_ptr<const JobSpec>& spec) override;
   void drop_job(uint64_t job_id) override;
-  std::vector<ChunkRun> give_back(uint64_t job_id, uint64_t first, uint64_t count) override;
+  std::vector<ChunkRange> give_back(uint64_t job_id, uint64_t first, uint64_t count) override;
   void stop() override;
   uint64_t memory_used_bytes() const override;
   std::string pci_bus_id() const override { return pci_bus_id_; }

@@ -1,9 +1,9 @@
 // The search that narrows a mismatched verify block down to its chunk (BlockSearch,
-// scheduler/verify_search.h): alone, step by step; then driven through BlockVerifier as the
-// scheduler drives it: a majority of three, two suspects with no third worker, a first copy in
-// pieces searched piece by piece, the odd copy's worker leaving mid-search; a property test with
-// every event in any order checks that nothing aborts and a search finds the chunk or says why it
-// stopped.
+// scheduler/verify_search.h): alone, step by step, and a property test of its phase's moves
+// against the list in its header; then driven through BlockVerifier as the scheduler drives it: a
+// majority of three, two suspects with no third worker, a first copy in pieces searched piece by
+// piece, the odd copy's worker leaving mid-search; a property test with every event in any order
+// checks that nothing aborts and a search finds the chunk or says why it stopped.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

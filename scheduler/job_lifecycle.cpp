@@ -1,7 +1,8 @@
 // Jobs through their life in the scheduler: a Submit becomes a Job, Progress streams to its client,
 // and it ends done, failed or cancelled (and is remembered for the dashboard); a worker that leaves
 // or dies hands its running chunks back. ResultBatches fold into a job in results.cpp, connections
-// and Hello are in scheduler.cpp, keeping windows full in dispatch.cpp.
+// and Hello are in scheduler.cpp (who is admitted in registration.cpp), keeping windows full in
+// dispatch.cpp.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -172,12 +172,14 @@ class Scheduler {
   void on_frames_handled(const Peer& peer);
   // Hello: refused (said to the peer, connection closed) or admitted as a worker or a client.
   void on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader hello);
+  // registration.cpp: a Hello refused, a worker or client admitted, what each may say after.
   bool refused_hello(FramedConnection& conn, wire::Hello::Reader hello);
   void admit_worker(const std::shared_ptr<FramedConnection>& conn, WorkerId id, const std::string& name,
                     wire::WorkerInfo::Reader info);
   void admit_client(const std::shared_ptr<FramedConnection>& conn, ClientId id, const std::string& name);
   void on_worker_message(WorkerRecord& worker, wire::Message::Reader message);
   void on_client_message(ClientRecord& client, wire::Message::Reader message);
+  void send_cluster_info(ClientRecord& client, uint64_t tag);
 
   void on_submit(ClientRecord& client, wire::Submit::Reader submit);
   // results.cpp: a ResultBatch, checked whole (refused_result), then its partials and its
@@ -192,7 +194,6 @@ class Scheduler {
   double observe_busy(WorkerRecord& worker, const Job& job, const Reported& batch, double reported_busy);
   void apply_partials(Job& job, WorkerRecord& worker, const Reported& batch, double busy_seconds);
   std::optional<bool> apply_failures(Job& job, WorkerRecord& worker, const Reported& batch);
-  void send_cluster_info(ClientRecord& client, uint64_t tag);
 
   // performance.cpp: what the scheduler records of how devices do (GPU health from heartbeats,
   // the task stream, each job's devices and stragglers) and the JobResult's report of it.

@@ -104,7 +104,7 @@ void BlockVerifier::move(Pending& p, Phase to) {
       legal = from == Phase::kFirstCopy && p.first.chunks == p.block.count && p.copies.size() == 1;
       break;
     case Phase::kNarrowing:
-      legal = from == Phase::kCopies && p.mismatch && p.search;
+      legal = from == Phase::kCopies && p.mismatch && p.search && p.search->phase() == BlockSearch::Phase::kNew;
       break;
     case Phase::kDecided:
       legal = (from == Phase::kCopies || from == Phase::kNarrowing) && !queued && !p.search;

@@ -28,10 +28,36 @@ BlockSearch::BlockSearch(ChunkRange block, PartialSum reference, bool majority,
   PSCHED_REQUIRE(!to_check_.empty(), block.first, block.count);
 }
 
-BlockSearch::Next BlockSearch::start(const VerifyPeers& peers) { return next_probe(peers); }
+// The one place a search's phase changes; what each phase implies is checked on entering it.
+void BlockSearch::move(Phase to) {
+  const Phase from = phase_;
+  const bool nothing_in = probe_ && !probe_->suspect_got && !probe_->other_got;
+  bool legal = from != Phase::kEnded;
+  switch (to) {
+    case Phase::kChecking:  // a piece of the first copy, asked whole of another worker
+      legal = legal && nothing_in && !(probe_->range == block_) && probe_->asked == probe_->range;
+      break;
+    case Phase::kHalving:  // a part of the range from its start, asked of both
+      legal = legal && nothing_in && probe_->asked.count > 0 && probe_->asked.first == probe_->range.first &&
+              probe_->asked.count <= probe_->range.count;
+      break;
+    case Phase::kEnded:
+      break;
+    case Phase::kNew:
+      legal = false;
+      break;
+  }
+  PSCHED_ASSERT(legal, int(from), int(to), block_.first, block_.count, probe_.has_value());
+  phase_ = to;
+}
+
+BlockSearch::Next BlockSearch::start(const VerifyPeers& peers) {
+  PSCHED_ASSERT(phase_ == Phase::kNew, int(phase_), block_.first);
+  return next_probe(peers);
+}
 
 WorkerId BlockSearch::suspect() const {
-  PSCHED_ASSERT(probe_.has_value(), block_.first);
+  PSCHED_ASSERT(phase_ == Phase::kChecking || phase_ == Phase::kHalving, int(phase_), block_.first);
   return probe_->suspect.worker;
 }
 
@@ -47,17 +73,19 @@ std::optional<VerifySearch> BlockSearch::stops_without(WorkerId gone, const Veri
 BlockSearch::Next BlockSearch::end_search(VerifySearch why) {
   Next next;
   next.ended = why;
+  move(Phase::kEnded);
   return next;
 }
 
 BlockSearch::Next BlockSearch::step_done(bool on_suspect, VerifyCopy got, const VerifyPeers& peers) {
-  PSCHED_ASSERT(probe_.has_value(), block_.first);
+  // kChecking asked the other worker only; kHalving asked each side once.
+  const bool asked = phase_ == Phase::kChecking ? !on_suspect
+                     : phase_ == Phase::kHalving ? !(on_suspect ? probe_->suspect_got : probe_->other_got)
+                                                 : false;
+  PSCHED_ASSERT(asked, int(phase_), on_suspect, block_.first, block_.count);
   Probe& probe = *probe_;
   (on_suspect ? probe.suspect_got : probe.other_got) = std::move(got);
-  if (probe.check) {  // a piece's own partial is known; now the other worker's
-    probe.check = false;
-    return probe_step(peers);
-  }
+  if (phase_ == Phase::kChecking) return probe_step(peers);  // the piece's own partial is known
   if (!probe.suspect_got || !probe.other_got) return Next{};  // the step's other copy is still running
   const bool differ = !same_bits(probe.suspect_got->partial, probe.other_got->partial);
   const ChunkRange rest{probe.asked.end(), probe.range.end() - probe.asked.end()};
@@ -88,7 +116,7 @@ BlockSearch::Next BlockSearch::next_probe(const VerifyPeers& peers) {
       why = VerifySearch::kNoOtherWorker;
       continue;
     }
-    probe_ = Probe{range, range, std::move(suspect), std::nullopt, std::nullopt, false};
+    probe_ = Probe{range, range, std::move(suspect), std::nullopt, std::nullopt};
     if (range == block_) {  // the others' partial of it is known
       VerifyCopy other;
       other.partial = reference_;
@@ -96,7 +124,7 @@ BlockSearch::Next BlockSearch::next_probe(const VerifyPeers& peers) {
       return probe_step(peers);
     }
     // A piece of a first copy: is it the one that differs?
-    probe_->check = true;
+    move(Phase::kChecking);
     Next next;
     next.steps.push_back(Step{range, false});
     return next;
@@ -129,6 +157,7 @@ BlockSearch::Next BlockSearch::ask(ChunkRange range, const VerifyPeers& peers) {
   probe.asked = range;
   probe.suspect_got.reset();
   probe.other_got.reset();
+  move(Phase::kHalving);
   Next next;
   next.steps = {Step{range, true}, Step{range, false}};
   return next;

@@ -84,6 +84,19 @@ class BlockSearch {
   BlockSearch(ChunkRange block, PartialSum reference, bool majority,
               std::vector<std::pair<ChunkRange, VerifyCopy>> pieces);
 
+  // A search's life; move() is the one place it changes, and checks what each phase implies:
+  //   kNew -> kChecking        start(): the last piece of a first copy in pieces is asked of
+  //                            another worker (the odd worker's partial of it is known)
+  //   kNew -> kHalving         start(): the whole block differs, its left half is asked of both
+  //   kChecking -> kChecking   the piece agrees: the next piece is checked
+  //   kChecking -> kHalving    the piece differs: its left half is asked of both
+  //   kHalving -> kHalving     both copies of the half are in: the half that differs is halved
+  //   kHalving -> kChecking    the odd worker agreed on the one chunk left: the next piece
+  //   any but kEnded -> kEnded found, or stopped (no piece left, a worker left, no other one)
+  // kChecking waits for one step (not on the suspect), kHalving for a pair; kEnded asks nothing.
+  enum class Phase : uint8_t { kNew, kChecking, kHalving, kEnded };
+  Phase phase() const { return phase_; }
+
   Next start(const VerifyPeers& peers);
   // A step came back whole (not failed) with `got`.
   Next step_done(bool on_suspect, VerifyCopy got, const VerifyPeers& peers);
@@ -92,25 +105,27 @@ class BlockSearch {
   WorkerId suspect() const;  // the odd copy's worker: a step not on_suspect may run anywhere else
 
  private:
-  // The search inside `range` (known or, while `check`, suspected to differ) where `suspect`'s copy
-  // differs from another worker's; `asked` is what its running step computes.
+  // The search inside `range` (known or, while kChecking, suspected to differ) where `suspect`'s
+  // copy differs from another worker's; `asked` is what its running step computes (kChecking: only
+  // the other worker computes `range`, the suspect's partial of it is known).
   struct Probe {
     ChunkRange range, asked;
     VerifyCopy suspect;  // partial over `range` when known
     std::optional<VerifyCopy> suspect_got, other_got;
-    bool check = false;  // only the other worker computes `range`: the suspect's partial is known
   };
 
+  void move(Phase to);
   Next next_probe(const VerifyPeers& peers);
   Next probe_step(const VerifyPeers& peers);
   Next ask(ChunkRange range, const VerifyPeers& peers);
-  static Next end_search(VerifySearch why);
+  Next end_search(VerifySearch why);
 
   ChunkRange block_;
   PartialSum reference_;
   bool majority_ = false;
   std::vector<std::pair<ChunkRange, VerifyCopy>> to_check_;  // the odd copy's pieces left to search
   std::optional<Probe> probe_;
+  Phase phase_ = Phase::kNew;
 };
 
 }  // namespace psched

@@ -1,14 +1,16 @@
 // The search that narrows a mismatched verify block down to its chunk (BlockSearch,
-// scheduler/verify_search.h): alone, step by step; then driven through BlockVerifier as the
-// scheduler drives it: a majority of three, two suspects with no third worker, a first copy in
-// pieces searched piece by piece, the odd copy's worker leaving mid-search; a property test with
-// every event in any order checks that nothing aborts and a search finds the chunk or says why it
-// stopped.
+// scheduler/verify_search.h): alone, step by step, and a property test of its phase's moves
+// against the list in its header; then driven through BlockVerifier as the scheduler drives it: a
+// majority of three, two suspects with no third worker, a first copy in pieces searched piece by
+// piece, the odd copy's worker leaving mid-search; a property test with every event in any order
+// checks that nothing aborts and a search finds the chunk or says why it stopped.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <optional>
 #include <random>
+#include <set>
+#include <utility>
 
 #include "scheduler/verify.h"
 #include "verify_cluster.h"
@@ -45,6 +47,22 @@ BlockSearch::Next both_in(BlockSearch& search, const Cluster& c, ChunkRange r, W
   return search.step_done(false, c.copy(r, other), c.peers());
 }
 
+// A search of block `block` whose odd copy is worker 1's, whole, against worker 2's partial.
+BlockSearch whole_block_search(const Cluster& c, ChunkRange block, bool majority) {
+  return BlockSearch(block, c.compute(block, 2), majority, {{block, c.copy(block, 1)}});
+}
+
+// Brings block {0, chunks} of `v` to its search as the scheduler would: worker 1's first copy, then
+// worker 2's and worker 3's; with worker 1 bad, the majority makes its copy the odd one.
+void start_search(BlockVerifier& v, const Cluster& c, uint64_t chunks) {
+  const ChunkRange block{0, chunks};
+  v.first_piece(block, c.copy(block, 1));
+  for (const WorkerId w : {WorkerId{2}, WorkerId{3}}) {
+    REQUIRE(take(v, c, w) == std::vector<ChunkRange>{block});
+    CHECK_FALSE(v.piece_done(block, c.copy(block, w), c.peers()));
+  }
+}
+
 std::vector<ChunkRange> asked(const BlockSearch::Next& next) {
   std::vector<ChunkRange> out;
   for (const BlockSearch::Step& s : next.steps) out.push_back(s.range);
@@ -58,7 +76,7 @@ TEST_CASE("a block search asks for the left half on the odd worker and on anothe
   Cluster c;
   c.bad = 1;
   c.bad_chunk = 5;
-  BlockSearch search({0, 8}, c.compute({0, 8}, 2), /*majority=*/true, {{{0, 8}, c.copy({0, 8}, 1)}});
+  BlockSearch search = whole_block_search(c, {0, 8}, /*majority=*/true);
   BlockSearch::Next next = search.start(c.peers());
   REQUIRE(next.steps.size() == 2);
   CHECK(next.steps[0].on_suspect);
@@ -88,13 +106,112 @@ TEST_CASE("a block search stops when the odd copy's worker leaves, or when no ot
   Cluster c;
   c.n = 2;
   c.bad = 1;
-  BlockSearch search({0, 8}, c.compute({0, 8}, 2), /*majority=*/false, {{{0, 8}, c.copy({0, 8}, 1)}});
+  BlockSearch search = whole_block_search(c, {0, 8}, /*majority=*/false);
   REQUIRE(search.start(c.peers()).steps.size() == 2);
   CHECK_FALSE(search.stops_without(3, c.peers()));
   c.gone.insert(2);
   CHECK(search.stops_without(2, c.peers()) == VerifySearch::kNoOtherWorker);
   c.gone = {1};
   CHECK(search.stops_without(1, c.peers()) == VerifySearch::kOddWorkerLeft);
+}
+
+// Every move of a search alone, with its steps' results in any order, workers leaving and an odd
+// worker that at times agrees when asked again: after each call the phase is the one what the call
+// asks implies, every move is one verify_search.h lists, each listed move happens, and a chunk
+// found is the bad one.
+TEST_CASE("a block search moves only as its header lists, and its phase says what it waits for", "[verify]") {
+  using Phase = BlockSearch::Phase;
+  const std::set<std::pair<Phase, Phase>> listed = {
+      {Phase::kNew, Phase::kChecking},      {Phase::kNew, Phase::kHalving},      {Phase::kNew, Phase::kEnded},
+      {Phase::kChecking, Phase::kChecking}, {Phase::kChecking, Phase::kHalving}, {Phase::kChecking, Phase::kEnded},
+      {Phase::kHalving, Phase::kHalving},   {Phase::kHalving, Phase::kChecking}, {Phase::kHalving, Phase::kEnded}};
+  std::set<std::pair<Phase, Phase>> seen;
+  std::mt19937_64 rng(20261128);
+  auto below = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
+  for (int trial = 0; trial < 2000; ++trial) {
+    Cluster c;
+    c.n = WorkerId(2 + below(3));
+    const ChunkRange block{0, uint64_t{1} << below(6)};
+    c.bad = WorkerId(1 + below(c.n));
+    c.bad_chunk = below(block.count);
+    const bool flaky = below(4) == 0;  // the odd worker computes right when asked again
+    // The odd copy: the bad worker's whole, or a first copy in pieces from any workers.
+    std::vector<std::pair<ChunkRange, VerifyCopy>> pieces;
+    if (below(2) == 0) {
+      pieces.emplace_back(block, c.copy(block, c.bad));
+    } else {
+      for (uint64_t at = 0; at < block.count;) {
+        const ChunkRange r{at, 1 + below(block.count - at)};
+        pieces.emplace_back(r, c.copy(r, WorkerId(1 + below(c.n))));
+        at = r.end();
+      }
+    }
+    if (below(8) == 0) c.gone.insert(WorkerId(1 + below(c.n)));  // before the search starts
+    BlockSearch search(block, c.compute(block, 0), below(2) == 0, pieces);
+    INFO("trial " << trial << ": block of " << block.count << ", " << pieces.size() << " pieces, " << c.n
+                  << " workers, bad " << c.bad << " at chunk " << c.bad_chunk << (flaky ? ", flaky" : ""));
+    REQUIRE(search.phase() == Phase::kNew);
+    std::vector<BlockSearch::Step> running;
+    std::optional<BlockSearch::Next> last;
+    bool stopped = false;
+    // What the call that made `next` from phase `from` implies, and the move it made.
+    auto follow = [&](Phase from, BlockSearch::Next next) {
+      const Phase to = search.phase();
+      if (next.ended) {
+        CHECK(to == Phase::kEnded);
+        CHECK(next.steps.empty());
+      } else if (next.steps.size() == 1) {
+        CHECK(to == Phase::kChecking);
+        CHECK_FALSE(next.steps[0].on_suspect);
+      } else if (next.steps.size() == 2) {
+        CHECK(to == Phase::kHalving);
+        CHECK(next.steps[0].on_suspect);
+        CHECK_FALSE(next.steps[1].on_suspect);
+        CHECK(next.steps[0].range == next.steps[1].range);
+      } else {  // the pair's other step is still running
+        REQUIRE(next.steps.empty());
+        CHECK(from == Phase::kHalving);
+        CHECK(to == Phase::kHalving);
+        CHECK(running.size() == 1);
+        return;
+      }
+      CHECK(running.empty());
+      seen.emplace(from, to);
+      CHECK(listed.count({from, to}) == 1);
+      running = next.steps;
+      if (next.ended) last = std::move(next);
+    };
+    follow(Phase::kNew, search.start(c.peers()));
+    for (int event = 0; event < 1000 && !last && !stopped; ++event) {
+      REQUIRE(!running.empty());
+      if (below(16) == 0) {  // a worker leaves; the verifier ends the search if it must
+        const WorkerId w = WorkerId(1 + below(c.n));
+        c.gone.insert(w);
+        stopped = search.stops_without(w, c.peers()).has_value();
+        continue;
+      }
+      const size_t i = below(running.size());
+      const BlockSearch::Step step = running[i];
+      running.erase(running.begin() + std::ptrdiff_t(i));
+      VerifyCopy got;
+      if (step.on_suspect) {
+        got = c.copy(step.range, search.suspect());
+        if (flaky) got.partial = c.compute(step.range, 0);
+      } else {  // on a connected worker other than the suspect (it may be the bad one)
+        WorkerId w = WorkerId(1 + below(c.n));
+        while (!c.connected(w) || w == search.suspect()) w = WorkerId(1 + below(c.n));
+        got = c.copy(step.range, w);
+      }
+      const Phase from = search.phase();
+      follow(from, search.step_done(step.on_suspect, std::move(got), c.peers()));
+    }
+    REQUIRE((last.has_value() || stopped));
+    if (last && *last->ended == VerifySearch::kFound && last->found) {
+      CHECK(last->found->chunk == ChunkRange{c.bad_chunk, 1});
+      CHECK((last->found->odd.worker == c.bad || last->found->other.worker == c.bad));
+    }
+  }
+  CHECK(seen == listed);
 }
 
 TEST_CASE("copies that differ go to a third worker, and the odd one is narrowed down to its chunk", "[verify]") {
@@ -180,11 +297,7 @@ TEST_CASE("the search ends where it got when the odd copy's worker leaves, and t
   c.bad = 1;
   c.bad_chunk = 3;
   BlockVerifier v(1.0, 0, 8, 8);
-  v.first_piece({0, 8}, c.copy({0, 8}, 1));
-  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 8}});
-  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 2), c.peers()));
-  REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 8}});
-  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 3), c.peers()));
+  start_search(v, c, 8);
   REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 4}});  // the other worker's step runs
   c.gone.insert(1);
   std::vector<ChunkRange> at_limit;
@@ -207,11 +320,7 @@ TEST_CASE("the search ends when the odd copy's worker left between two of its st
   c.bad = 1;
   c.bad_chunk = 7;
   BlockVerifier v(1.0, 0, 8, 8);
-  v.first_piece({0, 8}, c.copy({0, 8}, 1));
-  REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 8}});
-  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 2), c.peers()));
-  REQUIRE(take(v, c, 3) == std::vector<ChunkRange>{{0, 8}});
-  CHECK_FALSE(v.piece_done({0, 8}, c.copy({0, 8}, 3), c.peers()));
+  start_search(v, c, 8);
   REQUIRE(take(v, c, 1) == std::vector<ChunkRange>{{0, 4}});  // the suspect's step
   REQUIRE(take(v, c, 2) == std::vector<ChunkRange>{{0, 4}});  // the other's
   CHECK_FALSE(v.piece_done({0, 4}, c.copy({0, 4}, 1), c.peers()));

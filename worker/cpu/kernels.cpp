@@ -71,6 +71,32 @@ void lanes_total(ReduceLanes& lanes, CompactPartial& out) {
   out.sum = out.exact.rounded();
 }
 
+namespace {
+
+// The squares' lanes into squares.exact, normalised.
+ExactSum& squares_gathered(ReduceLanes& squares) {
+  for (int l = 0; l < 8; ++l) {
+    lanes_spill(squares, squares.hi[l]);
+    lanes_spill(squares, squares.lo[l]);
+    squares.hi[l] = squares.lo[l] = 0.0;
+  }
+  squares.spills = 0;
+  squares.exact.normalize();
+  return squares.exact;
+}
+
+}  // namespace
+
+void lanes_squares_total(ReduceLanes& squares, PartialSum& out) {
+  out.has_squares = true;
+  out.squares = squares_gathered(squares);
+}
+
+void lanes_squares_total(ReduceLanes& squares, CompactPartial& out) {
+  out.has_squares = true;
+  out.squares = ExactTerms(squares_gathered(squares));
+}
+
 void streaming_fence() {
 #if defined(__x86_64__)
   _mm_sfence();

@@ -89,21 +89,48 @@ inline __attribute__((always_inline)) void register_by_lanes(ReduceLanes& lanes,
   }
 }
 
+// One element's square into one lane of `squares`, scalar: x*x and its exact low part
+// fma(x, x, -x*x). A square that overflowed (+inf) or of a NaN or infinity adds only x*x, which
+// counts as that special (the low part would be NaN or -inf).
+inline __attribute__((always_inline)) void square_lane_add(ReduceLanes& squares, int l, double v) {
+  const double h = v * v;
+  lane_add(squares, l, h);
+  if (__builtin_isfinite(h)) lane_add(squares, l, __builtin_fma(v, v, -h));
+}
+
+// TwoSum of v into the expansion (hi, lo), both steps error-free unless e2 (lo's own error) is
+// nonzero, NaN or infinite: then the caller takes the scalar path.
+struct Added {
+  vd hi, lo, e2;
+};
+inline __attribute__((always_inline)) Added two_sum_lanes(vd hi, vd lo, vd v) {
+  const vd t = hi + v, bv = t - hi, e = (hi - (t - bv)) + (v - bv);
+  const vd t2 = lo + e, be = t2 - lo, e2 = (lo - (t2 - be)) + (e - be);
+  return Added{t, t2, e2};
+}
+
 // The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8. Per
 // register both TwoSums run on the elements as they are, and one test of e2 (lo's own error) finds
 // the rare register that needs the scalar path: a nonzero e2 is something to spill, and a NaN,
 // an infinity or an overflow anywhere in the two TwoSums leaves e2 NaN or infinite. That register's
 // lanes are then put back as they were and its elements added by lane_add, which spills what it
-// must; so the common case costs no test of its own for specials.
-void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset,
-            ReduceLanes& lanes) {
+// must; so the common case costs no test of its own for specials. With Squares, the same pass adds
+// each element's square, split exactly by an fma, into `squares` (hi part, then low part), with
+// the same test and fallback of its own.
+template <bool Squares>
+inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t step, uint64_t n, double scale,
+                                                      double offset, ReduceLanes& lanes, ReduceLanes* squares) {
   constexpr int kRegs = 8 / kW;
   constexpr uint64_t kAbs = ~(uint64_t{1} << 63);
-  vd hi[kRegs], lo[kRegs], mn[kRegs], mx[kRegs];
+  vd hi[kRegs], lo[kRegs], mn[kRegs], mx[kRegs], shi[kRegs], slo[kRegs];
   __builtin_memcpy(hi, lanes.hi, sizeof(hi));
   __builtin_memcpy(lo, lanes.lo, sizeof(lo));
   __builtin_memcpy(mn, lanes.min, sizeof(mn));
   __builtin_memcpy(mx, lanes.max, sizeof(mx));
+  if constexpr (Squares) {
+    __builtin_memcpy(shi, squares->hi, sizeof(shi));
+    __builtin_memcpy(slo, squares->lo, sizeof(slo));
+  }
   uint64_t j = 0;
   for (; j + 8 <= n; j += 8) {
 #pragma GCC unroll 4
@@ -112,13 +139,29 @@ void reduce(const double* x, uint64_t step, uint64_t n, double scale, double off
       const vd v = load_register(p, step, j + uint64_t(q + 1) * kW < n) * scale + offset;
       mn[q] = v < mn[q] ? v : mn[q];
       mx[q] = v > mx[q] ? v : mx[q];
-      const vd t = hi[q] + v, bv = t - hi[q], e = (hi[q] - (t - bv)) + (v - bv);
-      const vd t2 = lo[q] + e, be = t2 - lo[q], e2 = (lo[q] - (t2 - be)) + (e - be);
-      if (__builtin_expect(any_set((vu)e2 & kAbs), 0)) {
+      const Added a = two_sum_lanes(hi[q], lo[q], v);
+      if (__builtin_expect(any_set((vu)a.e2 & kAbs), 0)) {
         register_by_lanes(lanes, q, v, hi[q], lo[q]);
       } else {
-        hi[q] = t;
-        lo[q] = t2;
+        hi[q] = a.hi;
+        lo[q] = a.lo;
+      }
+      if constexpr (Squares) {
+        const vd h = v * v, l = fma_lanes(v, v, -h);
+        const Added sh = two_sum_lanes(shi[q], slo[q], h);
+        const Added sl = two_sum_lanes(sh.hi, sh.lo, l);
+        if (__builtin_expect(any_set(((vu)sh.e2 | (vu)sl.e2) & kAbs), 0)) {
+          for (int l2 = 0; l2 < kW; ++l2) {
+            squares->hi[q * kW + l2] = shi[q][l2];
+            squares->lo[q * kW + l2] = slo[q][l2];
+            square_lane_add(*squares, q * kW + l2, v[l2]);
+            shi[q][l2] = squares->hi[q * kW + l2];
+            slo[q][l2] = squares->lo[q * kW + l2];
+          }
+        } else {
+          shi[q] = sl.hi;
+          slo[q] = sl.lo;
+        }
       }
     }
   }
@@ -126,9 +169,25 @@ void reduce(const double* x, uint64_t step, uint64_t n, double scale, double off
   __builtin_memcpy(lanes.lo, lo, sizeof(lo));
   __builtin_memcpy(lanes.min, mn, sizeof(mn));
   __builtin_memcpy(lanes.max, mx, sizeof(mx));
-  for (int l = 0; j < n; ++j, ++l) lane_add(lanes, l, x[j * step] * scale + offset);
+  if constexpr (Squares) {
+    __builtin_memcpy(squares->hi, shi, sizeof(shi));
+    __builtin_memcpy(squares->lo, slo, sizeof(slo));
+  }
+  for (int l = 0; j < n; ++j, ++l) {
+    const double v = x[j * step] * scale + offset;
+    lane_add(lanes, l, v);
+    if constexpr (Squares) square_lane_add(*squares, l, v);
+  }
 }
 
+void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset, ReduceLanes& lanes) {
+  reduce_run<false>(x, step, n, scale, offset, lanes, nullptr);
+}
+
+void reduce_squares(const double* x, uint64_t step, uint64_t n, double scale, double offset,
+                    ReduceLanes& lanes, ReduceLanes& squares) {
+  reduce_run<true>(x, step, n, scale, offset, lanes, &squares);
+}
 
 }  // namespace
 }  // namespace psched

@@ -182,9 +182,11 @@ TEST_CASE("reduce_squares adds each square split exactly in the same pass, the s
         const PartialSum want = reference_total(data[d], step, n, 2.0, -1.0, /*squares=*/true);
         for (const CpuKernels* k : runnable_builds()) {
           INFO(k->isa << " data " << d << " step " << step << " n " << n);
-          ReduceLanes lanes, squares;
+          ReduceLanes lanes;
+          SquareLanes squares;
           lanes_init(lanes);
-          lanes_init(squares);
+          lanes_init(squares.high);
+          lanes_init(squares.low);
           k->reduce_squares(data[d].data(), step, n / 2, 2.0, -1.0, lanes, squares);
           k->reduce_squares(data[d].data() + n / 2 * step, step, n - n / 2, 2.0, -1.0, lanes, squares);
           PartialSum got;

@@ -13,11 +13,14 @@ struct RunReducer {
   const JobSpec& spec;
   const CpuKernels& kernels;
   ReduceLanes lanes;
-  ReduceLanes squares;
+  SquareLanes squares;
 
   explicit RunReducer(const JobSpec& s) : spec(s), kernels(cpu_kernels()) {
     lanes_init(lanes);
-    if (spec.squares) lanes_init(squares);
+    if (spec.squares) {
+      lanes_init(squares.high);
+      lanes_init(squares.low);
+    }
   }
   void operator()(const double* x, uint64_t step, uint64_t n) {
     if (spec.squares) kernels.reduce_squares(x, step, n, spec.scale, spec.offset, lanes, squares);

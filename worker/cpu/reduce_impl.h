@@ -89,13 +89,13 @@ inline __attribute__((always_inline)) void register_by_lanes(ReduceLanes& lanes,
   }
 }
 
-// One element's square into one lane of `squares`, scalar: x*x and its exact low part
-// fma(x, x, -x*x). A square that overflowed (+inf) or of a NaN or infinity adds only x*x, which
-// counts as that special (the low part would be NaN or -inf).
-inline __attribute__((always_inline)) void square_lane_add(ReduceLanes& squares, int l, double v) {
+// One element's square into one lane of `squares`, scalar: x*x into the high lanes and its exact
+// low part fma(x, x, -x*x) into the low ones. A square that overflowed (+inf) or of a NaN or
+// infinity adds only x*x, which counts as that special (the low part would be NaN or -inf).
+inline __attribute__((always_inline)) void square_lane_add(SquareLanes& squares, int l, double v) {
   const double h = v * v;
-  lane_add(squares, l, h);
-  if (__builtin_isfinite(h)) lane_add(squares, l, __builtin_fma(v, v, -h));
+  lane_add(squares.high, l, h);
+  if (__builtin_isfinite(h)) lane_add(squares.low, l, __builtin_fma(v, v, -h));
 }
 
 // TwoSum of v into the expansion (hi, lo), both steps error-free unless e2 (lo's own error) is
@@ -115,21 +115,23 @@ inline __attribute__((always_inline)) Added two_sum_lanes(vd hi, vd lo, vd v) {
 // an infinity or an overflow anywhere in the two TwoSums leaves e2 NaN or infinite. That register's
 // lanes are then put back as they were and its elements added by lane_add, which spills what it
 // must; so the common case costs no test of its own for specials. With Squares, the same pass adds
-// each element's square, split exactly by an fma, into `squares` (hi part, then low part), with
-// the same test and fallback of its own.
+// each element's square, split exactly by an fma, into `squares` (the high part into its own
+// expansion, the low part into another), with the same test and fallback of its own.
 template <bool Squares>
 inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t step, uint64_t n, double scale,
-                                                      double offset, ReduceLanes& lanes, ReduceLanes* squares) {
+                                                      double offset, ReduceLanes& lanes, SquareLanes* squares) {
   constexpr int kRegs = 8 / kW;
   constexpr uint64_t kAbs = ~(uint64_t{1} << 63);
-  vd hi[kRegs], lo[kRegs], mn[kRegs], mx[kRegs], shi[kRegs], slo[kRegs];
+  vd hi[kRegs], lo[kRegs], mn[kRegs], mx[kRegs], shi[kRegs], slo[kRegs], lhi[kRegs], llo[kRegs];
   __builtin_memcpy(hi, lanes.hi, sizeof(hi));
   __builtin_memcpy(lo, lanes.lo, sizeof(lo));
   __builtin_memcpy(mn, lanes.min, sizeof(mn));
   __builtin_memcpy(mx, lanes.max, sizeof(mx));
   if constexpr (Squares) {
-    __builtin_memcpy(shi, squares->hi, sizeof(shi));
-    __builtin_memcpy(slo, squares->lo, sizeof(slo));
+    __builtin_memcpy(shi, squares->high.hi, sizeof(shi));
+    __builtin_memcpy(slo, squares->high.lo, sizeof(slo));
+    __builtin_memcpy(lhi, squares->low.hi, sizeof(lhi));
+    __builtin_memcpy(llo, squares->low.lo, sizeof(llo));
   }
   uint64_t j = 0;
   for (; j + 8 <= n; j += 8) {
@@ -149,18 +151,25 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
       if constexpr (Squares) {
         const vd h = v * v, l = fma_lanes(v, v, -h);
         const Added sh = two_sum_lanes(shi[q], slo[q], h);
-        const Added sl = two_sum_lanes(sh.hi, sh.lo, l);
+        const Added sl = two_sum_lanes(lhi[q], llo[q], l);
         if (__builtin_expect(any_set(((vu)sh.e2 | (vu)sl.e2) & kAbs), 0)) {
-          for (int l2 = 0; l2 < kW; ++l2) {
-            squares->hi[q * kW + l2] = shi[q][l2];
-            squares->lo[q * kW + l2] = slo[q][l2];
-            square_lane_add(*squares, q * kW + l2, v[l2]);
-            shi[q][l2] = squares->hi[q * kW + l2];
-            slo[q][l2] = squares->lo[q * kW + l2];
+          for (int k = 0; k < kW; ++k) {
+            const int lane = q * kW + k;
+            squares->high.hi[lane] = shi[q][k];
+            squares->high.lo[lane] = slo[q][k];
+            squares->low.hi[lane] = lhi[q][k];
+            squares->low.lo[lane] = llo[q][k];
+            square_lane_add(*squares, lane, v[k]);
+            shi[q][k] = squares->high.hi[lane];
+            slo[q][k] = squares->high.lo[lane];
+            lhi[q][k] = squares->low.hi[lane];
+            llo[q][k] = squares->low.lo[lane];
           }
         } else {
-          shi[q] = sl.hi;
-          slo[q] = sl.lo;
+          shi[q] = sh.hi;
+          slo[q] = sh.lo;
+          lhi[q] = sl.hi;
+          llo[q] = sl.lo;
         }
       }
     }
@@ -170,8 +179,10 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
   __builtin_memcpy(lanes.min, mn, sizeof(mn));
   __builtin_memcpy(lanes.max, mx, sizeof(mx));
   if constexpr (Squares) {
-    __builtin_memcpy(squares->hi, shi, sizeof(shi));
-    __builtin_memcpy(squares->lo, slo, sizeof(slo));
+    __builtin_memcpy(squares->high.hi, shi, sizeof(shi));
+    __builtin_memcpy(squares->high.lo, slo, sizeof(slo));
+    __builtin_memcpy(squares->low.hi, lhi, sizeof(lhi));
+    __builtin_memcpy(squares->low.lo, llo, sizeof(llo));
   }
   for (int l = 0; j < n; ++j, ++l) {
     const double v = x[j * step] * scale + offset;
@@ -185,7 +196,7 @@ void reduce(const double* x, uint64_t step, uint64_t n, double scale, double off
 }
 
 void reduce_squares(const double* x, uint64_t step, uint64_t n, double scale, double offset,
-                    ReduceLanes& lanes, ReduceLanes& squares) {
+                    ReduceLanes& lanes, SquareLanes& squares) {
   reduce_run<true>(x, step, n, scale, offset, lanes, &squares);
 }
 

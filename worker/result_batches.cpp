@@ -11,11 +11,12 @@ namespace psched {
 
 namespace {
 
-// Bytes an outcome adds to a flat message: a ChunkPartial is 6 data words and a pointer to its
-// ExactSum (2 data words, a pointer), whose terms take a word each; a ChunkFailure one data word
+// Bytes an outcome adds to a flat message: a ChunkPartial is 6 data words and pointers to its
+// ExactSum (2 data words, a pointer), whose terms take a word each, and to its squares' (null
+// unless the job asks for var/std; the same size then); a ChunkFailure one data word
 // and a pointer, plus its text (NUL-terminated, padded to a word).
 size_t partial_bytes(const CompactPartial& p) {
-  return 80 + 8 * p.exact.size() + (p.has_squares ? 24 + 8 * p.squares.size() : 0);
+  return 88 + 8 * p.exact.size() + (p.has_squares ? 24 + 8 * p.squares.size() : 0);
 }
 size_t failure_bytes(const ChunkOutcome& o) {
   const size_t text = std::min(o.error.size(), kMaxFailureMessageBytes) + 1;

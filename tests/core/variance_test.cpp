@@ -122,7 +122,7 @@ TEST_CASE("var and std of a constant are zero, and fractions keep full precision
   CHECK((scaled > exact ? scaled - exact : exact - scaled) < (cpp_int(1) << (e + 61)));
 }
 
-TEST_CASE("var and std are NaN as numpy's for too few elements, NaN and infinities; an overflowing square is inf",
+TEST_CASE("var and std are NaN as numpy's for too few elements, NaN and infinities, and inf for an overflowing square",
           "[variance]") {
   const Sums one = sums_of({5});
   CHECK(psched::exact_variance(one.sum, one.squares, one.n, 0) == 0.0);

@@ -128,6 +128,14 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
   result.nan_count = exact.getNan();
   result.pos_inf_count = exact.getPosInf();
   result.neg_inf_count = exact.getNegInf();
+  result.has_squares = r.hasSquares();
+  if (result.has_squares) {
+    const auto squares = r.getSquares();
+    for (double t : squares.getTerms()) result.squares_terms.push_back(t);
+    result.squares_nan_count = squares.getNan();
+    result.squares_pos_inf_count = squares.getPosInf();
+    result.squares_neg_inf_count = squares.getNegInf();
+  }
   result.chunks = r.getChunks();
   result.workers = r.getWorkers();
   result.retries = r.getRetries();

@@ -4,6 +4,8 @@
 
 #include <optional>
 
+#include "core/variance.h"
+
 namespace pclient {
 
 psched::OpenedArray opened_array(const Input& in) {
@@ -58,6 +60,7 @@ psched::JobSpec job_spec_of(const Job& j) {
   s.row_sel = {j.row_start, j.row_stop, j.row_step};
   s.col_sel = {j.col_start, j.col_stop, j.col_step};
   s.fused = j.fused;
+  s.squares = j.squares;
   return s;
 }
 
@@ -71,7 +74,33 @@ psched::PartialSum partial_of(const Result& r) {
   p.exact.nan = r.nan_count;
   p.exact.pos_inf = r.pos_inf_count;
   p.exact.neg_inf = r.neg_inf_count;
+  p.has_squares = r.has_squares;
+  p.squares.add_terms(r.squares_terms.data(), r.squares_terms.size());
+  p.squares.nan = r.squares_nan_count;
+  p.squares.pos_inf = r.squares_pos_inf_count;
+  p.squares.neg_inf = r.squares_neg_inf_count;
   return p;
+}
+
+namespace {
+
+const psched::PartialSum& with_squares(const Result& r, const psched::PartialSum& p) {
+  if (!r.has_squares) throw Error("var/std need a job that asked for them (Job::squares)");
+  return p;
+}
+
+}  // namespace
+
+double Result::var(uint32_t ddof) const {
+  const psched::PartialSum p = partial_of(*this);
+  with_squares(*this, p);
+  return psched::exact_variance(p.exact, p.squares, p.count, ddof);
+}
+
+double Result::std(uint32_t ddof) const {
+  const psched::PartialSum p = partial_of(*this);
+  with_squares(*this, p);
+  return psched::exact_std(p.exact, p.squares, p.count, ddof);
 }
 
 }  // namespace pclient

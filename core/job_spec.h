@@ -75,6 +75,10 @@ struct JobSpec {
   // variant; the default keeps the DeepOps benchmark's "create the array, then reduce").
   bool fused = false;
 
+  // Workers also sum each selected element's square exactly (PartialSum::squares), for var and
+  // std; off, a job costs what a sum-only job always has.
+  bool squares = false;
+
   uint64_t elements() const { return rows * cols; }
   uint64_t element_bytes() const { return psched::element_bytes(dtype); }
   uint64_t bytes() const { return elements() * element_bytes(); }

@@ -20,6 +20,10 @@ struct PartialSum {
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
   ExactSum exact;  // the exact sum of the selected elements (and their NaN/inf counts)
+  // Only for a job that asks for var/std (JobSpec::squares): the exact sum of the elements'
+  // squares, each square x*x split exactly into two doubles (x*x and fma(x, x, -x*x)).
+  bool has_squares = false;
+  ExactSum squares;
 };
 
 // A partial in the form a worker reports it (ChunkPartial): the exact sum as its terms. A worker
@@ -31,6 +35,8 @@ struct CompactPartial {
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
   ExactTerms exact;
+  bool has_squares = false;
+  ExactTerms squares;  // as PartialSum::squares
 };
 CompactPartial compact(const PartialSum& p);
 PartialSum expand(const CompactPartial& p);

@@ -39,6 +39,7 @@ void to_wire(const JobSpec& s, wire::JobSpec::Builder out) {
   slice_to_wire(s.row_sel, out.initRowSel());
   slice_to_wire(s.col_sel, out.initColSel());
   out.setFused(s.fused);
+  out.setSquares(s.squares);
   if (s.stored.stored()) to_wire(s.stored, out.initSource());
 }
 
@@ -107,6 +108,7 @@ JobSpec from_wire(wire::JobSpec::Reader in) {
   s.row_sel = slice_from_wire(in.getRowSel());
   s.col_sel = slice_from_wire(in.getColSel());
   s.fused = in.getFused();
+  s.squares = in.getSquares();
   if (in.hasSource()) s.stored = from_wire(in.getSource());
   return s;
 }
@@ -138,7 +140,7 @@ ExactSum from_wire(wire::ExactSum::Reader in) {
 namespace {
 
 template <typename Partial>
-void partial_to_wire(uint64_t chunk, const Partial& p, const ExactTerms& exact,
+void partial_to_wire(uint64_t chunk, const Partial& p, const ExactTerms& exact, const ExactTerms* squares,
                      wire::ChunkPartial::Builder out) {
   out.setChunk(chunk);
   out.setSum(p.sum);
@@ -146,16 +148,18 @@ void partial_to_wire(uint64_t chunk, const Partial& p, const ExactTerms& exact,
   out.setMin(p.min);
   out.setMax(p.max);
   to_wire(exact, out.initExact());
+  if (squares) to_wire(*squares, out.initSquares());
 }
 
 }  // namespace
 
 void to_wire(uint64_t chunk, const CompactPartial& p, wire::ChunkPartial::Builder out) {
-  partial_to_wire(chunk, p, p.exact, out);
+  partial_to_wire(chunk, p, p.exact, p.has_squares ? &p.squares : nullptr, out);
 }
 
 void to_wire(uint64_t chunk, const PartialSum& p, wire::ChunkPartial::Builder out) {
-  partial_to_wire(chunk, p, ExactTerms(p.exact), out);
+  const ExactTerms squares = p.has_squares ? ExactTerms(p.squares) : ExactTerms();
+  partial_to_wire(chunk, p, ExactTerms(p.exact), p.has_squares ? &squares : nullptr, out);
 }
 
 namespace {
@@ -169,6 +173,8 @@ PartialSum partial_from_wire(Reader in) {
   p.min = in.getMin();
   p.max = in.getMax();
   add_from_wire(in.getExact(), p.exact);
+  p.has_squares = in.hasSquares();
+  if (p.has_squares) add_from_wire(in.getSquares(), p.squares);
   return p;
 }
 

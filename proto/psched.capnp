@@ -15,8 +15,9 @@ $import "/capnp/c++.capnp".namespace("psched::wire");
 # blocks of chunks), and a VerifyMismatch names a range. 4: the normal generator's element
 # definition changed (docs/design.md, "The element definition": a table log and fused
 # multiply-adds), so a worker of 3 would make other elements for the same job. A peer of another
-# version is refused at Hello, naming both.
-const protocolVersion :UInt32 = 5;
+# version is refused at Hello, naming both. 6: JobSpec.squares (var/std), which a worker of 5 would
+# ignore, reporting no sum of squares.
+const protocolVersion :UInt32 = 6;
 
 enum Role {
   worker @0;
@@ -108,6 +109,7 @@ struct JobSpec {
   colSel @12 :Slice;
   fused @13 :Bool;        # generate only the selected elements, store nothing (benchmark variant)
   source @14 :StoredArray; # absent or kind generator: the generator above makes the elements
+  squares @15 :Bool;      # also sum the selected elements' squares exactly (var/std: core/variance.h)
 }
 
 # What a worker tells the scheduler about itself (also reported to clients in ClusterInfo).
@@ -243,6 +245,7 @@ struct ChunkPartial {
   max @4 :Float64;
   exact @5 :ExactSum;          # the exact sum of the range's selected elements
   chunks @6 :UInt64 = 1;       # chunks in the range
+  squares @7 :ExactSum;        # JobSpec.squares only: the exact sum of the elements' squares
 }
 
 struct Progress {
@@ -277,6 +280,8 @@ struct JobResult {
   mismatches @13 :List(VerifyMismatch);  # the first kMaxReportedMismatches of them
   devices @14 :List(DeviceReport);   # how each worker did in this job, stragglers marked
   timeline @15 :List(TaskSegment);   # the job's task stream, when Submit asked for it
+  squares @16 :ExactSum;       # JobSpec.squares only: the exact sum of the selected elements'
+                               # squares, from which the client computes var and std
 }
 
 # One copy of verified chunks: who computed it and what it got (a block's first copy may come from

@@ -97,6 +97,7 @@ bool Job::finish(ChunkRange r, WorkerId worker, const PartialSum& partial) {
 void Job::make_room(uint64_t adds) {
   if (adds_since_normalize_ + adds > kAddsBeforeNormalize) {
     total_.exact.normalize();
+    if (total_.has_squares) total_.squares.normalize();
     adds_since_normalize_ = 0;
   }
   adds_since_normalize_ += adds;
@@ -108,6 +109,10 @@ void Job::record(ChunkRange r, WorkerId worker, const PartialSum& partial) {
   // below 2^53 in magnitude, what 2^21 adds could leave; its merge is charged as many.
   make_room(uint64_t{1} << 21);
   total_.exact.add(partial.exact);
+  if (partial.has_squares) {  // a var/std job's: charged with the exact sum's adds, as many at most
+    total_.has_squares = true;
+    total_.squares.add(partial.squares);
+  }
   record_figures(r, worker, ChunkFigures{partial.sum, partial.count, partial.min, partial.max});
   if (want_partials_) unsent_partials.emplace_back(r.first, partial);
 }

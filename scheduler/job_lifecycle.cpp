@@ -134,6 +134,7 @@ void Scheduler::complete_job(Job& job) {
       r.setSeconds(job.seconds());
       r.setRetries(job.retries());
       to_wire(total.exact, r.initExact());
+      if (job.spec()->squares) to_wire(total.squares, r.initSquares());
       write_verify_report(job, r);
       report_devices(job, r);
     });

@@ -140,7 +140,7 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, const Reported& b
         !job.verify.running_here(range, worker.id))
       continue;  // re-queued when it stalled: late, whether done elsewhere yet or not
     // The common case: the range's exact terms go straight into the job's total.
-    if (job.partial_block() == 0) {
+    if (job.partial_block() == 0 && !job.spec()->squares) {
       const auto exact = r.getExact();
       const ChunkFigures figures{r.getSum(), r.getCount(), r.getMin(), r.getMax()};
       if (job.finish_adding(range, worker.id, figures, exact.getTerms().size(),

@@ -11,10 +11,13 @@ namespace psched {
 
 namespace {
 
-// Bytes an outcome adds to a flat message: a ChunkPartial is 6 data words and a pointer to its
-// ExactSum (2 data words, a pointer), whose terms take a word each; a ChunkFailure one data word
+// Bytes an outcome adds to a flat message: a ChunkPartial is 6 data words and pointers to its
+// ExactSum (2 data words, a pointer), whose terms take a word each, and to its squares' (null
+// unless the job asks for var/std; the same size then); a ChunkFailure one data word
 // and a pointer, plus its text (NUL-terminated, padded to a word).
-size_t partial_bytes(const CompactPartial& p) { return 80 + 8 * p.exact.size(); }
+size_t partial_bytes(const CompactPartial& p) {
+  return 88 + 8 * p.exact.size() + (p.has_squares ? 24 + 8 * p.squares.size() : 0);
+}
 size_t failure_bytes(const ChunkOutcome& o) {
   const size_t text = std::min(o.error.size(), kMaxFailureMessageBytes) + 1;
   return 16 + (text + 7) / 8 * 8;
@@ -36,27 +39,40 @@ struct Item {
 // The run's partial: its chunks' exact sums merged (ExactSum is exact, so the scheduler's total
 // is the same bits whether it merges per chunk or per run), counts added, min and max taken as
 // the scheduler takes them.
-CompactPartial merge_run(std::span<const ChunkOutcome* const> run) {
+// Adds terms into an exact sum, normalising before its digits could overflow.
+struct TermsMerger {
   ExactSum exact;
-  CompactPartial out;
   uint64_t adds = 0;
-  for (const ChunkOutcome* o : run) {
-    const CompactPartial& p = o->partial;
-    if (adds + p.exact.size() > kExactAddsBeforeNormalize / 2) {
+  void add(const ExactTerms& t) {
+    if (adds + t.size() > kExactAddsBeforeNormalize / 2) {
       exact.normalize();
       adds = 0;
     }
-    exact.add_terms(p.exact.data(), p.exact.size());
-    adds += p.exact.size();
-    exact.nan += p.exact.nan;
-    exact.pos_inf += p.exact.pos_inf;
-    exact.neg_inf += p.exact.neg_inf;
+    exact.add_terms(t.data(), t.size());
+    adds += t.size();
+    exact.nan += t.nan;
+    exact.pos_inf += t.pos_inf;
+    exact.neg_inf += t.neg_inf;
+  }
+};
+
+CompactPartial merge_run(std::span<const ChunkOutcome* const> run) {
+  TermsMerger exact, squares;
+  CompactPartial out;
+  for (const ChunkOutcome* o : run) {
+    const CompactPartial& p = o->partial;
+    exact.add(p.exact);
+    if (p.has_squares) {
+      out.has_squares = true;
+      squares.add(p.squares);
+    }
     out.count += p.count;
     out.min = p.min < out.min ? p.min : out.min;
     out.max = p.max > out.max ? p.max : out.max;
   }
-  out.exact = ExactTerms(exact);
+  out.exact = ExactTerms(exact.exact);
   out.sum = out.exact.rounded();
+  if (out.has_squares) out.squares = ExactTerms(squares.exact);
   return out;
 }
 

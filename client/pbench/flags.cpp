@@ -131,6 +131,15 @@ void add_output_flags(CLI::App& app, Flags& f) {
       ->expected(0, 1)
       ->default_str("1.0")
       ->type_name("[FRACTION]");
+  app.add_option("--stats", f.stats,
+                 "Figures to compute, comma-separated: sum, count, mean, min, max (always computed, as before) "
+                 "and var, std (exact: correctly rounded, the same bits on any chunking or worker count; the "
+                 "workers then also sum each element's square)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"sum", "count", "mean", "min", "max", "var", "std"}))
+      ->default_str("sum,count,mean,min,max");
+  app.add_option("--ddof", f.ddof, "var and std divide by count - ddof (numpy's ddof: 0, or 1 for the sample)")
+      ->capture_default_str();
   app.add_flag("-q,--quiet", f.quiet, "No progress bar");
   app.add_flag("--cluster-info", f.cluster_info, "Print the cluster's workers (backend, device, memory) and exit");
   app.add_option("--log-level", f.log_level, "Local mode: log level of the daemons")->capture_default_str();
@@ -211,6 +220,9 @@ void complete_job(Flags& f, const CLI::App& app) {
     if (!index) throw pclient::Error(std::string(name) + ": " + index.message());
     *field = *index;
   }
+  f.want_var = std::find(f.stats.begin(), f.stats.end(), "var") != f.stats.end();
+  f.want_std = std::find(f.stats.begin(), f.stats.end(), "std") != f.stats.end();
+  job.squares = f.want_var || f.want_std;
   pclient::validate(job);
   if (psched::Status st = psched::validate_verify_fraction(f.verify); !st)
     throw pclient::Error("--verify: " + st.message());

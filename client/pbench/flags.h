@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/cli_checks.h"
 #include "pclient/client.h"
@@ -26,6 +27,11 @@ struct Flags {
   int reconnect_s = 0;
   int no_workers_timeout_ms = pclient::RunOptions::kDefaultNoWorkersTimeoutMs;  // 0: never
   int spin_us = -1;
+  // --stats: the figures to print. sum, count, mean, min and max come with every job; var and std
+  // make the workers sum squares too (Job::squares). --ddof: var's and std's divisor is count - ddof.
+  std::vector<std::string> stats;
+  bool want_var = false, want_std = false;
+  uint32_t ddof = 0;
   double verify = 0;  // --verify: share of chunks computed twice (0: off)
   // Test only (PSCHED_TEST_WANT_PARTIALS=1, environment only): every chunk's partial streamed as it
   // lands, as a client that wants them asks; bench/chaos.sh stops such a pbench to make a slow reader.

@@ -60,6 +60,9 @@ void print_json(const Flags& f, const Runs& runs) {
     out["mean"] = nullptr;
     out["empty_selection"] = true;
   }
+  if (f.want_var || f.want_std) out["ddof"] = f.ddof;
+  if (f.want_var) out["var"] = result.var(f.ddof);  // NaN and inf come out as null, as every figure's
+  if (f.want_std) out["std"] = result.std(f.ddof);
   if (f.check) out["check"] = runs.problem.empty() ? "ok" : runs.problem;
   if (f.verify > 0) out["verify"] = pbench::verify_json(result);
   std::cout << out.dump() << std::endl;
@@ -77,6 +80,8 @@ void print_text(const Flags& f, const Runs& runs) {
   else
     std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
                 result.mean(), (unsigned long long)result.count, result.min, result.max);
+  if (f.want_var) std::printf("Var: %.17g  (ddof %u)\n", result.var(f.ddof), f.ddof);
+  if (f.want_std) std::printf("Std: %.17g  (ddof %u)\n", result.std(f.ddof), f.ddof);
   std::printf("Throughput: %s/s over %s on %s%s\n", human_bytes(double(f.job.bytes()) / seconds).c_str(),
               psched::counted(result.chunks, "chunk").c_str(), psched::counted(result.workers, "worker").c_str(),
               f.job.fused ? " (fused: selected elements only)" : "");

@@ -13,7 +13,11 @@ namespace pbench {
 namespace {
 
 psched::PartialSum partial_of(const pclient::VerifyCopy& c) {
-  psched::PartialSum p{c.sum, c.count, c.min, c.max, {}};
+  psched::PartialSum p;
+  p.sum = c.sum;
+  p.count = c.count;
+  p.min = c.min;
+  p.max = c.max;
   p.exact.add_terms(c.exact_terms.data(), c.exact_terms.size());
   return p;
 }

@@ -131,7 +131,7 @@ class Client:
                 bar.close()
         per_device = (device_figures(before, self._native.workers(cancel), figures["wall_seconds"], figures["devices"])
                       if devices else [])
-        return Result(reduction.kind, figures, per_device, job.bytes())
+        return Result(reduction.kind, figures, per_device, job.bytes(), reduction.ddof)
 
     def run(self, reduction, *, progress=None, devices=True, verify=0.0):
         """Runs the reduction's job here, blocking; Ctrl-C cancels it on the scheduler and raises

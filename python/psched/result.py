@@ -43,16 +43,22 @@ class Result(float):
     job, sm_clock_max_mhz, throttle_reasons, throttle (their names) and series, one
     [seconds, sm_clock_mhz, temperature_c, power_watts, sm_utilisation_pct] per heartbeat as in
     pbench --report-json). stragglers: [{worker, host, cause}] for each device 10% or more below
-    the job's median throughput (set even with devices=False)."""
+    the job's median throughput (set even with devices=False).
 
-    def __new__(cls, kind, figures, devices, nbytes):
+    x.var(ddof) and x.std(ddof) jobs also carry var and std (exact: core/variance.h) and ddof."""
+
+    def __new__(cls, kind, figures, devices, nbytes, ddof=0):
         count = figures["count"]
         mean = figures["sum"] / count if count else float("nan")
+        var = figures["var"](ddof) if "var" in figures else None
+        std = figures["std"](ddof) if "std" in figures else None
         value = {"sum": figures["sum"], "mean": mean, "min": figures["min"], "max": figures["max"],
-                 "count": float(count)}[kind]
+                 "count": float(count), "var": var, "std": std}[kind]
         self = super().__new__(cls, value)
         self.kind = kind
         self.sum, self.count, self.mean = figures["sum"], count, mean
+        if var is not None:
+            self.var, self.std, self.ddof = var, std, ddof
         self.exact_terms = list(figures.get("exact_terms", []))
         self.min, self.max = figures["min"], figures["max"]
         self.seconds = figures["wall_seconds"]

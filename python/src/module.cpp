@@ -49,6 +49,10 @@ py::dict result_dict(const pclient::Result& r) {
   d["job_id"] = r.job_id;
   d["sum"] = r.sum;
   d["exact_terms"] = r.exact_terms;
+  if (r.has_squares) {  // var(ddof) and std(ddof), exact (core/variance.h): the ddof is the reduction's
+    d["var"] = py::cpp_function([r](uint32_t ddof) { return r.var(ddof); });
+    d["std"] = py::cpp_function([r](uint32_t ddof) { return r.std(ddof); });
+  }
   d["count"] = r.count;
   d["min"] = r.min;
   d["max"] = r.max;
@@ -249,6 +253,7 @@ void bind_job(py::module_& m) {
       .def_readwrite("col_start", &pclient::Job::col_start)
       .def_readwrite("col_stop", &pclient::Job::col_stop)
       .def_readwrite("col_step", &pclient::Job::col_step)
+      .def_readwrite("squares", &pclient::Job::squares)
       .def_readwrite("input", &pclient::Job::input)
       .def("validate", [](const pclient::Job& job) { pclient::validate(job); })
       .def("chunks", &pclient::Job::chunks)

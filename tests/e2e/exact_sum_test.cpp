@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 
 #include <cmath>
-#include <csignal>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -22,24 +21,9 @@ using namespace psched::test;
 
 namespace {
 
-// normal(10, 1) with a ragged selection: rows 1, 4, 7, ... and odd columns, as (x + 1).
-pclient::Job normal_job(uint64_t chunk_rows, uint64_t chunk_cols) {
-  pclient::Job j;
-  j.rows = 300;
-  j.cols = 500;
-  j.chunk_rows = chunk_rows;
-  j.chunk_cols = chunk_cols;
-  j.seed = 1616;
-  j.row_start = 1;
-  j.row_step = 3;
-  j.col_start = 1;
-  j.col_step = 2;
-  return j;
-}
+pclient::Job normal_job(uint64_t chunk_rows, uint64_t chunk_cols) { return ragged_normal_job(chunk_rows, chunk_cols, 1616); }
 
-// The chunkings: one chunk, square, ragged at both edges, single rows, single columns, tall thin.
-const std::vector<std::pair<uint64_t, uint64_t>> kChunkings = {
-    {300, 500}, {100, 100}, {37, 53}, {1, 500}, {300, 1}, {64, 7}};
+const std::vector<std::pair<uint64_t, uint64_t>>& kChunkings = kRaggedChunkings;
 
 uint64_t bits(double x) {
   uint64_t b;
@@ -99,30 +83,8 @@ TEST_CASE("a normal job gives the same bits for every chunking, worker count and
     }
   }
   SECTION("a worker killed mid-job") {
-    TestCluster cluster;
-    std::vector<pid_t> workers;
-    for (int i = 0; i < 3; ++i)
-      workers.push_back(
-          cluster.add_worker({.threads = 1, .env = {{"PSCHED_TEST_CHUNK_DELAY_MS", "15"}}}));
-    cluster.wait_for_workers(3);
-    pclient::Client client = cluster.client();
     bool killed = false;
-    pclient::RunOptions options;
-    options.on_progress = [&](const pclient::Progress& p) {
-      if (killed || p.chunks_done < 10) return;
-      // The worker that is computing (a job this small may go whole to one worker), asked through
-      // a second connection.
-      pid_t busy = -1;
-      uint64_t most = 0;
-      for (const pclient::WorkerInfo& w : cluster.client().workers())
-        if (w.chunks_done > most) most = w.chunks_done, busy = pid_t(w.pid);
-      REQUIRE(busy > 0);
-      killed = true;
-      kill(busy, SIGKILL);
-      waitpid(busy, nullptr, 0);
-      cluster.forget(busy);
-    };
-    const pclient::Result r = client.run(normal_job(30, 50), options);  // 100 chunks
+    const pclient::Result r = run_with_a_worker_killed(normal_job(30, 50), killed);  // 100 chunks
     REQUIRE(killed);
     CHECK(r.retries >= 1);
     CHECK(bits_of(r) == want);

@@ -199,4 +199,30 @@ TimedRun run_timed(const std::vector<std::string>& argv, int timeout_ms) {
   return r;
 }
 
+std::function<void(const pclient::Progress&)> TestCluster::kill_busiest_worker(uint64_t after, bool& killed) {
+  return [this, after, &killed](const pclient::Progress& p) {
+    if (killed || p.chunks_done < after) return;
+    pid_t busy = -1;
+    uint64_t most = 0;
+    for (const pclient::WorkerInfo& w : client().workers())
+      if (w.chunks_done > most) most = w.chunks_done, busy = pid_t(w.pid);
+    if (busy <= 0) return;  // none has finished a chunk yet: try at the next progress
+    killed = true;
+    kill(busy, SIGKILL);
+    waitpid(busy, nullptr, 0);
+    forget(busy);
+  };
+}
+
+pclient::Result run_with_a_worker_killed(const pclient::Job& job, bool& killed) {
+  TestCluster cluster;
+  for (int i = 0; i < 3; ++i) cluster.add_worker({.threads = 1, .env = {{"PSCHED_TEST_CHUNK_DELAY_MS", "15"}}});
+  cluster.wait_for_workers(3);
+  pclient::Client client = cluster.client();
+  killed = false;
+  pclient::RunOptions options;
+  options.on_progress = cluster.kill_busiest_worker(10, killed);
+  return client.run(job, options);
+}
+
 }  // namespace psched::test

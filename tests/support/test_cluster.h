@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <thread>
 #include <string>
@@ -61,6 +62,10 @@ class TestCluster {
   std::string log_of(pid_t pid) const;
   std::vector<pid_t> worker_pids() const { return workers_; }
   void forget(pid_t pid);  // a process the test reaped itself
+  // A progress callback that, once `after` chunks are done, SIGKILLs the worker that has computed
+  // the most (asked through a second connection: a small job may go whole to one worker), reaps
+  // and forgets it, and sets `killed`. Once only.
+  std::function<void(const pclient::Progress&)> kill_busiest_worker(uint64_t after, bool& killed);
 
  private:
   void start_scheduler(const SchedulerOptions& options, uint16_t port);
@@ -94,6 +99,10 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
   std::string path;
 };
+
+// `job` run on a fresh cluster of three one-thread workers (each chunk delayed 15 ms), the busiest
+// killed once 10 chunks are done (TestCluster::kill_busiest_worker); `killed` says it was.
+pclient::Result run_with_a_worker_killed(const pclient::Job& job, bool& killed);
 
 // True while a process with this pid exists (and is not a zombie of ours).
 bool process_alive(pid_t pid);

@@ -106,26 +106,32 @@ TEST_CASE("every CPU build gives the scalar reference's Box-Muller pair at the e
 namespace {
 
 // The scalar reference: every element into one ExactSum, min and max as the kernels take them.
+// With `squares`, each v's square too, split exactly as the kernels split it (overflowed: v*v only).
 PartialSum reference_total(const std::vector<double>& x, uint64_t step, uint64_t n, double scale,
-                           double offset) {
+                           double offset, bool squares = false) {
   PartialSum p;
+  p.has_squares = squares;
   for (uint64_t j = 0; j < n; ++j) {
     const double v = x[j * step] * scale + offset;
     p.exact.add(v);
+    if (squares) {
+      const double h = v * v;
+      p.squares.add(h);
+      if (std::isfinite(h)) p.squares.add(std::fma(v, v, -h));
+    }
     p.min = v < p.min ? v : p.min;
     p.max = v > p.max ? v : p.max;
   }
   p.exact.normalize();
   p.sum = p.exact.rounded();
+  p.squares.normalize();
   return p;
 }
 
-}  // namespace
-
-TEST_CASE("CPU kernels reduce a strided run exactly, the same bits on every build", "[kernels]") {
+// Smooth data (no spills), data over the whole exponent range (lo's own error spills), data
+// with NaN, infinities and huge values, and data whose lane sums overflow (they spill).
+std::vector<std::vector<double>> reduce_test_data() {
   const double inf = std::numeric_limits<double>::infinity();
-  // Smooth data (no spills), data over the whole exponent range (lo's own error spills), data
-  // with NaN, infinities and huge values, and data whose lane sums overflow (they spill).
   std::vector<std::vector<double>> data(4, std::vector<double>(1000));
   for (size_t i = 0; i < 1000; ++i) {
     data[0][i] = std::sin(double(i)) * 1e3;
@@ -135,6 +141,13 @@ TEST_CASE("CPU kernels reduce a strided run exactly, the same bits on every buil
     // Values that overflow a lane's hi on the way (2 x 0.6e308 - 1 twice is past DBL_MAX).
     data[3][i] = i % 3 == 0 ? 0.6e308 : i % 3 == 1 ? -0.2e308 : 1e-300 * std::sin(double(i));
   }
+  return data;
+}
+
+}  // namespace
+
+TEST_CASE("CPU kernels reduce a strided run exactly, the same bits on every build", "[kernels]") {
+  const std::vector<std::vector<double>> data = reduce_test_data();
   for (size_t d = 0; d < data.size(); ++d) {
     for (uint64_t step : {1, 2, 7}) {
       for (uint64_t n : {0, 5, 8, 13, 100}) {
@@ -148,6 +161,37 @@ TEST_CASE("CPU kernels reduce a strided run exactly, the same bits on every buil
           k->reduce(data[d].data() + n / 2 * step, step, n - n / 2, 2.0, -1.0, lanes);
           PartialSum got;
           lanes_total(lanes, got);
+          CHECK(same_bits(got, want));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("reduce_squares adds each square split exactly in the same pass, the same bits on every build",
+          "[kernels]") {
+  std::vector<std::vector<double>> data = reduce_test_data();
+  // Squares over the whole range that stays exact (|v| from 2^-480 to 2^500) and near overflow.
+  std::vector<double> wide(1000);
+  for (size_t i = 0; i < wide.size(); ++i)
+    wide[i] = std::ldexp(std::sin(double(i) + 0.5), int(i % 98) * 10 - 480) * (i % 13 == 0 ? 0x1p10 : 1.0);
+  data.push_back(wide);
+  for (size_t d = 0; d < data.size(); ++d) {
+    for (uint64_t step : {1, 2, 7}) {
+      for (uint64_t n : {0, 5, 8, 13, 100}) {
+        const PartialSum want = reference_total(data[d], step, n, 2.0, -1.0, /*squares=*/true);
+        for (const CpuKernels* k : runnable_builds()) {
+          INFO(k->isa << " data " << d << " step " << step << " n " << n);
+          ReduceLanes lanes;
+          SquareLanes squares;
+          lanes_init(lanes);
+          lanes_init(squares.high);
+          lanes_init(squares.low);
+          k->reduce_squares(data[d].data(), step, n / 2, 2.0, -1.0, lanes, squares);
+          k->reduce_squares(data[d].data() + n / 2 * step, step, n - n / 2, 2.0, -1.0, lanes, squares);
+          PartialSum got;
+          lanes_total(lanes, got);
+          lanes_squares_total(squares, got);
           CHECK(same_bits(got, want));
         }
       }

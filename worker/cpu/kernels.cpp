@@ -71,6 +71,36 @@ void lanes_total(ReduceLanes& lanes, CompactPartial& out) {
   out.sum = out.exact.rounded();
 }
 
+namespace {
+
+// Both halves' lanes into squares.high.exact, normalised.
+ExactSum& squares_gathered(SquareLanes& squares) {
+  for (ReduceLanes* half : {&squares.high, &squares.low}) {
+    for (int l = 0; l < 8; ++l) {
+      lanes_spill(*half, half->hi[l]);
+      lanes_spill(*half, half->lo[l]);
+      half->hi[l] = half->lo[l] = 0.0;
+    }
+    half->spills = 0;
+    half->exact.normalize();
+  }
+  squares.high.exact.add(squares.low.exact);
+  squares.high.exact.normalize();
+  return squares.high.exact;
+}
+
+}  // namespace
+
+void lanes_squares_total(SquareLanes& squares, PartialSum& out) {
+  out.has_squares = true;
+  out.squares = squares_gathered(squares);
+}
+
+void lanes_squares_total(SquareLanes& squares, CompactPartial& out) {
+  out.has_squares = true;
+  out.squares = ExactTerms(squares_gathered(squares));
+}
+
 void streaming_fence() {
 #if defined(__x86_64__)
   _mm_sfence();

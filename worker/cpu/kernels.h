@@ -32,6 +32,13 @@ struct ReduceLanes {
   uint64_t spills;  // adds into `exact` since it was last normalised
 };
 
+// A var/std job's squares, each split exactly as h + l (h = v*v, l = fma(v, v, -h)): the h go into
+// `high`, the l into `low`. Two expansions, not one: l is some 2^-52 of h, and one lane holding
+// both would need more than 106 bits and spill on almost every register.
+struct SquareLanes {
+  ReduceLanes high, low;
+};
+
 void lanes_init(ReduceLanes& lanes);
 // Adds x exactly into lanes.exact (out of line: the kernels' rare path; it keeps the digits within
 // their headroom).
@@ -41,6 +48,9 @@ void lanes_spill(ReduceLanes& lanes, double x);
 // into its terms once, without the accumulator copied out (the backend's per-chunk path).
 void lanes_total(ReduceLanes& lanes, PartialSum& out);
 void lanes_total(ReduceLanes& lanes, CompactPartial& out);
+// The exact sum of everything reduce_squares() put into `squares`, as out.squares.
+void lanes_squares_total(SquareLanes& squares, PartialSum& out);
+void lanes_squares_total(SquareLanes& squares, CompactPartial& out);
 
 struct CpuKernels {
   const char* isa;  // "baseline", "avx2" or "avx512"
@@ -56,6 +66,10 @@ struct CpuKernels {
   // j % 8 of `lanes`, exactly.
   void (*reduce)(const double* x, uint64_t step, uint64_t n, double scale, double offset,
                  ReduceLanes& lanes);
+  // reduce(), and in the same pass each v's square, split exactly as v*v + fma(v, v, -v*v), into
+  // `squares` (their min and max mean nothing): a var/std job's loop (JobSpec::squares).
+  void (*reduce_squares)(const double* x, uint64_t step, uint64_t n, double scale, double offset,
+                         ReduceLanes& lanes, SquareLanes& squares);
   // For i < n: the Box-Muller pair of uniforms (u0[i], u1[i]) as the normal generator computes it
   // (box_muller() in core/generators.h), so tests can feed edge values Philox rarely draws.
   void (*box_muller)(const double* u0, const double* u1, uint64_t n, double* even, double* odd);

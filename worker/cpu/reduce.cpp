@@ -8,6 +8,31 @@
 namespace psched {
 namespace {
 
+// The selected run of a row into the lanes, and its squares when the job asks for them.
+struct RunReducer {
+  const JobSpec& spec;
+  const CpuKernels& kernels;
+  ReduceLanes lanes;
+  SquareLanes squares;
+
+  explicit RunReducer(const JobSpec& s) : spec(s), kernels(cpu_kernels()) {
+    lanes_init(lanes);
+    if (spec.squares) {
+      lanes_init(squares.high);
+      lanes_init(squares.low);
+    }
+  }
+  void operator()(const double* x, uint64_t step, uint64_t n) {
+    if (spec.squares) kernels.reduce_squares(x, step, n, spec.scale, spec.offset, lanes, squares);
+    else kernels.reduce(x, step, n, spec.scale, spec.offset, lanes);
+  }
+  template <typename Partial>
+  void total(Partial& out) {
+    lanes_total(lanes, out);
+    if (spec.squares) lanes_squares_total(squares, out);
+  }
+};
+
 // Fused path: selected elements are generated this many at a time into a stack buffer (a
 // multiple of 8, so every block starts at lane 0 exactly as a materialised row does).
 constexpr uint64_t kFusedBlock = 512;
@@ -29,8 +54,7 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
   const AxisRun csel =
       select_axis(box.col0, box.col0 + box.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
   const CpuKernels& kernels = cpu_kernels();
-  ReduceLanes lanes;
-  lanes_init(lanes);
+  RunReducer reduce(s);
 
   if (s.fused) {
     double block[kFusedBlock];
@@ -40,7 +64,7 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
         const uint64_t n = csel.count - j < kFusedBlock ? csel.count - j : kFusedBlock;
         kernels.generate(gen, to_float, row_index + csel.first + j * s.col_sel.step,
                          s.col_sel.step, n, block, /*streaming=*/false);
-        kernels.reduce(block, 1, n, s.scale, s.offset, lanes);
+        reduce(block, 1, n);
       }
     }
   } else {
@@ -54,13 +78,12 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
     // Reduce the selection, read back from the buffer.
     for (uint64_t i = 0; i < rsel.count; ++i) {
       const double* row = data + (rsel.first + i * s.row_sel.step - box.row0) * box.cols;
-      kernels.reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count, s.scale, s.offset,
-                     lanes);
+      reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count);
     }
   }
 
   Partial p;
-  lanes_total(lanes, p);
+  reduce.total(p);
   p.count = rsel.count * csel.count;
   return p;
 }
@@ -75,26 +98,24 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buff
       select_axis(box.row0, box.row0 + box.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
   const AxisRun csel =
       select_axis(box.col0, box.col0 + box.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
-  ReduceLanes lanes;
-  lanes_init(lanes);
+  RunReducer reduce(s);
   if (rsel.count > 0 && csel.count > 0) {
     double* const data = buffer(box.rows * box.cols);
     const bool exact_integers = s.scale == 1.0 && s.offset == 0.0;
     ExactSum residual;
     if (Status st = reader.read(s, chunk, box, rsel, csel, data, exact_integers ? &residual : nullptr); !st)
       return st;
-    const CpuKernels& kernels = cpu_kernels();
     for (uint64_t i = 0; i < rsel.count; ++i) {
       const double* row = data + (rsel.first + i * s.row_sel.step - box.row0) * box.cols;
-      kernels.reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count, s.scale, s.offset, lanes);
+      reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count);
     }
     if (!residual.finite_is_zero()) {
       residual.normalize();
-      lanes.exact.normalize();
-      lanes.exact.add(residual);
+      reduce.lanes.exact.normalize();
+      reduce.lanes.exact.add(residual);
     }
   }
-  lanes_total(lanes, out);
+  reduce.total(out);
   out.count = rsel.count * csel.count;
   return Status::ok();
 }

@@ -89,21 +89,50 @@ inline __attribute__((always_inline)) void register_by_lanes(ReduceLanes& lanes,
   }
 }
 
+// One element's square into one lane of `squares`, scalar: x*x into the high lanes and its exact
+// low part fma(x, x, -x*x) into the low ones. A square that overflowed (+inf) or of a NaN or
+// infinity adds only x*x, which counts as that special (the low part would be NaN or -inf).
+inline __attribute__((always_inline)) void square_lane_add(SquareLanes& squares, int l, double v) {
+  const double h = v * v;
+  lane_add(squares.high, l, h);
+  if (__builtin_isfinite(h)) lane_add(squares.low, l, __builtin_fma(v, v, -h));
+}
+
+// TwoSum of v into the expansion (hi, lo), both steps error-free unless e2 (lo's own error) is
+// nonzero, NaN or infinite: then the caller takes the scalar path.
+struct Added {
+  vd hi, lo, e2;
+};
+inline __attribute__((always_inline)) Added two_sum_lanes(vd hi, vd lo, vd v) {
+  const vd t = hi + v, bv = t - hi, e = (hi - (t - bv)) + (v - bv);
+  const vd t2 = lo + e, be = t2 - lo, e2 = (lo - (t2 - be)) + (e - be);
+  return Added{t, t2, e2};
+}
+
 // The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8. Per
 // register both TwoSums run on the elements as they are, and one test of e2 (lo's own error) finds
 // the rare register that needs the scalar path: a nonzero e2 is something to spill, and a NaN,
 // an infinity or an overflow anywhere in the two TwoSums leaves e2 NaN or infinite. That register's
 // lanes are then put back as they were and its elements added by lane_add, which spills what it
-// must; so the common case costs no test of its own for specials.
-void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset,
-            ReduceLanes& lanes) {
+// must; so the common case costs no test of its own for specials. With Squares, the same pass adds
+// each element's square, split exactly by an fma, into `squares` (the high part into its own
+// expansion, the low part into another), with the same test and fallback of its own.
+template <bool Squares>
+inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t step, uint64_t n, double scale,
+                                                      double offset, ReduceLanes& lanes, SquareLanes* squares) {
   constexpr int kRegs = 8 / kW;
   constexpr uint64_t kAbs = ~(uint64_t{1} << 63);
-  vd hi[kRegs], lo[kRegs], mn[kRegs], mx[kRegs];
+  vd hi[kRegs], lo[kRegs], mn[kRegs], mx[kRegs], shi[kRegs], slo[kRegs], lhi[kRegs], llo[kRegs];
   __builtin_memcpy(hi, lanes.hi, sizeof(hi));
   __builtin_memcpy(lo, lanes.lo, sizeof(lo));
   __builtin_memcpy(mn, lanes.min, sizeof(mn));
   __builtin_memcpy(mx, lanes.max, sizeof(mx));
+  if constexpr (Squares) {
+    __builtin_memcpy(shi, squares->high.hi, sizeof(shi));
+    __builtin_memcpy(slo, squares->high.lo, sizeof(slo));
+    __builtin_memcpy(lhi, squares->low.hi, sizeof(lhi));
+    __builtin_memcpy(llo, squares->low.lo, sizeof(llo));
+  }
   uint64_t j = 0;
   for (; j + 8 <= n; j += 8) {
 #pragma GCC unroll 4
@@ -112,13 +141,36 @@ void reduce(const double* x, uint64_t step, uint64_t n, double scale, double off
       const vd v = load_register(p, step, j + uint64_t(q + 1) * kW < n) * scale + offset;
       mn[q] = v < mn[q] ? v : mn[q];
       mx[q] = v > mx[q] ? v : mx[q];
-      const vd t = hi[q] + v, bv = t - hi[q], e = (hi[q] - (t - bv)) + (v - bv);
-      const vd t2 = lo[q] + e, be = t2 - lo[q], e2 = (lo[q] - (t2 - be)) + (e - be);
-      if (__builtin_expect(any_set((vu)e2 & kAbs), 0)) {
+      const Added a = two_sum_lanes(hi[q], lo[q], v);
+      if (__builtin_expect(any_set((vu)a.e2 & kAbs), 0)) {
         register_by_lanes(lanes, q, v, hi[q], lo[q]);
       } else {
-        hi[q] = t;
-        lo[q] = t2;
+        hi[q] = a.hi;
+        lo[q] = a.lo;
+      }
+      if constexpr (Squares) {
+        const vd h = v * v, l = fma_lanes(v, v, -h);
+        const Added sh = two_sum_lanes(shi[q], slo[q], h);
+        const Added sl = two_sum_lanes(lhi[q], llo[q], l);
+        if (__builtin_expect(any_set(((vu)sh.e2 | (vu)sl.e2) & kAbs), 0)) {
+          for (int k = 0; k < kW; ++k) {
+            const int lane = q * kW + k;
+            squares->high.hi[lane] = shi[q][k];
+            squares->high.lo[lane] = slo[q][k];
+            squares->low.hi[lane] = lhi[q][k];
+            squares->low.lo[lane] = llo[q][k];
+            square_lane_add(*squares, lane, v[k]);
+            shi[q][k] = squares->high.hi[lane];
+            slo[q][k] = squares->high.lo[lane];
+            lhi[q][k] = squares->low.hi[lane];
+            llo[q][k] = squares->low.lo[lane];
+          }
+        } else {
+          shi[q] = sh.hi;
+          slo[q] = sh.lo;
+          lhi[q] = sl.hi;
+          llo[q] = sl.lo;
+        }
       }
     }
   }
@@ -126,9 +178,27 @@ void reduce(const double* x, uint64_t step, uint64_t n, double scale, double off
   __builtin_memcpy(lanes.lo, lo, sizeof(lo));
   __builtin_memcpy(lanes.min, mn, sizeof(mn));
   __builtin_memcpy(lanes.max, mx, sizeof(mx));
-  for (int l = 0; j < n; ++j, ++l) lane_add(lanes, l, x[j * step] * scale + offset);
+  if constexpr (Squares) {
+    __builtin_memcpy(squares->high.hi, shi, sizeof(shi));
+    __builtin_memcpy(squares->high.lo, slo, sizeof(slo));
+    __builtin_memcpy(squares->low.hi, lhi, sizeof(lhi));
+    __builtin_memcpy(squares->low.lo, llo, sizeof(llo));
+  }
+  for (int l = 0; j < n; ++j, ++l) {
+    const double v = x[j * step] * scale + offset;
+    lane_add(lanes, l, v);
+    if constexpr (Squares) square_lane_add(*squares, l, v);
+  }
 }
 
+void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset, ReduceLanes& lanes) {
+  reduce_run<false>(x, step, n, scale, offset, lanes, nullptr);
+}
+
+void reduce_squares(const double* x, uint64_t step, uint64_t n, double scale, double offset,
+                    ReduceLanes& lanes, SquareLanes& squares) {
+  reduce_run<true>(x, step, n, scale, offset, lanes, &squares);
+}
 
 }  // namespace
 }  // namespace psched

@@ -86,6 +86,10 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
                                     counted(chunks, "chunk")));
       return entry;
     }
+    if (spec.squares) {  // the kernels do not sum squares yet: a CPU worker must run a var/std job
+      fail("the cuda backend does not compute var/std (sums of squares) yet: run this job on CPU workers");
+      return entry;
+    }
     const bool batch = batched(spec);
     const bool stored = spec.stored.stored();
     BatchWork work{chunk_work(spec, first), count, spec.chunk_rows * spec.chunk_cols};

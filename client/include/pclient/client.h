@@ -58,6 +58,9 @@ struct Job {
   uint64_t row_start = 0, row_stop = kToEnd, row_step = 2;
   uint64_t col_start = 0, col_stop = kToEnd, col_step = 2;
   bool fused = false;                 // generate only the selected elements (benchmark variant)
+  // Workers also sum the elements' squares exactly, so the Result has var() and std(); off, the
+  // job costs what a sum-only job always has.
+  bool squares = false;
   Input input;                        // an array in files instead of the generator
 
   uint64_t bytes() const;             // rows * cols * element size: the DeepOps benchmark's x.nbytes
@@ -161,6 +164,17 @@ struct Result {
   uint64_t count = 0;
   double min = 0, max = 0;
   double mean() const { return count ? sum / double(count) : 0.0; }
+  // Job::squares only: the exact sum of the elements' squares as terms, and its special counts
+  // (+inf: a square that overflowed).
+  bool has_squares = false;
+  std::vector<double> squares_terms;
+  uint32_t squares_nan_count = 0, squares_pos_inf_count = 0, squares_neg_inf_count = 0;
+  // The variance (correctly rounded) and standard deviation (the correctly rounded square root of
+  // the exact variance) with numpy's ddof: the same bits whatever the chunking, workers or backend.
+  // NaN when count <= ddof or an element is NaN or infinite; +inf when a square overflowed.
+  // Requires has_squares (throws Error otherwise).
+  double var(uint32_t ddof = 0) const;
+  double std(uint32_t ddof = 0) const;
   uint64_t chunks = 0;
   uint32_t workers = 0;                 // workers that computed at least one chunk
   uint64_t retries = 0;                 // chunks run again after a worker was lost or failed

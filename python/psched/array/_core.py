@@ -367,7 +367,7 @@ class Array:
         return out._check_job()
 
     # --- reductions --------------------------------------------------------------------------------
-    def _reduction(self, kind, axis, dtype, keepdims, kwargs):
+    def _reduction(self, kind, axis, dtype, keepdims, kwargs, ddof=0):
         if axis is not None:
             axes = axis if isinstance(axis, (tuple, list)) else (axis,)
             if sorted(a % self._ndim for a in axes) != list(range(self._ndim)):
@@ -379,7 +379,9 @@ class Array:
         for name, value in kwargs.items():
             if name not in ("split_every", "out") or (name == "out" and value is not None):
                 raise _unsupported(f"x.{kind}({name}=...)")
-        return Reduction(self, kind)
+        if not isinstance(ddof, int) or ddof < 0:
+            raise ValueError(f"x.{kind}(ddof=...) takes an integer >= 0 (got {ddof!r})")
+        return Reduction(self, kind, ddof)
 
     def sum(self, axis=None, dtype=None, keepdims=False, **kwargs):
         return self._reduction("sum", axis, dtype, keepdims, kwargs)
@@ -392,6 +394,16 @@ class Array:
 
     def max(self, axis=None, keepdims=False, **kwargs):
         return self._reduction("max", axis, None, keepdims, kwargs)
+
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False, **kwargs):
+        """The variance, correctly rounded from the exact sums of x and x**2 (numpy's ddof): the same
+        bits on any chunking, worker count or backend. NaN when count <= ddof or an element is NaN or
+        infinite; inf when a square overflows (|x| >= 2**512)."""
+        return self._reduction("var", axis, dtype, keepdims, kwargs, ddof)
+
+    def std(self, axis=None, dtype=None, ddof=0, keepdims=False, **kwargs):
+        """The standard deviation: the correctly rounded square root of the exact variance."""
+        return self._reduction("std", axis, dtype, keepdims, kwargs, ddof)
 
     def count(self, axis=None, keepdims=False, **kwargs):
         """Number of selected elements (computed on the cluster with the rest)."""
@@ -417,22 +429,24 @@ class Array:
 class Reduction:
     """A lazy reduction of an Array: .compute() runs its job (one job gives every figure)."""
 
-    KINDS = ("sum", "mean", "min", "max", "count")
+    KINDS = ("sum", "mean", "min", "max", "count", "var", "std")
 
-    def __init__(self, array, kind):
+    def __init__(self, array, kind, ddof=0):
         assert kind in self.KINDS, kind
-        self.array, self.kind = array, kind
+        self.array, self.kind, self.ddof = array, kind, ddof
         self._cached_job = None
 
     def job(self):
         """The libpclient Job this reduction runs (a copy of its own)."""
-        return self.array._job()
+        job = self.array._job()
+        job.squares = self.kind in ("var", "std")  # the workers sum squares only then
+        return job
 
     def _job_to_run(self):
         # Built once: arrays never change, and building one costs ~6 us, half of what Python adds
         # to a tiny job (bench/python_latency.py).
         if self._cached_job is None:
-            self._cached_job = self.array._job()
+            self._cached_job = self.job()
         return self._cached_job
 
     def compute(self, client=None, **kwargs):
@@ -446,7 +460,8 @@ class Reduction:
         return float(self.compute())
 
     def __repr__(self):
-        return f"psched.Reduction<{self.kind} of {self.array!r}>"
+        ddof = f"(ddof={self.ddof})" if self.kind in ("var", "std") else ""
+        return f"psched.Reduction<{self.kind}{ddof} of {self.array!r}>"
 
     def _refuse(self, *args, **kwargs):
         raise _unsupported("arithmetic on a reduction before it is computed (compute it first)")

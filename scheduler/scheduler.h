@@ -33,8 +33,8 @@
 
 namespace psched {
 
-// Most chunk partials one Progress carries (72 bytes each on the wire plus 8 per exact term, at
-// most kExactMaxTerms: under 1.7 MB, typically ~0.4 MB): more go out in further Progress messages,
+// Most chunk partials one Progress carries (88 bytes each on the wire plus 8 per exact term, at
+// most kExactMaxTerms: under 1.8 MB, typically ~0.4 MB): more go out in further Progress messages,
 // so no rate of completions can outgrow a frame (kDefaultMaxFrameBytes). A job holding this many
 // sends them at once rather than at its next 50 ms tick, so psched holds at most about a frame of
 // a job's partials (~600 bytes each in memory) beyond what its client's connection holds; and a

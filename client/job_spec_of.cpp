@@ -84,22 +84,21 @@ psched::PartialSum partial_of(const Result& r) {
 
 namespace {
 
-const psched::PartialSum& with_squares(const Result& r, const psched::PartialSum& p) {
+// The result as a partial for var/std, which need the squares: checked before it is built.
+psched::PartialSum with_squares(const Result& r) {
   if (!r.has_squares) throw Error("var/std need a job that asked for them (Job::squares)");
-  return p;
+  return partial_of(r);
 }
 
 }  // namespace
 
 double Result::var(uint32_t ddof) const {
-  const psched::PartialSum p = partial_of(*this);
-  with_squares(*this, p);
+  const psched::PartialSum p = with_squares(*this);
   return psched::exact_variance(p.exact, p.squares, p.count, ddof);
 }
 
 double Result::std(uint32_t ddof) const {
-  const psched::PartialSum p = partial_of(*this);
-  with_squares(*this, p);
+  const psched::PartialSum p = with_squares(*this);
   return psched::exact_std(p.exact, p.squares, p.count, ddof);
 }
 

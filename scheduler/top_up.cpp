@@ -146,6 +146,16 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
   if (context.fleet_in_flight_elements)
     budget = (queue.queued_elements() + double(*context.fleet_in_flight_elements)) / sharing -
              double(worker.in_flight.elements());
+  // A job's window on this worker, over the work queued now, in its chunks.
+  const auto window_of = [&](const Job& job) {
+    return worker.window_for(job, context.report_interval, queue.queued_elements() / sharing,
+                             context.kind_seconds_per_element);
+  };
+  // What is left of the budget, in a job's chunks, but never less than what is worth splitting.
+  const auto chunks_in_budget = [&](const Job& job) {
+    return std::max(uint64_t(std::min(std::ceil(budget / double(job.spec()->chunk_elements())), 0x1p62)),
+                    least_worth_splitting(worker, job));
+  };
   // Where a few jobs compete, a job whose queued chunks all fit in a share of its window (a window
   // over the jobs queued) is taken whole first, past a full window if need be: a small job behind
   // huge ones is not let in in crumbs as their chunks leave (a 400-chunk job took 0.13 s behind
@@ -160,17 +170,12 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
     Job& job = *(it++)->second.job;  // moved on first: the job may leave the queue below
     const uint64_t queued = job.queued();
     if (queued == 0 || job.has_suspects() || job.verify.has_queued()) continue;
-    const double share_elements = queue.queued_elements() / sharing;
-    const uint64_t window =
-        worker.window_for(job, context.report_interval, share_elements, context.kind_seconds_per_element);
+    const uint64_t window = window_of(job);
     if (queued > window / jobs_queued) continue;
     // Within the worker's part of the work, as below: a fleet still spreads a small job.
-    const double chunk_elements = double(job.spec()->chunk_elements());
-    const uint64_t in_budget = std::max(uint64_t(std::min(std::ceil(budget / chunk_elements), 0x1p62)),
-                                        least_worth_splitting(worker, job));
-    const uint64_t taken =
-        take_turn(plan, plan.of(job), worker, std::min(queued, in_budget), InFlight::unit_for(window), context);
-    budget -= double(taken) * chunk_elements;
+    const uint64_t taken = take_turn(plan, plan.of(job), worker, std::min(queued, chunks_in_budget(job)),
+                                     InFlight::unit_for(window), context);
+    budget -= double(taken) * double(job.spec()->chunk_elements());
     queue.update(job);
   }
   // Passes over the jobs in turn until no job can take more or the window is full for every job.
@@ -186,22 +191,18 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
         continue;
       }
       // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
-      const double share_elements = queue.queued_elements() / sharing;
-      const uint64_t unit = InFlight::unit_for(
-          worker.window_for(job, context.report_interval, share_elements, context.kind_seconds_per_element));
+      const uint64_t unit = InFlight::unit_for(window_of(job));
       const uint64_t free = worker.in_flight.room(unit);
       if (free == 0) continue;
       // This job's share of the free window (all of it when it is the only job), but never less
       // than a turn's worth (least_turn): thousands of small jobs would otherwise each put a chunk
       // or two on every worker (a DefineJob per worker per job; 100 clients x 100 jobs took 226 s).
-      // Within the budget, in the job's chunks, but never less than what is worth splitting.
-      const double chunk_elements = double(job.spec()->chunk_elements());
-      const uint64_t in_budget = std::max(uint64_t(std::min(std::ceil(budget / chunk_elements), 0x1p62)),
-                                          least_worth_splitting(worker, job));
-      const uint64_t share =
-          std::min({free, std::max<uint64_t>(free / candidates, least_turn(worker, job, context.report_interval)), in_budget});
+      // Within the budget (chunks_in_budget).
+      const uint64_t share = std::min(
+          {free, std::max<uint64_t>(free / candidates, least_turn(worker, job, context.report_interval)),
+           chunks_in_budget(job)});
       const uint64_t taken = take_turn(plan, plan.of(job), worker, share, unit, context);
-      budget -= double(taken) * chunk_elements;
+      budget -= double(taken) * double(job.spec()->chunk_elements());
       queue.update(job);
       if (taken == 0) continue;  // only verify copies this worker already computed
       queue.served(job.id());

@@ -36,9 +36,6 @@ struct Item {
   size_t bytes() const { return failure ? failure_bytes(*failure) : partial_bytes(partial); }
 };
 
-// The run's partial: its chunks' exact sums merged (ExactSum is exact, so the scheduler's total
-// is the same bits whether it merges per chunk or per run), counts added, min and max taken as
-// the scheduler takes them.
 // Adds terms into an exact sum, normalising before its digits could overflow.
 struct TermsMerger {
   ExactSum exact;
@@ -56,6 +53,9 @@ struct TermsMerger {
   }
 };
 
+// The run's partial: its chunks' exact sums (and squares) merged (ExactSum is exact, so the
+// scheduler's total is the same bits whether it merges per chunk or per run), counts added, min
+// and max taken as the scheduler takes them.
 CompactPartial merge_run(std::span<const ChunkOutcome* const> run) {
   TermsMerger exact, squares;
   CompactPartial out;

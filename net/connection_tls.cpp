@@ -1,6 +1,7 @@
 // FramedConnection's TLS side: a server's look at the first byte (a plain peer on the TLS port is
 // refused in the clear), the handshake, a refusal's linger before the close, and why a read or
-// write failed, in words. The framing, reads and writes are in net/connection.cpp.
+// write failed, in words. The framing and reads are in net/connection.cpp, writes in
+// net/connection_send.cpp.
 #include <fmt/format.h>
 
 #include <array>

@@ -13,7 +13,7 @@ namespace psched {
 // var = (n S2 - S1^2) / (n (n - ddof)), S1 = sum, S2 = sum of squares (both exact). As numpy:
 // NaN when n <= ddof or any element is NaN or infinite (numpy's x - mean is then NaN). +inf when
 // the elements are finite but some square overflowed (|x| >= 2^512; numpy, which squares x - mean,
-// may stay finite there). A square below 2^-969 is not exactly two doubles (its low part
+// may stay finite there), or the squares' sum reached 2^1024 (sent as +inf: ExactTerms). A square below 2^-969 is not exactly two doubles (its low part
 // underflows), so elements under 2^-485 in magnitude are summed with that rounding.
 double exact_variance(const ExactSum& sum, const ExactSum& squares, uint64_t n, uint32_t ddof);
 // The correctly rounded square root of the exact variance (not sqrt of the rounded var).

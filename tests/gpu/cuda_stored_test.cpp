@@ -1,7 +1,8 @@
 // Stored arrays on the GPU: chunks read from .npy files, npy stacks and Zarr stores (every codec)
 // through the CUDA backend give the CPU backend's partials bit for bit (storage/chunk_reader.h reads
-// both; the exact sum makes the order of additions irrelevant), 64-bit integers past 2^53 included,
-// and a file that cannot be read fails its chunk with the reader's line, never the device.
+// both; the exact sum makes the order of additions irrelevant), sums of squares too, 64-bit integers
+// past 2^53 included, and a file that cannot be read fails its chunk with the reader's line, never
+// the device.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -42,18 +43,22 @@ std::string bytes_of(const std::vector<T>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
-// Every chunk of the job through the CUDA backend and through the CPU reference: the same bits.
+// Every chunk of the job through the CUDA backend and through the CPU reference: the same bits, as
+// a sum-only job and as a var/std job (its squares too).
 void require_gpu_equals_cpu(Backend& backend, Outcomes& outcomes, JobSpec spec, uint64_t job_id) {
-  auto prepared_spec = prepared(spec);
-  const auto gpu = run_job(backend, outcomes, prepared_spec, job_id);
-  ChunkReader reader;
-  std::vector<double> scratch;
-  for (const ChunkOutcome& o : gpu) {
-    PartialSum cpu;
-    const Status st = reduce_stored_chunk_cpu(*prepared_spec, o.chunk, reader, scratch, cpu);
-    INFO("chunk " << o.chunk << ": " << st.message());
-    REQUIRE(st.is_ok());
-    CHECK(same_bits(expand(o.partial), cpu));
+  for (const bool squares : {false, true}) {
+    spec.squares = squares;
+    auto prepared_spec = prepared(spec);
+    const auto gpu = run_job(backend, outcomes, prepared_spec, job_id * 2 + squares);
+    ChunkReader reader;
+    std::vector<double> scratch;
+    for (const ChunkOutcome& o : gpu) {
+      PartialSum cpu;
+      const Status st = reduce_stored_chunk_cpu(*prepared_spec, o.chunk, reader, scratch, cpu);
+      INFO("chunk " << o.chunk << (squares ? " (var/std)" : "") << ": " << st.message());
+      REQUIRE(st.is_ok());
+      CHECK(same_bits(expand(o.partial), cpu));
+    }
   }
 }
 

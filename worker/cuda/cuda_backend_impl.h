@@ -79,8 +79,13 @@ class CudaBackend final : public Backend {
 
   void complete_loop();
   void finish(InFlight& entry);
-  void fill_partial(const StreamSlot& slot, size_t i, size_t count,
-                    std::vector<ChunkAccumulator>& wide, CompactPartial& partial);
+  // A launch's accumulators copied back once one of its results is wide (fill_partial).
+  struct WideCopies {
+    std::vector<ChunkAccumulator> sums;
+    std::vector<ExactSum> squares;
+  };
+  void fill_partial(const StreamSlot& slot, size_t i, size_t count, bool squares, WideCopies& wide,
+                    CompactPartial& partial);
   double take_busy_ms(const StreamSlot& slot, cudaEvent_t stop);
   static void add_residual(ExactSum residual, CompactPartial& partial);
 

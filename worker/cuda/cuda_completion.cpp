@@ -56,12 +56,12 @@ void CudaBackend::finish(InFlight& entry) {
     if (status == cudaSuccess) {
       const double busy = take_busy_ms(s, stop) / 1e3 / double(entry.outcomes.size());
       const JobSpec& spec = *entry.spec;
-      std::vector<ChunkAccumulator> wide;  // the launch's accumulators, once a result is wide
+      WideCopies wide;
       for (size_t i = 0; i < entry.outcomes.size(); ++i) {
         ChunkOutcome& o = entry.outcomes[i];
         o.partial.count = chunk_work(spec, o.chunk).selected();
         try {
-          if (o.partial.count > 0) fill_partial(s, i, entry.outcomes.size(), wide, o.partial);
+          if (o.partial.count > 0) fill_partial(s, i, entry.outcomes.size(), spec.squares, wide, o.partial);
           if (entry.residual && !entry.residual->finite_is_zero()) add_residual(*entry.residual, o.partial);
         } catch (const CudaError& e) {
           o.ok = false;
@@ -89,25 +89,40 @@ void CudaBackend::finish(InFlight& entry) {
   pool_.release(entry.slot);
 }
 
+namespace {
+
+// Copies `count` device values back into `into`, once (left empty if the copy fails: the next
+// wide result retries).
+template <typename T>
+void copy_back_once(const T* device, size_t count, cudaStream_t stream, std::vector<T>& into) {
+  if (!into.empty()) return;
+  std::vector<T> copy(count);
+  PSCHED_CUDA_CHECK(cudaMemcpyAsync(copy.data(), device, sizeof(T) * count, cudaMemcpyDeviceToHost, stream));
+  PSCHED_CUDA_CHECK(cudaStreamSynchronize(stream));
+  into = std::move(copy);
+}
+
+}  // namespace
+
 // Result i of the slot's finished launch of `count` chunks: min, max, the exact sum and the sum
-// rounded once. A wide sum is read from the chunk's accumulator, which stays in the slot until it
-// is released: the first wide result of a launch copies all `count` of them into `wide`, so data
-// whose every sum is wide costs one copy per launch, not one per chunk.
-void CudaBackend::fill_partial(const StreamSlot& s, size_t i, size_t count,
-                               std::vector<ChunkAccumulator>& wide, CompactPartial& partial) {
+// rounded once, and the exact sum of squares for a var/std job. A wide sum is read from the
+// chunk's accumulator, which stays in the slot until it is released: the first wide result of a
+// launch copies all `count` of them into `wide`, so data whose every sum is wide costs one copy per
+// launch, not one per chunk.
+void CudaBackend::fill_partial(const StreamSlot& s, size_t i, size_t count, bool squares, WideCopies& wide,
+                               CompactPartial& partial) {
   const ChunkResult& r = s.host_results[i];
   partial.min = r.min;
   partial.max = r.max;
-  if (r.wide && wide.empty()) {  // (left empty if the copy fails: the next wide one retries)
-    std::vector<ChunkAccumulator> copy(count);
-    PSCHED_CUDA_CHECK(cudaMemcpyAsync(copy.data(), s.accumulators,
-                                      sizeof(ChunkAccumulator) * count, cudaMemcpyDeviceToHost,
-                                      s.stream));
-    PSCHED_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    wide = std::move(copy);
-  }
-  partial.exact = exact_terms_from(r, r.wide ? &wide[i] : nullptr);
+  if (r.wide) copy_back_once(s.accumulators, count, s.stream, wide.sums);
+  partial.exact = exact_terms_from(r, r.wide ? &wide.sums[i] : nullptr);
   partial.sum = partial.exact.rounded();
+  if (squares) {
+    const CompactExact& q = s.host_square_results[i];
+    if (q.wide) copy_back_once(s.square_accumulators, count, s.stream, wide.squares);
+    partial.has_squares = true;
+    partial.squares = exact_terms_from(q, q.wide ? &wide.squares[i] : nullptr);
+  }
 }
 
 // A chunk's exact sum plus what rounding its 64-bit integers to doubles lost (ChunkReader): exact.

@@ -79,15 +79,12 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
   };
   try {
     const JobSpec& spec = *spec_ptr;
+    for (ChunkOutcome& o : entry.outcomes) o.partial.has_squares = spec.squares;  // (zero until filled)
     const uint64_t chunks = spec.chunks();
     if (first >= chunks || count > chunks - first) {
       fail(count == 1 ? fmt::format("chunk {} is out of range (the job has {})", first, counted(chunks, "chunk"))
                       : fmt::format("chunks {}..{} are out of range (the job has {})", first, first + count - 1,
                                     counted(chunks, "chunk")));
-      return entry;
-    }
-    if (spec.squares) {  // the kernels do not sum squares yet: a CPU worker must run a var/std job
-      fail("the cuda backend does not compute var/std (sums of squares) yet: run this job on CPU workers");
       return entry;
     }
     const bool batch = batched(spec);
@@ -115,6 +112,7 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     pool_.prepare(slot, buffer_bytes);
 
     StreamSlot& s = pool_.slot(slot);
+    const SquareOutput squares = spec.squares ? pool_.squares(slot) : SquareOutput{};
     if (stored) {  // read the chunk into the slot's pinned memory while the other slots compute
       const ChunkWork& w = work.first;
       auto* host = static_cast<double*>(pool_.staging(slot, buffer_bytes));
@@ -134,19 +132,22 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     if (stored) {
       PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.buffer, s.host_staging, work.first.box.rows * work.first.box.cols * sizeof(double),
                                         cudaMemcpyHostToDevice, s.stream));
-      launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
+      launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);
     } else if (!spec.fused && options_.one_pass) {
-      launch_generate_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
+      launch_generate_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);
     } else {
       if (!spec.fused) {
         if (batch) launch_generate_batch(work, s.buffer, sm_count_, s.stream);
         else launch_generate(work.first, s.buffer, sm_count_, s.stream);
       }
-      launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream);
+      launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);
     }
     PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.host_results, s.device_results,
                                       sizeof(ChunkResult) * count, cudaMemcpyDeviceToHost,
                                       s.stream));
+    if (squares.wanted())
+      PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.host_square_results, squares.results, sizeof(CompactExact) * count,
+                                        cudaMemcpyDeviceToHost, s.stream));
     PSCHED_CUDA_CHECK(cudaEventRecord(s.stop[entry.stop_event], s.stream));
     entry.launched = true;
   } catch (const CudaError& e) {

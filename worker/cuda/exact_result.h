@@ -24,18 +24,29 @@ struct ChunkAccumulator {
   unsigned long long min_key, max_key;  // order keys (order_key below); 0: none yet
 };
 
-// A chunk's result as copied back to the host: min and max, and the exact sum compactly, as the
-// nonzero 32-bit digits of its magnitude after carry propagation (a full ExactSum is 556 bytes,
-// which batches of thousands of small chunks would pay in PCIe time). A sum wider than the window,
-// or with NaN/inf elements counted, is `wide`: the host reads the chunk's accumulator instead.
+// An exact sum as copied back to the host, compactly: the nonzero 32-bit digits of its magnitude
+// after carry propagation (a full ExactSum is 556 bytes, which batches of thousands of small
+// chunks would pay in PCIe time). A sum wider than the window, or with NaN/inf elements counted,
+// is `wide`: the host reads the accumulator it came from instead.
 constexpr int kResultWindowDigits = 6;
-struct ChunkResult {
-  double min, max;                       // +inf, -inf for an empty selection
+struct CompactExact {
   uint32_t window[kResultWindowDigits];  // |sum|'s digits low .. low + 5
   int16_t low;
   uint8_t negative;
   uint8_t wide;
-  uint32_t unused;
+};
+
+// A chunk's result as copied back to the host: its exact sum compactly, min and max.
+struct ChunkResult : CompactExact {
+  double min, max;  // +inf, -inf for an empty selection
+};
+
+// Where a var/std job's squares go (JobSpec::squares): an accumulator per chunk (zeroed before the
+// launch) and its compact result, as the sum's; both null for a job that asks for no squares.
+struct SquareOutput {
+  ExactSum* acc = nullptr;
+  CompactExact* results = nullptr;
+  bool wanted() const { return acc != nullptr; }
 };
 
 PSCHED_HD uint64_t bits_of(double x) {
@@ -108,13 +119,12 @@ PSCHED_HD double from_order_key(unsigned long long key) {
   return double_of((key >> 63) ? key & ~(uint64_t{1} << 63) : ~key);
 }
 
-// The chunk's result from its accumulator: digits carried, the magnitude's nonzero window (or
-// wide), min and max from their keys. On the device one thread per chunk runs it with the digits
-// in registers (every loop unrolled).
-PSCHED_HD ChunkResult compact_result(const ChunkAccumulator& a) {
+// An exact sum's compact form: digits carried, the magnitude's nonzero window (or wide). On the
+// device one thread per chunk runs it with the digits in registers (every loop unrolled).
+PSCHED_HD CompactExact compact_exact(const ExactSum& sum) {
   int64_t d[kExactDigits];
   PSCHED_UNROLL
-  for (int i = 0; i < kExactDigits; ++i) d[i] = a.exact.digit[i];
+  for (int i = 0; i < kExactDigits; ++i) d[i] = sum.digit[i];
   int64_t carry = 0;
   PSCHED_UNROLL
   for (int i = 0; i + 1 < kExactDigits; ++i) {
@@ -142,13 +152,10 @@ PSCHED_HD ChunkResult compact_result(const ChunkAccumulator& a) {
     }
   }
   if (highest < 0) lowest = 0;
-  ChunkResult r{};
-  r.min = a.min_key ? from_order_key(~a.min_key) : double_of(0x7ff0000000000000ull);
-  r.max = a.max_key ? from_order_key(a.max_key) : double_of(0xfff0000000000000ull);
+  CompactExact r{};
   r.negative = negative;
   r.low = int16_t(lowest);
-  r.wide = highest - lowest >= kResultWindowDigits || a.exact.nan != 0 ||
-           a.exact.pos_inf != 0 || a.exact.neg_inf != 0;
+  r.wide = highest - lowest >= kResultWindowDigits || sum.nan != 0 || sum.pos_inf != 0 || sum.neg_inf != 0;
   if (!r.wide) {
     PSCHED_UNROLL
     for (int i = 0; i < kExactDigits; ++i) {
@@ -159,9 +166,18 @@ PSCHED_HD ChunkResult compact_result(const ChunkAccumulator& a) {
   return r;
 }
 
-// The exact sum of a chunk's result; a wide one is its accumulator's (copied back by the caller).
-inline ExactSum exact_from(const ChunkResult& r, const ChunkAccumulator* wide_accumulator) {
-  if (r.wide) return wide_accumulator->exact;
+// The chunk's result from its accumulator: the compact exact sum, min and max from their keys.
+PSCHED_HD ChunkResult compact_result(const ChunkAccumulator& a) {
+  ChunkResult r{};
+  static_cast<CompactExact&>(r) = compact_exact(a.exact);
+  r.min = a.min_key ? from_order_key(~a.min_key) : double_of(0x7ff0000000000000ull);
+  r.max = a.max_key ? from_order_key(a.max_key) : double_of(0xfff0000000000000ull);
+  return r;
+}
+
+// The exact sum of a compact result; a wide one is its accumulator's (copied back by the caller).
+inline ExactSum exact_from(const CompactExact& r, const ExactSum* wide_accumulator) {
+  if (r.wide) return *wide_accumulator;
   ExactSum e;
   for (int k = 0; k < kResultWindowDigits; ++k) {
     const int64_t v = int64_t(r.window[k]);
@@ -169,11 +185,17 @@ inline ExactSum exact_from(const ChunkResult& r, const ChunkAccumulator* wide_ac
   }
   return e;
 }
+inline ExactSum exact_from(const ChunkResult& r, const ChunkAccumulator* wide_accumulator) {
+  return exact_from(r, wide_accumulator ? &wide_accumulator->exact : nullptr);
+}
 
 // The same as ExactTerms, without building the ExactSum when the result is not wide.
-inline ExactTerms exact_terms_from(const ChunkResult& r, const ChunkAccumulator* wide_accumulator) {
-  if (r.wide) return ExactTerms(wide_accumulator->exact);
+inline ExactTerms exact_terms_from(const CompactExact& r, const ExactSum* wide_accumulator) {
+  if (r.wide) return ExactTerms(*wide_accumulator);
   return ExactTerms::of_magnitude(r.window, kResultWindowDigits, r.low, r.negative != 0);
+}
+inline ExactTerms exact_terms_from(const ChunkResult& r, const ChunkAccumulator* wide_accumulator) {
+  return exact_terms_from(r, wide_accumulator ? &wide_accumulator->exact : nullptr);
 }
 
 }  // namespace psched::gpu

@@ -67,17 +67,20 @@ void launch_generate_batch(const BatchWork& batch, void* buffer, int sm_count, c
 // count) and then results[0 .. count) (exact_result.h): min, max as before, and the sum exact. Any order
 // gives the same exact sum, so blocks and threads take elements in whatever order is fastest, and
 // a chunk's result never depends on its batch. Chunks with an empty selection get sum 0, min
-// +inf, max -inf. sm_count sizes the grid. Throws CudaError when a launch fails.
+// +inf, max -inf. With `squares` wanted (a var/std job), the same pass also sums each selected
+// element's square, exactly split in two (reduce_block.cuh's take), into squares.acc[0 .. count)
+// and then squares.results. sm_count sizes the grid. Throws CudaError when a launch fails.
 void launch_reduce(const BatchWork& batch, const void* buffer, ChunkAccumulator* acc,
-                   ChunkResult* results, int sm_count, cudaStream_t stream);
+                   ChunkResult* results, int sm_count, cudaStream_t stream, SquareOutput squares = {});
 
 // launch_generate_batch and launch_reduce in one pass (one_pass.cu): every chunk of the batch
 // written as launch_generate_batch writes it, each element generated once and, when selected, added
 // from registers as it is written, so the chunk is never read back; the same buffer and the same
-// results, bit for bit. Not for a fused job (it writes nothing). Throws CudaError when a launch
-// fails.
+// results (and squares), bit for bit. Not for a fused job (it writes nothing). Throws CudaError
+// when a launch fails.
 void launch_generate_reduce(const BatchWork& batch, void* buffer, ChunkAccumulator* acc,
-                            ChunkResult* results, int sm_count, cudaStream_t stream);
+                            ChunkResult* results, int sm_count, cudaStream_t stream,
+                            SquareOutput squares = {});
 
 // Test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): a kernel that executes a trap instruction, leaving the
 // context with a sticky error, as a hardware fault or a bad kernel would.

@@ -21,24 +21,21 @@ namespace {
 
 constexpr uint32_t kThreads = 256;  // shape_for's blocks
 
-__device__ __forceinline__ double positive_infinity() { return __longlong_as_double(0x7ff0000000000000ll); }
-
 // One thread per column of the box, stepping down the rows as generate_kernel does (generate.cu):
 // uniform, arange and constant.
-template <Generator Kind, typename T>
+template <Generator Kind, typename T, bool Squares>
 __global__ void __launch_bounds__(kThreads)
     generate_reduce_kernel(BatchGeometry g, T* __restrict__ out, bool carry_blocks,
-                           ChunkAccumulator* __restrict__ acc) {
+                           ChunkAccumulator* __restrict__ acc, ExactSum* __restrict__ squares) {
   __shared__ BlockSum<kThreads> block;
   const uint32_t t = threadIdx.y * blockDim.x + threadIdx.x;
-  start_block(block, t);
+  start_block<Squares>(block, t);
   const uint32_t z = blockIdx.z;
   const ChunkSelection s = selection_of(g, z);
   const AxisPick row_pick = pick_of(s.rows, s.box.row0, g.row_sel.step);
   const AxisPick col_pick = pick_of(s.cols, s.box.col0, g.col_sel.step);
   out += z * g.stride;
-  Expansion e;
-  double lo = positive_infinity(), hi = -lo;
+  ThreadSums sums;
   const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c < s.box.cols) {  // no return: every thread of the block finishes it
     const bool column_selected = col_pick(c);
@@ -47,29 +44,29 @@ __global__ void __launch_bounds__(kThreads)
       const uint64_t index = (s.box.row0 + r) * g.grid.cols + s.box.col0 + c;
       const T x = T(generated<Kind, ElementFormula::kFast>(g.gen, index));
       out[uint64_t(r) * s.box.cols + c] = x;
-      if (column_selected && row_pick(r)) take(mul_add_rounded(g.scale, double(x), g.offset), e, lo, hi, block.exact);
+      if (column_selected && row_pick(r))
+        take<Squares>(mul_add_rounded(g.scale, double(x), g.offset), sums, block.exact, block.squares);
     }
   }
-  finish_block(block, e, lo, hi, t, carry_blocks, acc[z]);
+  finish_block<Squares>(block, sums, t, carry_blocks, acc[z], Squares ? squares + z : nullptr);
 }
 
 // normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), as
 // generate_normal_pairs_kernel (generate.cu), writing and taking both of its elements that fall in
 // the chunk.
-template <typename T>
+template <typename T, bool Squares>
 __global__ void __launch_bounds__(kThreads)
     generate_reduce_normal_pairs_kernel(BatchGeometry g, T* __restrict__ out, bool carry_blocks,
-                                        ChunkAccumulator* __restrict__ acc) {
+                                        ChunkAccumulator* __restrict__ acc, ExactSum* __restrict__ squares) {
   __shared__ BlockSum<kThreads> block;
   const uint32_t t = threadIdx.y * blockDim.x + threadIdx.x;
-  start_block(block, t);
+  start_block<Squares>(block, t);
   const uint32_t z = blockIdx.z;
   const ChunkSelection s = selection_of(g, z);
   const AxisPick row_pick = pick_of(s.rows, s.box.row0, g.row_sel.step);
   const AxisPick col_pick = pick_of(s.cols, s.box.col0, g.col_sel.step);
   out += z * g.stride;
-  Expansion e;
-  double lo = positive_infinity(), hi = -lo;
+  ThreadSums sums;
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t row_stride = gridDim.y * blockDim.y;
   for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < s.box.rows; r += row_stride) {
@@ -84,50 +81,61 @@ __global__ void __launch_bounds__(kThreads)
       const T x = T(scale_normal(g.gen.param1, n.even, g.gen.param0));
       row[c_even] = x;
       if (row_selected && col_pick(uint32_t(c_even)))
-        take(mul_add_rounded(g.scale, double(x), g.offset), e, lo, hi, block.exact);
+        take<Squares>(mul_add_rounded(g.scale, double(x), g.offset), sums, block.exact, block.squares);
     }
     if (c_even + 1 < int64_t(s.box.cols)) {
       const T x = T(scale_normal(g.gen.param1, n.odd, g.gen.param0));
       row[c_even + 1] = x;
       if (row_selected && col_pick(uint32_t(c_even + 1)))
-        take(mul_add_rounded(g.scale, double(x), g.offset), e, lo, hi, block.exact);
+        take<Squares>(mul_add_rounded(g.scale, double(x), g.offset), sums, block.exact, block.squares);
     }
   }
-  finish_block(block, e, lo, hi, t, carry_blocks, acc[z]);
+  finish_block<Squares>(block, sums, t, carry_blocks, acc[z], Squares ? squares + z : nullptr);
 }
 
-template <typename T>
-void generate_reduce_as(const BatchWork& b, T* buffer, ChunkAccumulator* acc, int sm_count,
+template <typename T, bool Squares>
+void generate_reduce_with(const BatchWork& b, T* buffer, ChunkAccumulator* acc, ExactSum* squares, int sm_count,
                         cudaStream_t stream) {
   const ChunkGrid& grid = b.first.grid;
   const uint64_t rows = std::min(grid.chunk_rows, grid.rows), cols = std::min(grid.chunk_cols, grid.cols);
   const BatchGeometry g = batch_geometry(b);
-  const bool carry = most_selected(b.first) > kCarryBlocksAbove;
+  const bool carry = carry_blocks(most_selected(b.first), Squares);
   const LaunchShape s = shape_for(rows, cols, b.count, sm_count);
   switch (b.first.gen.kind) {
     case Generator::kNormal: {
       // Pair slots per row: at most cols / 2 + 1 (a row may start and end half way through a pair).
       const LaunchShape pairs = shape_for(rows, cols / 2 + 1, b.count, sm_count);
-      generate_reduce_normal_pairs_kernel<T><<<pairs.grid, pairs.block, 0, stream>>>(g, buffer, carry, acc);
+      generate_reduce_normal_pairs_kernel<T, Squares>
+          <<<pairs.grid, pairs.block, 0, stream>>>(g, buffer, carry, acc, squares);
       break;
     }
     case Generator::kUniform:
-      generate_reduce_kernel<Generator::kUniform, T><<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc);
+      generate_reduce_kernel<Generator::kUniform, T, Squares>
+          <<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc, squares);
       break;
     case Generator::kArange:
-      generate_reduce_kernel<Generator::kArange, T><<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc);
+      generate_reduce_kernel<Generator::kArange, T, Squares>
+          <<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc, squares);
       break;
     case Generator::kConstant:
-      generate_reduce_kernel<Generator::kConstant, T><<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc);
+      generate_reduce_kernel<Generator::kConstant, T, Squares>
+          <<<s.grid, s.block, 0, stream>>>(g, buffer, carry, acc, squares);
       break;
   }
   PSCHED_CUDA_CHECK(cudaGetLastError());
 }
 
+template <typename T>
+void generate_reduce_as(const BatchWork& b, T* buffer, ChunkAccumulator* acc, SquareOutput squares, int sm_count,
+                        cudaStream_t stream) {
+  if (squares.wanted()) generate_reduce_with<T, true>(b, buffer, acc, squares.acc, sm_count, stream);
+  else generate_reduce_with<T, false>(b, buffer, acc, nullptr, sm_count, stream);
+}
+
 }  // namespace
 
 void launch_generate_reduce(const BatchWork& b, void* buffer, ChunkAccumulator* acc, ChunkResult* results,
-                            int sm_count, cudaStream_t stream) {
+                            int sm_count, cudaStream_t stream, SquareOutput squares) {
   if (b.first.fused) throw std::invalid_argument("generate_reduce: a fused job writes no chunk");
   if (b.count == 0 || b.count > kMaxBatchChunks)
     throw std::invalid_argument("generate_reduce: batch of " + std::to_string(b.count) + " chunks");
@@ -136,12 +144,13 @@ void launch_generate_reduce(const BatchWork& b, void* buffer, ChunkAccumulator* 
   if (rows * cols > kMaxChunkElements)
     throw std::invalid_argument("generate_reduce: chunk of " + std::to_string(rows * cols) + " elements is over 2^31");
   PSCHED_CUDA_CHECK(cudaMemsetAsync(acc, 0, sizeof(ChunkAccumulator) * b.count, stream));
+  if (squares.wanted()) PSCHED_CUDA_CHECK(cudaMemsetAsync(squares.acc, 0, sizeof(ExactSum) * b.count, stream));
   if (b.first.dtype == DType::kFloat64) {
-    generate_reduce_as(b, static_cast<double*>(buffer), acc, sm_count, stream);
+    generate_reduce_as(b, static_cast<double*>(buffer), acc, squares, sm_count, stream);
   } else {
-    generate_reduce_as(b, static_cast<float*>(buffer), acc, sm_count, stream);
+    generate_reduce_as(b, static_cast<float*>(buffer), acc, squares, sm_count, stream);
   }
-  launch_finalize(b.count, acc, results, stream);
+  launch_finalize(b.count, acc, results, squares, stream);
 }
 
 }  // namespace psched::gpu

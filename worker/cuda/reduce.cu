@@ -1,7 +1,7 @@
 // Reducing chunks on the device (kernels.cuh): one kernel for a big chunk and for a batch of small
 // ones. Block (x, z) takes a contiguous run of chunk z's selected elements; each thread keeps a
-// TwoSum expansion, min and max; the block gathers its threads' exact sums in shared memory and
-// adds its digits to the chunk's accumulator with global atomics (reduce_block.cuh). Exact
+// TwoSum expansion, min and max (and one of the squares for a var/std job); the block gathers its
+// threads' exact sums in shared memory and adds its digits to the chunk's accumulators with global atomics (reduce_block.cuh). Exact
 // addition is associative, so neither the order nor the grid shape can change a bit of the result.
 // A finalize kernel then carries each chunk's digits and writes its compact ChunkResult.
 #include "worker/cuda/kernels.cuh"
@@ -87,82 +87,94 @@ constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they
 constexpr uint32_t kMinPerThread = 16;  // elements per thread at least (a block's fixed costs)
 constexpr uint32_t kWaves = 2;          // whole waves of resident blocks per launch
 // Block (x, z) adds chunk z's selected elements [x * per_block, (x + 1) * per_block), thread t
-// taking every kThreads-th from the t-th, into acc[z].
-template <typename Source>
+// taking every kThreads-th from the t-th, into acc[z] (and their squares into squares[z]).
+template <typename Source, bool Squares>
 __global__ void __launch_bounds__(kThreads)
     accumulate_kernel(BatchGeometry g, Source source, uint32_t per_thread, bool carry_blocks,
-                      ChunkAccumulator* __restrict__ acc) {
+                      ChunkAccumulator* __restrict__ acc, ExactSum* __restrict__ squares) {
   __shared__ BlockSum<kThreads> block;
   const uint32_t z = blockIdx.y;
   const ChunkSelection s = selection_of(g, z);
   const uint64_t n = s.count();
   const uint64_t first = uint64_t(blockIdx.x) * per_thread * kThreads;
   if (first >= n) return;  // the whole block
-  start_block(block, threadIdx.x);
+  start_block<Squares>(block, threadIdx.x);
 
   const auto element = source.for_chunk(g, z, s);
   const uint64_t block_end = first + uint64_t(per_thread) * kThreads;
   const uint32_t end = uint32_t(block_end < n ? block_end : n);
-  Expansion e;
-  double lo = __longlong_as_double(0x7ff0000000000000ll), hi = -lo;
+  ThreadSums sums;
   uint32_t j = uint32_t(first) + threadIdx.x;
   for (; j + (kUnroll - 1) * kThreads < end; j += kUnroll * kThreads) {
     double v[kUnroll];
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) v[u] = element(j + u * kThreads);
 #pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) take(v[u], e, lo, hi, block.exact);
+    for (uint32_t u = 0; u < kUnroll; ++u) take<Squares>(v[u], sums, block.exact, block.squares);
   }
-  for (; j < end; j += kThreads) take(element(j), e, lo, hi, block.exact);
-  finish_block(block, e, lo, hi, threadIdx.x, carry_blocks, acc[z]);
+  for (; j < end; j += kThreads) take<Squares>(element(j), sums, block.exact, block.squares);
+  finish_block<Squares>(block, sums, threadIdx.x, carry_blocks, acc[z], Squares ? squares + z : nullptr);
 }
 
-// Thread z turns chunk z's accumulator into its result (compact_result, exact_result.h).
+// Thread z turns chunk z's accumulator into its result (compact_result, exact_result.h), and its
+// squares' when there are any.
 __global__ void __launch_bounds__(64)
     finalize_kernel(uint32_t count, const ChunkAccumulator* __restrict__ acc,
-                    ChunkResult* __restrict__ out) {
+                    ChunkResult* __restrict__ out, const ExactSum* __restrict__ squares,
+                    CompactExact* __restrict__ square_out) {
   const uint32_t z = blockIdx.x * blockDim.x + threadIdx.x;
-  if (z < count) out[z] = compact_result(acc[z]);
+  if (z >= count) return;
+  out[z] = compact_result(acc[z]);
+  if (squares != nullptr) square_out[z] = compact_exact(squares[z]);
 }
 
-// Blocks of accumulate_kernel<Source> one SM holds at once (its registers decide), asked once.
-template <typename Source>
+// Blocks of accumulate_kernel<Source, Squares> one SM holds at once (its registers decide), asked
+// once.
+template <typename Source, bool Squares>
 uint32_t resident_blocks() {
   static const uint32_t blocks = [] {
     int b = 0;
     PSCHED_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &b, accumulate_kernel<Source>, int(kThreads), 0));
+        &b, accumulate_kernel<Source, Squares>, int(kThreads), 0));
     return uint32_t(std::max(b, 1));
   }();
   return blocks;
 }
 
-template <typename Source>
+template <bool Squares, typename Source>
 void reduce_with(const BatchWork& b, Source source, ChunkAccumulator* acc, ChunkResult* results,
-                 int sm_count, cudaStream_t stream) {
+                 SquareOutput squares, int sm_count, cudaStream_t stream) {
   const uint64_t n = most_selected(b.first);
   PSCHED_CUDA_CHECK(cudaMemsetAsync(acc, 0, sizeof(ChunkAccumulator) * b.count, stream));
+  if (Squares) PSCHED_CUDA_CHECK(cudaMemsetAsync(squares.acc, 0, sizeof(ExactSum) * b.count, stream));
   if (n > 0) {
     // kWaves whole waves over the whole launch (the chunks' blocks take equal runs), each
     // thread taking at least kMinPerThread elements.
     const uint64_t target_threads =
-        uint64_t(std::max(sm_count, 1)) * resident_blocks<Source>() * kWaves * kThreads;
+        uint64_t(std::max(sm_count, 1)) * resident_blocks<Source, Squares>() * kWaves * kThreads;
     const uint64_t per_thread = std::max<uint64_t>(
         kMinPerThread, (n * b.count + target_threads - 1) / target_threads);
     const uint64_t blocks = (n + per_thread * kThreads - 1) / (per_thread * kThreads);
     const dim3 grid{uint32_t(blocks), b.count, 1};
-    accumulate_kernel<<<grid, kThreads, 0, stream>>>(batch_geometry(b), source,
-                                                     uint32_t(per_thread),
-                                                     n > kCarryBlocksAbove, acc);
+    accumulate_kernel<Source, Squares><<<grid, kThreads, 0, stream>>>(
+        batch_geometry(b), source, uint32_t(per_thread), carry_blocks(n, Squares), acc, squares.acc);
     PSCHED_CUDA_CHECK(cudaGetLastError());
   }
-  launch_finalize(b.count, acc, results, stream);
+  launch_finalize(b.count, acc, results, squares, stream);
+}
+
+// The reduction with or without squares, as the job asks.
+template <typename Source>
+void reduce_with(const BatchWork& b, Source source, ChunkAccumulator* acc, ChunkResult* results,
+                 SquareOutput squares, int sm_count, cudaStream_t stream) {
+  if (squares.wanted()) reduce_with<true>(b, source, acc, results, squares, sm_count, stream);
+  else reduce_with<false>(b, source, acc, results, squares, sm_count, stream);
 }
 
 template <typename T>
-void reduce_generated(const BatchWork& b, ChunkAccumulator* acc, ChunkResult* results,
+void reduce_generated(const BatchWork& b, ChunkAccumulator* acc, ChunkResult* results, SquareOutput squares,
                       int sm_count, cudaStream_t stream) {
-  auto run = [&](auto source) { reduce_with(b, source, acc, results, sm_count, stream); };
+  auto run = [&](auto source) { reduce_with(b, source, acc, results, squares, sm_count, stream); };
   switch (b.first.gen.kind) {
     case Generator::kNormal: return run(GeneratedBatch<Generator::kNormal, T>{});
     case Generator::kUniform: return run(GeneratedBatch<Generator::kUniform, T>{});
@@ -173,13 +185,14 @@ void reduce_generated(const BatchWork& b, ChunkAccumulator* acc, ChunkResult* re
 
 }  // namespace
 
-void launch_finalize(uint32_t count, const ChunkAccumulator* acc, ChunkResult* results, cudaStream_t stream) {
-  finalize_kernel<<<(count + 63) / 64, 64, 0, stream>>>(count, acc, results);
+void launch_finalize(uint32_t count, const ChunkAccumulator* acc, ChunkResult* results, SquareOutput squares,
+                     cudaStream_t stream) {
+  finalize_kernel<<<(count + 63) / 64, 64, 0, stream>>>(count, acc, results, squares.acc, squares.results);
   PSCHED_CUDA_CHECK(cudaGetLastError());
 }
 
 void launch_reduce(const BatchWork& b, const void* buffer, ChunkAccumulator* acc,
-                   ChunkResult* results, int sm_count, cudaStream_t stream) {
+                   ChunkResult* results, int sm_count, cudaStream_t stream, SquareOutput squares) {
   if (b.count == 0 || b.count > kMaxBatchChunks)
     throw std::invalid_argument("reduce: batch of " + std::to_string(b.count) + " chunks");
   // validate() bounds a chunk to kMaxChunkElements (2^31) elements, so selections fit 32 bits.
@@ -187,13 +200,13 @@ void launch_reduce(const BatchWork& b, const void* buffer, ChunkAccumulator* acc
     throw std::invalid_argument("reduce: chunks of more than 2^31 elements");
   const bool f64 = b.first.dtype == DType::kFloat64;
   if (b.first.fused) {
-    if (f64) reduce_generated<double>(b, acc, results, sm_count, stream);
-    else reduce_generated<float>(b, acc, results, sm_count, stream);
+    if (f64) reduce_generated<double>(b, acc, results, squares, sm_count, stream);
+    else reduce_generated<float>(b, acc, results, squares, sm_count, stream);
   } else if (f64) {
-    reduce_with(b, StoredBatch<double>{static_cast<const double*>(buffer)}, acc, results,
+    reduce_with(b, StoredBatch<double>{static_cast<const double*>(buffer)}, acc, results, squares,
                 sm_count, stream);
   } else {
-    reduce_with(b, StoredBatch<float>{static_cast<const float*>(buffer)}, acc, results, sm_count,
+    reduce_with(b, StoredBatch<float>{static_cast<const float*>(buffer)}, acc, results, squares, sm_count,
                 stream);
   }
 }

@@ -39,6 +39,9 @@ void destroy_slot(StreamSlot& s) noexcept {
   if (s.accumulators) check(cudaFree(s.accumulators), "cudaFree(accumulators)");
   if (s.device_results) check(cudaFree(s.device_results), "cudaFree(results)");
   if (s.host_results) check(cudaFreeHost(s.host_results), "cudaFreeHost(results)");
+  if (s.square_accumulators) check(cudaFree(s.square_accumulators), "cudaFree(square accumulators)");
+  if (s.device_square_results) check(cudaFree(s.device_square_results), "cudaFree(square results)");
+  if (s.host_square_results) check(cudaFreeHost(s.host_square_results), "cudaFreeHost(square results)");
   if (s.host_staging) check(cudaFreeHost(s.host_staging), "cudaFreeHost(staging)");
   for (cudaEvent_t e : s.stop)
     if (e) check(cudaEventDestroy(e), "cudaEventDestroy(stop)");
@@ -117,6 +120,17 @@ void* SlotPool::staging(int slot, uint64_t bytes) {
     s.host_staging_bytes = bytes;
   }
   return s.host_staging;
+}
+
+SquareOutput SlotPool::squares(int slot) {
+  StreamSlot& s = slots_[size_t(slot)];
+  if (s.square_accumulators == nullptr)
+    PSCHED_CUDA_CHECK(cudaMalloc(&s.square_accumulators, sizeof(ExactSum) * kMaxBatchChunks));
+  if (s.device_square_results == nullptr)
+    PSCHED_CUDA_CHECK(cudaMalloc(&s.device_square_results, sizeof(CompactExact) * kMaxBatchChunks));
+  if (s.host_square_results == nullptr)
+    PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_square_results, sizeof(CompactExact) * kMaxBatchChunks));
+  return SquareOutput{s.square_accumulators, s.device_square_results};
 }
 
 void SlotPool::release(int slot) {

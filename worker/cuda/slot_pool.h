@@ -31,6 +31,10 @@ struct StreamSlot {
   ChunkAccumulator* accumulators = nullptr;  // device
   ChunkResult* device_results = nullptr;
   ChunkResult* host_results = nullptr;  // pinned
+  // The same for a var/std job's squares, allocated when a job first asks for them (squares()).
+  ExactSum* square_accumulators = nullptr;  // device
+  CompactExact* device_square_results = nullptr;
+  CompactExact* host_square_results = nullptr;  // pinned
   // Stored arrays: the chunk as read from its files, pinned, copied to `buffer` on the stream.
   void* host_staging = nullptr;
   uint64_t host_staging_bytes = 0;
@@ -60,6 +64,9 @@ class SlotPool {
   // chunk as read from storage (kept and reused; the slot's previous copy from it has completed).
   // Throws CudaError.
   void* staging(int slot, uint64_t bytes);
+  // Dispatcher thread, after claim(): the slot's room for squares (allocated on first use, then
+  // kept). Throws CudaError.
+  SquareOutput squares(int slot);
   // Completion thread: the slot's work is done (its stop event or stream synchronized).
   void release(int slot);
   // Wakes a waiting claim() and fails every later one.

@@ -7,7 +7,7 @@
 # its own floor, GPU-vs-CPU exactness through the whole stack, two GPU workers in one job, and the
 # memory-limit error path, NVML's figures during the benchmark (plausible, and their cost) and the
 # performance report; the one-pass kernels (PSCHED_CUDA_ONE_PASS=1) against the two-kernel path, in
-# turns, same bits; with OLD_BIN_DIR=DIR (an older portable build), the DeepOps benchmark and
+# turns, same bits; var and std (GPU = CPU bits, their cost against sum-only); with OLD_BIN_DIR=DIR (an older portable build), the DeepOps benchmark and
 # --fused against that build in turns (issue 27's targets: <= 0.65 x the a7ed199 build's time).
 # Exits non-zero if any check fails.
 set -uo pipefail
@@ -184,6 +184,31 @@ for field in sum count min max; do
     fail "normal $field differs between GPU ($(json_field "$gpu" $field)) and CPU ($(json_field "$cpu" $field))"
 done
 echo "normal: sum, count, min and max identical on GPU and CPU"
+
+echo "== var and std (--stats sum,var,std): GPU = CPU bits; the DeepOps job's cost against sum-only, in turns"
+# Squares in the same pass as the sum (issue 45's target: <= 1.15 x the sum-only time on one GPU).
+sargs=(-x 30000 -y 30000 --chunk-x 4000 --chunk-y 3000 --offset 1e6 --stats sum,var,std --json)
+gpu=$("$bin/pbench" -g 1 "${sargs[@]}") || fail "GPU var/std"
+cpu=$("$bin/pbench" -c 1 --nthreads 16 "${sargs[@]}") || fail "CPU var/std"
+for field in sum var std; do
+  [[ "$(json_field "$gpu" $field)" == "$(json_field "$cpu" $field)" ]] ||
+    fail "var/std: $field differs between GPU ($(json_field "$gpu" $field)) and CPU ($(json_field "$cpu" $field))"
+done
+echo "var/std (normal, offset 1e6): sum, var and std identical on GPU and CPU: var $(json_field "$gpu" var), std $(json_field "$gpu" std)"
+: >"$out/stats_sum.s"; : >"$out/stats_var.s"; : >"$out/stats_fsum.s"; : >"$out/stats_fvar.s"
+for _ in 1 2; do
+  for mode in sum var fsum fvar; do
+    case $mode in sum) extra=() ;; var) extra=(--stats sum,var,std) ;; fsum) extra=(--fused) ;;
+      fvar) extra=(--fused --stats sum,var,std) ;; esac
+    r=$("$bin/pbench" -g 1 --json "${extra[@]}") || fail "DeepOps ($mode)"
+    json_field "$r" seconds >>"$out/stats_$mode.s"
+  done
+done
+best() { sort -g "$out/$1.s" | head -1; }
+awk -v s="$(best stats_sum)" -v v="$(best stats_var)" -v fs="$(best stats_fsum)" -v fv="$(best stats_fvar)" 'BEGIN {
+  printf "DeepOps with var and std %.3f s, sum only %.3f s: %.3f x (issue 45: <= 1.15)\n", v, s, v / s
+  printf "fused with var and std %.3f s, sum only %.3f s: %.3f x\n", fv, fs, fv / fs
+  exit !(v / s <= 1.15) }' || fail "var/std above 1.15 x the sum-only time"
 
 echo "== two GPU workers in one job (both on GPU 0), distributed mode"
 dir=$(mktemp -d)

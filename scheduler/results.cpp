@@ -30,6 +30,14 @@ ReportedPartial reported_partial(ChunkRange range, wire::ChunkPartial::Reader r)
   p.pos_inf = exact.getPosInf();
   p.neg_inf = exact.getNegInf();
   note_terms(exact.getTerms(), p);
+  if (r.hasSquares()) {
+    const auto squares = r.getSquares();
+    p.squares.present = true;
+    p.squares.nan = squares.getNan();
+    p.squares.pos_inf = squares.getPosInf();
+    p.squares.neg_inf = squares.getNegInf();
+    note_terms(squares.getTerms(), p.squares);
+  }
   return p;
 }
 

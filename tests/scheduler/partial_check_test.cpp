@@ -132,3 +132,54 @@ TEST_CASE("a lying partial is refused saying what cannot be true", "[partial_che
     CHECK(untrue_partial(s, p) == "sum nan of finite elements");
   }
 }
+
+TEST_CASE("a var/std job's partial carries a sum of squares that can be true, a sum-only job's none",
+          "[partial_check]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  JobSpec s = small_job();
+  ReportedPartial p = honest(s, ChunkRange{0, 1});  // 6 finite elements
+  SECTION("squares only where the job asked for them") {
+    p.squares.present = true;
+    note_terms(std::vector<double>{91.0}, p.squares);
+    CHECK(untrue_partial(s, p) == "a sum of squares in a partial of a job that asked for none");
+    s.squares = true;
+    CHECK(untrue_partial(s, p) == "");
+    p.squares = ReportedSquares{};
+    CHECK(untrue_partial(s, p) == "no sum of squares in a partial of a var/std job");
+  }
+  s.squares = true;
+  p.squares.present = true;
+  note_terms(std::vector<double>{91.0, 1e-20}, p.squares);
+  REQUIRE(untrue_partial(s, p) == "");
+  SECTION("finite, not negative terms, or one +inf alone (a sum past DBL_MAX)") {
+    note_terms(std::vector<double>{91.0, std::nan("")}, p.squares);
+    CHECK(untrue_partial(s, p) == "sum of squares term 2 of 2 is nan");
+    note_terms(std::vector<double>{-inf}, p.squares);
+    CHECK(untrue_partial(s, p) == "sum of squares term 1 of 1 is -inf");
+    note_terms(std::vector<double>{inf, 1.0}, p.squares);
+    CHECK(untrue_partial(s, p) == "sum of squares term 1 of 2 is inf");
+    note_terms(std::vector<double>{-2.0, 1e-20}, p.squares);
+    CHECK(untrue_partial(s, p) == "sum of squares -2 is negative");
+    note_terms(std::vector<double>{inf}, p.squares);
+    CHECK(untrue_partial(s, p) == "");
+  }
+  SECTION("the squares' special counts follow the elements'") {
+    p.squares.neg_inf = 1;
+    CHECK(untrue_partial(s, p) == "1 squares of -inf (a square is never negative)");
+    p.squares.neg_inf = 0;
+    p.squares.nan = 1;
+    CHECK(untrue_partial(s, p) == "1 NaN squares but 0 NaN elements");
+    p.squares.nan = 0;
+    p.squares.pos_inf = 6;  // every square overflowed: possible
+    CHECK(untrue_partial(s, p) == "");
+    p.squares.pos_inf = 7;
+    CHECK(untrue_partial(s, p) == "7 infinite squares of 0 infinite and 6 other elements");
+    p.nan = 1;
+    p.neg_inf = 2;
+    p.squares.nan = 1;
+    p.squares.pos_inf = 1;
+    CHECK(untrue_partial(s, p) == "1 infinite squares of 2 infinite and 3 other elements");
+    p.squares.pos_inf = 2;
+    CHECK(untrue_partial(s, p) == "");
+  }
+}

@@ -11,7 +11,8 @@
 #   - Dask (Debian's, threaded, da.from_zarr(...).sum()) on the same stores, 100 MB and 1 MB chunks,
 #     where python3 has dask: pbench's speed-up and whether each sum is the exact one;
 #   - on a GPU host: pinned host-to-device copies (io-floor h2d) and pbench -g 1 --input against
-#     min(read floor, copy floor) (target >= 0.8 x), and every GPU against one (target >= 3.5 x on 4).
+#     min(read floor, copy floor) (target >= 0.8 x), every GPU against one (target >= 3.5 x on 4),
+#     and one GPU on each Zarr store against its decompression floor (target >= 0.8 x).
 # Every pbench sum of the same data must have the same exact terms (checked). Exits non-zero if a
 # check fails; prints key=value lines and a summary table.
 set -uo pipefail
@@ -114,5 +115,13 @@ if nvidia-smi -L >/dev/null 2>&1; then
     echo "gpu${gpus}_gbps=$gn scaling=$(ratio "$gn" "$g1") (target >= 3.5 on 4)"
     [[ $(terms "$out/gpuN.json") == "$want" ]] || fail "GPUs: other exact terms than the CPU"
   fi
+  for c in blosc-lz4 zstd; do  # decompressed by the worker's readers (pcuda-worker --readers)
+    zfloor=$(grep -m1 '^zarr_decode_gbps=' "$out/zarr_floor_$c.txt" | cut -d= -f2)
+    "$bin/pbench" -g 1 --input "$data/x-$c.zarr" --json -q --repeat 2 >"$out/gpu_zarr_$c.json" ||
+      fail "pbench -g 1 --input zarr $c"
+    z=$(rate "$out/gpu_zarr_$c.json")
+    echo "gpu1_zarr_${c}_gbps=$z ratio_to_decode_floor=$(ratio "$z" "$zfloor") (target >= 0.8)"
+    [[ $(terms "$out/gpu_zarr_$c.json") == "$want" ]] || fail "GPU zarr $c: other exact terms than the CPU"
+  done
 fi
 exit $status

@@ -42,6 +42,7 @@ Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
       options.test_trap_on_chunk = choice.test_fault_on_chunk;
       options.one_pass = choice.cuda_one_pass;
       if (choice.streams > 0) options.streams = choice.streams;
+      if (choice.readers > 0) options.readers = unsigned(choice.readers);
       auto backend = make_cuda_backend(options);
       if (backend || choice.kind == "cuda") return backend;
       why = backend.message();

@@ -90,6 +90,10 @@ void add_flags(CLI::App& app, Flags& f) {
                  "CUDA backend: chunks in flight on each GPU, one stream and chunk buffer each "
                  "(default 6; fewer when memory is short)")
       ->transform(psched::cli::unsigned_in(1, 32));
+  app.add_option("--readers", f.backend.readers,
+                 "CUDA backend, stored arrays (--input): chunks read or decompressed at once, each "
+                 "by a thread of its own sharing the cores (default: one per core, 4 to 32)")
+      ->transform(psched::cli::unsigned_in(1, 32));
   app.add_option("--nworkers", f.nworkers, "CPU backend: number of worker processes to supervise")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1024));
   app.add_option("--name", f.config.name, "Worker name shown by the scheduler (default HOST-PID)")
@@ -209,6 +213,8 @@ psched::Result<std::vector<psched::SupervisedChild>> children_to_supervise(const
               gpu < int(visible_ids.size()) ? visible_ids[size_t(gpu)] : std::to_string(gpu);
           if (f.backend.streams > 0)
             c.spec.args.insert(c.spec.args.end(), {"--streams", std::to_string(f.backend.streams)});
+          if (f.backend.readers > 0)
+            c.spec.args.insert(c.spec.args.end(), {"--readers", std::to_string(f.backend.readers)});
           children.push_back(std::move(c));
         }
       }

@@ -21,13 +21,22 @@ namespace {
 constexpr uint64_t kFreeMemoryReserve = uint64_t{256} << 20;
 constexpr int kMaxStreams = 32;
 
+// Every core, 4 to 32: the stored arrays' readers and reading threads by default.
+unsigned every_core() { return std::clamp(std::thread::hardware_concurrency(), 4u, 32u); }
+
+unsigned readers_of(const CudaBackendOptions& options) {
+  return options.readers != 0 ? std::min(options.readers, unsigned(kMaxStreams)) : every_core();
+}
+
 }  // namespace
 
 namespace gpu {
 
 CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp& prop,
                          uint64_t budget_bytes)
-    : options_(options), pool_(options.streams, budget_bytes) {
+    : options_(options),
+      dispatchers_(readers_of(options)),
+      pool_(std::max(options.streams, int(dispatchers_)), budget_bytes) {
   info_.backend = "cuda";
   info_.device_name = prop.name;
   info_.memory_total_bytes = prop.totalGlobalMem;
@@ -35,9 +44,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp
   info_.compute_major = prop.major;
   info_.compute_minor = prop.minor;
   sm_count_ = std::max(prop.multiProcessorCount, 1);
-  reader_.set_read_threads(options_.read_threads != 0
-                               ? options_.read_threads
-                               : std::clamp(std::thread::hardware_concurrency(), 4u, 32u));
+  const unsigned read_threads = options_.read_threads != 0 ? options_.read_threads : every_core();
+  reader_threads_ = std::max(1u, read_threads / dispatchers_);
   // NVML's spelling of the bus id (function 0: a GPU is always function 0).
   pci_bus_id_ = fmt::format("{:08X}:{:02X}:{:02X}.0", unsigned(prop.pciDomainID),
                             unsigned(prop.pciBusID), unsigned(prop.pciDeviceID));
@@ -56,8 +64,9 @@ void CudaBackend::start(OnDone on_done) {
   if (life_ != Life::kCreated) return;
   transition(Life::kRunning);
   on_done_ = std::move(on_done);
-  dispatcher_done_ = false;
-  dispatcher_ = std::thread([this] { dispatch_loop(); });
+  dispatchers_running_ = dispatchers_;
+  for (unsigned i = 0; i < dispatchers_; ++i)
+    dispatcher_threads_.emplace_back([this, i] { dispatch_loop(/*stored_only=*/i > 0); });
   completer_ = std::thread([this] { complete_loop(); });
 }
 
@@ -75,7 +84,8 @@ void CudaBackend::enqueue_run(uint64_t job_id, uint64_t first, uint64_t count,
       queue_.push_back(Run{job_id, first, first + count, spec});
     }
   }
-  dispatch_cv_.notify_all();
+  dispatch_cv_.notify_one();
+  if (spec->stored.stored() && dispatchers_ > 1) readers_cv_.notify_all();
 }
 
 void CudaBackend::drop_job(uint64_t job_id) {
@@ -109,8 +119,10 @@ void CudaBackend::stop() {
   }
   pool_.shut_down();
   dispatch_cv_.notify_all();
+  readers_cv_.notify_all();
   complete_cv_.notify_all();
-  if (dispatcher_.joinable()) dispatcher_.join();
+  for (std::thread& t : dispatcher_threads_)
+    if (t.joinable()) t.join();
   if (completer_.joinable()) completer_.join();  // it waits for whatever was launched
   if (cudaSetDevice(options_.device) != cudaSuccess) (void)cudaGetLastError();
   pool_.destroy();

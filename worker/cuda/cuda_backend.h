@@ -23,10 +23,18 @@ struct CudaBackendOptions {
   // generate then a reduce that reads the chunk back: the same bits. Off until measured on a GPU
   // (pcuda-worker: PSCHED_CUDA_ONE_PASS=1; cuda-floor --one-pass).
   bool one_pass = false;
-  // Stored arrays: threads that read one chunk (storage/chunk_reader.h; the dispatcher thread reads
-  // each chunk into its slot's pinned memory while the other slots compute). 0: every core, 4 to
-  // 32 (one thread's pread from the page cache moves 6.4 GB/s, 32 threads 50: bench/README.md; half
-  // the cores held one H100 on a 16-core host to 0.55 x its floors).
+  // Stored arrays: chunks read at once, each by a dispatcher thread of its own with its own reader
+  // (storage/chunk_reader.h: a file read, or a Zarr chunk decompressed, into the chunk's slot's
+  // pinned memory while the other slots compute); a generated job's chunks keep one dispatcher.
+  // Each reader needs a slot while it reads, so the pool has max(streams, readers) slots, and
+  // generated launches use `streams` of them at most. 0: one per core, 4 to 32 (a Zarr chunk is
+  // decompressed by one thread: six readers on 16 cores decoded at 0.42-0.53 x the cores' floor,
+  // bench/README.md).
+  unsigned readers = 0;
+  // Stored arrays: threads reading in all, shared evenly by the readers (a flat file's chunk is
+  // split among its reader's share). 0: every core, 4 to 32 (one thread's pread from the page
+  // cache moves 6.4 GB/s, 32 threads 50: bench/README.md; half the cores held one H100 on a
+  // 16-core host to 0.55 x its floors).
   unsigned read_threads = 0;
   int64_t test_trap_on_chunk = -1;  // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): fault the
                                     // GPU on this chunk (a trap), as a hardware error would

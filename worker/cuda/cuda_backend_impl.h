@@ -1,6 +1,7 @@
 // CudaBackend: the Backend behind pcuda-worker on a GPU. One dispatcher thread takes runs of chunks
 // from a queue and launches each big chunk, or each batch of consecutive small chunks, on a free
-// stream slot (generate, exact reduce, copy a 48-byte result per chunk back): cuda_dispatch.cpp. One completion
+// stream slot (generate, exact reduce, copy a 48-byte result per chunk back): cuda_dispatch.cpp.
+// Stored arrays' chunks are also taken by more dispatchers, so that several are read at once. One completion
 // thread waits for the slots' stop events in dispatch order, turns them into ChunkOutcomes and
 // releases the slots: cuda_completion.cpp. With several slots in flight, one launch's chunks are
 // being created while another's are reduced. Nothing is allocated per chunk once a job's buffers
@@ -73,9 +74,10 @@ class CudaBackend final : public Backend {
   void transition(Life to);  // mutex_ held
   uint64_t batch_chunks(const JobSpec& spec) const;
 
-  void dispatch_loop();
+  // stored_only: one of the extra dispatchers, which take runs of stored arrays only.
+  void dispatch_loop(bool stored_only);
   InFlight dispatch(uint64_t job_id, uint64_t first, uint32_t count,
-                    const std::shared_ptr<const JobSpec>& spec);
+                    const std::shared_ptr<const JobSpec>& spec, ChunkReader& reader);
 
   void complete_loop();
   void finish(InFlight& entry);
@@ -90,27 +92,34 @@ class CudaBackend final : public Backend {
   static void add_residual(ExactSum residual, CompactPartial& partial);
 
   const CudaBackendOptions options_;
+  const unsigned dispatchers_;  // dispatcher threads: the readers of stored arrays, the first of them for all
   DeviceInfo info_;
   std::string pci_bus_id_;
   int sm_count_ = 1;
-  SlotPool pool_;
+  SlotPool pool_;  // max(options_.streams, dispatchers_) slots
 
-  // Dispatcher thread only: reads stored arrays' chunks.
-  ChunkReader reader_;
+  unsigned reader_threads_ = 1;  // threads of each dispatcher's ChunkReader
+  // Held by a dispatcher while it claims and sizes a slot (SlotPool::claim and prepare), so that
+  // the pool's memory is sized by one of them at a time.
+  std::mutex claim_mutex_;
 
   // Completion thread only.
   cudaEvent_t latest_stop_ = nullptr;  // the latest chunk stop seen (take_busy_ms)
 
   OnDone on_done_;
-  std::thread dispatcher_, completer_;
+  std::vector<std::thread> dispatcher_threads_;
+  std::thread completer_;
 
   std::mutex mutex_;  // guards everything below
-  std::condition_variable dispatch_cv_;  // task queued, stopping
+  std::condition_variable dispatch_cv_;  // the first dispatcher: task queued, stopping
+  // The other dispatchers: a stored array's run at the queue's front, stopping (apart, so that a
+  // generated job's tasks wake one thread, not every reader).
+  std::condition_variable readers_cv_;
   std::condition_variable complete_cv_;  // entry in flight, dispatcher done
   std::deque<Run> queue_;
   std::deque<InFlight> in_flight_;
   Life life_ = Life::kCreated;
-  bool dispatcher_done_ = true;  // the dispatcher thread is not running (or has finished)
+  unsigned dispatchers_running_ = 0;  // dispatcher threads started and not yet finished
 };
 
 }  // namespace psched::gpu

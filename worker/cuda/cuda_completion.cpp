@@ -1,5 +1,5 @@
-// The CUDA backend's completion thread (cuda_backend_impl.h): waits for each launch in dispatch
-// order, turns its results into ChunkOutcomes for the worker and hands its slot back.
+// The CUDA backend's completion thread (cuda_backend_impl.h): waits for each launch in the order
+// the dispatchers handed them over, turns its results into ChunkOutcomes for the worker and hands its slot back.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -25,7 +25,7 @@ void CudaBackend::complete_loop() {
     InFlight entry;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      complete_cv_.wait(lock, [&] { return !in_flight_.empty() || dispatcher_done_; });
+      complete_cv_.wait(lock, [&] { return !in_flight_.empty() || dispatchers_running_ == 0; });
       if (in_flight_.empty()) break;
       entry = std::move(in_flight_.front());
       in_flight_.pop_front();

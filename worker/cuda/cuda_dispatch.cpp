@@ -1,5 +1,6 @@
-// The CUDA backend's dispatcher thread (cuda_backend_impl.h): takes the next big chunk or batch of
-// small chunks from the queue, the queued jobs in turn, and launches it on a free stream slot.
+// The CUDA backend's dispatcher threads (cuda_backend_impl.h): each takes the next big chunk or
+// batch of small chunks from the queue, the queued jobs in turn, and launches it on a free stream
+// slot; a stored array's chunk is read first, by the dispatcher's own reader.
 #include <algorithm>
 
 #include <cuda_runtime.h>
@@ -13,15 +14,24 @@
 
 namespace psched::gpu {
 
-void CudaBackend::dispatch_loop() {
+// Dispatcher thread: the first takes every run in the queue's turn order; the others
+// (stored_only) wait for a run of a stored array at the front, so several of its chunks are read
+// at once while a generated job's launches keep one thread and their order.
+void CudaBackend::dispatch_loop(bool stored_only) {
   const cudaError_t device_status = cudaSetDevice(options_.device);
+  ChunkReader reader;
+  reader.set_read_threads(reader_threads_);
+  const auto stored_front = [&] { return !queue_.empty() && queue_.front().spec->stored.stored(); };
   while (true) {
     uint64_t job_id = 0, first = 0;
     uint32_t count = 0;
     std::shared_ptr<const JobSpec> spec;
+    bool wake_readers = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      dispatch_cv_.wait(lock, [&] { return life_ >= Life::kStopping || !queue_.empty(); });
+      (stored_only ? readers_cv_ : dispatch_cv_).wait(lock, [&] {
+        return life_ >= Life::kStopping || (stored_only ? stored_front() : !queue_.empty());
+      });
       if (life_ >= Life::kStopping) break;
       Run& front = queue_.front();
       job_id = front.job_id;
@@ -31,10 +41,12 @@ void CudaBackend::dispatch_loop() {
       front.next += count;
       if (front.next == front.end) queue_.pop_front();
       next_job_takes_its_turn(queue_, job_id);
+      wake_readers = dispatchers_ > 1 && stored_front();
     }
+    if (wake_readers) readers_cv_.notify_all();
     InFlight entry;
     if (device_status == cudaSuccess) {
-      entry = dispatch(job_id, first, count, spec);
+      entry = dispatch(job_id, first, count, spec, reader);
     } else {
       entry.outcomes.resize(count);
       for (uint32_t i = 0; i < count; ++i) {
@@ -53,7 +65,7 @@ void CudaBackend::dispatch_loop() {
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    dispatcher_done_ = true;
+    --dispatchers_running_;
   }
   complete_cv_.notify_all();
 }
@@ -61,7 +73,7 @@ void CudaBackend::dispatch_loop() {
 // Launches chunks first .. first + count - 1 of one job (count > 1 only for batched jobs): their
 // generate (unless fused) and exact reduce, then the copy of their compact results.
 InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
-                               const std::shared_ptr<const JobSpec>& spec_ptr) {
+                               const std::shared_ptr<const JobSpec>& spec_ptr, ChunkReader& reader) {
   InFlight entry;
   entry.spec = spec_ptr;
   entry.outcomes.resize(count);
@@ -103,13 +115,18 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
       return entry;
     }
 
-    const int slot = pool_.claim(buffer_bytes);
-    if (slot < 0) {
-      fail("cuda backend stopped");
-      return entry;
+    int slot = -1;
+    {
+      std::lock_guard<std::mutex> claiming(claim_mutex_);
+      // A generated job's launches keep to `streams` slots; the readers of a stored one may use them all.
+      slot = pool_.claim(buffer_bytes, stored ? pool_.size() : size_t(options_.streams));
+      if (slot < 0) {
+        fail("cuda backend stopped");
+        return entry;
+      }
+      entry.slot = slot;  // from here on the completion thread releases it, whatever happens
+      pool_.prepare(slot, buffer_bytes);
     }
-    entry.slot = slot;  // from here on the completion thread releases it, whatever happens
-    pool_.prepare(slot, buffer_bytes);
 
     StreamSlot& s = pool_.slot(slot);
     const SquareOutput squares = spec.squares ? pool_.squares(slot) : SquareOutput{};
@@ -118,7 +135,7 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
       auto* host = static_cast<double*>(pool_.staging(slot, buffer_bytes));
       const bool exact_integers = spec.scale == 1.0 && spec.offset == 0.0;
       if (exact_integers) entry.residual = std::make_unique<ExactSum>();
-      if (Status st = reader_.read(spec, first, w.box, w.rows, w.cols, host, entry.residual.get()); !st) {
+      if (Status st = reader.read(spec, first, w.box, w.rows, w.cols, host, entry.residual.get()); !st) {
         fail(st.message());  // not launched: the completion thread hands the slot back
         return entry;
       }

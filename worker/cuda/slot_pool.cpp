@@ -68,10 +68,10 @@ SlotPool::SlotPool(int slots, uint64_t budget_bytes)
 // The slot returned either holds enough memory, or can grow within the budget, or every other slot
 // holding memory is idle, so prepare() can free theirs. While the budget is short and a busy slot
 // holds memory, this waits for that slot and reuses its buffer rather than free and reallocate.
-int SlotPool::claim(uint64_t buffer_bytes) {
+int SlotPool::claim(uint64_t buffer_bytes, size_t most_busy) {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    released_.wait(lock, [&] { return shut_down_ || !free_.empty(); });
+    released_.wait(lock, [&] { return shut_down_ || (!free_.empty() && slots_.size() - free_.size() < most_busy); });
     if (shut_down_) return -1;
     // The free slot with the most memory: no allocation in steady state.
     auto best = std::max_element(free_.begin(), free_.end(), [&](int a, int b) {
@@ -160,7 +160,7 @@ bool SlotPool::release_idle_memory(int keep) {
   std::vector<int> idle;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    idle = free_;  // only the dispatcher claims slots, and it is the caller
+    idle = free_;  // slots are claimed one dispatcher at a time, and this is the one
   }
   bool freed = false;
   for (int i : idle) {

@@ -1,9 +1,9 @@
 // SlotPool: the CUDA backend's stream slots and who holds them. A slot is one CUDA stream with
 // everything a chunk in flight needs on it (chunk buffer, the chunks' exact accumulators, their
-// results in device and pinned host memory, events). The dispatcher thread claims a free slot for a chunk and
-// sizes its memory; the completion thread releases it once the chunk is done. Buffers are
-// allocated when a job first needs them and kept, within the memory budget, so steady state
-// allocates nothing.
+// results in device and pinned host memory, events). A dispatcher thread claims a free slot for a
+// chunk and sizes its memory (the backend lets one dispatcher at a time claim and prepare); the
+// completion thread releases it once the chunk is done. Buffers are allocated when a job first
+// needs them and kept, within the memory budget, so steady state allocates nothing.
 #pragma once
 
 #include <condition_variable>
@@ -52,19 +52,20 @@ class SlotPool {
   SlotPool& operator=(const SlotPool&) = delete;
 
   uint64_t budget_bytes() const { return budget_bytes_; }
-  // The slot's stream, events and results; its memory fields belong to the dispatcher thread.
+  // The slot's stream, events and results; its memory fields belong to the dispatcher holding it.
   StreamSlot& slot(int index) { return slots_[size_t(index)]; }
 
-  // Dispatcher thread: a free slot for a chunk needing this buffer (which fits the budget),
-  // waiting while none is free or the budget is short; -1 once shut down.
-  int claim(uint64_t buffer_bytes);
-  // Dispatcher thread, after claim(): gives the slot at least this buffer. Throws CudaError.
+  // A dispatcher, one at a time: a free slot for a chunk needing this buffer (which fits the budget),
+  // waiting while none is free, `most_busy` slots are busy, or the budget is short; -1 once shut down.
+  int claim(uint64_t buffer_bytes, size_t most_busy = SIZE_MAX);
+  size_t size() const { return slots_.size(); }
+  // The same dispatcher, after claim(): gives the slot at least this buffer. Throws CudaError.
   void prepare(int slot, uint64_t buffer_bytes);
-  // Dispatcher thread, after claim(): pinned host memory of at least this size for the slot's
+  // The slot's dispatcher, after claim(): pinned host memory of at least this size for the slot's
   // chunk as read from storage (kept and reused; the slot's previous copy from it has completed).
   // Throws CudaError.
   void* staging(int slot, uint64_t bytes);
-  // Dispatcher thread, after claim(): the slot's room for squares (allocated on first use, then
+  // The slot's dispatcher, after claim(): the slot's room for squares (allocated on first use, then
   // kept). Throws CudaError.
   SquareOutput squares(int slot);
   // Completion thread: the slot's work is done (its stop event or stream synchronized).
@@ -84,7 +85,7 @@ class SlotPool {
 
   std::vector<StreamSlot> slots_;
   const uint64_t budget_bytes_;
-  uint64_t allocated_bytes_ = 0;  // dispatcher thread only
+  uint64_t allocated_bytes_ = 0;  // the claiming dispatcher only
 
   std::mutex mutex_;  // guards what follows
   std::condition_variable released_;

@@ -260,7 +260,8 @@ function render(s) {
       {cls: "num", text: j.seconds.toFixed(3)},
       {cls: "num", text: rate(j.throughput_bytes_per_second)},
       {cls: "num", text: j.workers},
-      {cls: "num", text: j.state === "done" ? String(j.sum) : "–"}])));
+      {cls: "num", text: j.state !== "done" ? "–" : String(j.sum) +
+          (j.var !== undefined ? " (var " + String(j.var) + ", std " + String(j.std) + ")" : "")}])));
 }
 async function refresh() {
   const conn = document.getElementById("conn");

@@ -12,6 +12,7 @@
 
 #include "app/logging.h"
 #include "core/plural.h"
+#include "core/variance.h"
 #include "net/wire_convert.h"
 #include "scheduler/scheduler.h"
 
@@ -226,13 +227,19 @@ void Scheduler::remember_job(const Job& job, const char* state, const std::strin
   s.retries = job.retries();
   s.workers = uint32_t(job.workers_used());
   s.seconds = job.seconds();
-  if (total) {
-    s.sum = total->sum;
-    s.count = total->count;
-  } else if (job.complete()) {
-    const CompactPartial result = job.result();
+  const auto take = [&](const CompactPartial& result) {
     s.sum = result.sum;
     s.count = result.count;
+    if (result.has_squares) {
+      const ExactSum sum = result.exact.value(), squares = result.squares.value();
+      s.var = exact_variance(sum, squares, result.count, 0);
+      s.std = exact_std(sum, squares, result.count, 0);
+    }
+  };
+  if (total) {
+    take(*total);
+  } else if (job.complete()) {
+    take(job.result());
   } else {
     s.sum = job.running_sum();
   }

@@ -116,6 +116,9 @@ struct JobSummary {
   uint64_t chunks = 0, chunks_done = 0, bytes = 0, count = 0, retries = 0;
   uint32_t workers = 0;
   double seconds = 0, sum = 0;  // sum: the result when done, the running sum otherwise
+  // A var/std job's (JobSpec::squares) when done: var and std with ddof 0, numpy's default
+  // (core/variance.h); a client may ask another ddof of the same exact sums.
+  std::optional<double> var, std;
   std::chrono::system_clock::time_point finished = std::chrono::system_clock::now();
 };
 

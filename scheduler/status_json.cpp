@@ -126,6 +126,10 @@ void write_recent_job(JsonText& out, const Scheduler& s, const JobSummary& r, bo
   out.key("workers").value(r.workers);
   out.key("sum").value(r.sum);
   out.key("count").value(r.count);
+  if (r.var) {  // a var/std job's, ddof 0
+    out.key("var").value(*r.var);
+    out.key("std").value(*r.std);
+  }
   out.key("finished_unix").value(std::chrono::duration<double>(r.finished.time_since_epoch()).count());
   if (devices) {
     out.key("devices");

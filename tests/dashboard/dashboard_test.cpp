@@ -84,6 +84,28 @@ TEST_CASE("/api/status lists exactly the cluster's workers and the jobs it ran")
   CHECK(without == expected);
 }
 
+TEST_CASE("a var/std job's recent entry carries var and std (ddof 0), a sum-only job's none") {
+  auto cluster = dashboard_cluster({"dash-v"});
+  const uint16_t port = port_of(cluster->dashboard());
+  pclient::Job plain = arange_sum_job(200, 300, 50, 100);
+  pclient::Job stats = plain;
+  stats.squares = true;
+  REQUIRE(cluster->client().run(plain).sum == arange_sum(60000));
+  const pclient::Result result = cluster->client().run(stats);
+  json status = get_status(port);
+  REQUIRE(status["recent_jobs"].size() == 2);
+  const json& newest = status["recent_jobs"][0];
+  const json& older = status["recent_jobs"][1];
+  CHECK(newest["id"] == result.job_id);
+  // The client's own var and std of the same exact sums: the same bits.
+  CHECK(newest["var"].get<double>() == result.var(0));
+  CHECK(newest["std"].get<double>() == result.std(0));
+  // arange 0 .. 59999: var = (n^2 - 1) / 12, exactly representable here.
+  CHECK(result.var(0) == (60000.0 * 60000.0 - 1.0) / 12.0);
+  CHECK_FALSE(older.contains("var"));
+  CHECK_FALSE(older.contains("std"));
+}
+
 TEST_CASE("/metrics exposes workers, jobs, tasks, bytes and chunk times in Prometheus text") {
   auto cluster = dashboard_cluster({"dash-a", "dash-b"});
   const uint16_t port = port_of(cluster->dashboard());

@@ -16,6 +16,7 @@ struct BackendChoice {
   int threads = 0;            // cpu threads; 0 = one per core
   int streams = 0;            // cuda stream slots; 0 = the backend's default
   int readers = 0;            // cuda: stored chunks read at once; 0 = the backend's default
+  uint64_t pinned_limit_bytes = 0;  // cuda: pinned host memory for stored chunks; 0 = the default
   uint64_t memory_limit_bytes = 0;
   int test_delay_ms = 0;  // test-only, CPU backend
   std::chrono::microseconds spin{0};  // CPU backend threads poll this long before sleeping

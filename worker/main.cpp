@@ -94,6 +94,10 @@ void add_flags(CLI::App& app, Flags& f) {
                  "CUDA backend, stored arrays (--input): chunks read or decompressed at once, each "
                  "by a thread of its own sharing the cores (default: one per core, 4 to 32)")
       ->transform(psched::cli::unsigned_in(1, 32));
+  app.add_option("--pinned-limit", f.backend.pinned_limit_bytes,
+                 "CUDA backend, stored arrays: pinned host memory the readers may hold, e.g. 4GB; "
+                 "fewer chunks are read at once when it is short (default: an eighth of the host's memory)")
+      ->transform(CLI::AsSizeValue(true));
   app.add_option("--nworkers", f.nworkers, "CPU backend: number of worker processes to supervise")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1024));
   app.add_option("--name", f.config.name, "Worker name shown by the scheduler (default HOST-PID)")
@@ -215,6 +219,8 @@ psched::Result<std::vector<psched::SupervisedChild>> children_to_supervise(const
             c.spec.args.insert(c.spec.args.end(), {"--streams", std::to_string(f.backend.streams)});
           if (f.backend.readers > 0)
             c.spec.args.insert(c.spec.args.end(), {"--readers", std::to_string(f.backend.readers)});
+          if (f.backend.pinned_limit_bytes > 0)
+            c.spec.args.insert(c.spec.args.end(), {"--pinned-limit", std::to_string(f.backend.pinned_limit_bytes)});
           children.push_back(std::move(c));
         }
       }

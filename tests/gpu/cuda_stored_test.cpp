@@ -172,3 +172,20 @@ TEST_CASE("stored arrays: a chunk the GPU worker cannot read fails with the read
   }
   backend->stop();
 }
+
+TEST_CASE("stored arrays: a pinned limit of one chunk reads one at a time, to the CPU's bits", "[gpu][stored]") {
+  CudaBackendOptions options;
+  options.readers = 8;
+  options.pinned_limit_bytes = 1000 * 200 * sizeof(double);  // one chunk's staging: the others wait
+  auto backend = backend_with(options);
+  Outcomes outcomes;
+  backend->start(outcomes.callback());
+  TempDir dir;
+  std::mt19937_64 rng(20261128);
+  std::normal_distribution<double> normal(11, 1);
+  std::vector<double> f64(5000 * 400);
+  for (double& x : f64) x = normal(rng);
+  write_bytes(dir.path / "f64.npy", npy_header({DType::kFloat64, false}, false, {5000, 400}) + bytes_of(f64));
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f64.npy", 1000, 200), 1);
+  backend->stop();
+}

@@ -1,5 +1,7 @@
 #include "worker/cuda/cuda_backend.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <thread>
 #include <cstdlib>
@@ -24,6 +26,12 @@ constexpr int kMaxStreams = 32;
 // Every core, 4 to 32: the stored arrays' readers and reading threads by default.
 unsigned every_core() { return std::clamp(std::thread::hardware_concurrency(), 4u, 32u); }
 
+uint64_t pinned_limit_of(const CudaBackendOptions& options) {
+  if (options.pinned_limit_bytes != 0) return options.pinned_limit_bytes;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 8 : uint64_t{4} << 30;
+}
+
 unsigned readers_of(const CudaBackendOptions& options) {
   return options.readers != 0 ? std::min(options.readers, unsigned(kMaxStreams)) : every_core();
 }
@@ -36,7 +44,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp
                          uint64_t budget_bytes)
     : options_(options),
       dispatchers_(readers_of(options)),
-      pool_(std::max(options.streams, int(dispatchers_)), budget_bytes) {
+      pool_(std::max(options.streams, int(dispatchers_)), budget_bytes, pinned_limit_of(options)) {
   info_.backend = "cuda";
   info_.device_name = prop.name;
   info_.memory_total_bytes = prop.totalGlobalMem;

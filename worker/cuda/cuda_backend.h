@@ -36,6 +36,10 @@ struct CudaBackendOptions {
   // cache moves 6.4 GB/s, 32 threads 50: bench/README.md; half the cores held one H100 on a
   // 16-core host to 0.55 x its floors).
   unsigned read_threads = 0;
+  // Stored arrays: pinned host memory the readers' staging may hold in all (each reader's chunk as
+  // read, until its copy to the device is done); fewer chunks are read at once when it is short,
+  // one at least. 0: an eighth of the host's memory.
+  uint64_t pinned_limit_bytes = 0;
   int64_t test_trap_on_chunk = -1;  // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): fault the
                                     // GPU on this chunk (a trap), as a hardware error would
 };

@@ -116,23 +116,25 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     }
 
     int slot = -1;
+    double* host = nullptr;  // a stored chunk's pinned staging
     {
       std::lock_guard<std::mutex> claiming(claim_mutex_);
-      // A generated job's launches keep to `streams` slots; the readers of a stored one may use them all.
-      slot = pool_.claim(buffer_bytes, stored ? pool_.size() : size_t(options_.streams));
+      // A generated job's launches keep to `streams` slots; the readers of a stored one may use
+      // every slot whose staging fits the pinned limit.
+      slot = pool_.claim(buffer_bytes, stored ? pool_.staging_slots(buffer_bytes) : size_t(options_.streams));
       if (slot < 0) {
         fail("cuda backend stopped");
         return entry;
       }
       entry.slot = slot;  // from here on the completion thread releases it, whatever happens
       pool_.prepare(slot, buffer_bytes);
+      if (stored) host = static_cast<double*>(pool_.staging(slot, buffer_bytes));
     }
 
     StreamSlot& s = pool_.slot(slot);
     const SquareOutput squares = spec.squares ? pool_.squares(slot) : SquareOutput{};
     if (stored) {  // read the chunk into the slot's pinned memory while the other slots compute
       const ChunkWork& w = work.first;
-      auto* host = static_cast<double*>(pool_.staging(slot, buffer_bytes));
       const bool exact_integers = spec.scale == 1.0 && spec.offset == 0.0;
       if (exact_integers) entry.residual = std::make_unique<ExactSum>();
       if (Status st = reader.read(spec, first, w.box, w.rows, w.cols, host, entry.residual.get()); !st) {

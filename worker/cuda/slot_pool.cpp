@@ -52,8 +52,8 @@ void destroy_slot(StreamSlot& s) noexcept {
 
 }  // namespace
 
-SlotPool::SlotPool(int slots, uint64_t budget_bytes)
-    : slots_(size_t(std::max(slots, 0))), budget_bytes_(budget_bytes) {
+SlotPool::SlotPool(int slots, uint64_t budget_bytes, uint64_t pinned_limit_bytes)
+    : slots_(size_t(std::max(slots, 0))), budget_bytes_(budget_bytes), pinned_limit_bytes_(pinned_limit_bytes) {
   try {
     for (size_t i = 0; i < slots_.size(); ++i) {
       create_slot(slots_[i]);
@@ -113,13 +113,27 @@ void SlotPool::prepare(int slot, uint64_t buffer_bytes) {
 void* SlotPool::staging(int slot, uint64_t bytes) {
   StreamSlot& s = slots_[size_t(slot)];
   if (s.host_staging_bytes < bytes) {
-    if (s.host_staging) PSCHED_CUDA_CHECK(cudaFreeHost(s.host_staging));
-    s.host_staging = nullptr;
-    s.host_staging_bytes = 0;
+    free_staging(s);
+    if (pinned_bytes_ + bytes > pinned_limit_bytes_) {  // idle slots' first (claimed one at a time)
+      std::vector<int> idle;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        idle = free_;
+      }
+      for (int i : idle) free_staging(slots_[size_t(i)]);
+    }
     PSCHED_CUDA_CHECK(cudaMallocHost(&s.host_staging, bytes));
     s.host_staging_bytes = bytes;
+    pinned_bytes_ += bytes;
   }
   return s.host_staging;
+}
+
+void SlotPool::free_staging(StreamSlot& s) {
+  if (s.host_staging) PSCHED_CUDA_CHECK(cudaFreeHost(s.host_staging));
+  s.host_staging = nullptr;
+  pinned_bytes_ -= s.host_staging_bytes;
+  s.host_staging_bytes = 0;
 }
 
 SquareOutput SlotPool::squares(int slot) {
@@ -153,6 +167,7 @@ void SlotPool::shut_down() {
 void SlotPool::destroy() noexcept {
   for (StreamSlot& s : slots_) destroy_slot(s);
   allocated_bytes_ = 0;
+  pinned_bytes_ = 0;
 }
 
 // Frees the memory of idle slots other than keep. True when it freed anything.

@@ -6,6 +6,7 @@
 // needs them and kept, within the memory budget, so steady state allocates nothing.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -46,7 +47,8 @@ class SlotPool {
  public:
   // Creates the slots (streams, events, result storage; no buffers yet) on the current device.
   // Throws CudaError, having freed what it created.
-  SlotPool(int slots, uint64_t budget_bytes);
+  // pinned_limit_bytes: what the slots' staging (stored arrays' chunks as read) may pin in all.
+  SlotPool(int slots, uint64_t budget_bytes, uint64_t pinned_limit_bytes = UINT64_MAX);
   ~SlotPool() { destroy(); }
   SlotPool(const SlotPool&) = delete;
   SlotPool& operator=(const SlotPool&) = delete;
@@ -61,10 +63,16 @@ class SlotPool {
   size_t size() const { return slots_.size(); }
   // The same dispatcher, after claim(): gives the slot at least this buffer. Throws CudaError.
   void prepare(int slot, uint64_t buffer_bytes);
-  // The slot's dispatcher, after claim(): pinned host memory of at least this size for the slot's
+  // The claiming dispatcher, after claim(): pinned host memory of at least this size for the slot's
   // chunk as read from storage (kept and reused; the slot's previous copy from it has completed).
-  // Throws CudaError.
+  // Past the pinned limit, idle slots' staging is freed first. Throws CudaError.
   void* staging(int slot, uint64_t bytes);
+  // Slots a stored array's chunks of this size may hold at once within the pinned limit (1 at least).
+  size_t staging_slots(uint64_t bytes) const {
+    const uint64_t fit = bytes > 0 ? pinned_limit_bytes_ / bytes : slots_.size();
+    return size_t(std::clamp<uint64_t>(fit, 1, slots_.size()));
+  }
+  uint64_t pinned_bytes() const { return pinned_bytes_; }
   // The slot's dispatcher, after claim(): the slot's room for squares (allocated on first use, then
   // kept). Throws CudaError.
   SquareOutput squares(int slot);
@@ -82,10 +90,13 @@ class SlotPool {
   bool release_idle_memory(int keep);
   void resize(StreamSlot& s, uint64_t buffer_bytes);
   void reallocate(void*& ptr, uint64_t& bytes, uint64_t want);
+  void free_staging(StreamSlot& s);
 
   std::vector<StreamSlot> slots_;
   const uint64_t budget_bytes_;
   uint64_t allocated_bytes_ = 0;  // the claiming dispatcher only
+  const uint64_t pinned_limit_bytes_;
+  uint64_t pinned_bytes_ = 0;  // the slots' staging; the claiming dispatcher only
 
   std::mutex mutex_;  // guards what follows
   std::condition_variable released_;

@@ -25,6 +25,29 @@ inline constexpr uint64_t kExactAddsBeforeNormalize = uint64_t{1} << 31;
 // below 2^1024, the last above 2^-1075 (2098 binades / 53, plus one).
 inline constexpr size_t kExactMaxTerms = 41;
 
+// A finite double's share of ExactSum::add: signed 32-bit pieces p0, p1, p2 for digits i, i + 1 and
+// i + 2 (i = -1 for a zero). With biased exponent E and integer mantissa m (implicit bit when
+// E > 0), the value is +-m 2^(max(E,1) - 1075), so m's lowest bit sits at bit p = max(E,1) + 13 of
+// the accumulator; m << (p % 32) (at most 85 bits) goes into digits p / 32 .. p / 32 + 2. The one
+// place the split is written: ExactSum::add and the CUDA backend's block sums
+// (worker/cuda/exact_device.cuh) both take it from here.
+struct ExactPieces {
+  int i;
+  int64_t p0, p1, p2;
+};
+PSCHED_HD ExactPieces exact_pieces(uint64_t bits) {  // bits: a finite double's
+  const int biased = int((bits >> 52) & 0x7ff);
+  uint64_t m = bits & ((uint64_t{1} << 52) - 1);
+  if (m == 0 && biased == 0) return ExactPieces{-1, 0, 0, 0};  // +-0
+  if (biased > 0) m |= uint64_t{1} << 52;
+  const int p = (biased > 0 ? biased : 1) + 13;
+  const int i = p >> 5, s = p & 31;
+  const uint64_t low = m << s;                       // bits 0..63 of m << s
+  const uint64_t high = s == 0 ? 0 : m >> (64 - s);  // bits 64..84
+  const int64_t sign = (bits >> 63) ? -1 : 1;
+  return ExactPieces{i, sign * int64_t(low & 0xffffffffu), sign * int64_t(low >> 32), sign * int64_t(high)};
+}
+
 struct ExactSum {
   // value = sum_i digit[i] * 2^(32 i - 1088). Between normalisations a digit may hold more than 32
   // bits (and either sign); normalize() brings digits 0..66 into [0, 2^32), digit 67 signed.
@@ -32,9 +55,7 @@ struct ExactSum {
   // NaN, +inf and -inf elements seen: they never reach the digits.
   uint32_t nan = 0, pos_inf = 0, neg_inf = 0;
 
-  // Exact. Finite x: biased exponent E, integer mantissa m (implicit bit when E > 0), value
-  // +-m 2^(max(E,1) - 1075), so m's lowest bit sits at bit p = max(E,1) + 13 of the accumulator;
-  // m << (p % 32) (at most 85 bits) goes into digits p / 32 .. p / 32 + 2 as three 32-bit pieces.
+  // Exact: a finite x as its three pieces (exact_pieces), NaN and infinities counted.
   PSCHED_HD void add(double x) {
     uint64_t bits;
 #if defined(__CUDA_ARCH__)
@@ -42,31 +63,17 @@ struct ExactSum {
 #else
     std::memcpy(&bits, &x, sizeof bits);
 #endif
-    const int biased = int((bits >> 52) & 0x7ff);
-    uint64_t m = bits & ((uint64_t{1} << 52) - 1);
-    const bool negative = (bits >> 63) != 0;
-    if (biased == 0x7ff) {
-      if (m != 0) ++nan;
-      else if (negative) ++neg_inf;
+    if (((bits >> 52) & 0x7ff) == 0x7ff) {
+      if ((bits & ((uint64_t{1} << 52) - 1)) != 0) ++nan;
+      else if (bits >> 63) ++neg_inf;
       else ++pos_inf;
       return;
     }
-    if (m == 0 && biased == 0) return;  // +-0
-    if (biased > 0) m |= uint64_t{1} << 52;
-    const int p = (biased > 0 ? biased : 1) + 13;
-    const int i = p >> 5, s = p & 31;
-    const uint64_t low = m << s;                          // bits 0..63 of m << s
-    const uint64_t high = s == 0 ? 0 : m >> (64 - s);     // bits 64..84
-    const int64_t p0 = int64_t(low & 0xffffffffu), p1 = int64_t(low >> 32), p2 = int64_t(high);
-    if (negative) {
-      digit[i] -= p0;
-      digit[i + 1] -= p1;
-      digit[i + 2] -= p2;
-    } else {
-      digit[i] += p0;
-      digit[i + 1] += p1;
-      digit[i + 2] += p2;
-    }
+    const ExactPieces pieces = exact_pieces(bits);
+    if (pieces.i < 0) return;
+    digit[pieces.i] += pieces.p0;
+    digit[pieces.i + 1] += pieces.p1;
+    digit[pieces.i + 2] += pieces.p2;
   }
 
   // Exact merge: digit-wise add and the special counts. Both should be normalised, or far enough

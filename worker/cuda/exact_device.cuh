@@ -17,30 +17,12 @@ struct BlockExact {
   unsigned int nan, pos_inf, neg_inf;
 };
 
-// x's share of ExactSum::add(x) for a finite x: pieces p0..p2 (signed) for digits i .. i + 2;
-// i = -1 for a zero.
-struct ExactPieces {
-  int i;
-  long long p0, p1, p2;
-};
-
+// x's share of ExactSum::add(x) for a finite x (core/exact_sum.h's exact_pieces, the one split).
 __device__ __forceinline__ ExactPieces exact_pieces(double x) {
-  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
-  const int biased = int((bits >> 52) & 0x7ff);
-  unsigned long long m = bits & ((1ull << 52) - 1);
-  if (biased == 0 && m == 0) return ExactPieces{-1, 0, 0, 0};
-  if (biased > 0) m |= 1ull << 52;
-  const int p = (biased > 0 ? biased : 1) + 13;
-  const int i = p >> 5, s = p & 31;
-  const unsigned long long low = m << s;
-  const unsigned long long high = s == 0 ? 0 : m >> (64 - s);
-  const long long sign = (bits >> 63) ? -1 : 1;
-  return ExactPieces{i, sign * (long long)(low & 0xffffffffu), sign * (long long)(low >> 32),
-                     sign * (long long)high};
+  return psched::exact_pieces(static_cast<uint64_t>(__double_as_longlong(x)));
 }
 
-__device__ __forceinline__ void add_pieces(BlockExact& b, int i, long long p0, long long p1,
-                                           long long p2) {
+__device__ __forceinline__ void add_pieces(BlockExact& b, int i, int64_t p0, int64_t p1, int64_t p2) {
   if (p0 != 0) atomicAdd(&b.digit[i], static_cast<unsigned long long>(p0));
   if (p1 != 0) atomicAdd(&b.digit[i + 1], static_cast<unsigned long long>(p1));
   if (p2 != 0) atomicAdd(&b.digit[i + 2], static_cast<unsigned long long>(p2));

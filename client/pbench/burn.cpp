@@ -181,14 +181,13 @@ int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, co
   std::mutex mutex;  // guards ledger: the watcher's thread and this one
   install_burn_stop_handlers();
   const std::vector<pclient::Job> jobs = burn_jobs(f);
-  if (!f.json)
-    std::printf("Burn: %.0f s of verified jobs (%s) on %zu workers\n", f.burn_seconds,
-                fmt::format("{}", fmt::join([&] {
-                  std::vector<std::string> t;
-                  for (const auto& j : jobs) t.push_back(job_text(j));
-                  return t;
-                }(), "; ")).c_str(), client.workers().size());
-  std::fflush(stdout);
+  if (!f.json) {
+    std::vector<std::string> shapes;
+    for (const auto& j : jobs) shapes.push_back(job_text(j));
+    std::printf("Burn: %.0f s of verified jobs (%s; a fresh seed each turn) on %zu workers\n", f.burn_seconds,
+                fmt::format("{}", fmt::join(shapes, "; ")).c_str(), client.workers().size());
+    std::fflush(stdout);
+  }
   const Clock::time_point t0 = Clock::now();
   const Clock::time_point deadline = t0 + std::chrono::milliseconds(int64_t(f.burn_seconds * 1000));
   BurnTotals totals;

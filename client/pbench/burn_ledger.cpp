@@ -19,6 +19,10 @@ constexpr size_t kMaxMismatches = 1000;
 // Failures listed per GPU, and events in all: enough to see the pattern, bounded for a long burn.
 constexpr size_t kMaxFailuresListed = 10;
 constexpr size_t kMaxEvents = 1000;
+// Throughput is judged only for a GPU that took part this long: a burn cut after a fraction of a
+// second holds a few milliseconds of work per GPU, where scheduling noise alone is 20%. (Not its
+// compute time: with a slow GPU holding every job back, the fast ones compute little.)
+constexpr double kMinSecondsToJudge = 2;
 // Throttle reasons that are no fault of the GPU's: idle, clocks as set, and power capping, which a
 // GPU at full load does by design.
 constexpr uint64_t kExpectedThrottle =
@@ -134,7 +138,10 @@ void BurnLedger::observe(const std::vector<pclient::WorkerInfo>& workers, double
                                     [&](const pclient::WorkerInfo& w) { return w.name == name; });
     if (listed) continue;
     g.left_seconds = seconds;
-    std::string words = g.last_words.empty() ? "no cause given (connection lost or process ended)" : g.last_words;
+    std::string words = g.last_words.empty()
+                            ? "gone from psched's workers without a word (killed, crashed or cut off while it held "
+                              "no chunk of a running job)"
+                            : g.last_words;
     if (g.has_gpu) {
       const std::vector<std::string> warnings = psched::gpu_warnings(g.last_health);
       words += fmt::format("; its last heartbeat: {:.0f} MHz, {} C, {:.0f} W{}{}", g.last_health.sm_clock_mhz,
@@ -199,7 +206,8 @@ void BurnLedger::note_job_error(const std::string& error, double seconds) {
 double BurnLedger::median_of_model(const std::string& device) const {
   std::vector<double> rates;
   for (const auto& [name, g] : gpus_)
-    if (g.device == device && g.present_seconds() > 0) rates.push_back(g.bytes_per_second());
+    if (g.device == device && g.present_seconds() >= kMinSecondsToJudge && g.chunks_now > g.chunks_at_join)
+      rates.push_back(g.bytes_per_second());
   if (rates.empty()) return 0;
   std::sort(rates.begin(), rates.end());
   const size_t n = rates.size();
@@ -217,7 +225,10 @@ GpuVerdict BurnLedger::verdict_of(const BurnGpu& g) const {
     v.failures.push_back(fmt::format("PCIe link x{} of x{} (gen {})", g.pcie_width, g.pcie_max_width, g.pcie_generation));
   v.median_bytes_per_second = median_of_model(g.device);
   const double rate = g.bytes_per_second();
-  if (g.left_seconds < 0 && v.median_bytes_per_second > 0 && rate < limits_.slow_fraction * v.median_bytes_per_second)
+  const bool judged = g.left_seconds < 0 && g.present_seconds() >= kMinSecondsToJudge;
+  if (judged && g.chunks_now == g.chunks_at_join)
+    v.warnings.push_back(fmt::format("did no work in {:.1f} s", g.present_seconds()));
+  else if (judged && v.median_bytes_per_second > 0 && rate < limits_.slow_fraction * v.median_bytes_per_second)
     v.warnings.push_back(fmt::format("slow: {:.0f}% of the median of its model ({:.3g} of {:.3g} MB/s; limit {:.0f}%)",
                                      100 * rate / v.median_bytes_per_second, rate / 1e6,
                                      v.median_bytes_per_second / 1e6, 100 * limits_.slow_fraction));

@@ -17,6 +17,7 @@ pclient::WorkerInfo worker(uint32_t id, const std::string& name, uint64_t bytes,
   w.host = "node";
   w.device_name = "H100";
   w.bytes_reduced = bytes;
+  w.chunks_done = bytes / 10;
   w.busy_seconds = busy;
   return w;
 }
@@ -38,8 +39,8 @@ pclient::GpuHealth health(uint64_t ecc_uncorrected, uint32_t width) {
 TEST_CASE("burn ledger: GPUs of one model at equal throughput all pass and the exit code is 0", "[burn]") {
   BurnLedger ledger;
   ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0)}, 0);
-  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 1000, 1)}, 1);
-  ledger.finish(1);
+  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 1000, 1)}, 3);
+  ledger.finish(3);
   CHECK(ledger.cluster_verdict() == Verdict::kPass);
   CHECK(pbench::burn_exit_code(ledger.cluster_verdict()) == psched::kExitOk);
 }
@@ -47,8 +48,8 @@ TEST_CASE("burn ledger: GPUs of one model at equal throughput all pass and the e
 TEST_CASE("burn ledger: a GPU below 90 percent of its model's median warns, one at 95 percent passes", "[burn]") {
   BurnLedger ledger;
   ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0), worker(3, "c", 0, 0)}, 0);
-  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 950, 1), worker(3, "c", 850, 1)}, 1);
-  ledger.finish(1);
+  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 950, 1), worker(3, "c", 850, 1)}, 3);
+  ledger.finish(3);
   const auto& g = ledger.gpus();
   CHECK(ledger.verdict_of(g.at("a")).verdict == Verdict::kPass);
   CHECK(ledger.verdict_of(g.at("b")).verdict == Verdict::kPass);
@@ -132,4 +133,14 @@ TEST_CASE("burn ledger: a stall notice is an event, not a failure", "[burn]") {
   ledger.note_notice("worker 1 'a' stalled: no progress for 3.0 s while holding 4 chunks", 1);
   CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == Verdict::kPass);
   CHECK(ledger.events().size() == 1);
+}
+
+TEST_CASE("burn ledger: throughput is not judged in a burn under 2 s, and a GPU that did no work in 3 s warns", "[burn]") {
+  BurnLedger ledger;
+  ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0), worker(3, "idle", 0, 0)}, 0);
+  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 100, 1), worker(3, "idle", 0, 0)}, 1.5);
+  CHECK(ledger.cluster_verdict() == Verdict::kPass);  // b at 10%: too short to tell
+  ledger.observe({worker(1, "a", 2000, 2), worker(2, "b", 2000, 2), worker(3, "idle", 0, 0)}, 3);
+  CHECK(ledger.verdict_of(ledger.gpus().at("b")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("idle")).warnings == std::vector<std::string>{"did no work in 3.0 s"});
 }

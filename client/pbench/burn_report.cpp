@@ -161,7 +161,7 @@ table("verdict", ["GPUs", "failed", "warned", "jobs", "chunks verified", "mismat
     B.verified_chunks, B.mismatch_count, bytes(B.bytes_computed), bytes(B.bytes_per_second) + "/s",
     B.seconds.toFixed(1) + (B.interrupted ? " (interrupted)" : "") + " of " + B.asked_seconds.toFixed(0)]]);
 for (const f of B.cluster_failures) head.appendChild(el("p", "cluster: " + f, "slow"));
-function reasons(g) { const d = el("div");
+function reasons(g) { const d = el("div", null, "reasons");
   for (const f of g.failures) d.appendChild(el("div", "fail: " + f, "slow"));
   for (const w of g.warnings) d.appendChild(el("div", "warn: " + w, "warn"));
   if (!g.failures.length && !g.warnings.length) d.appendChild(el("span", "–", "muted")); return d; }
@@ -194,7 +194,7 @@ document.body.setAttribute("data-rendered", "yes");
 std::string burn_report_html(const json& report) {
   return std::string(report_page_head()) +
          ".verdict-pass { color:#1f9d55; font-weight:600; } .verdict-warn, .warn { color:#b7791f; font-weight:600; }\n"
-         ".verdict-fail { color:#d64545; font-weight:600; }\n</style>" +
+         ".verdict-fail { color:#d64545; font-weight:600; } .reasons { white-space:normal; min-width:360px; max-width:640px; }\n</style>" +
          std::string(kBurnBody) + json_for_script(report) + with_page_scripts(kBurnScript);
 }
 

@@ -164,8 +164,17 @@ psched::Result<double> parse_burn_duration(const std::string& text) {
 }
 
 std::vector<pclient::Job> burn_jobs(const Flags& f) {
-  // With --input the generated job is the DeepOps benchmark (the file fixes the flags' shape).
-  const pclient::Job generated = f.input.path.empty() ? f.job : pclient::Job{};
+  // With --input (whose file fixes the shape: -x, -y and the chunks are refused) the generated
+  // array takes the file's shape, chunks and selection, as normal(10, 1) float64 (or float32).
+  pclient::Job generated = f.job;
+  if (!f.input.path.empty()) {
+    const pclient::Job defaults;
+    generated.input = {};
+    generated.generator = defaults.generator;
+    generated.param0 = defaults.param0;
+    generated.param1 = defaults.param1;
+    if (generated.dtype != "float32") generated.dtype = "float64";
+  }
   std::vector<pclient::Job> jobs{generated};
   pclient::Job small = generated;
   small.chunk_rows = std::max<uint64_t>(1, small.chunk_rows / kSmallChunkDivisor);

@@ -1,8 +1,8 @@
 // pbench --burn DURATION: a cluster acceptance run. For the whole duration every worker is kept
 // busy with verified jobs (each block computed on two different GPUs and compared bit for bit, a
-// third breaking a tie): the job pbench's flags describe (the DeepOps benchmark by default), the
-// same array in chunks ten times smaller per side, and --input's files when given, in turn, each
-// with a fresh seed. A second connection watches the workers once a second (their NVML health and
+// third breaking a tie): the job pbench's flags describe (the DeepOps benchmark by default; with
+// --input a generated array of the file's shape), the same array in chunks ten times smaller per
+// side, and --input's files when given, in turn, generated ones with a fresh seed each turn. A second connection watches the workers once a second (their NVML health and
 // bytes reduced), prints a live line per GPU and feeds the ledger (burn_ledger.h), which gives
 // the verdicts; burn_report.h prints and writes them. Ctrl-C or SIGTERM ends the burn early,
 // cancelling the job in flight, and the report of what ran is still written.

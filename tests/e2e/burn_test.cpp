@@ -137,6 +137,28 @@ TEST_CASE("pbench --burn on a healthy cluster passes every worker, writes its re
   CHECK(json::parse(read_file(tmp.path + "/burn.json")) == r);
 }
 
+TEST_CASE("pbench --burn with --input turns through the file and a generated array of its shape in two chunkings", "[burn]") {
+  TempDir tmp;
+  const std::string npy = tmp.path + "/x.npy";
+  std::string out;
+  REQUIRE(WEXITSTATUS(run_command({bin_dir() + "/pbench", "-x", "300", "-y", "200", "--chunk-x", "100", "--chunk-y",
+                                   "100", "--generator", "arange", "--write-npy", npy},
+                                  &out)) == 0);
+  TestCluster cluster;
+  cluster.add_worker({.name = "w0"});
+  cluster.add_worker({.name = "w1"});
+  cluster.wait_for_workers(2);
+  const int status = run_command({bin_dir() + "/pbench", "-d", "--scheduler", cluster.address(), "--input", npy,
+                                  "--burn", "3s", "--burn-slow", "0.5"},
+                                 &out);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == psched::kExitOk);
+  CHECK(out.find("Burn: 3 s of verified jobs (300 x 200 float64 in 300 x 200 chunks, normal seed 0; 300 x 200 "
+                 "float64 in 30 x 20 chunks, normal seed 0; " + npy + " (300 x 200 in 300 x 200 chunks)") !=
+        std::string::npos);
+  CHECK(out.find("Burn: PASS: 2 GPUs, 0 failed, 0 warned;") != std::string::npos);
+}
+
 TEST_CASE("pbench --burn fails the worker that lies from chunk 5 and names the chunk, on 2 and 4 workers", "[burn]") {
   const int workers = GENERATE(2, 4);
   TestCluster cluster;

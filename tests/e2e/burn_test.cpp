@@ -32,8 +32,9 @@ std::vector<std::string> burn_argv(const TestCluster& cluster, const std::string
   return argv;
 }
 
-// The same for three or more CPU workers on CI's two cores: the kernel's scheduling alone moves a
-// worker's rate by 15% there, so only a real slowdown (half the median) may warn.
+// The same on CPU workers sharing CI's two cores with psched, pbench and other builds: the
+// kernel's scheduling alone moves a worker's rate by 20% there, so only a real slowdown (half the
+// median) may warn. The default 0.9 is the unit tests' (tests/client/burn_ledger_test.cpp).
 std::vector<std::string> crowded_burn_argv(const TestCluster& cluster, const std::string& duration,
                                            std::vector<std::string> extra = {}) {
   extra.insert(extra.end(), {"--burn-slow", "0.5"});
@@ -117,7 +118,7 @@ TEST_CASE("pbench --burn on a healthy cluster passes every worker, writes its re
   cluster.wait_for_workers(2);
   TempDir tmp;
   std::string out;
-  const int status = run_command(burn_argv(cluster, "3s", {"--burn-report", tmp.path + "/burn.json"}), &out);
+  const int status = run_command(crowded_burn_argv(cluster, "3s", {"--burn-report", tmp.path + "/burn.json"}), &out);
   INFO(out);
   CHECK(WEXITSTATUS(status) == psched::kExitOk);
   const json r = report_of(out);
@@ -287,7 +288,7 @@ TEST_CASE("Ctrl-C stops pbench --burn early, still writes its report and exits 1
   cluster.add_worker({.name = "w1"});
   cluster.wait_for_workers(2);
   TempDir tmp;
-  BackgroundBurn burn(burn_argv(cluster, "10m", {"--burn-report", tmp.path + "/burn.html"}));
+  BackgroundBurn burn(crowded_burn_argv(cluster, "10m", {"--burn-report", tmp.path + "/burn.html"}));
   REQUIRE(has_computed(cluster, ""));
   kill(burn.pid, SIGINT);
   std::string out;

@@ -22,6 +22,9 @@ enum ExitCode : int {
   // pcuda-worker: asked to stop, it could not within a few seconds because a device call does not
   // return (a hung kernel); the device likely needs a reset before a worker can use it again.
   kExitDeviceHung = 4,
+  // pbench --burn: no GPU failed, but at least one warned (slow against its model's median,
+  // throttled other than by its power cap, or hotter than the limit).
+  kExitBurnWarnings = 5,
 };
 
 // The exit code a failure calls for: a bad input is a usage error, anything else a failure. (A lost

@@ -167,9 +167,12 @@ class Job {
   // here (chunk, partial) until the next Progress carries it.
   std::chrono::steady_clock::time_point last_progress{};
   std::vector<std::pair<uint64_t, PartialSum>> unsent_partials;
-  // What the client should hear about its job (a worker holding its chunks stalled), said once with
-  // the next Progress (Progress.notices).
+  // What the client should hear about its job (a worker holding its chunks stalled, thrown off,
+  // lost or gone), said once with the next Progress (Progress.notices).
   std::vector<std::string> notices;
+  // Notices about single workers kept until the next Progress: a fleet lost at once (thousands
+  // of simulated workers) must not make one Progress of megabytes; the first ones name the cause.
+  static constexpr size_t kMaxWorkerNotices = 64;
   // Submit.verifyFraction's state: its own structure (scheduler/verify.h), off by default.
   BlockVerifier verify;
 

@@ -260,6 +260,11 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, Loss loss) {
   for (const auto& [job_id, held] : w->in_flight.by_job()) {
     auto jit = jobs_.find(job_id);
     if (jit == jobs_.end()) continue;
+    // The jobs it held hear why it went (a thrown-off worker's refusal said so already): a device
+    // lost says so in its goodbye, pbench --burn keeps it as the GPU's last words.
+    if (loss != Loss::kThrownOff && jit->second->notices.size() < Job::kMaxWorkerNotices)
+      jit->second->notices.push_back(fmt::format("worker {} '{}' {}: {}", id, w->name,
+                                                 loss == Loss::kLeft ? "left" : "lost", why));
     if (auto failure = requeue_lost(*jit->second, *w, why, loss)) to_fail.emplace_back(job_id, *failure);
   }
   // Verify copies, and the searches for an odd chunk that needed this worker, of every job.

@@ -98,6 +98,9 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   // good results first would keep a liar's partials, and could leave a job with every chunk done
   // and no one to complete it.
   if (const std::string wrong = refused_result(job, worker, reported.results); !wrong.empty()) {
+    // Its client hears who was thrown off and for which chunk (pbench --burn fails that GPU).
+    if (job.notices.size() < Job::kMaxWorkerNotices)
+      job.notices.push_back(fmt::format("worker {} '{}' thrown off: {}", worker.id, worker.name, wrong));
     protocol_error(worker, wrong);
     return;
   }

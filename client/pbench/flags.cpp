@@ -1,9 +1,12 @@
 #include "flags.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 #include <tuple>
 
+#include "burn.h"
 #include "core/job_spec.h"
 #include "net/event_loop.h"
 
@@ -145,6 +148,54 @@ void add_output_flags(CLI::App& app, Flags& f) {
   app.add_option("--log-level", f.log_level, "Local mode: log level of the daemons")->capture_default_str();
 }
 
+// A share in (0, 1] or a temperature: a plain decimal number in its range, else one line naming it.
+CLI::Validator number_in(double lo, double hi, bool lo_open) {
+  return CLI::Validator(
+      [lo, hi, lo_open](std::string& v) -> std::string {
+        size_t used = 0;
+        double x = 0;
+        try {
+          x = std::stod(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == v.size() && used > 0 && (lo_open ? x > lo : x >= lo) && x <= hi) return {};
+        return fmt::format("expected a number {} {} and <= {} (got '{}')", lo_open ? ">" : ">=", lo, hi, v);
+      },
+      "NUMBER");
+}
+
+void add_burn_flags(CLI::App& app, Flags& f) {
+  auto* burn = app.add_option_function<std::string>(
+                      "--burn", [&f](const std::string& v) { f.burn_seconds = *parse_burn_duration(v); },
+                      "Cluster acceptance run: keep every worker busy with verified jobs (each block computed on "
+                      "two GPUs and compared) for DURATION (90s, 10m, 2h), then a verdict per GPU; exit 0 all "
+                      "pass, 1 any failure, 5 warnings only")
+                   ->type_name("DURATION")
+                   ->check(CLI::Validator(
+                       [](std::string& v) {
+                         auto d = parse_burn_duration(v);
+                         return d ? std::string() : d.message();
+                       },
+                       "DURATION"));
+  app.add_option("--burn-report", f.burn_report,
+                 "--burn: write its report here (PATH.json: the JSON document; else a self-contained HTML page)")
+      ->check(psched::cli::non_empty())
+      ->needs(burn);
+  app.add_option("--burn-slow", f.burn_slow_fraction,
+                 "--burn: warn for a GPU below this share of the median throughput of its model")
+      ->capture_default_str()
+      ->check(number_in(0, 1, true))
+      ->needs(burn);
+  app.add_option("--burn-max-temp", f.burn_max_temperature_c, "--burn: warn for a GPU hotter than this (C)")
+      ->capture_default_str()
+      ->check(number_in(0, 200, false))
+      ->needs(burn);
+  for (const char* other : {"--repeat", "--check", "--verify", "--report", "--report-json", "--cluster-info",
+                            "--write-npy", "--write-zarr"})
+    burn->excludes(app.get_option(other));
+}
+
 }  // namespace
 
 void add_flags(CLI::App& app, Flags& f) {
@@ -152,6 +203,7 @@ void add_flags(CLI::App& app, Flags& f) {
   add_job_flags(app, f);
   add_cluster_flags(app, f);
   add_output_flags(app, f);
+  add_burn_flags(app, f);
 }
 
 namespace {

@@ -43,6 +43,13 @@ struct Flags {
   // --write-npy / --write-zarr: write the generated array to files instead of summing it.
   std::string write_npy, write_zarr, compressor = "none";
 
+  // --burn DURATION (burn.h): verified jobs on every worker for this many seconds (0: no burn),
+  // --burn-report PATH, and what makes a GPU warn: --burn-slow (share of its model's median
+  // throughput) and --burn-max-temp (C).
+  double burn_seconds = 0;
+  std::string burn_report;
+  double burn_slow_fraction = 0.9, burn_max_temperature_c = 85;
+
   bool local_mode() const { return gpus > 0 || cpus > 0; }
 };
 

@@ -16,6 +16,7 @@
 #include "app/cli_checks.h"
 #include "app/exit_codes.h"
 #include "app/logging.h"
+#include "burn.h"
 #include "client/job_spec_of.h"
 #include "cluster_report.h"
 #include "core/closed_form.h"
@@ -179,6 +180,11 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
     print_workers(workers, f.json);
     client.close();
     return 0;
+  }
+  if (f.burn_seconds > 0) {
+    const int code = pbench::run_burn(client, connect, f);
+    client.close();
+    return code;
   }
   const Runs runs = run_jobs(client, f);
   if (psched::Status st = write_reports(f, runs); !st) return fail(st);

@@ -83,9 +83,9 @@ json report_json(const pclient::Job& job, const pclient::Result& r,
 
 namespace {
 
-constexpr std::string_view kPageHead = R"PSCHED_REPORT(<!DOCTYPE html>
+// The page's head up to its open <style> element: shared with pbench --burn's report.
+constexpr std::string_view kStyleHead = R"PSCHED_REPORT(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>psched performance report</title>
 <style>
 body { font:14px/1.45 system-ui, sans-serif; margin:0 auto; padding:16px 24px; max-width:1300px;
        color:#1d2330; background:#fff; }
@@ -96,7 +96,9 @@ th { color:#677084; font-weight:500; font-size:12px; } td.num { text-align:right
 .slow { color:#d64545; font-weight:600; } .muted { color:#677084; }
 canvas { display:block; width:100%; color:#1d2330; }
 .bar { background:#e8ebf1; width:160px; height:14px; } .bar div { background:#1f9d55; height:100%; }
-</style></head><body>
+)PSCHED_REPORT";
+
+constexpr std::string_view kPageHead = R"PSCHED_REPORT(</style><title>psched performance report</title></head><body>
 <h1>psched performance report</h1>
 <div id="job"></div>
 <h2>Cluster</h2><div id="cluster"></div>
@@ -117,16 +119,6 @@ constexpr std::string_view kPageScript = R"PSCHED_REPORT(</script>
 "use strict";
 /*TASK_LANES_JS*/
 const R = JSON.parse(document.getElementById("report-data").textContent);
-function el(tag, text, cls) { const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
-function bytes(n) { const u = ["B","kB","MB","GB","TB","PB"]; let i = 0;
-  while (n >= 1000 && i < u.length - 1) { n /= 1000; i++; } return n.toFixed(2) + " " + u[i]; }
-function table(id, head, rows) { const t = el("table"), h = el("tr");
-  for (const c of head) h.appendChild(el("th", c)); t.appendChild(h);
-  for (const r of rows) { const tr = el("tr");
-    for (const c of r) { if (c instanceof Node) { const td = el("td"); td.appendChild(c); tr.appendChild(td); }
-      else tr.appendChild(el("td", c)); } t.appendChild(tr); }
-  document.getElementById(id).appendChild(t); }
 const j = R.job;
 table("job", ["job", "array", "chunks", "seconds", "throughput", "mean", "retries"],
   [["#" + j.id + " " + j.generator + (j.fused ? " (fused)" : ""),
@@ -167,34 +159,60 @@ drawLanes(document.getElementById("timeline"), R.timeline.lanes, R.timeline.segm
   g.stroke(); g.fillStyle = "#677084"; g.font = "12px system-ui";
   g.fillText(bytes(ymax) + "/s", 2, 14); g.fillText("0", 2, h - 20); g.fillText(xmax.toFixed(2) + " s", w - 60, h - 4);
 })();
-// lines: [{name, points: [[x, y], ...]}], drawn on one scale, coloured like the task stream.
-function lineChart(c, lines, unit) {
+const gpus = R.devices.filter(d => d.gpu && d.gpu.series && d.gpu.series.length);
+if (!gpus.length) document.getElementById("gpu-none").textContent = "No NVML figures in this run.";
+for (const [id, col, unit] of [["gpu-clock", 1, "MHz"], ["gpu-temp", 2, "°C"], ["gpu-power", 3, "W"]])
+  lineChart(document.getElementById(id), gpus.map(d => ({name: d.worker, points: d.gpu.series.map(p => [p[0], p[col]])})),
+            y => y.toFixed(0) + " " + unit);
+document.body.setAttribute("data-rendered", "yes");
+</script></body></html>
+)PSCHED_REPORT";
+
+// What every pbench page draws with, after the task stream's drawing (laneColour): elements, sizes,
+// tables, and line charts.
+constexpr std::string_view kPageHelpersJs = R"PSCHED_REPORT(
+function el(tag, text, cls) { const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
+function bytes(n) { const u = ["B","kB","MB","GB","TB","PB"]; let i = 0;
+  while (n >= 1000 && i < u.length - 1) { n /= 1000; i++; } return n.toFixed(2) + " " + u[i]; }
+function table(id, head, rows) { const t = el("table"), h = el("tr");
+  for (const c of head) h.appendChild(el("th", c)); t.appendChild(h);
+  for (const r of rows) { const tr = el("tr");
+    for (const c of r) { if (c instanceof Node) { const td = el("td"); td.appendChild(c); tr.appendChild(td); }
+      else tr.appendChild(el("td", c)); } t.appendChild(tr); }
+  document.getElementById(id).appendChild(t); }
+// lines: [{name, points: [[x, y], ...]}], drawn on one scale, coloured like the task stream;
+// label(ymax) names the top of the scale.
+function lineChart(c, lines, label) {
   const w = c.clientWidth || 900, h = 160;
   c.width = w; c.height = h; c.style.height = h + "px";
   const g = c.getContext("2d"), all = lines.flatMap(l => l.points);
   if (!all.length) return;
   const xmax = Math.max(...all.map(p => p[0]), 1e-6), ymax = Math.max(...all.map(p => p[1]), 1e-6);
+  g.font = "12px system-ui";
   lines.forEach((l, k) => {
     g.strokeStyle = laneColour(k + 1); g.lineWidth = 2; g.beginPath();
     l.points.forEach((p, i) => { const x = 60 + (w - 70) * p[0] / xmax, y = h - 20 - (h - 30) * p[1] / ymax;
                                  i ? g.lineTo(x, y) : g.moveTo(x, y); });
     g.stroke(); g.fillStyle = laneColour(k + 1); g.fillText(l.name, 70 + 120 * k, 12);
   });
-  g.fillStyle = "#677084"; g.font = "12px system-ui";
-  g.fillText(ymax.toFixed(0) + " " + unit, 2, 24); g.fillText("0", 2, h - 20);
-  g.fillText(xmax.toFixed(2) + " s", w - 60, h - 4);
+  g.fillStyle = "#677084";
+  g.fillText(label(ymax), 2, 24); g.fillText("0", 2, h - 20); g.fillText(xmax.toFixed(2) + " s", w - 60, h - 4);
 }
-const gpus = R.devices.filter(d => d.gpu && d.gpu.series && d.gpu.series.length);
-if (!gpus.length) document.getElementById("gpu-none").textContent = "No NVML figures in this run.";
-for (const [id, col, unit] of [["gpu-clock", 1, "MHz"], ["gpu-temp", 2, "°C"], ["gpu-power", 3, "W"]])
-  lineChart(document.getElementById(id), gpus.map(d => ({name: d.worker, points: d.gpu.series.map(p => [p[0], p[col]])})), unit);
-document.body.setAttribute("data-rendered", "yes");
-</script></body></html>
 )PSCHED_REPORT";
 
 }  // namespace
 
-std::string report_html(const json& report) {
+std::string_view report_page_head() { return kStyleHead; }
+
+std::string with_page_scripts(std::string_view script) {
+  std::string out(script);
+  const std::string_view marker = "/*TASK_LANES_JS*/";
+  out.replace(out.find(marker), marker.size(), std::string(psched::kTaskLanesJs) + std::string(kPageHelpersJs));
+  return out;
+}
+
+std::string json_for_script(const json& report) {
   // The data sits inside a <script> element: "</" must not end it early.
   std::string data = report.dump(-1, ' ', false, json::error_handler_t::replace);
   std::string safe;
@@ -203,10 +221,11 @@ std::string report_html(const json& report) {
     if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/') safe += "<\\";
     else safe += data[i];
   }
-  std::string script(kPageScript);
-  const std::string_view marker = "/*TASK_LANES_JS*/";
-  script.replace(script.find(marker), marker.size(), psched::kTaskLanesJs);
-  return std::string(kPageHead) + safe + script;
+  return safe;
+}
+
+std::string report_html(const json& report) {
+  return std::string(kStyleHead) + std::string(kPageHead) + json_for_script(report) + with_page_scripts(kPageScript);
 }
 
 psched::Status write_file(const std::string& path, const std::string& text) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,13 @@ nlohmann::json report_json(const pclient::Job& job, const pclient::Result& resul
                            const std::vector<pclient::WorkerInfo>& workers);
 // The HTML page around that data.
 std::string report_html(const nlohmann::json& report);
+// What other pages of pbench share with it (the burn report): the head up to an open <style>
+// holding the report's styles, a JSON document made safe to embed in a <script> element, and a
+// page script with "/*TASK_LANES_JS*/" replaced by the shared drawing code (laneColour, drawLanes,
+// el, bytes, table, lineChart).
+std::string_view report_page_head();
+std::string json_for_script(const nlohmann::json& report);
+std::string with_page_scripts(std::string_view script);
 // Writes `text` to path (atomically: a temporary file, then rename), or says why it cannot.
 psched::Status write_file(const std::string& path, const std::string& text);
 

@@ -2,7 +2,8 @@
 // worker/nvml.cpp looks up, with the C ABI of nvml.h, answering fixed plausible figures for one
 // GPU. Environment variables change what it reports, so tests can make a GPU throttle or lose
 // PCIe lanes: STAND_IN_NVML_THROTTLE (reason bits), STAND_IN_NVML_SM_CLOCK (MHz),
-// STAND_IN_NVML_PCIE_WIDTH, STAND_IN_NVML_NO_GPU (no device found). Only tests load it, through
+// STAND_IN_NVML_PCIE_WIDTH, STAND_IN_NVML_ECC_UNCORRECTED_FILE (below), STAND_IN_NVML_NO_GPU (no
+// device found). Only tests load it, through
 // pcuda-worker's test switch PSCHED_TEST_NVML_LIBRARY.
 #include <cstdlib>
 #include <cstdio>
@@ -20,6 +21,17 @@ int g_device = 0;  // the handle's target: never dereferenced by the caller
 unsigned env_or(const char* name, unsigned fallback) {
   const char* v = std::getenv(name);
   return v ? unsigned(std::strtoul(v, nullptr, 0)) : fallback;
+}
+// Uncorrected ECC errors: the number in the file STAND_IN_NVML_ECC_UNCORRECTED_FILE names (none
+// while it is absent), so that a test can make them rise while a worker runs.
+unsigned long long uncorrected_errors() {
+  const char* path = std::getenv("STAND_IN_NVML_ECC_UNCORRECTED_FILE");
+  FILE* f = path ? std::fopen(path, "r") : nullptr;
+  if (!f) return 0;
+  unsigned long long n = 0;
+  if (std::fscanf(f, "%llu", &n) != 1) n = 0;
+  std::fclose(f);
+  return n;
 }
 constexpr int kSuccess = 0, kNotFound = 6, kUninitialized = 1;
 bool g_initialised = false;
@@ -95,7 +107,7 @@ int nvmlDeviceGetCurrentClocksThrottleReasons(void*, unsigned long long* r) {
   return kSuccess;
 }
 int nvmlDeviceGetTotalEccErrors(void*, int type, int, unsigned long long* n) {
-  *n = type == 0 ? 3 : 0;  // three corrected, none uncorrected
+  *n = type == 0 ? 3 : uncorrected_errors();  // three corrected
   return kSuccess;
 }
 int nvmlDeviceGetCpuAffinity(void*, unsigned words, unsigned long* mask) {

@@ -1,0 +1,259 @@
+#include "burn.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "app/exit_codes.h"
+#include "burn_ledger.h"
+#include "burn_report.h"
+#include "local_cluster.h"
+#include "cluster_report.h"
+
+namespace pbench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The watcher asks for the workers this often: the heartbeat's own period, so each poll sees news.
+constexpr auto kWatchPeriod = std::chrono::milliseconds(1000);
+// A live line per GPU this often (a line a second per GPU would scroll a fleet's away).
+constexpr double kLiveLineSeconds = 5;
+// Jobs that fail in a row before the burn gives up (the scheduler is gone, or nothing can run).
+constexpr int kMaxFailedJobsInARow = 3;
+// The small-chunk shape: the main job's chunks cut this many times per side.
+constexpr uint64_t kSmallChunkDivisor = 10;
+
+// The first SIGINT/SIGTERM asks the burn to stop (the job in flight is cancelled, the report
+// written); a second one is pbench's usual: stop the local cluster and exit at once.
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_burn_stop(int sig) {
+  g_stop_signal.store(sig);
+  install_cleanup_handlers();  // only sigaction: safe in a handler
+}
+
+void install_burn_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_burn_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string job_text(const pclient::Job& job) {
+  if (!job.input.path.empty())
+    return fmt::format("{} ({} x {} in {} x {} chunks)", job.input.path, job.rows, job.cols, job.chunk_rows,
+                       job.chunk_cols);
+  return fmt::format("{} x {} {} in {} x {} chunks, {} seed {}", job.rows, job.cols, job.dtype, job.chunk_rows,
+                     job.chunk_cols, job.generator, job.seed);
+}
+
+// The live line of one GPU: its throughput since the last line, and its latest NVML figures.
+std::string live_line(const BurnGpu& g, double seconds) {
+  const BurnGpu::Point& p = g.series.empty() ? BurnGpu::Point{} : g.series.back();
+  std::string figures = g.has_gpu ? fmt::format("{:5.0f} MHz {:3.0f} C {:4.0f} W", p.sm_clock_mhz, p.temperature_c,
+                                                p.power_watts)
+                                  : std::string("(no NVML)");
+  return fmt::format("burn {:6.1f} s: {:<16} {:>10}/s {}  errors {}{}", seconds, "'" + g.name + "'",
+                     human_bytes(p.bytes_per_second), figures, g.failures.size(),
+                     g.left_seconds >= 0 ? "  (gone)" : "");
+}
+
+// The second connection: the workers once a second into the ledger, live lines to stderr.
+class Watcher {
+ public:
+  Watcher(pclient::Client client, BurnLedger& ledger, std::mutex& mutex, Clock::time_point t0, bool live, bool quiet)
+      : client_(std::move(client)), ledger_(ledger), mutex_(mutex), t0_(t0), live_(live), quiet_(quiet) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Watcher() { stop(); }
+
+  // One last look (a worker that died in the last second is seen gone), then the thread ends.
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(stop_mutex_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    poll();
+    client_.close();
+  }
+
+ private:
+  void poll() {
+    try {
+      std::vector<pclient::WorkerInfo> workers = client_.workers();
+      std::lock_guard<std::mutex> lock(mutex_);
+      ledger_.observe(workers, since(t0_));
+      announce_baselines();
+    } catch (const pclient::Error& e) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!lost_) ledger_.note_job_error(std::string("watching the workers: ") + e.what(), since(t0_));
+      lost_ = true;
+    }
+  }
+
+  // Each GPU's NVML figures the burn compares against, once, when its first heartbeat with them
+  // comes: what a person checks the verdict against (and a test's sign that the burn has them).
+  void announce_baselines() {
+    if (quiet_) return;
+    for (const auto& [name, g] : ledger_.gpus()) {
+      if (!g.has_gpu || !announced_.insert(name).second) continue;
+      std::fprintf(stderr, "pbench: burn: '%s' baseline: %s, PCIe gen%u x%u of x%u\n", name.c_str(),
+                   g.ecc_seen ? fmt::format("ECC uncorrected {}", g.ecc_uncorrected_start).c_str() : "no ECC",
+                   g.pcie_generation, g.pcie_width, g.pcie_max_width);
+    }
+  }
+
+  void loop() {
+    double last_live = 0;
+    std::unique_lock<std::mutex> stop_lock(stop_mutex_);
+    while (!wake_.wait_for(stop_lock, kWatchPeriod, [this] { return stopping_; })) {
+      stop_lock.unlock();
+      poll();
+      const double now = since(t0_);
+      if (live_ && now - last_live >= kLiveLineSeconds) {
+        last_live = now;
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (const auto& [name, g] : ledger_.gpus()) std::fprintf(stderr, "%s\n", live_line(g, now).c_str());
+      }
+      stop_lock.lock();
+    }
+  }
+
+  pclient::Client client_;
+  BurnLedger& ledger_;
+  std::mutex& mutex_;
+  Clock::time_point t0_;
+  bool live_, quiet_;
+  std::set<std::string> announced_;
+  bool lost_ = false;
+  std::mutex stop_mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+psched::Result<double> parse_burn_duration(const std::string& text) {
+  const size_t digits = text.find_first_not_of("0123456789");
+  const std::string number = text.substr(0, digits), unit = digits == std::string::npos ? "" : text.substr(digits);
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
+  if (number.empty() || number.size() > 9 || scale == 0)
+    return psched::Status::invalid(
+        fmt::format("--burn: expected a duration like 90s, 10m or 2h (got '{}')", text));
+  const double seconds = std::stod(number) * scale;
+  if (seconds < 1 || seconds > 30 * 86400)
+    return psched::Status::invalid(fmt::format("--burn: must be 1 s to 30 days (got '{}')", text));
+  return seconds;
+}
+
+std::vector<pclient::Job> burn_jobs(const Flags& f) {
+  // With --input (whose file fixes the shape: -x, -y and the chunks are refused) the generated
+  // array takes the file's shape, chunks and selection, as normal(10, 1) float64 (or float32).
+  pclient::Job generated = f.job;
+  if (!f.input.path.empty()) {
+    const pclient::Job defaults;
+    generated.input = {};
+    generated.generator = defaults.generator;
+    generated.param0 = defaults.param0;
+    generated.param1 = defaults.param1;
+    if (generated.dtype != "float32") generated.dtype = "float64";
+  }
+  std::vector<pclient::Job> jobs{generated};
+  pclient::Job small = generated;
+  small.chunk_rows = std::max<uint64_t>(1, small.chunk_rows / kSmallChunkDivisor);
+  small.chunk_cols = std::max<uint64_t>(1, small.chunk_cols / kSmallChunkDivisor);
+  if (small.chunk_rows != generated.chunk_rows || small.chunk_cols != generated.chunk_cols) jobs.push_back(small);
+  if (!f.input.path.empty()) jobs.push_back(f.job);
+  return jobs;
+}
+
+int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, const Flags& f) {
+  const bool live = !f.json && !f.quiet;
+  BurnLedger ledger(BurnLimits{f.burn_slow_fraction, f.burn_max_temperature_c});
+  std::mutex mutex;  // guards ledger: the watcher's thread and this one
+  install_burn_stop_handlers();
+  const std::vector<pclient::Job> jobs = burn_jobs(f);
+  if (!f.json) {
+    std::vector<std::string> shapes;
+    for (const auto& j : jobs) shapes.push_back(job_text(j));
+    std::printf("Burn: %.0f s of verified jobs (%s; a fresh seed each turn) on %zu workers\n", f.burn_seconds,
+                fmt::format("{}", fmt::join(shapes, "; ")).c_str(), client.workers().size());
+    std::fflush(stdout);
+  }
+  const Clock::time_point t0 = Clock::now();
+  const Clock::time_point deadline = t0 + std::chrono::milliseconds(int64_t(f.burn_seconds * 1000));
+  BurnTotals totals;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ledger.observe(client.workers(), 0);
+  }
+  Watcher watcher(pclient::Client::connect(connect), ledger, mutex, t0, live, f.quiet);
+  int failed_in_a_row = 0;
+  for (uint64_t i = 0; g_stop_signal.load() == 0 && Clock::now() < deadline; ++i) {
+    pclient::Job job = jobs[i % jobs.size()];
+    if (job.input.path.empty()) job.seed += i;  // fresh data every turn
+    pclient::RunOptions options;
+    options.verify = 1.0;
+    options.no_workers_timeout_ms = f.no_workers_timeout_ms;
+    options.should_cancel = [deadline] { return g_stop_signal.load() != 0 || Clock::now() >= deadline; };
+    options.on_progress = [&](const pclient::Progress& p) {
+      if (p.notices.empty()) return;
+      std::lock_guard<std::mutex> lock(mutex);
+      for (const std::string& n : p.notices) {
+        if (live) std::fprintf(stderr, "pbench: %s\n", n.c_str());
+        ledger.note_notice(n, since(t0));
+      }
+    };
+    try {
+      const pclient::Result r = client.run(job, options);
+      failed_in_a_row = 0;
+      std::lock_guard<std::mutex> lock(mutex);
+      ledger.note_result(r, job_text(job));
+      ++totals.jobs;
+      totals.chunks += r.chunks;
+      totals.verified_chunks += r.verified_chunks;
+      totals.bytes += job.bytes();
+    } catch (const pclient::Cancelled&) {
+      ++totals.jobs_cut;  // the deadline or Ctrl-C: its chunks count in the GPUs' throughput only
+      break;
+    } catch (const pclient::Error& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      ledger.note_job_error(fmt::format("job ({}) failed: {}", job_text(job), e.what()), since(t0));
+      if (++failed_in_a_row >= kMaxFailedJobsInARow) break;
+    }
+  }
+  watcher.stop();
+  totals.seconds = since(t0);
+  totals.asked_seconds = f.burn_seconds;
+  totals.interrupted_by = g_stop_signal.load();
+  ledger.finish(totals.seconds);
+  if (totals.interrupted_by != 0)
+    std::fprintf(stderr, "pbench: burn interrupted after %.1f s; reporting what ran\n", totals.seconds);
+  const nlohmann::json report = burn_report_json(ledger, totals);
+  if (!f.burn_report.empty())
+    if (psched::Status st = write_burn_report(f.burn_report, report); !st) return psched::exit_on("pbench", st);
+  if (f.json) std::printf("%s\n", report.dump().c_str());
+  else print_burn_text(report);
+  const Verdict verdict = ledger.cluster_verdict();
+  if (totals.interrupted_by != 0 && verdict != Verdict::kFail) return psched::exit_code_for_signal(totals.interrupted_by);
+  return burn_exit_code(verdict);
+}
+
+}  // namespace pbench

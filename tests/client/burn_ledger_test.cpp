@@ -1,0 +1,146 @@
+// pbench --burn's verdicts from what the burn saw (client/pbench/burn_ledger.h), without a cluster:
+// worker lists over time, verify findings and scheduler notices in, verdicts and exit codes out.
+#include <catch2/catch.hpp>
+
+#include "app/exit_codes.h"
+#include "client/pbench/burn_ledger.h"
+
+using pbench::BurnLedger;
+using pbench::Verdict;
+
+namespace {
+
+pclient::WorkerInfo worker(uint32_t id, const std::string& name, uint64_t bytes, double busy) {
+  pclient::WorkerInfo w;
+  w.id = id;
+  w.name = name;
+  w.host = "node";
+  w.device_name = "H100";
+  w.bytes_reduced = bytes;
+  w.chunks_done = bytes / 10;
+  w.busy_seconds = busy;
+  return w;
+}
+
+pclient::GpuHealth health(uint64_t ecc_uncorrected, uint32_t width) {
+  pclient::GpuHealth h;
+  h.uuid = "GPU-1";
+  h.ecc_supported = true;
+  h.ecc_uncorrected = ecc_uncorrected;
+  h.pcie_generation = 5;
+  h.pcie_width = width;
+  h.pcie_max_width = 16;
+  h.temperature_c = 60;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("burn ledger: GPUs of one model at equal throughput all pass and the exit code is 0", "[burn]") {
+  BurnLedger ledger;
+  ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0)}, 0);
+  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 1000, 1)}, 3);
+  ledger.finish(3);
+  CHECK(ledger.cluster_verdict() == Verdict::kPass);
+  CHECK(pbench::burn_exit_code(ledger.cluster_verdict()) == psched::kExitOk);
+}
+
+TEST_CASE("burn ledger: a GPU below 90 percent of its model's median warns, one at 95 percent passes", "[burn]") {
+  BurnLedger ledger;
+  ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0), worker(3, "c", 0, 0)}, 0);
+  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 950, 1), worker(3, "c", 850, 1)}, 3);
+  ledger.finish(3);
+  const auto& g = ledger.gpus();
+  CHECK(ledger.verdict_of(g.at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(g.at("b")).verdict == Verdict::kPass);
+  const auto c = ledger.verdict_of(g.at("c"));
+  CHECK(c.verdict == Verdict::kWarn);
+  CHECK(c.median_bytes_per_second == 950);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0] == "slow: 89% of the median of its model (0.00085 of 0.00095 MB/s; limit 90%)");
+  CHECK(pbench::burn_exit_code(ledger.cluster_verdict()) == psched::kExitBurnWarnings);
+}
+
+TEST_CASE("burn ledger: a rise in uncorrected ECC errors and a narrowed PCIe link fail their GPUs", "[burn]") {
+  BurnLedger ledger;
+  auto a = worker(1, "a", 0, 0), b = worker(2, "b", 0, 0);
+  a.gpu = health(1, 16);  // one error from before the burn: not the burn's
+  b.gpu = health(0, 8);
+  ledger.observe({a, b}, 0);
+  a.gpu = health(3, 16);
+  ledger.observe({a, b}, 1);
+  const auto va = ledger.verdict_of(ledger.gpus().at("a"));
+  CHECK(va.verdict == Verdict::kFail);
+  CHECK(va.failures == std::vector<std::string>{"ECC uncorrected errors rose from 1 to 3 during the burn"});
+  const auto vb = ledger.verdict_of(ledger.gpus().at("b"));
+  CHECK(vb.failures == std::vector<std::string>{"PCIe link x8 of x16 (gen 5)"});
+  CHECK(pbench::burn_exit_code(ledger.cluster_verdict()) == psched::kExitFailure);
+}
+
+TEST_CASE("burn ledger: throttling other than the power cap and heat over the limit warn", "[burn]") {
+  BurnLedger ledger({.slow_fraction = 0.9, .temperature_limit_c = 80});
+  auto capped = worker(1, "capped", 0, 0), hot = worker(2, "hot", 0, 0);
+  capped.gpu = health(0, 16);
+  capped.gpu->throttle_reasons = 0x4 | 0x1;  // power cap, idle: expected
+  hot.gpu = health(0, 16);
+  hot.gpu->throttle_reasons = 0x40;  // hardware thermal slowdown
+  hot.gpu->temperature_c = 88;
+  ledger.observe({capped, hot}, 0);
+  CHECK(ledger.verdict_of(ledger.gpus().at("capped")).verdict == Verdict::kPass);
+  const auto v = ledger.verdict_of(ledger.gpus().at("hot"));
+  CHECK(v.warnings == std::vector<std::string>{"throttled: hw_thermal_slowdown", "hot: 88 C (limit 80 C)"});
+}
+
+TEST_CASE("burn ledger: the copy that lost the vote fails its GPU naming the chunk, the others pass", "[burn]") {
+  BurnLedger ledger;
+  ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0), worker(3, "c", 0, 0)}, 0);
+  pclient::Result r;
+  r.job_id = 4;
+  r.mismatch_count = 1;
+  pclient::VerifyMismatch m;
+  m.chunk = 12;
+  m.copies = {{.worker_id = 1, .worker_name = "a", .sum = 1.5}, {.worker_id = 2, .worker_name = "b", .sum = 2.5, .suspect = true},
+              {.worker_id = 3, .worker_name = "c", .sum = 1.5}};
+  r.mismatches = {m};
+  ledger.note_result(r, "the job");
+  const auto b = ledger.verdict_of(ledger.gpus().at("b"));
+  REQUIRE(b.failures.size() == 1);
+  CHECK(b.failures[0] == "job 4 (the job), chunk 12: its copy lost the vote (sum 2.5; 'a' 1.5, 'c' 1.5)");
+  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.mismatches().size() == 1);
+}
+
+TEST_CASE("burn ledger: a worker that leaves fails with the scheduler's word for it and its last heartbeat", "[burn]") {
+  BurnLedger ledger;
+  auto a = worker(1, "a", 0, 0);
+  a.gpu = health(0, 16);
+  ledger.observe({a, worker(2, "b", 0, 0)}, 0);
+  ledger.note_notice("worker 1 'a' left: leaving: device lost: an illegal memory access", 1.5);
+  ledger.observe({worker(2, "b", 10, 1)}, 2);
+  const auto& g = ledger.gpus().at("a");
+  CHECK(g.left_seconds == 2);
+  const auto v = ledger.verdict_of(g);
+  REQUIRE(v.failures.size() == 2);
+  CHECK(v.failures[0] == "left: leaving: device lost: an illegal memory access");
+  CHECK(v.failures[1].rfind("left the cluster 2.0 s into the burn: left: leaving: device lost", 0) == 0);
+  CHECK(v.failures[1].find("its last heartbeat: 0 MHz, 60 C, 0 W") != std::string::npos);
+  CHECK(ledger.verdict_of(ledger.gpus().at("b")).verdict == Verdict::kPass);
+}
+
+TEST_CASE("burn ledger: a stall notice is an event, not a failure", "[burn]") {
+  BurnLedger ledger;
+  ledger.observe({worker(1, "a", 0, 0)}, 0);
+  ledger.note_notice("worker 1 'a' stalled: no progress for 3.0 s while holding 4 chunks", 1);
+  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.events().size() == 1);
+}
+
+TEST_CASE("burn ledger: throughput is not judged in a burn under 2 s, and a GPU that did no work in 3 s warns", "[burn]") {
+  BurnLedger ledger;
+  ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0), worker(3, "idle", 0, 0)}, 0);
+  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 100, 1), worker(3, "idle", 0, 0)}, 1.5);
+  CHECK(ledger.cluster_verdict() == Verdict::kPass);  // b at 10%: too short to tell
+  ledger.observe({worker(1, "a", 2000, 2), worker(2, "b", 2000, 2), worker(3, "idle", 0, 0)}, 3);
+  CHECK(ledger.verdict_of(ledger.gpus().at("b")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("idle")).warnings == std::vector<std::string>{"did no work in 3.0 s"});
+}

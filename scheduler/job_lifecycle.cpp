@@ -26,6 +26,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
       f.setJobId(0);
+      f.setTag(submit.getTag());
       f.setMessage(fmt::format("invalid job: {}", st.message()));
     });
     job_refusals_.warn(fmt::format("client {} '{}': refused job: {}", client.id, client.name,
@@ -38,6 +39,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
       f.setJobId(0);
+      f.setTag(submit.getTag());
       f.setMessage(st.message());
     });
     job_refusals_.warn(fmt::format("client {} '{}': refused a job of {}: {}", client.id,

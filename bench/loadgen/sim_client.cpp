@@ -145,8 +145,12 @@ void SimClient::on_message(wire::Message::Reader message) {
     case wire::Message::ERROR:
       spdlog::warn("client {}: scheduler says: {}", index_, message.getError().getMessage().cStr());
       return;
+    case wire::Message::PROGRESS:
+    case wire::Message::HEARTBEAT:
+    case wire::Message::GOODBYE:  // the close follows
+      return;
     default:
-      return;  // Progress, Heartbeat, Goodbye
+      unknown_message(fmt::format("simulated client {}", index_), message);
   }
 }
 

@@ -17,7 +17,7 @@
 
 #include "app/process.h"
 #include "client/job_spec_of.h"
-#include "client/pbench/local_cluster.h"
+#include "client/local_cluster_children.h"
 #include "client/result_json.h"
 #include "client/workers_state.h"
 #include "core/worker_info_json.h"
@@ -336,13 +336,13 @@ void bind_local_cluster(py::module_& m) {
     if (!psched::wait_child(pid, 0, &status)) return py::none();
     return py::int_(status);
   });
-  // psched and its workers as pbench's local mode starts them (client/pbench/local_cluster.h): a list
+  // psched and its workers as pbench's local mode starts them (client/local_cluster_children.h): a list
   // of (binary, args, env), psched first; LocalCluster (cluster.py) starts them.
   m.def("local_cluster_children",
         [](int gpus, int cpus, int threads_per_worker, const std::string& memory_limit, const std::string& token_file,
            const std::string& dashboard_address, const std::string& log_level, const std::vector<std::string>& tls,
            const std::string& scheduler_file) {
-          pbench::LocalClusterOptions o;
+          pclient::LocalClusterOptions o;
           o.gpu_workers = gpus;
           o.cpu_workers = cpus;
           o.threads_per_worker = threads_per_worker;
@@ -352,7 +352,7 @@ void bind_local_cluster(py::module_& m) {
           o.log_level = log_level;
           if (tls.size() == 3) o.tls = psched::TlsFiles{tls[0], tls[1], tls[2]};
           py::list out;
-          for (const pbench::LocalChild& c : pbench::local_cluster_children(o, scheduler_file))
+          for (const pclient::LocalChild& c : pclient::local_cluster_children(o, scheduler_file))
             out.append(py::make_tuple(c.binary, c.args, c.env));
           return out;
         });

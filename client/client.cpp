@@ -24,6 +24,7 @@
 #include "net/scheduler_file.h"
 #include "net/scheduler_link.h"
 #include "net/tls.h"
+#include "net/token.h"
 #include "net/wire_convert.h"
 
 namespace pclient {
@@ -151,9 +152,10 @@ std::string why_not_welcomed(const Client::Impl& s, const psched::Address& addre
 std::unique_ptr<psched::SchedulerLink> link_for(Client::Impl& s, const psched::Address& address,
                                                 std::shared_ptr<asio::ssl::context> tls) {
   std::string token = s.options.token;
-  if (token.empty()) {
-    const char* env = std::getenv("PSCHED_TOKEN");
-    if (env) token = env;
+  if (token.empty()) {  // PSCHED_TOKEN as the daemons read it: a trailing newline is not the token's
+    psched::Result<std::string> env = psched::load_token("");
+    if (!env) throw Error(env.message());
+    token = *env;
   }
   return std::make_unique<psched::SchedulerLink>(
       s.io, std::move(tls), psched::kDefaultMaxFrameBytes,

@@ -35,7 +35,10 @@ void JobRun::on_message(wire::Message::Reader m) {
       return;
     case wire::Message::JOB_FAILED: {
       auto f = m.getJobFailed();
-      if (f.getJobId() != 0 && f.getJobId() != job_id_) return;
+      // Ours: our accepted job by its id, or our Submit refused before it had one, by its tag.
+      const bool ours = f.getJobId() != 0 ? f.getJobId() == job_id_
+                                          : state_ == State::kSubmitted && f.getTag() == tag_;
+      if (!ours) return;
       failure_ = f.getMessage().cStr();
       to(State::kFailed);
       return;

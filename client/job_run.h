@@ -5,8 +5,9 @@
 // (tests/client/job_run_test.cpp).
 //
 //   submitted --JobAccepted(our tag)--> accepted --JobResult--> done
-//       |                                   |------JobFailed / Error / no workers too long--> failed
-//       |--JobFailed(id 0) / Error--> failed  `----cancel (sent at once, or once accepted)--> cancelled
+//       |                                   |------JobFailed(our id) / Error / no workers too long--> failed
+//       |                                   `------cancel (sent at once, or once accepted)--> cancelled
+//       `--JobFailed(id 0, our tag) / Error--> failed
 #pragma once
 
 #include <cstdint>

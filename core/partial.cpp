@@ -44,18 +44,6 @@ PartialSum expand(const CompactPartial& c) {
   return p;
 }
 
-PartialSum combine(const PartialSum& a, const PartialSum& b) {
-  PartialSum r = a;
-  merge(r, b);
-  return r;
-}
-
-PartialSum combine_in_order(const std::vector<PartialSum>& partials) {
-  PartialSum total;
-  for (const PartialSum& p : partials) merge(total, p);
-  return total;
-}
-
 bool same_bits(const PartialSum& a, const PartialSum& b) {
   const auto same = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
   return same(a.sum, b.sum) && a.count == b.count && same(a.min, b.min) && same(a.max, b.max) &&

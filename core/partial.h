@@ -44,11 +44,6 @@ PartialSum expand(const CompactPartial& p);
 // Adds p into `into`: exact sum merged (and normalised, so any number of merges is safe), count
 // added, min/max taken, sum rounded again.
 void merge(PartialSum& into, const PartialSum& p);
-PartialSum combine(const PartialSum& a, const PartialSum& b);
-
-// Every partial merged: the result is the same whatever the order (kept under its old name: the
-// combination used to be a fixed pairwise tree in index order).
-PartialSum combine_in_order(const std::vector<PartialSum>& partials);
 
 // Bit for bit: sum, count, min, max (their bit patterns, so -0 != +0 and NaN == the same NaN) and
 // the exact sum after normalisation (digits and special counts).

@@ -96,10 +96,10 @@ inline nlohmann::json task_segment_json(uint64_t job, uint64_t worker, uint64_t 
 
 // A worker's part in one job: /api/status's jobs[].devices (the scheduler's DeviceShare) and
 // pbench's and Python's devices of a run (libpclient's DeviceReport, read from the JobResult the
-// scheduler wrote from that DeviceShare). pbench adds the busy share and the GPU over the job.
+// scheduler wrote from that DeviceShare). The job result (client/result_json.h) adds the busy
+// share and the GPU over the job after these members.
 template <typename Out, typename Share>
-void write_device_share(Out& out, const Share& d) {
-  out.begin_object();
+void write_device_share_members(Out& out, const Share& d) {
   out.key("worker_id").value(d.worker_id);
   out.key("worker").value(d.name);
   out.key("host").value(d.host);
@@ -110,14 +110,13 @@ void write_device_share(Out& out, const Share& d) {
   out.key("bytes_per_second").value(d.bytes_per_second);
   out.key("slow").value(d.slow);
   out.key("cause").value(d.cause);
-  out.end_object();
 }
 
-template <typename Share>
-nlohmann::json device_share_json(const Share& d) {
-  JsonDoc doc;
-  write_device_share(doc, d);
-  return doc.take();
+template <typename Out, typename Share>
+void write_device_share(Out& out, const Share& d) {
+  out.begin_object();
+  write_device_share_members(out, d);
+  out.end_object();
 }
 
 }  // namespace psched

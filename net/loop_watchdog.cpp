@@ -25,7 +25,6 @@ void LoopWatchdog::tick() {
     stall_end_ = now;
     ++stalls_;
     stalled_seconds_ += seconds;
-    longest_stall_seconds_ = std::max(longest_stall_seconds_, seconds);
     if (on_stall_) on_stall_(seconds);
   }
   due_ = now + kTick;

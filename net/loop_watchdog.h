@@ -38,7 +38,6 @@ class LoopWatchdog {
 
   uint64_t stalls() const { return stalls_; }
   double stalled_seconds() const { return stalled_seconds_; }  // over every stall seen
-  double longest_stall_seconds() const { return longest_stall_seconds_; }
 
  private:
   void tick();
@@ -50,7 +49,7 @@ class LoopWatchdog {
   Clock::time_point due_{};         // when the pending tick should run
   Clock::time_point stall_end_{};   // when the loop last woke from a stall
   uint64_t stalls_ = 0;
-  double stalled_seconds_ = 0, longest_stall_seconds_ = 0;
+  double stalled_seconds_ = 0;
 };
 
 }  // namespace psched

@@ -3,7 +3,7 @@
 # framing) Cap'n Proto message whose root is `Message`. Framing and limits: net/framing.h.
 #
 # Order on a connection: Hello first (both roles), answered by Welcome or Error-and-close.
-# Workers then receive DefineJob/TaskBatch/DropJob and send ResultBatch; clients send Submit/Cancel/
+# Workers then receive DefineJob/TaskBatch/GiveBack/DropJob and send ResultBatch; clients send Submit/Cancel/
 # ClusterInfoRequest and receive JobAccepted/Progress/JobResult/JobFailed/ClusterInfo.
 # Heartbeat flows both ways; Goodbye says a peer is leaving on purpose.
 @0xfe7ef69c9a3ed905;
@@ -16,8 +16,9 @@ $import "/capnp/c++.capnp".namespace("psched::wire");
 # definition changed (docs/design.md, "The element definition": a table log and fused
 # multiply-adds), so a worker of 3 would make other elements for the same job. A peer of another
 # version is refused at Hello, naming both. 6: JobSpec.squares (var/std), which a worker of 5 would
-# ignore, reporting no sum of squares.
-const protocolVersion :UInt32 = 6;
+# ignore, reporting no sum of squares. 7: JobFailed.tag, so a client with several submissions in
+# flight knows which one was refused (a client of 6 would guess).
+const protocolVersion :UInt32 = 7;
 
 enum Role {
   worker @0;
@@ -356,8 +357,9 @@ struct TaskSegment {
 }
 
 struct JobFailed {
-  jobId @0 :UInt64;
+  jobId @0 :UInt64;            # the failed job; 0: the Submit was refused before it had an id
   message @1 :Text;
+  tag @2 :UInt64;              # with jobId 0, the refused Submit's tag (0 otherwise)
 }
 
 struct ClusterInfo {

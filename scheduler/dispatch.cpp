@@ -2,9 +2,10 @@
 // Hello (slots, widened for small chunks by windowElements: WorkerRecord::window_for); each time a
 // worker returns results (or joins, or work arrives) it is topped up. Jobs take turns, each taking
 // its share of the free window as runs of consecutive chunks, so concurrent jobs progress together
-// and a TaskBatch is a few ranges however many chunks it carries. A top-up takes at most a
-// worker's part of what a job has left (queued chunks / workers), so a small job, and the tail of
-// a big one, spread over every worker instead of queueing in one wide window while others idle.
+// and a TaskBatch is a few ranges however many chunks it carries. A top-up takes at most the
+// worker's part of all the work queued (one budget over every job, shared by the workers: the
+// policy is top_up.h's), so a small job, and the tail of a big one, spread over every worker
+// instead of queueing in one wide window while others idle.
 // The job spec goes to a worker once (DefineJob); after that only chunk ranges travel.
 #include <capnp/message.h>
 #include <fmt/format.h>

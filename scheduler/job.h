@@ -82,11 +82,6 @@ class Job {
   // past `max`. Requires has_ordinary(). With `fresh_only`, re-queued chunks are left for another
   // worker (requires has_fresh()).
   uint64_t take_run(WorkerId worker, uint64_t max, uint64_t& first, bool fresh_only = false);
-  uint64_t take(WorkerId worker) {  // one chunk
-    uint64_t first = 0;
-    take_run(worker, 1, first);
-    return first;
-  }
   // A suspect, marked running on `worker`, which must hold nothing else while it runs it (so that
   // if the worker dies, the suspect is the one to blame): the next chunk of the oldest suspect
   // range, or all of it when it is longer than kSuspectsOneByOne. Requires has_suspects().

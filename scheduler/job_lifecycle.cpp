@@ -27,6 +27,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
       f.setJobId(0);
+      f.setTag(submit.getTag());
       f.setMessage(fmt::format("invalid job: {}", st.message()));
     });
     job_refusals_.warn(fmt::format("client {} '{}': refused job: {}", client.id, client.name,
@@ -39,6 +40,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
     send_message(*client.conn, [&](wire::Message::Builder m) {
       auto f = m.initJobFailed();
       f.setJobId(0);
+      f.setTag(submit.getTag());
       f.setMessage(st.message());
     });
     job_refusals_.warn(fmt::format("client {} '{}': refused a job of {}: {}", client.id,

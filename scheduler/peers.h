@@ -130,7 +130,7 @@ struct WorkerRecord : WorkerInfo {
   // Completed jobs it was sent, whose DropJob rides with the next message to it (Scheduler::
   // forget_job): nothing of theirs is left on it, so the drop need not cost a write of its own.
   std::vector<JobId> drops_owed;
-  // Running a suspect chunk alone (Job::requeue_suspect): it gets nothing more until its window is
+  // Running a suspect chunk alone (Job::take_suspect): it gets nothing more until its window is
   // empty again, so that if it dies, the suspect is the one to blame.
   bool isolating = false;
   // It held nothing but the work in question (a suspect, or a lone chunk or copy): a crash there

@@ -82,7 +82,7 @@ struct SchedulerConfig {
   // Workers and clients (after Hello): a fleet of thousands of GPUs and its clients, ~5 KB each
   // when idle (psched lowers it to what its file descriptor limit holds: main.cpp).
   uint32_t max_connections = 16384;
-  AdmissionLimits admission;              // chunk budget, one client's share, connections before Hello
+  AdmissionLimits admission;              // running jobs, one client's share, connections before Hello
   // What psched holds unsent for clients that do not read what it pushes (streamed partials,
   // Progress): one client at most max_client_unsent_bytes (two default frames) before it is cut
   // off, all together at most max_total_unsent_bytes, past which the one holding the most is cut

@@ -141,7 +141,6 @@ void write_recent_job(JsonText& out, const Scheduler& s, const JobSummary& r, bo
 // Verify's figures (mismatches by worker name, including workers that have left since) and the
 // scheduler's counters.
 void write_verify_and_counters(JsonText& out, const SchedulerCounters& c) {
-  // Verify mismatches by worker name, including workers that have left since.
   uint64_t mismatches = 0;
   for (const auto& [name, n] : c.verify_mismatches) mismatches += n;
   out.key("verify").begin_object();

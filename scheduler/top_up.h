@@ -1,6 +1,7 @@
 // Top-up: the policy of dispatch, apart from the sending (dispatch.cpp sends what it plans). A
 // worker's window is filled from the jobs that have work, in turn: each job takes its share of the
-// free window as runs of consecutive chunks, at most the worker's part of what the job has left.
+// free window as runs of consecutive chunks, all of them together at most one budget, the worker's
+// part of all the work queued (plan_top_up).
 // Planning takes the chunks (they run on the worker from then on) and fills the worker's window;
 // it builds no message and needs no socket or clock (tests/scheduler/top_up_test.cpp).
 #pragma once
@@ -90,7 +91,7 @@ struct TopUpContext {
 };
 
 // Chunks of `job` below which a top-up is not cut into parts: one slot's share of the worker's
-// element window (a CPU thread's quarter million elements, a GPU batch). Splitting less than that
+// element window (2^17 elements for a CPU worker: 2^18 per thread over two slots; a GPU batch). Splitting less than that
 // over several workers costs each of them a round trip and gains nothing (a 10-chunk job of 1000
 // elements took 48 us on one worker and 64 us split over two).
 uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job);

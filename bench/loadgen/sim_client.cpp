@@ -136,13 +136,8 @@ void SimClient::on_message(wire::Message::Reader message) {
       if (f.getJobId() != 0) {
         auto t = tag_of_job_.find(f.getJobId());
         if (t != tag_of_job_.end()) fail(t->second, text);
-      } else if (!pending_.empty()) {
-        // A refused submit names no job: it is the oldest one not yet accepted.
-        for (auto& [tag, p] : pending_)
-          if (p.job_id == 0) {
-            fail(tag, text);
-            break;
-          }
+      } else {
+        fail(f.getTag(), text);  // a refused submit: no job yet, named by its tag
       }
       submit_more();
       return;
@@ -150,8 +145,12 @@ void SimClient::on_message(wire::Message::Reader message) {
     case wire::Message::ERROR:
       spdlog::warn("client {}: scheduler says: {}", index_, message.getError().getMessage().cStr());
       return;
+    case wire::Message::PROGRESS:
+    case wire::Message::HEARTBEAT:
+    case wire::Message::GOODBYE:  // the close follows
+      return;
     default:
-      return;  // Progress, Heartbeat, Goodbye
+      unknown_message(fmt::format("simulated client {}", index_), message);
   }
 }
 

@@ -32,6 +32,10 @@ class SimPeer : public std::enable_shared_from_this<SimPeer> {
   virtual void on_message(wire::Message::Reader message) = 0;
   virtual void on_close(const std::string& why) = 0;  // the connection (or the attempt) ended
   void reconnect_after(std::chrono::milliseconds pause);
+  // A message this simulated peer has no case for: psched speaks something the simulator does not
+  // (the protocol grew and bench/loadgen did not follow), so dropping it would make the figures
+  // silently wrong. Says so on stderr, naming `peer` and the message, and ends the run (exit 1).
+  [[noreturn]] static void unknown_message(const std::string& peer, wire::Message::Reader message);
   bool stopped() const { return stopped_; }
   // The connection while it is open (null before the first and after one closed).
   FramedConnection* conn() const { return link_.open_conn(); }

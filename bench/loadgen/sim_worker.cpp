@@ -139,8 +139,11 @@ void SimWorker::on_message(wire::Message::Reader message) {
       spdlog::warn("worker {}: scheduler says: {}", index_, message.getError().getMessage().cStr());
       if (!registered_) ++fleet_.counters().refused;
       return;
+    case wire::Message::HEARTBEAT:
+    case wire::Message::GOODBYE:  // the close follows
+      return;
     default:
-      return;  // Heartbeat, Goodbye (the close follows)
+      unknown_message(fmt::format("simulated worker {}", index_), message);
   }
 }
 

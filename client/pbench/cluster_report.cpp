@@ -1,16 +1,11 @@
-// What pbench prints about the cluster and about each worker's share of a run (cluster_report.h).
+// What pbench prints about the cluster (cluster_report.h).
 #include "cluster_report.h"
 
-#include "core/gpu_health.h"
 #include "core/worker_info_json.h"
 #include "core/plural.h"
 
-#include <fmt/format.h>
-
-#include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <algorithm>
 #include <map>
 
 namespace pbench {
@@ -37,90 +32,6 @@ void draw_progress(const pclient::Progress& p) {
   std::fflush(stderr);
 }
 
-std::string workers_state_line(const pclient::Progress& p, WorkersShown& shown) {
-  const auto now = std::chrono::steady_clock::now();
-  const uint64_t left = p.chunks_total - p.chunks_done;
-  if (!p.no_workers) {
-    const bool was_none = shown.none;
-    shown.none = false;
-    return was_none ? fmt::format("a worker joined: the job goes on ({} left)", psched::counted(left, "chunk")) : "";
-  }
-  if (!shown.none) {
-    shown = {true, now, now};
-    return fmt::format("no workers: waiting for one to join, {} left", psched::counted(left, "chunk"));
-  }
-  if (now - shown.last_said < std::chrono::seconds(10)) return "";
-  shown.last_said = now;
-  return fmt::format("still no workers after {:.0f} s: waiting for one to join, {} left",
-                     std::chrono::duration<double>(now - shown.since).count(), psched::counted(left, "chunk"));
-}
-
-RunShare run_share(const pclient::WorkerInfo& w, const std::vector<pclient::WorkerInfo>& before, double seconds) {
-  RunShare r{w.chunks_done, w.busy_seconds, 0};
-  for (const auto& b : before)
-    if (b.id == w.id) {
-      r.chunks -= b.chunks_done;
-      r.busy_seconds -= b.busy_seconds;
-    }
-  if (seconds > 0) r.busy_fraction = r.busy_seconds / seconds / std::max<uint32_t>(1, w.threads);
-  return r;
-}
-
-nlohmann::json devices_json(const std::vector<pclient::WorkerInfo>& workers,
-                            const std::vector<pclient::WorkerInfo>* before, double seconds) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& w : workers) {
-    nlohmann::json d = psched::worker_info_json(w);
-    if (before && seconds > 0) {
-      const RunShare r = run_share(w, *before, seconds);
-      d["run_chunks"] = r.chunks;
-      d["run_busy_seconds"] = r.busy_seconds;
-      d["run_busy_fraction"] = r.busy_fraction;
-    }
-    list.push_back(d);
-  }
-  return list;
-}
-
-namespace {
-
-// [[seconds, SM clock MHz, temperature C, power W, SM utilisation %], ...]: compact for the report.
-nlohmann::json series_json(const std::vector<pclient::DeviceReport::Point>& series) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& p : series)
-    out.push_back({std::round(p.seconds * 1e3) / 1e3, p.sm_clock_mhz, p.temperature_c, p.power_watts,
-                   p.sm_utilisation_pct});
-  return out;
-}
-
-}  // namespace
-
-nlohmann::json run_devices_json(const pclient::Result& result) {
-  auto figure = [](const pclient::Figure& f) {
-    return nlohmann::json{{"min", f.min}, {"mean", f.mean}, {"max", f.max}};
-  };
-  const double span = result.scheduler_seconds > 0 ? result.scheduler_seconds : result.wall_seconds;
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& d : result.devices) {
-    const double device_seconds = d.bytes_per_second > 0 ? double(d.bytes) / d.bytes_per_second : 0;
-    nlohmann::json j = psched::device_share_json(d);
-    j["busy_share"] = span > 0 ? device_seconds / span : 0.0;
-    j["gpu"] = nullptr;
-    if (d.has_gpu)
-      j["gpu"] = {{"uuid", d.uuid},
-                  {"sm_clock_mhz", figure(d.sm_clock_mhz)},
-                  {"sm_clock_max_mhz", d.sm_clock_max_mhz},
-                  {"temperature_c", figure(d.temperature_c)},
-                  {"power_watts", figure(d.power_watts)},
-                  {"sm_utilisation_pct", figure(d.sm_utilisation_pct)},
-                  {"throttle_reasons", d.throttle_reasons},
-                  {"throttle", psched::throttle_reason_names(d.throttle_reasons)},
-                  {"series", series_json(d.series)}};
-    list.push_back(std::move(j));
-  }
-  return list;
-}
-
 // "2 workers: 2 x cuda NVIDIA H100 80GB HBM3 (79.1 GiB, sm_90)" style, grouped by kind of device.
 std::string summarize(const std::vector<pclient::WorkerInfo>& workers) {
   std::map<std::string, int> kinds;
@@ -145,7 +56,9 @@ std::string summarize(const std::vector<pclient::WorkerInfo>& workers) {
 
 void print_workers(const std::vector<pclient::WorkerInfo>& workers, bool json) {
   if (json) {
-    std::cout << nlohmann::json{{"workers", devices_json(workers)}}.dump() << std::endl;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& w : workers) list.push_back(psched::worker_info_json(w));
+    std::cout << nlohmann::json{{"workers", list}}.dump() << std::endl;
     return;
   }
   std::printf("%s\n", summarize(workers).c_str());
@@ -157,7 +70,5 @@ void print_workers(const std::vector<pclient::WorkerInfo>& workers, bool json) {
     std::printf(", window %u\n", w.slots);
   }
 }
-
-// Everything the command line sets.
 
 }  // namespace pbench

@@ -18,6 +18,7 @@
 #include "app/logging.h"
 #include "burn.h"
 #include "client/job_spec_of.h"
+#include "client/workers_state.h"
 #include "cluster_report.h"
 #include "core/closed_form.h"
 #include "flags.h"
@@ -78,8 +79,8 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
   Runs runs;
   pclient::RunOptions run_options;
   run_options.no_workers_timeout_ms = f.no_workers_timeout_ms;
-  run_options.on_progress = [tty, shown = pbench::WorkersShown{}](const pclient::Progress& p) mutable {
-    if (const std::string line = pbench::workers_state_line(p, shown); !line.empty())
+  run_options.on_progress = [tty, shown = pclient::WorkersShown{}](const pclient::Progress& p) mutable {
+    if (const std::string line = pclient::workers_state_line(p, shown); !line.empty())
       std::fprintf(stderr, "%spbench: %s\n", tty ? "\n" : "", line.c_str());
     for (const std::string& notice : p.notices) std::fprintf(stderr, "%spbench: %s\n", tty ? "\n" : "", notice.c_str());
     if (tty) draw_progress(p);
@@ -104,7 +105,7 @@ Runs run_jobs(pclient::Client& client, const Flags& f) {
 psched::Status write_reports(const Flags& f, const Runs& runs) {
   if (f.report_html.empty() && f.report_json.empty()) return psched::Status::ok();
   const auto t0 = std::chrono::steady_clock::now();
-  const nlohmann::json report = pbench::report_json(f.job, runs.last, runs.after);
+  const nlohmann::json report = pbench::report_json(pbench::result_input(f, runs));
   std::string written;
   if (!f.report_json.empty()) {
     const std::string text = report.dump() + "\n";

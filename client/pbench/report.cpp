@@ -11,8 +11,8 @@
 #include <map>
 
 #include "app/task_lanes_js.h"
-#include "core/worker_info_json.h"
 #include "cluster_report.h"
+#include "core/worker_info_json.h"
 
 namespace pbench {
 
@@ -44,32 +44,13 @@ json throughput_json(const pclient::Job& job, const pclient::Result& r) {
 
 }  // namespace
 
-json report_json(const pclient::Job& job, const pclient::Result& r,
-                 const std::vector<pclient::WorkerInfo>& workers) {
+json report_json(const pclient::ResultJsonInput& in) {
+  const pclient::Result& r = in.result;
+  pclient::ResultJsonInput with_series = in;
+  with_series.gpu_series = true;
   json j;
-  j["job"] = {{"id", r.job_id},
-              {"rows", job.rows},
-              {"cols", job.cols},
-              {"chunk_rows", job.chunk_rows},
-              {"chunk_cols", job.chunk_cols},
-              {"dtype", job.dtype},
-              {"generator", job.generator},
-              {"fused", job.fused},
-              {"chunks", r.chunks},
-              {"bytes", job.bytes()},
-              {"seconds", r.wall_seconds},
-              {"scheduler_seconds", r.scheduler_seconds},
-              {"bytes_per_second", r.wall_seconds > 0 ? double(job.bytes()) / r.wall_seconds : 0.0},
-              {"sum", r.sum},
-              {"count", r.count},
-              {"mean", r.count ? json(r.mean()) : json(nullptr)},
-              {"retries", r.retries}};
-  j["cluster"] = {{"summary", summarize(workers)}, {"workers", devices_json(workers)}};
-  j["devices"] = run_devices_json(r);
-  json stragglers = json::array();
-  for (const auto& d : r.devices)
-    if (d.slow) stragglers.push_back({{"worker", d.name}, {"host", d.host}, {"cause", d.cause}});
-  j["stragglers"] = std::move(stragglers);
+  j["job"] = pclient::result_json(with_series);
+  j["cluster"] = {{"summary", in.after ? summarize(*in.after) : summarize({})}};
   json lanes = json::array();
   for (const auto& d : r.devices) lanes.push_back({{"id", d.worker_id}, {"name", d.name}, {"slow", d.slow}});
   json segments = json::array();
@@ -77,7 +58,7 @@ json report_json(const pclient::Job& job, const pclient::Result& r,
     segments.push_back(psched::task_segment_json(r.job_id, t.worker_id, t.first_chunk, t.chunks,
                                                  us(t.start_seconds), us(t.end_seconds)));
   j["timeline"] = {{"lanes", std::move(lanes)}, {"segments", std::move(segments)}};
-  j["throughput"] = throughput_json(job, r);
+  j["throughput"] = throughput_json(in.job, r);
   return j;
 }
 
@@ -120,23 +101,27 @@ constexpr std::string_view kPageScript = R"PSCHED_REPORT(</script>
 /*TASK_LANES_JS*/
 const R = JSON.parse(document.getElementById("report-data").textContent);
 const j = R.job;
-table("job", ["job", "array", "chunks", "seconds", "throughput", "mean", "retries"],
-  [["#" + j.id + " " + j.generator + (j.fused ? " (fused)" : ""),
+// var and std only when the job computed them (--stats var,std).
+const spread = "var" in j ? [["var (ddof " + j.ddof + ")", j.var === null ? "–" : j.var],
+                             ["std", j.std === null ? "–" : j.std]] : [];
+table("job", ["job", "array", "chunks", "seconds", "throughput", "mean", ...spread.map(c => c[0]), "retries"],
+  [["#" + j.job_id + " " + (j.input || j.generator) + (j.fused ? " (fused)" : ""),
     j.rows + " x " + j.cols + " " + j.dtype + " (" + bytes(j.bytes) + ")",
     j.chunks + " of " + j.chunk_rows + " x " + j.chunk_cols, j.seconds.toFixed(3),
-    bytes(j.bytes_per_second) + "/s", j.mean === null ? "–" : j.mean, j.retries]]);
+    bytes(j.bytes_per_second) + "/s", j.mean === null ? "–" : j.mean, ...spread.map(c => c[1]), j.retries]]);
 document.getElementById("cluster").appendChild(el("p", R.cluster.summary));
 table("cluster", ["worker", "host", "backend", "device", "threads", "CPUs", "GPU"],
-  R.cluster.workers.map(w => [w.name, w.host, w.backend, w.device, w.threads, w.cpu_affinity || "–",
-                              w.gpu_uuid || "–"]));
+  j.devices.map(w => [w.name, w.host, w.backend, w.device, w.threads, w.cpu_affinity || "–",
+                      w.gpu ? w.gpu.uuid : "–"]));
 const sg = document.getElementById("stragglers");
-if (!R.stragglers.length) sg.appendChild(el("p", "none: every device within 10% of the median"));
-for (const s of R.stragglers) sg.appendChild(el("p", s.worker + " on " + s.host + ": " +
+if (!j.stragglers.length) sg.appendChild(el("p", "none: every device within 10% of the median"));
+for (const s of j.stragglers) sg.appendChild(el("p", s.worker + " on " + s.host + ": " +
                                                  (s.cause || "no cause seen by NVML"), "slow"));
+const runs = j.devices.filter(d => d.run).map(d => d.run);  // the devices that took part
 function fig(f, unit) { return f ? f.min.toFixed(0) + " / " + f.mean.toFixed(0) + " / " + f.max.toFixed(0) + unit : "–"; }
 table("devices", ["worker", "chunks", "throughput", "busy share", "SM clock min/mean/max", "max",
                   "temperature", "power", "SM util", "throttled", "straggler"],
-  R.devices.map(d => { const b = el("div", null, "bar"), f = el("div");
+  runs.map(d => { const b = el("div", null, "bar"), f = el("div");
     f.style.width = Math.min(100, 100 * d.busy_share).toFixed(1) + "%"; b.appendChild(f);
     b.title = (100 * d.busy_share).toFixed(1) + "%";
     const g = d.gpu;
@@ -159,7 +144,7 @@ drawLanes(document.getElementById("timeline"), R.timeline.lanes, R.timeline.segm
   g.stroke(); g.fillStyle = "#677084"; g.font = "12px system-ui";
   g.fillText(bytes(ymax) + "/s", 2, 14); g.fillText("0", 2, h - 20); g.fillText(xmax.toFixed(2) + " s", w - 60, h - 4);
 })();
-const gpus = R.devices.filter(d => d.gpu && d.gpu.series && d.gpu.series.length);
+const gpus = runs.filter(d => d.gpu && d.gpu.series && d.gpu.series.length);
 if (!gpus.length) document.getElementById("gpu-none").textContent = "No NVML figures in this run.";
 for (const [id, col, unit] of [["gpu-clock", 1, "MHz"], ["gpu-temp", 2, "°C"], ["gpu-power", 3, "W"]])
   lineChart(document.getElementById(id), gpus.map(d => ({name: d.worker, points: d.gpu.series.map(p => [p[0], p[col]])})),

@@ -11,13 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "pclient/client.h"
+#include "client/result_json.h"
 
 namespace pbench {
 
-// The report's data: the job as run, the workers after it, its result with devices and timeline.
-nlohmann::json report_json(const pclient::Job& job, const pclient::Result& result,
-                           const std::vector<pclient::WorkerInfo>& workers);
+// The report's data: "job", the job result (client/result_json.h's keys, as --json prints them,
+// with each GPU's heartbeats over the job), "cluster" (its summary line), "timeline" (the task
+// stream's lanes and segments) and "throughput" over time.
+nlohmann::json report_json(const pclient::ResultJsonInput& in);
 // The HTML page around that data.
 std::string report_html(const nlohmann::json& report);
 // What other pages of pbench share with it (the burn report): the head up to an open <style>

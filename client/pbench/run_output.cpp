@@ -5,66 +5,29 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "client/job_spec_of.h"
 #include "cluster_report.h"
 #include "core/gpu_health.h"
 #include "core/plural.h"
-#include "core/reference_sums.h"
-#include "report.h"
 #include "verify_report.h"
 
 namespace pbench {
 
+pclient::ResultJsonInput result_input(const Flags& f, const Runs& runs) {
+  return {.job = f.job,
+          .result = runs.last,
+          .seconds = runs.seconds.back(),
+          .before = &runs.before,
+          .after = &runs.after,
+          .ddof = f.ddof,
+          .verify = f.verify > 0};
+}
+
 void print_json(const Flags& f, const Runs& runs) {
-  const pclient::Job& job = f.job;
-  const pclient::Result& result = runs.last;
-  const double seconds = runs.seconds.back();
-  nlohmann::json out = {{"sum", result.sum},
-                        {"exact_terms", result.exact_terms},
-                        {"reference_key", psched::reference_key(pclient::job_spec_of(job))},
-                        {"count", result.count},
-                        {"mean", result.mean()},
-                        {"min", result.min},
-                        {"max", result.max},
-                        {"seconds", seconds},
-                        {"chunks", result.chunks},
-                        {"bytes", job.bytes()},
-                        {"bytes_per_second", double(job.bytes()) / seconds},
-                        {"workers", result.workers},
-                        {"cluster_workers", runs.after.size()},
-                        {"retries", result.retries},
-                        {"resubmissions", result.resubmissions},
-                        {"generator", job.input.path.empty() ? nlohmann::json(job.generator) : nlohmann::json()},
-                        {"source", psched::source_kind_name(pclient::job_spec_of(job).stored.kind)},
-                        {"input", job.input.path.empty() ? nlohmann::json() : nlohmann::json(job.input.path)},
-                        {"rows", job.rows},
-                        {"cols", job.cols},
-                        {"chunk_rows", job.chunk_rows},
-                        {"chunk_cols", job.chunk_cols},
-                        {"fused", job.fused},
-                        {"devices", devices_json(runs.after, &runs.before, seconds)}};
-  // Each device's share of the job as the scheduler measured it, GPU figures and stragglers.
-  const nlohmann::json shares = pbench::run_devices_json(result);
-  nlohmann::json stragglers = nlohmann::json::array();
-  for (auto& d : out["devices"]) {
-    for (const auto& s : shares)
-      if (s["worker"] == d["name"]) d["run"] = s;
-    // The per-heartbeat series is the report's (--report-json); the summary line stays short.
-    if (d.contains("run") && d["run"]["gpu"].is_object()) d["run"]["gpu"].erase("series");
-  }
-  for (const auto& s : shares)
-    if (s["slow"].get<bool>()) stragglers.push_back({{"worker", s["worker"]}, {"cause", s["cause"]}});
-  out["stragglers"] = std::move(stragglers);
+  // The job result (client/result_json.h: its keys are pbench's, Python's and the report's), the
+  // GPUs' per-heartbeat series left to the report: the line stays short.
+  nlohmann::json out = pclient::result_json(result_input(f, runs));
   if (f.repeat > 1) out["runs"] = runs.seconds;
-  if (result.count == 0) {  // no mean, min or max of nothing: say so rather than print 0
-    out["mean"] = nullptr;
-    out["empty_selection"] = true;
-  }
-  if (f.want_var || f.want_std) out["ddof"] = f.ddof;
-  if (f.want_var) out["var"] = result.var(f.ddof);  // NaN and inf come out as null, as every figure's
-  if (f.want_std) out["std"] = result.std(f.ddof);
   if (f.check) out["check"] = runs.problem.empty() ? "ok" : runs.problem;
-  if (f.verify > 0) out["verify"] = pbench::verify_json(result);
   std::cout << out.dump() << std::endl;
 }
 
@@ -98,7 +61,7 @@ void print_text(const Flags& f, const Runs& runs) {
   double busy = 0;
   int active = 0;
   for (const auto& w : runs.after)
-    if (const RunShare r = run_share(w, runs.before, seconds); r.chunks > 0) {
+    if (const pclient::RunShare r = pclient::run_share(w, runs.before, seconds); r.chunks > 0) {
       busy += r.busy_fraction;
       ++active;
     }

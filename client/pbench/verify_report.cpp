@@ -53,28 +53,6 @@ void print_verify(const pclient::Result& r) {
                 (unsigned long long)(r.mismatch_count - r.mismatches.size()));
 }
 
-nlohmann::json verify_json(const pclient::Result& r) {
-  nlohmann::json mismatches = nlohmann::json::array();
-  for (const pclient::VerifyMismatch& m : r.mismatches) {
-    nlohmann::json copies = nlohmann::json::array();
-    for (const pclient::VerifyCopy& c : m.copies)
-      copies.push_back({{"worker_id", c.worker_id},
-                        {"worker", c.worker_name},
-                        {"device", c.device_name},
-                        {"sum", c.sum},
-                        {"count", c.count},
-                        {"min", c.min},
-                        {"max", c.max},
-                        {"suspect", c.suspect},
-                        {"exact_terms", c.exact_terms}});
-    mismatches.push_back({{"chunk", m.chunk}, {"chunks", m.chunks}, {"copies", copies}, {"note", m.note}});
-  }
-  return {{"verified_chunks", r.verified_chunks},
-          {"same_worker_chunks", r.same_worker_chunks},
-          {"mismatch_count", r.mismatch_count},
-          {"mismatches", mismatches}};
-}
-
 std::string verify_problem(const pclient::Result& r) {
   if (r.mismatch_count == 0) return "";
   std::string suspects;

@@ -15,7 +15,7 @@ from . import _native
 from ._context import _default_lock, _defaults, default_client  # noqa: F401 - default_client is API
 from .array import Reduction
 from .future import Future, cancel_outstanding
-from .result import Result, device_figures
+from .result import Result
 
 
 
@@ -122,16 +122,13 @@ class Client:
         if not isinstance(reduction, Reduction):
             raise TypeError(f"psched computes reductions (x.sum(), x.mean(), ...), not {type(reduction).__name__}")
         job = reduction._job_to_run()
-        before = self._native.workers(cancel) if devices else None
         bar = _ProgressBar(progress) if progress is not False else None
         try:
-            figures = self._native.run(job, bar, cancel, interruptible, float(verify))
+            figures = self._native.run(job, bar, cancel, interruptible, float(verify), bool(devices), reduction.ddof)
         finally:
             if bar is not None:
                 bar.close()
-        per_device = (device_figures(before, self._native.workers(cancel), figures["wall_seconds"], figures["devices"])
-                      if devices else [])
-        return Result(reduction.kind, figures, per_device, job.bytes(), reduction.ddof)
+        return Result(reduction.kind, figures)
 
     def run(self, reduction, *, progress=None, devices=True, verify=0.0):
         """Runs the reduction's job here, blocking; Ctrl-C cancels it on the scheduler and raises

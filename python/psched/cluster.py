@@ -80,7 +80,7 @@ class LocalCluster:
             raise
 
     def _specs(self, memory_limit, dashboard, log_level, threads_per_worker):
-        # pbench's local mode describes the processes (client/pbench/local_cluster.h): one home for
+        # libpclient describes the processes (client/local_cluster_children.h): one home for
         # their flags.
         token_file = ""
         if self.token:

@@ -17,8 +17,9 @@
 
 #include "app/process.h"
 #include "client/job_spec_of.h"
-#include "client/pbench/cluster_report.h"
-#include "client/pbench/local_cluster.h"
+#include "client/local_cluster_children.h"
+#include "client/result_json.h"
+#include "client/workers_state.h"
 #include "core/worker_info_json.h"
 #include "net/token.h"
 #include "pclient/client.h"
@@ -37,54 +38,67 @@ class CancelFlag {
   std::atomic<bool> flag_{false};
 };
 
-// pbench's JSON as Python objects: one home for the field names a pbench --json reader and a
-// notebook user both see (client/pbench/cluster_report.cpp).
-py::object from_json(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+// The JSON writers' calls (core/json_out.h: begin_object, key, value, ...) building Python
+// objects: so the Python client shows a worker (core/worker_info_json.h) and a job result
+// (client/result_json.h) with the keys pbench's --json has, from the same writer. Floats stay
+// floats: a NaN or infinite sum is float('nan') or inf here, where JSON text has null.
+class PyOut {
+ public:
+  PyOut& begin_object() { return open(py::dict()); }
+  PyOut& end_object() { return close(); }
+  PyOut& begin_array() { return open(py::list()); }
+  PyOut& end_array() { return close(); }
+  PyOut& key(std::string_view k) {
+    key_ = std::string(k);
+    return *this;
+  }
+  PyOut& null() { return place(py::none()); }
+  PyOut& value(std::nullptr_t) { return null(); }
+  // Names come from peers: bytes that are not UTF-8 become U+FFFD, as in the JSON text.
+  PyOut& value(std::string_view s) {
+    return place(py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace")));
+  }
+  PyOut& value(const std::string& s) { return value(std::string_view(s)); }
+  PyOut& value(const char* s) { return value(std::string_view(s)); }
+  template <typename T>
+  PyOut& value(const T& v) {
+    return place(py::cast(v));
+  }
+  py::object take() { return std::move(root_); }
+
+ private:
+  PyOut& open(py::object container) {
+    place(container);
+    open_.push_back(std::move(container));
+    return *this;
+  }
+  PyOut& close() {
+    open_.pop_back();
+    return *this;
+  }
+  PyOut& place(py::object v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+    } else if (py::isinstance<py::list>(open_.back())) {
+      open_.back().cast<py::list>().append(v);
+    } else {
+      open_.back().cast<py::dict>()[py::str(key_)] = v;
+    }
+    return *this;
+  }
+
+  py::object root_;
+  std::vector<py::object> open_;  // the containers being written, innermost last
+  std::string key_;
+};
 
 // The keys psched's /api/status and pbench's --json give a worker (core/worker_info_json.h).
-py::object worker_dict(const pclient::WorkerInfo& w) { return from_json(psched::worker_info_json(w)); }
-
-py::dict result_dict(const pclient::Result& r) {
-  py::dict d;
-  d["job_id"] = r.job_id;
-  d["sum"] = r.sum;
-  d["exact_terms"] = r.exact_terms;
-  if (r.has_squares) {  // var(ddof) and std(ddof), exact (core/variance.h): the ddof is the reduction's
-    d["var"] = py::cpp_function([r](uint32_t ddof) { return r.var(ddof); });
-    d["std"] = py::cpp_function([r](uint32_t ddof) { return r.std(ddof); });
-  }
-  d["count"] = r.count;
-  d["min"] = r.min;
-  d["max"] = r.max;
-  d["chunks"] = r.chunks;
-  d["workers"] = r.workers;
-  d["retries"] = r.retries;
-  d["resubmissions"] = r.resubmissions;
-  d["scheduler_seconds"] = r.scheduler_seconds;
-  d["wall_seconds"] = r.wall_seconds;
-  d["verified_chunks"] = r.verified_chunks;
-  d["same_worker_chunks"] = r.same_worker_chunks;
-  d["mismatch_count"] = r.mismatch_count;
-  py::list mismatches;
-  for (const pclient::VerifyMismatch& m : r.mismatches) {
-    py::list copies;
-    for (const pclient::VerifyCopy& c : m.copies) {
-      py::dict cd;
-      cd["worker"] = c.worker_name;
-      cd["device"] = c.device_name;
-      cd["sum"] = c.sum;
-      cd["suspect"] = c.suspect;
-      copies.append(cd);
-    }
-    py::dict md;
-    md["chunk"] = m.chunk;
-    md["chunks"] = m.chunks;
-    md["copies"] = copies;
-    mismatches.append(md);
-  }
-  d["mismatches"] = mismatches;
-  d["devices"] = from_json(pbench::run_devices_json(r));
-  return d;
+py::object worker_dict(const pclient::WorkerInfo& w) {
+  PyOut out;
+  out.begin_object();
+  psched::write_worker_info_members(out, w);
+  out.end_object();
+  return out.take();
 }
 
 // One connection. pclient::Client is used by one thread at a time: calls from several Python
@@ -124,19 +138,22 @@ class NativeClient {
     return out;
   }
 
-  // Runs the job, blocking. on_progress(chunks_done, chunks_total) is called with the GIL held;
-  // `cancel` (if given) stops the job from another thread; with interruptible, a Ctrl-C that
-  // arrives while waiting (main thread only) cancels the job and is raised here.
-  py::dict run(const pclient::Job& job, py::object on_progress, CancelFlag* cancel, bool interruptible,
-               double verify) {
+  // Runs the job, blocking, and returns the job result (client/result_json.h's document, as
+  // dicts). on_progress(chunks_done, chunks_total) is called with the GIL held; `cancel` (if given)
+  // stops the job from another thread; with interruptible, a Ctrl-C that arrives while waiting
+  // (main thread only) cancels the job and is raised here. devices: the workers just before and
+  // after the job are asked for (two round trips), so "devices" has each one's share of it.
+  // ddof: var's and std's, when the job computes squares.
+  py::object run(const pclient::Job& job, py::object on_progress, CancelFlag* cancel, bool interruptible,
+                 double verify, bool devices, uint32_t ddof) {
     pclient::RunOptions options;
     options.verify = verify;
     options.no_workers_timeout_ms = no_workers_timeout_ms_;
     PyObject *err_type = nullptr, *err_value = nullptr, *err_tb = nullptr;  // a pending Ctrl-C
-    pbench::WorkersShown shown;
+    pclient::WorkersShown shown;
     const bool has_progress = !on_progress.is_none();
     options.on_progress = [&](const pclient::Progress& p) {
-      const std::string line = pbench::workers_state_line(p, shown);
+      const std::string line = pclient::workers_state_line(p, shown);
       if (line.empty() && !has_progress) return;
       py::gil_scoped_acquire gil;
       try {
@@ -165,13 +182,16 @@ class NativeClient {
       };
     }
     pclient::Result result;
+    std::vector<pclient::WorkerInfo> before, after;
     try {
       py::gil_scoped_release nogil;
       // Jobs of one client run one at a time: a job queued behind others waits here, and is
       // cancelled here too (a Ctrl-C or cancel() must not wait for the jobs ahead of it).
       auto lock = take_connection([&] { return options.should_cancel && options.should_cancel(); },
                                   options.cancel_poll_ms);
+      if (devices) before = live().workers();
       result = live().run(job, options);
+      if (devices) after = live().workers();
     } catch (const pclient::Cancelled&) {
       if (err_type) {
         PyErr_Restore(err_type, err_value, err_tb);
@@ -179,7 +199,16 @@ class NativeClient {
       }
       throw;
     }
-    return result_dict(result);
+    PyOut out;
+    pclient::write_result_json(out, {.job = job,
+                                     .result = result,
+                                     .seconds = result.wall_seconds,
+                                     .before = devices ? &before : nullptr,
+                                     .after = devices ? &after : nullptr,
+                                     .ddof = ddof,
+                                     .verify = verify > 0,
+                                     .gpu_series = true});
+    return out.take();
   }
 
   void close() {
@@ -276,7 +305,8 @@ void bind_client(py::module_& m) {
            py::arg("no_workers_timeout_ms") = pclient::RunOptions::kDefaultNoWorkersTimeoutMs)
       .def("workers", &NativeClient::workers, py::arg("cancel") = nullptr)
       .def("run", &NativeClient::run, py::arg("job"), py::arg("on_progress") = py::none(),
-           py::arg("cancel") = nullptr, py::arg("interruptible") = false, py::arg("verify") = 0.0)
+           py::arg("cancel") = nullptr, py::arg("interruptible") = false, py::arg("verify") = 0.0,
+           py::arg("devices") = true, py::arg("ddof") = 0)
       .def("close", &NativeClient::close);
 }
 
@@ -306,13 +336,13 @@ void bind_local_cluster(py::module_& m) {
     if (!psched::wait_child(pid, 0, &status)) return py::none();
     return py::int_(status);
   });
-  // psched and its workers as pbench's local mode starts them (client/pbench/local_cluster.h): a list
+  // psched and its workers as pbench's local mode starts them (client/local_cluster_children.h): a list
   // of (binary, args, env), psched first; LocalCluster (cluster.py) starts them.
   m.def("local_cluster_children",
         [](int gpus, int cpus, int threads_per_worker, const std::string& memory_limit, const std::string& token_file,
            const std::string& dashboard_address, const std::string& log_level, const std::vector<std::string>& tls,
            const std::string& scheduler_file) {
-          pbench::LocalClusterOptions o;
+          pclient::LocalClusterOptions o;
           o.gpu_workers = gpus;
           o.cpu_workers = cpus;
           o.threads_per_worker = threads_per_worker;
@@ -322,7 +352,7 @@ void bind_local_cluster(py::module_& m) {
           o.log_level = log_level;
           if (tls.size() == 3) o.tls = psched::TlsFiles{tls[0], tls[1], tls[2]};
           py::list out;
-          for (const pbench::LocalChild& c : pbench::local_cluster_children(o, scheduler_file))
+          for (const pclient::LocalChild& c : pclient::local_cluster_children(o, scheduler_file))
             out.append(py::make_tuple(c.binary, c.args, c.env));
           return out;
         });

@@ -68,10 +68,12 @@ struct Harness {
       r.setChunks(10);
     });
   }
-  void failed(uint64_t job, const char* why) {
+  // Job 0: a refused Submit, named by its tag.
+  void failed(uint64_t job, const char* why, uint64_t tag = 0) {
     deliver([&](wire::Message::Builder b) {
       auto f = b.initJobFailed();
       f.setJobId(job);
+      f.setTag(tag);
       f.setMessage(why);
     });
   }
@@ -102,9 +104,21 @@ TEST_CASE("a job run goes submitted, accepted, done, taking only its own job's m
 
 TEST_CASE("a job refused before it has an id fails with the scheduler's words", "[job_run]") {
   Harness h;
-  h.failed(0, "rows must be > 0");
+  h.failed(0, "rows must be > 0", 7);
   CHECK(h.run.state() == JobRun::State::kFailed);
   CHECK(h.run.failure() == "rows must be > 0");
+}
+
+TEST_CASE("another submission's refusal leaves the run alone, told apart by its tag", "[job_run]") {
+  Harness h;
+  h.failed(0, "too many jobs", 6);  // the client's other Submit, in flight beside ours
+  CHECK(h.run.state() == JobRun::State::kSubmitted);
+  h.accepted(7, 41);
+  h.failed(0, "too many jobs", 7);  // no refusal once accepted: the job has an id
+  CHECK(h.run.state() == JobRun::State::kAccepted);
+  h.failed(41, "worker lost");
+  CHECK(h.run.state() == JobRun::State::kFailed);
+  CHECK(h.run.failure() == "worker lost");
 }
 
 TEST_CASE("a cancel before JobAccepted goes out once the job has an id", "[job_run]") {

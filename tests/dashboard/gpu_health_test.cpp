@@ -182,26 +182,31 @@ TEST_CASE("a slowed worker is named the straggler with its cause, and the task s
   CHECK(workers.size() == 2);
 
   // The report: the same job, kept.
+  // The report: the same job, kept; its "job" is the --json document (client/result_json.h) with
+  // each GPU's heartbeats.
   const json rep = json::parse(read_file(report));
   CHECK(rep["job"]["chunks"] == 400);
-  CHECK(rep["devices"].size() == 2);
-  // One writer (device_share_json): every key psched shows for a worker's part in the job, the
-  // report has too.
+  REQUIRE(rep["job"]["devices"].size() == 2);
+  for (const json& d : rep["job"]["devices"]) REQUIRE(d.contains("run"));
+  // One writer (write_device_share_members): every key psched shows for a worker's part in the
+  // job, the report has too.
   for (const auto& [key, value] : st["recent_jobs"][0]["devices"][0].items()) {
     INFO(key);
-    REQUIRE(rep["devices"][0].contains(key));
+    REQUIRE(rep["job"]["devices"][0]["run"].contains(key));
   }
   CHECK(st["recent_jobs"][0]["devices"][0]["chunks"].get<uint64_t>() +
             st["recent_jobs"][0]["devices"][1]["chunks"].get<uint64_t>() == 400);
-  CHECK(rep["stragglers"].size() == 1);
-  CHECK(rep["stragglers"][0]["worker"] == "slow");
+  CHECK(rep["job"]["stragglers"] == result["stragglers"]);
+  CHECK(rep["job"]["stragglers"].size() == 1);
+  CHECK(rep["job"]["stragglers"][0]["worker"] == "slow");
   uint64_t timeline_chunks = 0;
   for (const json& s : rep["timeline"]["segments"]) timeline_chunks += s[3].get<uint64_t>();
   CHECK(timeline_chunks == 400);
   CHECK(rep["throughput"].size() == 100);
-  for (const json& d : rep["devices"]) {  // each GPU's heartbeats over the job, on the job's clock
-    REQUIRE(d["gpu"]["series"].size() >= 1);
-    for (const json& p : d["gpu"]["series"]) {
+  for (const json& d : rep["job"]["devices"]) {  // each GPU's heartbeats over the job, on the job's clock
+    CHECK_FALSE(result["devices"][0]["run"]["gpu"].contains("series"));  // --json's line stays short
+    REQUIRE(d["run"]["gpu"]["series"].size() >= 1);
+    for (const json& p : d["run"]["gpu"]["series"]) {
       CHECK(p[0].get<double>() >= 0);
       CHECK(p[1] == 1755.0);  // SM clock
       CHECK(p[2] == 61.0);    // temperature

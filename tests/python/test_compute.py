@@ -56,7 +56,7 @@ def test_each_reduction_is_the_result_as_a_float_with_every_figure(client):
     count = x.count().compute()
     assert count == v.size and int(count) == v.size
     assert count.chunks == 5 * 5 and count.seconds > 0
-    assert sum(d["chunks"] for d in count.devices) == 25
+    assert sum(d["run_chunks"] for d in count.devices) == 25
     assert {d["backend"] for d in count.devices} == {"cpu"}
 
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from conftest import elements
+from conftest import elements, pbench_json
 
 pa = pytest.importorskip("psched.array")
 
@@ -86,3 +86,12 @@ def test_a_var_result_carries_every_figure_and_its_ddof(client):
     assert r.sum == 499500 and r.count == 1000
     with pytest.raises(ValueError):
         pa.arange(0, 10).var(ddof=-1)
+
+
+def test_var_std_and_ddof_are_pbench_jsons(cluster, client):
+    r = pa.arange(0, 1000, chunks=100).std(ddof=1).compute(client=client, progress=False)
+    out = pbench_json(cluster.scheduler_file, "-x", "1", "-y", "1000", "--chunk-x", "1", "--chunk-y", "100",
+                      "--generator", "arange", "--row-step", "1", "--col-step", "1", "--offset", "0",
+                      "--stats", "var,std", "--ddof", "1")
+    assert (r.var, r.std, r.ddof, r.sum, r.count) == (out["var"], out["std"], out["ddof"], out["sum"], out["count"])
+    assert float(r) == out["std"]

@@ -17,22 +17,29 @@ std::shared_ptr<const JobSpec> spec_with_chunks(uint64_t rows) {
   return std::make_shared<const JobSpec>(normalized(s));
 }
 
+// One chunk taken as dispatch takes its runs (Job::take_run, at most 1): its index.
+uint64_t take_one(Job& job, WorkerId worker) {
+  uint64_t first = 0;
+  job.take_run(worker, 1, first);
+  return first;
+}
+
 }  // namespace
 
 TEST_CASE("chunks are handed out in index order, re-queued ones first", "[job]") {
   Job job(1, 1, spec_with_chunks(4), false);
-  CHECK(job.take(7) == 0);
-  CHECK(job.take(7) == 1);
+  CHECK(take_one(job, 7) == 0);
+  CHECK(take_one(job, 7) == 1);
   CHECK(job.requeue(0, 7, "w7", /*blame=*/false) == 0);
-  CHECK(job.take(8) == 0);
+  CHECK(take_one(job, 8) == 0);
   CHECK(job.running_on(0) == 8);
-  CHECK(job.take(8) == 2);
+  CHECK(take_one(job, 8) == 2);
   CHECK(job.retries() == 1);
 }
 
 TEST_CASE("a result counts once, and only from the worker running the chunk", "[job]") {
   Job job(1, 1, spec_with_chunks(2), false);
-  const uint64_t c = job.take(1);
+  const uint64_t c = take_one(job, 1);
   CHECK_FALSE(job.finish(c, 2, PartialSum{1, 1, 1, 1}));  // not its worker
   CHECK(job.finish(c, 1, PartialSum{1, 1, 1, 1}));
   CHECK_FALSE(job.finish(c, 1, PartialSum{1, 1, 1, 1}));  // duplicate
@@ -42,9 +49,9 @@ TEST_CASE("a result counts once, and only from the worker running the chunk", "[
 
 TEST_CASE("failures are counted per chunk with the workers named", "[job]") {
   Job job(1, 1, spec_with_chunks(1), false);
-  job.take(1);
+  take_one(job, 1);
   CHECK(job.requeue(0, 1, "alpha", true) == 1);
-  job.take(2);
+  take_one(job, 2);
   CHECK(job.requeue(0, 2, "beta", true) == 2);
   CHECK(job.failed_on(0) == std::vector<std::string>{"alpha", "beta"});
 }
@@ -53,7 +60,7 @@ TEST_CASE("the result combines partials in chunk order whatever the completion o
   auto run = [](bool reverse) {
     Job job(1, 1, spec_with_chunks(5), false);
     std::vector<uint64_t> chunks;
-    for (int i = 0; i < 5; ++i) chunks.push_back(job.take(1));
+    for (int i = 0; i < 5; ++i) chunks.push_back(take_one(job, 1));
     if (reverse) std::reverse(chunks.begin(), chunks.end());
     const double values[5] = {1e16, 1.0, -1e16, 1.0, 3.0};
     for (uint64_t c : chunks) job.finish(c, 1, PartialSum{values[c], 1, values[c], values[c]});
@@ -88,8 +95,8 @@ TEST_CASE("finish_adding: terms added in place give the same total as whole part
   const double big = std::ldexp(1.0, 62), minus_one = -1.0;
   Job whole(1, 1, spec_with_chunks(n), false), in_place(2, 1, spec_with_chunks(n), false);
   for (uint64_t c = 0; c < n; ++c) {
-    REQUIRE(whole.take(1) == c);
-    REQUIRE(in_place.take(1) == c);
+    REQUIRE(take_one(whole, 1) == c);
+    REQUIRE(take_one(in_place, 1) == c);
     PartialSum p;
     p.exact.add(big);
     p.exact.add(minus_one);

@@ -99,6 +99,21 @@ TEST_CASE("with --token-file, workers need the token: without it or with a wrong
   CHECK(logs.find(t.token) == std::string::npos);          // ...and never the token
 }
 
+TEST_CASE("a client reads PSCHED_TOKEN as the daemons do, a trailing newline not part of the token",
+          "[security][token]") {
+  TokenFiles t;
+  TestCluster cluster({.extra_args = {"--token-file", t.good}});
+  // A worker's PSCHED_TOKEN with the newline `echo` or a secret store leaves is accepted...
+  cluster.add_worker({.threads = 1, .env = {{"PSCHED_TOKEN", t.token + "\n"}}});
+  // ...and so is a client's (the library reads it when ConnectOptions::token is empty).
+  struct Unset {
+    ~Unset() { unsetenv("PSCHED_TOKEN"); }
+  } unset;
+  setenv("PSCHED_TOKEN", (t.token + "\n").c_str(), 1);
+  pclient::Client client = cluster.client();
+  CHECK(client.wait_for_workers(1, 20000).size() == 1);
+}
+
 TEST_CASE("pbench without the token, with a wrong one and with the right one", "[security][token]") {
   TokenFiles t;
   TestCluster cluster({.env = {{"PSCHED_TOKEN", t.token}}});

@@ -12,9 +12,9 @@ PartialSum run_all_chunks(const JobSpec& raw) {
   const JobSpec s = normalized(raw);
   const ChunkGrid grid{s.rows, s.cols, s.chunk_rows, s.chunk_cols};
   std::vector<double> scratch;
-  std::vector<PartialSum> partials;
-  for (uint64_t k = 0; k < grid.chunks(); ++k) partials.push_back(reduce_chunk_cpu(s, k, scratch));
-  return combine_in_order(partials);
+  PartialSum total;  // merged as the scheduler merges results
+  for (uint64_t k = 0; k < grid.chunks(); ++k) merge(total, reduce_chunk_cpu(s, k, scratch));
+  return total;
 }
 
 }  // namespace

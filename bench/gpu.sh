@@ -16,6 +16,7 @@ out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 status=0
 fail() { echo "FAIL: $*"; status=1; }
+best() { sort -g "$out/$1.s" | head -1; }  # the fastest of a file of times
 # shellcheck source=bench/lib/json.sh
 source "$(dirname "$0")/lib/json.sh"  # json_field, json_len: JSON read with a parser (python3)
 
@@ -139,7 +140,6 @@ if [[ -n "${OLD_BIN_DIR:-}" ]]; then
       json_field "$r" seconds >>"$out/${build}_fused.s"
     done
   done
-  best() { sort -g "$out/$1.s" | head -1; }
   awk -v n="$(best new_plain)" -v o="$(best old_plain)" -v nf="$(best new_fused)" -v of="$(best old_fused)" 'BEGIN {
     printf "DeepOps: new %.3f s, old %.3f s: %.3f x (issue 27: <= 0.65 x a7ed199, <= 1.20 s)\n", n, o, n / o
     printf "fused: new %.3f s, old %.3f s: %.3f x (issue 27: <= 0.60 s)\n", nf, of, nf / of }'
@@ -204,7 +204,6 @@ for _ in 1 2; do
     json_field "$r" seconds >>"$out/stats_$mode.s"
   done
 done
-best() { sort -g "$out/$1.s" | head -1; }
 awk -v s="$(best stats_sum)" -v v="$(best stats_var)" -v fs="$(best stats_fsum)" -v fv="$(best stats_fvar)" 'BEGIN {
   printf "DeepOps with var and std %.3f s, sum only %.3f s: %.3f x (issue 45: <= 1.15)\n", v, s, v / s
   printf "fused with var and std %.3f s, sum only %.3f s: %.3f x\n", fv, fs, fv / fs

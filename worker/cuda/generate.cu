@@ -5,9 +5,7 @@
 #include "worker/cuda/kernels.cuh"
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
-
+#include "core/check.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/fast_generators.h"
 #include "worker/cuda/kernel_support.cuh"
@@ -92,11 +90,8 @@ void launch_generate_kind(const GenerateGeometry& g, DType dtype, void* buffer, 
 void generate(const ChunkWork& w, uint32_t count, uint64_t stride, uint64_t rows, uint64_t cols,
               void* buffer, int sm_count, cudaStream_t stream, ElementFormula formula) {
   if (rows == 0 || cols == 0) return;
-  if (rows * cols > kMaxChunkElements)
-    throw std::invalid_argument("generate: chunk of " + std::to_string(rows * cols) +
-                                " elements is over 2^31");
-  if (count == 0 || count > kMaxBatchChunks)
-    throw std::invalid_argument("generate: batch of " + std::to_string(count) + " chunks");
+  PSCHED_REQUIRE(rows * cols <= kMaxChunkElements, rows, cols);
+  PSCHED_REQUIRE(count > 0 && count <= kMaxBatchChunks, count);
   const GenerateGeometry g{w.gen, w.grid, w.chunk, stride};
   const bool reference = formula == ElementFormula::kReference;
   if (w.gen.kind == Generator::kNormal && !reference) {

@@ -50,6 +50,11 @@ struct BatchWork {
   uint64_t stride_elements = 0;
 };
 
+// Each launcher's arguments are the backend's to get right (batches of 1 to kMaxBatchChunks
+// chunks, at most kMaxChunkElements elements per chunk, launch_generate_reduce not for a fused
+// job): a violation is a bug, so it fails a PSCHED_REQUIRE (core/check.h) and the worker stops,
+// rather than a chunk failing and another worker hiding the bug by retrying it.
+
 // kFast evaluates elements with fast_generators.h (32-bit Philox multiplies, one thread per normal
 // pair); kReference evaluates core/generators.h's element_value() verbatim. Both give the CPU
 // reference's bits. The backend uses kFast; the floor benchmark measures both.

@@ -8,9 +8,7 @@
 #include "worker/cuda/kernels.cuh"
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
-
+#include "core/check.h"
 #include "worker/cuda/axis_pick.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/kernel_support.cuh"
@@ -136,13 +134,11 @@ void generate_reduce_as(const BatchWork& b, T* buffer, ChunkAccumulator* acc, Sq
 
 void launch_generate_reduce(const BatchWork& b, void* buffer, ChunkAccumulator* acc, ChunkResult* results,
                             int sm_count, cudaStream_t stream, SquareOutput squares) {
-  if (b.first.fused) throw std::invalid_argument("generate_reduce: a fused job writes no chunk");
-  if (b.count == 0 || b.count > kMaxBatchChunks)
-    throw std::invalid_argument("generate_reduce: batch of " + std::to_string(b.count) + " chunks");
+  PSCHED_REQUIRE(!b.first.fused);  // a fused job writes no chunk
+  PSCHED_REQUIRE(b.count > 0 && b.count <= kMaxBatchChunks, b.count);
   const ChunkGrid& grid = b.first.grid;
   const uint64_t rows = std::min(grid.chunk_rows, grid.rows), cols = std::min(grid.chunk_cols, grid.cols);
-  if (rows * cols > kMaxChunkElements)
-    throw std::invalid_argument("generate_reduce: chunk of " + std::to_string(rows * cols) + " elements is over 2^31");
+  PSCHED_REQUIRE(rows * cols <= kMaxChunkElements, rows, cols);
   PSCHED_CUDA_CHECK(cudaMemsetAsync(acc, 0, sizeof(ChunkAccumulator) * b.count, stream));
   if (squares.wanted()) PSCHED_CUDA_CHECK(cudaMemsetAsync(squares.acc, 0, sizeof(ExactSum) * b.count, stream));
   if (b.first.dtype == DType::kFloat64) {

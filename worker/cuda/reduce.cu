@@ -7,9 +7,7 @@
 #include "worker/cuda/kernels.cuh"
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
-
+#include "core/check.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/kernel_support.cuh"
 #include "worker/cuda/reduce_block.cuh"
@@ -193,11 +191,9 @@ void launch_finalize(uint32_t count, const ChunkAccumulator* acc, ChunkResult* r
 
 void launch_reduce(const BatchWork& b, const void* buffer, ChunkAccumulator* acc,
                    ChunkResult* results, int sm_count, cudaStream_t stream, SquareOutput squares) {
-  if (b.count == 0 || b.count > kMaxBatchChunks)
-    throw std::invalid_argument("reduce: batch of " + std::to_string(b.count) + " chunks");
+  PSCHED_REQUIRE(b.count > 0 && b.count <= kMaxBatchChunks, b.count);
   // validate() bounds a chunk to kMaxChunkElements (2^31) elements, so selections fit 32 bits.
-  if (most_selected(b.first) > kMaxChunkElements)
-    throw std::invalid_argument("reduce: chunks of more than 2^31 elements");
+  PSCHED_REQUIRE(most_selected(b.first) <= kMaxChunkElements, most_selected(b.first));
   const bool f64 = b.first.dtype == DType::kFloat64;
   if (b.first.fused) {
     if (f64) reduce_generated<double>(b, acc, results, squares, sm_count, stream);

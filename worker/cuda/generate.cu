@@ -22,43 +22,18 @@ struct GenerateGeometry {
   uint64_t stride;
 };
 
-// 2-D blocks: x runs along a row (consecutive threads write consecutive elements), y over rows;
-// each thread then steps down the rows by the grid's height, so a grid of a few waves covers any
-// chunk and the row's global base index is one multiply per row.
+// Each thread makes its elements (kernel_support.cuh's loops) and only writes them.
 template <Generator Kind, ElementFormula Formula, typename T>
 __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __restrict__ out) {
   const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
-  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= box.cols) return;
-  out += blockIdx.z * g.stride;
-  const uint32_t row_stride = gridDim.y * blockDim.y;
-  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
-    const uint64_t index = (box.row0 + r) * g.grid.cols + box.col0 + c;
-    out[uint64_t(r) * box.cols + c] = T(generated<Kind, Formula>(g.gen, index));
-  }
+  make_elements<Kind, Formula>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride, [](uint32_t, uint32_t, T) {});
 }
 
-// normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), writing both of its elements
-// that fall in the chunk: half the Philox blocks and logs of one thread per element. Pair slot p of
-// a row is pair (base >> 1) + p, where base is the global index of the row's first chunk element.
 template <typename T>
 __global__ void __launch_bounds__(256) generate_normal_pairs_kernel(GenerateGeometry g,
                                                                      T* __restrict__ out) {
   const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
-  out += blockIdx.z * g.stride;
-  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
-  const uint32_t row_stride = gridDim.y * blockDim.y;
-  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
-    const uint64_t base = (box.row0 + r) * g.grid.cols + box.col0;
-    const uint64_t pair = (base >> 1) + p;
-    const int64_t c_even = int64_t(2 * pair - base);  // -1 when the row starts on an odd index
-    if (c_even >= int64_t(box.cols)) continue;
-    const NormalPair z = standard_normal_pair_fast(g.gen.seed, pair);
-    T* row = out + uint64_t(r) * box.cols;
-    if (c_even >= 0) row[c_even] = T(scale_normal(g.gen.param1, z.even, g.gen.param0));
-    if (c_even + 1 < int64_t(box.cols))
-      row[c_even + 1] = T(scale_normal(g.gen.param1, z.odd, g.gen.param0));
-  }
+  make_normal_pairs(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride, [](uint32_t, uint32_t, T) {});
 }
 
 template <Generator Kind, ElementFormula Formula>

@@ -23,6 +23,57 @@ __device__ __forceinline__ double generated(const GeneratorParams& g, uint64_t i
   }
 }
 
+// The loops that make a chunk, shared by generate.cu (which writes it) and one_pass.cu (which
+// writes it and adds the selected elements from registers): each writes an element of the box at
+// out[r * box.cols + c] and hands it to visit(r, c, x), which generate.cu leaves empty. One loop,
+// so the two paths cannot disagree on which thread makes which element.
+//
+// One thread per column of the box (x runs along a row, so consecutive threads write consecutive
+// elements; y over rows), stepping down the rows by the grid's height: a grid of a few waves
+// covers any chunk and the row's global base index is one multiply per row. Threads past the
+// box's width make nothing. `array_cols`: the array's width (global index = row * array_cols + col).
+template <Generator Kind, ElementFormula Formula, typename T, typename Visit>
+__device__ __forceinline__ void make_elements(const GeneratorParams& gen, const ChunkBox& box, uint64_t array_cols,
+                                              T* __restrict__ out, Visit&& visit) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= box.cols) return;
+  const uint32_t row_stride = gridDim.y * blockDim.y;
+  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
+    const uint64_t index = (box.row0 + r) * array_cols + box.col0 + c;
+    const T x = T(generated<Kind, Formula>(gen, index));
+    out[uint64_t(r) * box.cols + c] = x;
+    visit(r, c, x);
+  }
+}
+
+// normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), making both of its elements
+// that fall in the box: half the Philox blocks and logs of one thread per element. Pair slot p of a
+// row is pair (base >> 1) + p, where base is the global index of the row's first box element.
+template <typename T, typename Visit>
+__device__ __forceinline__ void make_normal_pairs(const GeneratorParams& gen, const ChunkBox& box, uint64_t array_cols,
+                                                  T* __restrict__ out, Visit&& visit) {
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t row_stride = gridDim.y * blockDim.y;
+  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
+    const uint64_t base = (box.row0 + r) * array_cols + box.col0;
+    const uint64_t pair = (base >> 1) + p;
+    const int64_t c_even = int64_t(2 * pair - base);  // -1 when the row starts on an odd index
+    if (c_even >= int64_t(box.cols)) continue;
+    const NormalPair z = standard_normal_pair_fast(gen.seed, pair);
+    T* row = out + uint64_t(r) * box.cols;
+    if (c_even >= 0) {
+      const T x = T(scale_normal(gen.param1, z.even, gen.param0));
+      row[c_even] = x;
+      visit(r, uint32_t(c_even), x);
+    }
+    if (c_even + 1 < int64_t(box.cols)) {
+      const T x = T(scale_normal(gen.param1, z.odd, gen.param0));
+      row[c_even + 1] = x;
+      visit(r, uint32_t(c_even + 1), x);
+    }
+  }
+}
+
 // A launch shape for `count` boxes of at most rows x cols elements: blocks of 256 threads as wide
 // as the row allows (a power of two; the rest stacked over rows so narrow chunks still write
 // contiguous memory with full blocks), about 32 blocks per SM in all (whole waves for any occupancy

@@ -19,7 +19,8 @@ namespace {
 
 constexpr uint32_t kThreads = 256;  // shape_for's blocks
 
-// One thread per column of the box, stepping down the rows as generate_kernel does (generate.cu):
+// Each thread makes its elements with generate.cu's loops (kernel_support.cuh) and adds the
+// selected ones. make_normal_pairs for normal (one thread per Box-Muller pair), make_elements for
 // uniform, arange and constant.
 template <Generator Kind, typename T, bool Squares>
 __global__ void __launch_bounds__(kThreads)
@@ -32,62 +33,14 @@ __global__ void __launch_bounds__(kThreads)
   const ChunkSelection s = selection_of(g, z);
   const AxisPick row_pick = pick_of(s.rows, s.box.row0, g.row_sel.step);
   const AxisPick col_pick = pick_of(s.cols, s.box.col0, g.col_sel.step);
-  out += z * g.stride;
   ThreadSums sums;
-  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c < s.box.cols) {  // no return: every thread of the block finishes it
-    const bool column_selected = col_pick(c);
-    const uint32_t row_stride = gridDim.y * blockDim.y;
-    for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < s.box.rows; r += row_stride) {
-      const uint64_t index = (s.box.row0 + r) * g.grid.cols + s.box.col0 + c;
-      const T x = T(generated<Kind, ElementFormula::kFast>(g.gen, index));
-      out[uint64_t(r) * s.box.cols + c] = x;
-      if (column_selected && row_pick(r))
-        take<Squares>(mul_add_rounded(g.scale, double(x), g.offset), sums, block.exact, block.squares);
-    }
-  }
-  finish_block<Squares>(block, sums, t, carry_blocks, acc[z], Squares ? squares + z : nullptr);
-}
-
-// normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), as
-// generate_normal_pairs_kernel (generate.cu), writing and taking both of its elements that fall in
-// the chunk.
-template <typename T, bool Squares>
-__global__ void __launch_bounds__(kThreads)
-    generate_reduce_normal_pairs_kernel(BatchGeometry g, T* __restrict__ out, bool carry_blocks,
-                                        ChunkAccumulator* __restrict__ acc, ExactSum* __restrict__ squares) {
-  __shared__ BlockSum<kThreads> block;
-  const uint32_t t = threadIdx.y * blockDim.x + threadIdx.x;
-  start_block<Squares>(block, t);
-  const uint32_t z = blockIdx.z;
-  const ChunkSelection s = selection_of(g, z);
-  const AxisPick row_pick = pick_of(s.rows, s.box.row0, g.row_sel.step);
-  const AxisPick col_pick = pick_of(s.cols, s.box.col0, g.col_sel.step);
-  out += z * g.stride;
-  ThreadSums sums;
-  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
-  const uint32_t row_stride = gridDim.y * blockDim.y;
-  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < s.box.rows; r += row_stride) {
-    const uint64_t base = (s.box.row0 + r) * g.grid.cols + s.box.col0;
-    const uint64_t pair = (base >> 1) + p;
-    const int64_t c_even = int64_t(2 * pair - base);  // -1 when the row starts on an odd index
-    if (c_even >= int64_t(s.box.cols)) continue;
-    const NormalPair n = standard_normal_pair_fast(g.gen.seed, pair);
-    T* row = out + uint64_t(r) * s.box.cols;
-    const bool row_selected = row_pick(r);
-    if (c_even >= 0) {
-      const T x = T(scale_normal(g.gen.param1, n.even, g.gen.param0));
-      row[c_even] = x;
-      if (row_selected && col_pick(uint32_t(c_even)))
-        take<Squares>(mul_add_rounded(g.scale, double(x), g.offset), sums, block.exact, block.squares);
-    }
-    if (c_even + 1 < int64_t(s.box.cols)) {
-      const T x = T(scale_normal(g.gen.param1, n.odd, g.gen.param0));
-      row[c_even + 1] = x;
-      if (row_selected && col_pick(uint32_t(c_even + 1)))
-        take<Squares>(mul_add_rounded(g.scale, double(x), g.offset), sums, block.exact, block.squares);
-    }
-  }
+  const auto add = [&](uint32_t r, uint32_t c, T x) {
+    if (row_pick(r) && col_pick(c))
+      take<Squares>(mul_add_rounded(g.scale, double(x), g.offset), sums, block.exact, block.squares);
+  };
+  // The loops return, not the kernel: every thread of the block finishes it.
+  if constexpr (Kind == Generator::kNormal) make_normal_pairs(g.gen, s.box, g.grid.cols, out + z * g.stride, add);
+  else make_elements<Kind, ElementFormula::kFast>(g.gen, s.box, g.grid.cols, out + z * g.stride, add);
   finish_block<Squares>(block, sums, t, carry_blocks, acc[z], Squares ? squares + z : nullptr);
 }
 
@@ -103,7 +56,7 @@ void generate_reduce_with(const BatchWork& b, T* buffer, ChunkAccumulator* acc, 
     case Generator::kNormal: {
       // Pair slots per row: at most cols / 2 + 1 (a row may start and end half way through a pair).
       const LaunchShape pairs = shape_for(rows, cols / 2 + 1, b.count, sm_count);
-      generate_reduce_normal_pairs_kernel<T, Squares>
+      generate_reduce_kernel<Generator::kNormal, T, Squares>
           <<<pairs.grid, pairs.block, 0, stream>>>(g, buffer, carry, acc, squares);
       break;
     }

@@ -25,8 +25,9 @@ __device__ __forceinline__ double generated(const GeneratorParams& g, uint64_t i
 
 // The loops that make a chunk, shared by generate.cu (which writes it) and one_pass.cu (which
 // writes it and adds the selected elements from registers): each writes an element of the box at
-// out[r * box.cols + c] and hands it to visit(r, c, x), which generate.cu leaves empty. One loop,
-// so the two paths cannot disagree on which thread makes which element.
+// out[r * box.cols + c] and hands it to on_row(c, x), where on_row = visit(r) is asked once per row
+// (so a row's test is made once); generate.cu's does nothing. One loop, so the two paths cannot
+// disagree on which thread makes which element.
 //
 // One thread per column of the box (x runs along a row, so consecutive threads write consecutive
 // elements; y over rows), stepping down the rows by the grid's height: a grid of a few waves
@@ -42,7 +43,7 @@ __device__ __forceinline__ void make_elements(const GeneratorParams& gen, const 
     const uint64_t index = (box.row0 + r) * array_cols + box.col0 + c;
     const T x = T(generated<Kind, Formula>(gen, index));
     out[uint64_t(r) * box.cols + c] = x;
-    visit(r, c, x);
+    visit(r)(c, x);
   }
 }
 
@@ -61,15 +62,16 @@ __device__ __forceinline__ void make_normal_pairs(const GeneratorParams& gen, co
     if (c_even >= int64_t(box.cols)) continue;
     const NormalPair z = standard_normal_pair_fast(gen.seed, pair);
     T* row = out + uint64_t(r) * box.cols;
+    const auto on_row = visit(r);
     if (c_even >= 0) {
       const T x = T(scale_normal(gen.param1, z.even, gen.param0));
       row[c_even] = x;
-      visit(r, uint32_t(c_even), x);
+      on_row(uint32_t(c_even), x);
     }
     if (c_even + 1 < int64_t(box.cols)) {
       const T x = T(scale_normal(gen.param1, z.odd, gen.param0));
       row[c_even + 1] = x;
-      visit(r, uint32_t(c_even + 1), x);
+      on_row(uint32_t(c_even + 1), x);
     }
   }
 }

@@ -34,9 +34,16 @@ __global__ void __launch_bounds__(kThreads)
   const AxisPick row_pick = pick_of(s.rows, s.box.row0, g.row_sel.step);
   const AxisPick col_pick = pick_of(s.cols, s.box.col0, g.col_sel.step);
   ThreadSums sums;
-  const auto add = [&](uint32_t r, uint32_t c, T x) {
-    if (row_pick(r) && col_pick(c))
-      take<Squares>(mul_add_rounded(g.scale, double(x), g.offset), sums, block.exact, block.squares);
+  const double scale = g.scale, offset = g.offset;
+  BlockSum<kThreads>* const shared = &block;  // a __shared__ variable cannot be captured
+  // Per row: whether it is selected (once), then per element its column. The picks by value, so
+  // that nothing the loops store can alias them.
+  const auto add = [=, &sums](uint32_t r) {
+    const bool row_selected = row_pick(r);
+    return [=, &sums](uint32_t c, T x) {
+      if (row_selected && col_pick(c))
+        take<Squares>(mul_add_rounded(scale, double(x), offset), sums, shared->exact, shared->squares);
+    };
   };
   // The loops return, not the kernel: every thread of the block finishes it.
   if constexpr (Kind == Generator::kNormal) make_normal_pairs(g.gen, s.box, g.grid.cols, out + z * g.stride, add);

@@ -15,7 +15,10 @@ std::string throttle_reason_names(uint64_t reasons) {
   };
   std::string out;
   for (const auto& [bit, name] : kNames)
-    if (reasons & bit) out += (out.empty() ? "" : ",") + std::string(name);
+    if (reasons & bit) {
+      if (!out.empty()) out += ',';
+      out += name;
+    }
   return out;
 }
 

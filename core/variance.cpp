@@ -29,7 +29,7 @@ int bits_of(const cpp_int& v) { return v == 0 ? 0 : int(boost::multiprecision::m
 double round_big(cpp_int v, int e, bool sticky) {
   const int extra = bits_of(v) - 64;
   if (extra > 0) {
-    sticky = sticky || (v & ((cpp_int(1) << extra) - 1)) != 0;
+    sticky = sticky || boost::multiprecision::lsb(v) < unsigned(extra);  // a cut bit is set
     v >>= extra;
     e += extra;
   }

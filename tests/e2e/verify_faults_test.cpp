@@ -19,7 +19,7 @@ TEST_CASE("verify survives the flipping worker stopped and the other killed 50 m
           "run, and names the odd chunk or its block", "[verify]") {
   const std::map<std::string, std::string> slow = {{"PSCHED_TEST_CHUNK_DELAY_MS", "2"}};
   std::map<std::string, std::string> flipping = slow;
-  flipping["PSCHED_TEST_FLIP_CHUNK"] = "5";
+  flipping.emplace("PSCHED_TEST_FLIP_CHUNK", "5");
   const pclient::Job job = arange_job(640, 100, 10, 10);  // 640 chunks, verify blocks of 8
   for (int run = 0; run < 6; ++run) {
     INFO("run " << run);

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -139,7 +140,7 @@ int run_suspects(Job& job, uint64_t culprit, std::vector<ChunkRange>& at_limit) 
       continue;
     }
     ++crashes;
-    const std::string name = "w" + std::to_string(w);
+    const std::string name = fmt::format("w{}", w);
     if (!job.requeue_halves(r, w, name)) CHECK(job.requeue(r, w, name, true, false, 3, &at_limit));
   }
   return crashes;
@@ -228,7 +229,7 @@ TEST_CASE("a lost worker's chunks are named but count only when it ran nothing e
       CHECK(job.finish(r, w, PartialSum{1, 1, 1, 1}));
       continue;
     }
-    CHECK(job.requeue_lost(r, w, "w" + std::to_string(w), "killed", /*alone=*/true, 3, at_limit));
+    CHECK(job.requeue_lost(r, w, fmt::format("w{}", w), "killed", /*alone=*/true, 3, at_limit));
   }
   CHECK(at_limit == std::vector<ChunkRange>{{0, 1}});
   CHECK(job.failures(0) == 3);

@@ -1,6 +1,7 @@
 // The range state machine on its own (no sockets): its events, and a property test that drives it
 // with random event sequences against a per-chunk model.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <bit>
 #include <cmath>
@@ -16,7 +17,7 @@ namespace Catch {
 template <>
 struct StringMaker<ChunkRange> {
   static std::string convert(const ChunkRange& r) {
-    return "[" + std::to_string(r.first) + " +" + std::to_string(r.count) + "]";
+    return fmt::format("[{} +{}]", r.first, r.count);
   }
 };
 }  // namespace Catch

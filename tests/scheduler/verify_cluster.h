@@ -4,6 +4,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
@@ -43,7 +44,7 @@ struct Cluster final : VerifyPeers {
     return out;
   }
   VerifyCopy copy(ChunkRange r, WorkerId w) const {
-    return VerifyCopy{w, "w" + std::to_string(w), "cpu", compute(r, w), false};
+    return VerifyCopy{w, fmt::format("w{}", w), "cpu", compute(r, w), false};
   }
 };
 
@@ -80,7 +81,7 @@ inline void check_settled_once(const BlockVerifier& v, const Cluster& c, uint64_
     CHECK(m.chunks.first <= c.bad_chunk);
     CHECK(m.chunks.end() > c.bad_chunk);
     // The one suspect is the bad worker; with no majority, the bad worker is among the suspects.
-    const std::string bad_name = "w" + std::to_string(c.bad);
+    const std::string bad_name = fmt::format("w{}", c.bad);
     std::vector<const VerifyCopy*> suspects;
     for (const VerifyCopy& copy : m.copies)
       if (copy.suspect) suspects.push_back(&copy);

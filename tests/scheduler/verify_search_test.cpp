@@ -5,6 +5,7 @@
 // piece, the odd copy's worker leaving mid-search; a property test with every event in any order
 // checks that nothing aborts and a search finds the chunk or says why it stopped.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <optional>
@@ -372,7 +373,7 @@ TEST_CASE("random results, mismatches, failures, departures of any worker (the o
       }
       if (fail) {
         std::optional<VerifySettled> s;
-        v.chunk_failed(r.first, rw, "w" + std::to_string(rw), c.peers(), s);
+        v.chunk_failed(r.first, rw, fmt::format("w{}", rw), c.peers(), s);
         if (s) settled.push_back(*s);
       } else if (auto s = v.piece_done({r.first, n}, c.copy({r.first, n}, rw), c.peers())) {
         settled.push_back(*s);
@@ -381,7 +382,7 @@ TEST_CASE("random results, mismatches, failures, departures of any worker (the o
     auto leave = [&](WorkerId w, bool blame) {
       c.gone.insert(w);
       std::vector<ChunkRange> at_limit;
-      v.worker_gone(w, "w" + std::to_string(w), blame, blame, UINT32_MAX, c.peers(), at_limit, settled);
+      v.worker_gone(w, fmt::format("w{}", w), blame, blame, UINT32_MAX, c.peers(), at_limit, settled);
       running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& x) { return x.first == w; }),
                     running.end());
     };

@@ -3,6 +3,7 @@
 // test drives random pieces, workers, faults and departures and checks that every chunk settles
 // once with the right bits. How a mismatch is narrowed down to its chunk: verify_search_test.cpp.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -182,7 +183,7 @@ TEST_CASE("random pieces, workers, faults and departures: every chunk settles on
       } else if (departures && c.gone.size() + 2 < c.n) {  // a worker dies; it never comes back
         c.gone.insert(w);
         std::vector<ChunkRange> at_limit;
-        v.worker_gone(w, "w" + std::to_string(w), true, true, UINT32_MAX, c.peers(), at_limit, settled);
+        v.worker_gone(w, fmt::format("w{}", w), true, true, UINT32_MAX, c.peers(), at_limit, settled);
         running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& x) { return x.first == w; }),
                       running.end());
       }
@@ -207,7 +208,7 @@ TEST_CASE("a copy lost with workers that ran other work too is named but not hel
   for (; w < 2 + BlockVerifier::kLostBeside * limit - 1; ++w) {
     REQUIRE(take(v, c, w) == std::vector<ChunkRange>{{0, 4}});
     c.gone.insert(w);
-    v.worker_gone(w, "w" + std::to_string(w), /*blame=*/true, /*counted=*/false, limit, c.peers(), at_limit, settled);
+    v.worker_gone(w, fmt::format("w{}", w), /*blame=*/true, /*counted=*/false, limit, c.peers(), at_limit, settled);
     CHECK(at_limit.empty());
   }
   CHECK(v.failed_on(0).size() == BlockVerifier::kLostBeside * limit - 1);
@@ -215,6 +216,6 @@ TEST_CASE("a copy lost with workers that ran other work too is named but not hel
   // The last loss the block takes: it gives up, so a copy that kills every worker cannot loop.
   REQUIRE(take(v, c, w) == std::vector<ChunkRange>{{0, 4}});
   c.gone.insert(w);
-  v.worker_gone(w, "w" + std::to_string(w), /*blame=*/true, /*counted=*/false, limit, c.peers(), at_limit, settled);
+  v.worker_gone(w, fmt::format("w{}", w), /*blame=*/true, /*counted=*/false, limit, c.peers(), at_limit, settled);
   CHECK(at_limit == std::vector<ChunkRange>{{0, 4}});
 }

@@ -169,6 +169,7 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
     out.chunks = d.getChunks();
     out.bytes = d.getBytes();
     out.busy_seconds = d.getBusySeconds();
+    out.energy_joules = d.getEnergyJoules();
     out.bytes_per_second = d.getBytesPerSecond();
     out.slow = d.getSlow();
     out.cause = d.getCause().cStr();

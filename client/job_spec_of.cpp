@@ -92,6 +92,12 @@ psched::PartialSum with_squares(const Result& r) {
 
 }  // namespace
 
+double Result::energy_joules() const {
+  double joules = 0;
+  for (const DeviceReport& d : devices) joules += d.energy_joules;
+  return joules;
+}
+
 double Result::var(uint32_t ddof) const {
   const psched::PartialSum p = with_squares(*this);
   return psched::exact_variance(p.exact, p.squares, p.count, ddof);

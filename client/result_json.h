@@ -198,6 +198,20 @@ void write_result_json(Out& out, const ResultJsonInput& in) {
   out.key("chunks").value(r.chunks);
   out.key("bytes").value(job.bytes());
   out.key("bytes_per_second").value(in.seconds > 0 ? double(job.bytes()) / in.seconds : 0.0);
+  // The GPUs' energy on the job (Result::energy_joules), and per TB of the array: null without NVML.
+  const double joules = r.energy_joules();
+  out.key("energy_joules");
+  if (joules > 0) {
+    out.value(joules);
+  } else {
+    out.null();
+  }
+  out.key("joules_per_tb");
+  if (joules > 0 && job.bytes() > 0) {
+    out.value(joules / (double(job.bytes()) / 1e12));
+  } else {
+    out.null();
+  }
   out.key("workers").value(r.workers);
   if (in.after) out.key("cluster_workers").value(uint64_t(in.after->size()));
   out.key("retries").value(r.retries);

@@ -107,6 +107,7 @@ void write_device_share_members(Out& out, const Share& d) {
   out.key("chunks").value(d.chunks);
   out.key("bytes").value(d.bytes);
   out.key("busy_seconds").value(d.busy_seconds);
+  out.key("energy_joules").value(d.energy_joules);
   out.key("bytes_per_second").value(d.bytes_per_second);
   out.key("slow").value(d.slow);
   out.key("cause").value(d.cause);

@@ -336,6 +336,7 @@ struct DeviceReport {
   throttleReasons @16 :UInt64;  # OR over the job
   uuid @17 :Text;
   series @18 :List(GpuPoint);   # the heartbeats' figures over the job, at most 512 (thinned evenly)
+  energyJoules @19 :Float64;    # the energy its GPU used on the job's chunks (ResultBatch's)
 }
 
 # One heartbeat's GPU figures during a job, for the report's charts.
@@ -419,6 +420,8 @@ struct ResultBatch {
   failures @2 :List(ChunkFailure);
   busySeconds @3 :Float64;     # backend compute time for these chunks
   returned @4 :List(TaskRange);  # set only in the answer to a GiveBack: the chunks given back
+  energyJoules @5 :Float64;    # busySeconds x the GPU's mean power over the last NVML sample
+                               # interval (0: no NVML)
 }
 
 struct Message {

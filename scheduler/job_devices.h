@@ -25,6 +25,7 @@ struct DeviceShare {
   double parallelism = 1;  // device seconds per second the worker can give (CPU: threads)
   uint64_t chunks = 0, bytes = 0;
   double busy_seconds = 0;  // as the worker reported it
+  double energy_joules = 0;  // its GPU's, as the worker reported it (0: no NVML)
   std::optional<GpuRunStats> gpu;
   // Filled by mark_stragglers().
   double bytes_per_second = 0;  // bytes / (busy_seconds / parallelism)

@@ -28,7 +28,7 @@ void Scheduler::on_gpu_health(WorkerRecord& worker, wire::GpuHealth::Reader in) 
 }
 
 void Scheduler::observe_results(WorkerRecord& worker, const Job& job, uint64_t finished,
-                                uint64_t first_chunk, double busy_seconds) {
+                                uint64_t first_chunk, double busy_seconds, double energy_joules) {
   if (finished == 0) return;
   const double end = seconds_since_start();
   const double device_seconds = busy_seconds / std::max(parallelism(worker), 1.0);
@@ -45,6 +45,7 @@ void Scheduler::observe_results(WorkerRecord& worker, const Job& job, uint64_t f
   share.chunks += finished;
   share.bytes += finished * job.spec()->chunk_bytes();
   share.busy_seconds += busy_seconds;
+  share.energy_joules += energy_joules;
 }
 
 namespace {
@@ -71,6 +72,7 @@ void Scheduler::report_devices(const Job& job, wire::JobResult::Builder result) 
     out.setChunks(d.chunks);
     out.setBytes(d.bytes);
     out.setBusySeconds(d.busy_seconds);
+    out.setEnergyJoules(d.energy_joules);
     out.setBytesPerSecond(d.bytes_per_second);
     out.setSlow(d.slow);
     out.setCause(d.cause);

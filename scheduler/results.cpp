@@ -92,7 +92,9 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   }
   Job& job = *it->second;
   progress_from(worker);
-  const Reported reported{batch.getResults(), batch.getFailures()};
+  // A worker's own figure: NaN, infinite or negative would poison the job's total.
+  const double energy = batch.getEnergyJoules();
+  const Reported reported{batch.getResults(), batch.getFailures(), std::isfinite(energy) && energy > 0 ? energy : 0.0};
   const double busy = observe_busy(worker, job, reported, batch.getBusySeconds());
   // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
   // good results first would keep a liar's partials, and could leave a job with every chunk done
@@ -172,7 +174,7 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, const Reported& b
     finished += range.count;
     first_chunk = std::min<uint64_t>(first_chunk, chunk);
   }
-  observe_results(worker, job, finished, first_chunk, busy);
+  observe_results(worker, job, finished, first_chunk, busy, batch.energy_joules);
   const uint64_t elements = finished * job.spec()->chunk_elements();
   const uint64_t bytes = finished * job.spec()->chunk_bytes();
   worker.in_flight.remove(job.id(), finished);

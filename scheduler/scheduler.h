@@ -193,6 +193,7 @@ class Scheduler {
   struct Reported {
     capnp::List<wire::ChunkPartial>::Reader results;
     capnp::List<wire::ChunkFailure>::Reader failures;
+    double energy_joules = 0;  // finite and not negative
   };
   double observe_busy(WorkerRecord& worker, const Job& job, const Reported& batch, double reported_busy);
   void apply_partials(Job& job, WorkerRecord& worker, const Reported& batch, double busy_seconds);
@@ -202,7 +203,7 @@ class Scheduler {
   // the task stream, each job's devices and stragglers) and the JobResult's report of it.
   void on_gpu_health(WorkerRecord& worker, wire::GpuHealth::Reader health);
   void observe_results(WorkerRecord& worker, const Job& job, uint64_t finished,
-                       uint64_t first_chunk, double busy_seconds);
+                       uint64_t first_chunk, double busy_seconds, double energy_joules);
   void report_devices(const Job& job, wire::JobResult::Builder result) const;
 
   // dispatch.cpp: fill every worker's window (or one worker's) from the queued chunks of all jobs.

@@ -27,6 +27,7 @@ struct NvmlDevice::Api {
   api::ThrottleFn throttle = nullptr;
   api::EccFn ecc = nullptr;
   api::CpuAffinityFn cpu_affinity = nullptr;
+  api::EnergyFn energy = nullptr;  // optional: null where the library has none
 
   std::string why(api::Return r) const {
     const char* s = error_string ? error_string(r) : nullptr;
@@ -62,6 +63,8 @@ Status look_up(void* lib, NvmlDevice::Api& a) {
   get(a.ecc, "nvmlDeviceGetTotalEccErrors");
   get(a.cpu_affinity, "nvmlDeviceGetCpuAffinity");
   if (!missing.empty()) return Status::error(fmt::format("NVML has no {}", missing));
+  // Optional: without it, power x time comes from the power readings instead.
+  a.energy = reinterpret_cast<api::EnergyFn>(dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
   return Status::ok();
 }
 
@@ -118,6 +121,11 @@ NvmlSample NvmlDevice::sample() const {
     s.temperature = v;
   if (unsigned mw = 0; a.power(dev, &mw) == api::kSuccess) s.power_watts = mw / 1000.0;
   if (unsigned long long t = 0; a.throttle(dev, &t) == api::kSuccess) s.throttle = t;
+  if (unsigned long long mj = 0; a.energy && a.energy(dev, &mj) == api::kSuccess) {
+    s.energy_mj = mj;
+    s.has_energy = true;
+  }
+  s.at = std::chrono::steady_clock::now();
   return s;
 }
 
@@ -152,10 +160,18 @@ std::vector<int> NvmlDevice::cpu_affinity() const {
   return cpus;
 }
 
+double power_between(const NvmlSample& earlier, const NvmlSample& later) {
+  const double seconds = std::chrono::duration<double>(later.at - earlier.at).count();
+  if (earlier.has_energy && later.has_energy && later.energy_mj >= earlier.energy_mj && seconds > 0)
+    return double(later.energy_mj - earlier.energy_mj) / 1e3 / seconds;
+  return later.power_watts;
+}
+
 NvmlSampler::NvmlSampler(std::unique_ptr<NvmlDevice> device, std::chrono::milliseconds interval)
     : device_(std::move(device)), interval_(interval) {
   device_->fill_static(static_);
   last_ = device_->sample();
+  recent_watts_ = last_.power_watts;
   last_taken_ = static_;
   thread_ = std::thread([this] { run(); });
 }
@@ -193,6 +209,7 @@ void NvmlSampler::run() {
     clock_ += s.sm_clock;
     power_ += s.power_watts;
     throttle_ |= s.throttle;
+    recent_watts_ = power_between(last_, s);
     last_ = s;
     wake_.wait_for(lock, interval_, [this] { return stop_; });
   }
@@ -224,8 +241,8 @@ std::string cpu_list(const std::vector<int>& cpus) {
   for (size_t i = 0; i < cpus.size();) {
     size_t j = i;
     while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") +
-           (j == i ? std::to_string(cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]));
+    if (!out.empty()) out += ',';
+    out += j == i ? std::to_string(cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
     i = j + 1;
   }
   return out;

@@ -30,7 +30,14 @@ struct NvmlSample {
   unsigned sm_clock = 0, temperature = 0;
   double power_watts = 0;
   uint64_t throttle = 0;
+  uint64_t energy_mj = 0;  // NVML's energy counter (mJ since the driver loaded), when has_energy
+  bool has_energy = false;
+  std::chrono::steady_clock::time_point at;  // when it was taken
 };
+
+// The GPU's mean power between two samples: from the energy counter where both have it (NVML's
+// power reading is itself an average over about a second on recent GPUs), else the later reading.
+double power_between(const NvmlSample& earlier, const NvmlSample& later);
 
 class NvmlDevice {
  public:
@@ -72,6 +79,9 @@ class NvmlSampler {
   // The health over the samples since the previous take() (the latest figures again when none
   // were taken since). Thread-safe.
   GpuHealth take();
+  // The GPU's mean power over the last sample interval (power_between), for the energy a batch of
+  // chunks used: its device seconds times this. Thread-safe, lock-free.
+  double recent_watts() const { return recent_watts_.load(std::memory_order_relaxed); }
 
  private:
   void run();
@@ -89,6 +99,7 @@ class NvmlSampler {
   unsigned clock_min_ = 0, temperature_max_ = 0;
   uint64_t throttle_ = 0;
   NvmlSample last_;
+  std::atomic<double> recent_watts_{0};
   GpuHealth last_taken_;
   std::thread thread_;
 };

@@ -51,5 +51,7 @@ using ThrottleFn = Return (*)(Device, unsigned long long*);          // nvmlDevi
                                                                       // ThrottleReasons
 using EccFn = Return (*)(Device, int, int, unsigned long long*);     // nvmlDeviceGetTotalEccErrors
 using CpuAffinityFn = Return (*)(Device, unsigned int, unsigned long*);  // nvmlDeviceGetCpuAffinity
+using EnergyFn = Return (*)(Device, unsigned long long*);            // nvmlDeviceGetTotalEnergyConsumption
+                                                                      // (mJ since the driver loaded; Volta on)
 
 }  // namespace psched::nvml_api

@@ -205,12 +205,13 @@ void Worker::flush_results() {
     pending_.clear();
     return;
   }
+  const double watts = gpu_ ? gpu_->recent_watts() : 0.0;
   for (auto& [job_id, outcomes] : pending_) {
     if (outcomes.empty()) continue;
     auto job = jobs_.find(job_id);
     const uint64_t partial_block = job != jobs_.end() ? job->second.partial_block : 1;
     build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes, partial_block,
-                         [this](capnp::MessageBuilder& m) { conn()->send(m); });
+                         [this](capnp::MessageBuilder& m) { conn()->send(m); }, watts);
     outcomes.clear();
     if (outcomes.capacity() > spare_outcomes_.capacity()) outcomes.swap(spare_outcomes_);
   }

@@ -104,11 +104,13 @@ const j = R.job;
 // var and std only when the job computed them (--stats var,std).
 const spread = "var" in j ? [["var (ddof " + j.ddof + ")", j.var === null ? "–" : j.var],
                              ["std", j.std === null ? "–" : j.std]] : [];
-table("job", ["job", "array", "chunks", "seconds", "throughput", "mean", ...spread.map(c => c[0]), "retries"],
+// The GPUs' energy from NVML (null without it).
+const energy = j.energy_joules === null ? "–" : j.energy_joules.toFixed(0) + " J (" + j.joules_per_tb.toFixed(0) + " J/TB)";
+table("job", ["job", "array", "chunks", "seconds", "throughput", "energy", "mean", ...spread.map(c => c[0]), "retries"],
   [["#" + j.job_id + " " + (j.input || j.generator) + (j.fused ? " (fused)" : ""),
     j.rows + " x " + j.cols + " " + j.dtype + " (" + bytes(j.bytes) + ")",
     j.chunks + " of " + j.chunk_rows + " x " + j.chunk_cols, j.seconds.toFixed(3),
-    bytes(j.bytes_per_second) + "/s", j.mean === null ? "–" : j.mean, ...spread.map(c => c[1]), j.retries]]);
+    bytes(j.bytes_per_second) + "/s", energy, j.mean === null ? "–" : j.mean, ...spread.map(c => c[1]), j.retries]]);
 document.getElementById("cluster").appendChild(el("p", R.cluster.summary));
 table("cluster", ["worker", "host", "backend", "device", "threads", "CPUs", "GPU"],
   j.devices.map(w => [w.name, w.host, w.backend, w.device, w.threads, w.cpu_affinity || "–",
@@ -120,7 +122,7 @@ for (const s of j.stragglers) sg.appendChild(el("p", s.worker + " on " + s.host 
 const runs = j.devices.filter(d => d.run).map(d => d.run);  // the devices that took part
 function fig(f, unit) { return f ? f.min.toFixed(0) + " / " + f.mean.toFixed(0) + " / " + f.max.toFixed(0) + unit : "–"; }
 table("devices", ["worker", "chunks", "throughput", "busy share", "SM clock min/mean/max", "max",
-                  "temperature", "power", "SM util", "throttled", "straggler"],
+                  "temperature", "power", "energy", "SM util", "throttled", "straggler"],
   runs.map(d => { const b = el("div", null, "bar"), f = el("div");
     f.style.width = Math.min(100, 100 * d.busy_share).toFixed(1) + "%"; b.appendChild(f);
     b.title = (100 * d.busy_share).toFixed(1) + "%";
@@ -128,6 +130,7 @@ table("devices", ["worker", "chunks", "throughput", "busy share", "SM clock min/
     return [d.worker, d.chunks, bytes(d.bytes_per_second) + "/s", b,
       g ? fig(g.sm_clock_mhz, " MHz") : "–", g ? g.sm_clock_max_mhz + " MHz" : "–",
       g ? fig(g.temperature_c, " °C") : "–", g ? fig(g.power_watts, " W") : "–",
+      d.energy_joules > 0 ? d.energy_joules.toFixed(0) + " J" : "–",
       g ? fig(g.sm_utilisation_pct, "%") : "–", g ? (g.throttle || "no") : "–",
       d.slow ? el("span", "slow: " + (d.cause || "cause unknown"), "slow") : "no"]; }));
 const end = Math.max(j.scheduler_seconds, ...R.timeline.segments.map(s => s[5]), 1e-6);

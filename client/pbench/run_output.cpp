@@ -48,6 +48,9 @@ void print_text(const Flags& f, const Runs& runs) {
   std::printf("Throughput: %s/s over %s on %s%s\n", human_bytes(double(f.job.bytes()) / seconds).c_str(),
               psched::counted(result.chunks, "chunk").c_str(), psched::counted(result.workers, "worker").c_str(),
               f.job.fused ? " (fused: selected elements only)" : "");
+  if (const double joules = result.energy_joules(); joules > 0)
+    std::printf("Energy: %.0f J on the GPUs, %.0f J per TB, %.0f W mean (NVML)\n", joules,
+                joules / (double(f.job.bytes()) / 1e12), seconds > 0 ? joules / seconds : 0.0);
   if (f.repeat > 1) {
     std::vector<double> sorted = runs.seconds;
     std::sort(sorted.begin(), sorted.end());

@@ -8,7 +8,8 @@ class Result(float):
     same bits whatever the chunking, workers or backend), exact_terms (that exact sum as
     non-overlapping floats, largest first, whose unrounded sum it is; fractions.Fraction of each
     adds up exactly), mean (nan for an empty selection), count, min, max; seconds (submit to result,
-    this client's clock), scheduler_seconds, chunks, bytes (the array's), workers (that computed
+    this client's clock), scheduler_seconds, chunks, bytes (the array's), energy_joules and
+    joules_per_tb (the GPUs' energy on the job from NVML; None without it), workers (that computed
     chunks), retries, resubmissions (after a lost scheduler connection, Client(reconnect=...)),
     job_id, kind (what float(self) is), devices, stragglers and, for verify jobs, verified_chunks,
     same_worker_chunks, mismatch_count and mismatches (each {chunk, chunks, note, copies: [{worker_id,
@@ -20,7 +21,7 @@ class Result(float):
     ..., gpu, the worker's latest NVML health or None without NVML), each with its share of the job
     by its own timings (run_chunks, run_busy_seconds, run_busy_fraction: busy time over the job's
     wall time per thread) and, when it took part, "run", the scheduler's view of it (worker_id,
-    worker, host, device, chunks, bytes, busy_seconds, bytes_per_second, busy_share, slow, cause,
+    worker, host, device, chunks, bytes, busy_seconds, energy_joules, bytes_per_second, busy_share, slow, cause,
     and gpu: None, or uuid, {min, mean, max} of sm_clock_mhz, temperature_c, power_watts and
     sm_utilisation_pct over the job, sm_clock_max_mhz, throttle_reasons, throttle (their names)
     and series, one [seconds, sm_clock_mhz, temperature_c, power_watts, sm_utilisation_pct] per

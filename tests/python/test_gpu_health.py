@@ -120,6 +120,24 @@ def test_each_device_carries_its_gpus_figures_over_the_job(slowed):
     assert "SM clock 1755 MHz (max 1980), 61 C, 412 W, util 97%, throttled: hw_thermal_slowdown" in slowed.summary()
 
 
+def test_each_devices_energy_is_its_device_seconds_at_its_gpus_power(slowed):
+    # The stand-in GPU draws 412 W, and its energy counter advances at exactly that rate: so each
+    # device's energy is its busy seconds x 412 W, and the job's the sum (per TB of its 32 MB array).
+    runs = [d["run"] for d in slowed.devices]
+    assert len(runs) == 2
+    for run in runs:
+        assert run["busy_seconds"] > 0
+        assert run["energy_joules"] == pytest.approx(412.0 * run["busy_seconds"], rel=1e-3)
+    assert slowed.energy_joules == pytest.approx(sum(run["energy_joules"] for run in runs), rel=1e-12)
+    assert slowed.joules_per_tb == pytest.approx(slowed.energy_joules / (2000 * 2000 * 8 / 1e12), rel=1e-12)
+
+
+def test_a_job_without_nvml_has_no_energy(client):
+    r = (pa.arange(0, 10000, chunks=1000) + 1).sum().compute()
+    assert r.energy_joules is None and r.joules_per_tb is None
+    assert all(d["run"]["energy_joules"] == 0 for d in r.devices if "run" in d)
+
+
 def test_the_keys_are_pbench_jsons(stand_in_cluster, slowed):
     out = pbench_json(stand_in_cluster.scheduler_file, "-x", "2000", "-y", "2000", "--chunk-x", "100",
                       "--chunk-y", "100", "--generator", "arange")

@@ -128,6 +128,7 @@ struct DeviceReport {
   std::string name, host, device, uuid;
   uint64_t chunks = 0, bytes = 0;
   double busy_seconds = 0;      // device time the worker reported
+  double energy_joules = 0;     // its GPU's energy on the job's chunks (0: no NVML)
   double bytes_per_second = 0;  // bytes / device seconds
   bool slow = false;            // a straggler: 10% or more below the job's median
   std::string cause;            // what NVML shows that explains it ("": nothing seen)
@@ -188,6 +189,10 @@ struct Result {
   uint64_t verified_chunks = 0, same_worker_chunks = 0, mismatch_count = 0;
   std::vector<VerifyMismatch> mismatches;
   std::vector<DeviceReport> devices;    // per worker that took part
+  // The energy the GPUs used on the job's chunks: for each result batch, its device seconds times
+  // its GPU's mean power over the last NVML sample interval (from NVML's energy counter), summed
+  // over the devices. 0 when no worker that took part has NVML (CPU workers).
+  double energy_joules() const;
   std::vector<TaskSegment> timeline;    // when RunOptions::want_timeline
 };
 

@@ -20,8 +20,9 @@ struct CudaBackendOptions {
   // another (bench/README.md has the measurements).
   int streams = 6;
   // Materialized chunks written and reduced by one kernel (launch_generate_reduce) instead of a
-  // generate then a reduce that reads the chunk back: the same bits. Off until measured on a GPU
-  // (pcuda-worker: PSCHED_CUDA_ONE_PASS=1; cuda-floor --one-pass).
+  // generate then a reduce that reads the chunk back: the same bits. Off: measured slower than the
+  // two kernels on H100 and H200 (bench/README.md), so only on request (pcuda-worker:
+  // PSCHED_CUDA_ONE_PASS=1; cuda-floor --one-pass).
   bool one_pass = false;
   // Stored arrays: chunks read at once, each by a dispatcher thread of its own with its own reader
   // (storage/chunk_reader.h: a file read, or a Zarr chunk decompressed, into the chunk's slot's

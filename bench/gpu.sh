@@ -73,6 +73,11 @@ for d in run["devices"]:
     check(20 <= r["power_watts"]["min"] and r["power_watts"]["max"] <= 1.2 * g["power_limit_watts"], "power within 20 W..1.2 x limit")
     check(0 < r["sm_clock_mhz"]["max"] <= r["sm_clock_max_mhz"], "SM clock <= its maximum")
     check(g["pcie_width"] > 0 and g["pcie_generation"] > 0, "PCIe link known")
+    e, busy = d["run"]["energy_joules"], d["run"]["busy_seconds"]
+    print(f"{d['name']}: energy {e:.0f} J over {busy:.3f} device seconds = {e / busy if busy else 0:.0f} W")
+    check(busy > 0 and 20 <= e / busy <= 1.2 * g["power_limit_watts"], "energy / device seconds within 20 W..1.2 x limit")
+print(f"energy: {run['energy_joules']} J, {run['joules_per_tb']} J per TB, over {run['seconds']:.3f} s")
+check(run["energy_joules"] is not None and run["joules_per_tb"] > 0, "the job's energy (NVML) is reported")
 check(len(report["timeline"]["segments"]) > 0, "report: timeline has segments")
 check(len(report["devices"]) == len(run["devices"]), "report: every device")
 sys.exit(0 if ok else 1)

@@ -32,6 +32,11 @@ constexpr double kLiveLineSeconds = 5;
 constexpr int kMaxFailedJobsInARow = 3;
 // The small-chunk shape: the main job's chunks cut this many times per side.
 constexpr uint64_t kSmallChunkDivisor = 10;
+// Jobs in flight at once, each on a connection of its own: while one job's last chunks finish and
+// the next is submitted, the others keep the GPUs busy. 64 simulated H100s, whose jobs give each
+// GPU ~50 ms of work, were busy 36 % of a burn with one job at a time, 85 % with two, 99 % with
+// three (bench/burn_fleet.sh, bench/README.md).
+constexpr int kJobsInFlight = 3;
 
 // The first SIGINT/SIGTERM asks the burn to stop (the job in flight is cancelled, the report
 // written); a second one is pbench's usual: stop the local cluster and exit at once.
@@ -205,40 +210,60 @@ int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, co
     ledger.observe(client.workers(), 0);
   }
   Watcher watcher(pclient::Client::connect(connect), ledger, mutex, t0, live, f.quiet);
-  int failed_in_a_row = 0;
-  for (uint64_t i = 0; g_stop_signal.load() == 0 && Clock::now() < deadline; ++i) {
-    pclient::Job job = jobs[i % jobs.size()];
-    if (job.input.path.empty()) job.seed += i;  // fresh data every turn
-    pclient::RunOptions options;
-    options.verify = 1.0;
-    options.no_workers_timeout_ms = f.no_workers_timeout_ms;
-    options.should_cancel = [deadline] { return g_stop_signal.load() != 0 || Clock::now() >= deadline; };
-    options.on_progress = [&](const pclient::Progress& p) {
-      if (p.notices.empty()) return;
-      std::lock_guard<std::mutex> lock(mutex);
-      for (const std::string& n : p.notices) {
-        if (live) std::fprintf(stderr, "pbench: %s\n", n.c_str());
-        ledger.note_notice(n, since(t0));
+  // kJobsInFlight loops, each running jobs one after another on its connection; they share the
+  // turns (so the shapes and seeds alternate as with one), the ledger and the totals (under mutex).
+  std::atomic<uint64_t> next_turn{0};
+  std::atomic<int> failed_in_a_row{0};
+  std::atomic<bool> give_up{false};
+  auto run_jobs = [&](pclient::Client& c) {
+    while (!give_up.load() && g_stop_signal.load() == 0 && Clock::now() < deadline) {
+      const uint64_t i = next_turn++;
+      pclient::Job job = jobs[i % jobs.size()];
+      if (job.input.path.empty()) job.seed += i;  // fresh data every turn
+      pclient::RunOptions options;
+      options.verify = 1.0;
+      options.no_workers_timeout_ms = f.no_workers_timeout_ms;
+      options.should_cancel = [deadline, &give_up] {
+        return give_up.load() || g_stop_signal.load() != 0 || Clock::now() >= deadline;
+      };
+      options.on_progress = [&](const pclient::Progress& p) {
+        if (p.notices.empty()) return;
+        std::lock_guard<std::mutex> lock(mutex);
+        for (const std::string& n : p.notices) {
+          if (live) std::fprintf(stderr, "pbench: %s\n", n.c_str());
+          ledger.note_notice(n, since(t0));
+        }
+      };
+      try {
+        const pclient::Result r = c.run(job, options);
+        failed_in_a_row = 0;
+        std::lock_guard<std::mutex> lock(mutex);
+        ledger.note_result(r, job_text(job));
+        ++totals.jobs;
+        totals.chunks += r.chunks;
+        totals.verified_chunks += r.verified_chunks;
+        totals.bytes += job.bytes();
+      } catch (const pclient::Cancelled&) {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++totals.jobs_cut;  // the deadline or Ctrl-C: its chunks count in the GPUs' throughput only
+        return;
+      } catch (const pclient::Error& e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        ledger.note_job_error(fmt::format("job ({}) failed: {}", job_text(job), e.what()), since(t0));
+        if (++failed_in_a_row >= kMaxFailedJobsInARow) give_up = true;
       }
-    };
-    try {
-      const pclient::Result r = client.run(job, options);
-      failed_in_a_row = 0;
-      std::lock_guard<std::mutex> lock(mutex);
-      ledger.note_result(r, job_text(job));
-      ++totals.jobs;
-      totals.chunks += r.chunks;
-      totals.verified_chunks += r.verified_chunks;
-      totals.bytes += job.bytes();
-    } catch (const pclient::Cancelled&) {
-      ++totals.jobs_cut;  // the deadline or Ctrl-C: its chunks count in the GPUs' throughput only
-      break;
-    } catch (const pclient::Error& e) {
-      std::lock_guard<std::mutex> lock(mutex);
-      ledger.note_job_error(fmt::format("job ({}) failed: {}", job_text(job), e.what()), since(t0));
-      if (++failed_in_a_row >= kMaxFailedJobsInARow) break;
     }
+  };
+  std::vector<pclient::Client> more;
+  std::vector<std::thread> loops;
+  try {
+    for (int k = 1; k < kJobsInFlight; ++k) more.push_back(pclient::Client::connect(connect));
+  } catch (const pclient::Error& e) {
+    std::fprintf(stderr, "pbench: burn: one job at a time (a second connection failed: %s)\n", e.what());
   }
+  for (pclient::Client& c : more) loops.emplace_back([&run_jobs, &c] { run_jobs(c); });
+  run_jobs(client);
+  for (std::thread& t : loops) t.join();
   watcher.stop();
   totals.seconds = since(t0);
   totals.asked_seconds = f.burn_seconds;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "client/figures.h"
 #include "core/worker_info_json.h"
 #include "pclient/client.h"
 
@@ -188,11 +189,13 @@ void write_result_json(Out& out, const ResultJsonInput& in) {
   }
   out.key("min").value(r.min);
   out.key("max").value(r.max);
-  if (r.has_squares) {
-    out.key("var").value(r.var(in.ddof));
-    out.key("std").value(r.std(in.ddof));
-    out.key("ddof").value(in.ddof);
+  bool ddof = false;  // the figures of their own line, each when the job computed its parts
+  for (const FigureDef& f : kFigures) {
+    if (f.label.empty() || !has_parts(r, f)) continue;
+    out.key(f.name).value(f.value(r, in.ddof));
+    ddof = ddof || f.ddof;
   }
+  if (ddof) out.key("ddof").value(in.ddof);
   out.key("seconds").value(in.seconds);
   out.key("scheduler_seconds").value(r.scheduler_seconds);
   out.key("chunks").value(r.chunks);

@@ -155,6 +155,7 @@ std::optional<int> complete(Flags& f) {
   if (const char* delay = std::getenv("PSCHED_TEST_CHUNK_DELAY_MS")) f.backend.test_delay_ms = std::atoi(delay);
   if (const char* fault = std::getenv("PSCHED_TEST_DEVICE_FAULT_ON_CHUNK")) f.backend.test_fault_on_chunk = std::atoll(fault);
   if (const char* flip = std::getenv("PSCHED_TEST_FLIP_CHUNK")) f.config.flip_chunk = std::atoll(flip);
+  if (const char* flip = std::getenv("PSCHED_TEST_FLIP_SQUARES_CHUNK")) f.config.flip_squares_chunk = std::atoll(flip);
   if (const char* lie = std::getenv("PSCHED_TEST_LIE_FROM_CHUNK")) f.config.lie_from_chunk = std::atoll(lie);
   if (const char* one_pass = std::getenv("PSCHED_CUDA_ONE_PASS")) f.backend.cuda_one_pass = std::string(one_pass) == "1";
   if (f.config.name.empty()) f.config.name = default_name();

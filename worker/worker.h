@@ -43,6 +43,9 @@ struct WorkerConfig {
   // Test-only fault switch (PSCHED_TEST_FLIP_CHUNK): this chunk's partial sum (of every job) goes
   // back with its last bit flipped, a device that silently computes wrong, for verify's tests.
   int64_t flip_chunk = -1;
+  // Test-only fault switch (PSCHED_TEST_FLIP_SQUARES_CHUNK): the same for this chunk's sum of squares
+  // (a var/std job's) alone, its sum untouched, so verify must name a difference in the squares.
+  int64_t flip_squares_chunk = -1;
   // Test-only fault switch (PSCHED_TEST_LIE_FROM_CHUNK): the partials of this chunk and every later
   // one (of every job) go back counting one element more than their chunk has, a peer that lies
   // (0: about every chunk), for the partial check's tests.

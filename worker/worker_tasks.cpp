@@ -124,6 +124,25 @@ void Worker::drain_inbox() {
   draining_.clear();  // keeps its capacity for the next swap
 }
 
+namespace {
+
+// For the test-only flip switches: x with its last bit flipped, and a value as exact terms.
+double last_bit_flipped(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits ^= 1;
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
+}
+
+ExactTerms one_term(double x) {
+  ExactSum sum;
+  sum.add(x);
+  return ExactTerms(sum);
+}
+
+}  // namespace
+
 void Worker::on_outcome(ChunkOutcome outcome) {
   if (link_ == Link::kLeaving) return;
   if (outcome.device_lost) {
@@ -136,13 +155,13 @@ void Worker::on_outcome(ChunkOutcome outcome) {
   if (outcome.ok && config_.flip_chunk >= 0 && outcome.chunk == uint64_t(config_.flip_chunk)) {
     // As a GPU that computes wrong would: the chunk's value itself (its exact sum, which the
     // scheduler merges and rounds) becomes the sum with its last bit flipped.
-    uint64_t bits;
-    std::memcpy(&bits, &outcome.partial.sum, sizeof bits);
-    bits ^= 1;
-    std::memcpy(&outcome.partial.sum, &bits, sizeof bits);
-    ExactSum flipped;
-    flipped.add(outcome.partial.sum);
-    outcome.partial.exact = ExactTerms(flipped);
+    outcome.partial.sum = last_bit_flipped(outcome.partial.sum);
+    outcome.partial.exact = one_term(outcome.partial.sum);
+  }
+  if (outcome.ok && outcome.partial.has_squares && config_.flip_squares_chunk >= 0 &&
+      outcome.chunk == uint64_t(config_.flip_squares_chunk)) {
+    // A GPU wrong in the squares alone: their total with its last bit flipped, as one term.
+    outcome.partial.squares = one_term(last_bit_flipped(outcome.partial.squares.rounded()));
   }
   // As a lying peer would: a count the chunk's geometry rules out (psched throws us off for it).
   if (outcome.ok && config_.lie_from_chunk >= 0 && outcome.chunk >= uint64_t(config_.lie_from_chunk))

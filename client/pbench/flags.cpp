@@ -13,6 +13,13 @@
 namespace pbench {
 namespace {
 
+// --stats' choices: every figure of client/figures.h, in its order.
+std::vector<std::string> figure_names() {
+  std::vector<std::string> names;
+  for (const pclient::FigureDef& figure : pclient::kFigures) names.emplace_back(figure.name);
+  return names;
+}
+
 void add_mode_flags(CLI::App& app, Flags& f) {
   auto* g_opt = app.add_option("-g,--gpus", f.gpus, "Local mode: start a cluster with N GPU workers (GPUs 0..N-1)")
                     ->transform(psched::cli::unsigned_in(1, 1024));
@@ -139,7 +146,7 @@ void add_output_flags(CLI::App& app, Flags& f) {
                  "and var, std (exact: correctly rounded, the same bits on any chunking or worker count; the "
                  "workers then also sum each element's square)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"sum", "count", "mean", "min", "max", "var", "std"}))
+      ->check(CLI::IsMember(figure_names()))
       ->default_str("sum,count,mean,min,max");
   app.add_option("--ddof", f.ddof, "var and std divide by count - ddof (numpy's ddof: 0, or 1 for the sample)")
       ->capture_default_str();
@@ -197,6 +204,10 @@ void add_burn_flags(CLI::App& app, Flags& f) {
 }
 
 }  // namespace
+
+bool Flags::wants(const pclient::FigureDef& figure) const {
+  return std::find(stats.begin(), stats.end(), figure.name) != stats.end();
+}
 
 void add_flags(CLI::App& app, Flags& f) {
   add_mode_flags(app, f);
@@ -272,9 +283,8 @@ void complete_job(Flags& f, const CLI::App& app) {
     if (!index) throw pclient::Error(std::string(name) + ": " + index.message());
     *field = *index;
   }
-  f.want_var = std::find(f.stats.begin(), f.stats.end(), "var") != f.stats.end();
-  f.want_std = std::find(f.stats.begin(), f.stats.end(), "std") != f.stats.end();
-  job.squares = f.want_var || f.want_std;
+  job.squares = false;
+  for (const pclient::FigureDef& figure : pclient::kFigures) job.squares = job.squares || (figure.squares && f.wants(figure));
   pclient::validate(job);
   if (psched::Status st = psched::validate_verify_fraction(f.verify); !st)
     throw pclient::Error("--verify: " + st.message());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/cli_checks.h"
+#include "client/figures.h"
 #include "pclient/client.h"
 
 namespace pbench {
@@ -30,7 +31,7 @@ struct Flags {
   // --stats: the figures to print. sum, count, mean, min and max come with every job; var and std
   // make the workers sum squares too (Job::squares). --ddof: var's and std's divisor is count - ddof.
   std::vector<std::string> stats;
-  bool want_var = false, want_std = false;
+  bool wants(const pclient::FigureDef& figure) const;  // asked for with --stats (client/figures.h)
   uint32_t ddof = 0;
   double verify = 0;  // --verify: share of chunks computed twice (0: off)
   // Test only (PSCHED_TEST_WANT_PARTIALS=1, environment only): every chunk's partial streamed as it

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "client/figures.h"
 #include "cluster_report.h"
 #include "core/gpu_health.h"
 #include "core/plural.h"
@@ -43,8 +44,12 @@ void print_text(const Flags& f, const Runs& runs) {
   else
     std::printf("Sum: %.17g  Mean: %.17g  Count: %llu  Min: %.17g  Max: %.17g\n", result.sum,
                 result.mean(), (unsigned long long)result.count, result.min, result.max);
-  if (f.want_var) std::printf("Var: %.17g  (ddof %u)\n", result.var(f.ddof), f.ddof);
-  if (f.want_std) std::printf("Std: %.17g  (ddof %u)\n", result.std(f.ddof), f.ddof);
+  for (const pclient::FigureDef& figure : pclient::kFigures) {  // those of their own line, in the table's order
+    if (figure.label.empty() || !f.wants(figure)) continue;
+    std::printf("%.*s: %.17g", int(figure.label.size()), figure.label.data(), figure.value(result, f.ddof));
+    if (figure.ddof) std::printf("  (ddof %u)", f.ddof);
+    std::printf("\n");
+  }
   std::printf("Throughput: %s/s over %s on %s%s\n", human_bytes(double(f.job.bytes()) / seconds).c_str(),
               psched::counted(result.chunks, "chunk").c_str(), psched::counted(result.workers, "worker").c_str(),
               f.job.fused ? " (fused: selected elements only)" : "");

@@ -33,8 +33,8 @@ class Result(float):
     def __new__(cls, kind, figures):
         count = figures["count"]
         mean = figures["mean"] if figures["mean"] is not None else float("nan")
-        value = {"sum": figures["sum"], "mean": mean, "min": figures["min"], "max": figures["max"],
-                 "count": float(count), "var": figures.get("var"), "std": figures.get("std")}[kind]
+        # mean and count as floats here; every other figure is its key of the document
+        value = {"mean": mean, "count": float(count)}.get(kind, figures.get(kind))
         self = super().__new__(cls, value)
         self.__dict__.update(figures)  # every key of the document, as an attribute
         self.kind, self.mean = kind, mean

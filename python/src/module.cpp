@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/process.h"
+#include "client/figures.h"
 #include "client/job_spec_of.h"
 #include "client/local_cluster_children.h"
 #include "client/result_json.h"
@@ -371,6 +372,18 @@ PYBIND11_MODULE(_native, m) {
   // Cancelled after Error: translators are tried newest first, so the subclass is matched first.
   auto error = py::register_exception<pclient::Error>(m, "Error", PyExc_RuntimeError);
   py::register_exception<pclient::Cancelled>(m, "Cancelled", error.ptr());
+  // client/figures.h's table: the figures a Reduction may name, in its order; squares: the workers
+  // must sum squares (Job.squares); ddof: it takes x.NAME(ddof=...).
+  py::list figures;
+  for (const pclient::FigureDef& f : pclient::kFigures) {
+    py::dict row;
+    row["name"] = std::string(f.name);
+    row["label"] = std::string(f.label);  // pbench's text line; "" for the "Sum: ..." line's
+    row["squares"] = f.squares;
+    row["ddof"] = f.ddof;
+    figures.append(row);
+  }
+  m.attr("FIGURES") = figures;
   bind_job(m);
   bind_client(m);
   bind_local_cluster(m);

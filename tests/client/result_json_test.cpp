@@ -2,8 +2,11 @@
 // keys pbench's --json, its report and the Python client all show.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
+#include "client/figures.h"
 #include "client/result_json.h"
 #include "core/json_out.h"
 
@@ -114,14 +117,26 @@ TEST_CASE("a job result written as text is the document result_json builds", "[j
   CHECK_FALSE(doc.contains("ddof"));
 }
 
-TEST_CASE("a job result has var, std and ddof when the job computed squares, and null mean when empty", "[json]") {
-  const pclient::Job job = small_job();
+namespace {
+
+// The result of a var/std job over 1, 2, 3, 4.
+pclient::Result one_to_four() {
   pclient::Result r;
   r.has_squares = true;
   r.count = 4;
   r.sum = 10;
+  r.min = 1;
+  r.max = 4;
   r.exact_terms = {10};
-  r.squares_terms = {30};  // 1, 2, 3, 4
+  r.squares_terms = {30};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a job result has var, std and ddof when the job computed squares, and null mean when empty", "[json]") {
+  const pclient::Job job = small_job();
+  const pclient::Result r = one_to_four();
   json doc = pclient::result_json({.job = job, .result = r, .seconds = 1, .ddof = 1});
   CHECK(doc["var"] == r.var(1));
   CHECK(doc["std"] == r.std(1));
@@ -134,4 +149,19 @@ TEST_CASE("a job result has var, std and ddof when the job computed squares, and
   doc = pclient::result_json({.job = job, .result = empty, .seconds = 1});
   CHECK(doc["mean"] == nullptr);
   CHECK(doc["empty_selection"] == true);
+}
+
+TEST_CASE("every figure of client/figures.h is a key of the job result with the table's value", "[json]") {
+  const pclient::Job job = small_job();
+  const pclient::Result r = one_to_four();  // var 1.25 (ddof 0), std sqrt(1.25)
+  const json doc = pclient::result_json({.job = job, .result = r, .seconds = 1});
+  for (const pclient::FigureDef& f : pclient::kFigures) {
+    INFO(f.name);
+    REQUIRE(doc.contains(f.name));
+    CHECK(doc[std::string(f.name)].get<double>() == f.value(r, 0));
+  }
+  CHECK(pclient::find_figure("var")->value(r, 0) == 1.25);
+  CHECK(pclient::find_figure("std")->value(r, 0) == std::sqrt(1.25));
+  CHECK(pclient::find_figure("mean")->value(r, 0) == 2.5);
+  CHECK(pclient::find_figure("median") == nullptr);
 }

@@ -1,7 +1,8 @@
 // Verify (pbench --verify, RunOptions::verify) with real daemons: a worker made to flip the last bit
 // of one chunk's partial (the test-only PSCHED_TEST_FLIP_CHUNK) is named with that chunk, pbench
-// exits 1 and /metrics counts it; with no fault every chunk is compared and the result is exact; a
-// fraction draws the same chunks every run; a worker killed mid-job changes nothing.
+// exits 1 and /metrics counts it; one whose squares alone differ (PSCHED_TEST_FLIP_SQUARES_CHUNK)
+// too; with no fault every chunk is compared and the result is exact; a fraction draws the same
+// chunks every run; a worker killed mid-job changes nothing.
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
 
@@ -83,6 +84,31 @@ TEST_CASE("pbench --verify names the chunk and the worker that flipped its last 
     CHECK(c["suspect"] == true);
   }
   CHECK(names == std::set<std::string>{"good", "flipper"});
+}
+
+TEST_CASE("pbench --verify of a var job finds a chunk whose copies differ in the squares alone "
+          "and the scheduler names the squares", "[verify]") {
+  TestCluster cluster;
+  cluster.add_worker({.threads = 1, .name = "good"});
+  cluster.add_worker({.threads = 1, .name = "flipper", .env = {{"PSCHED_TEST_FLIP_SQUARES_CHUNK", "1000"}}});
+  cluster.wait_for_workers(2);
+  std::vector<std::string> args = pbench_verify(cluster, "1.0", "400", "10");
+  args.insert(args.end(), {"--stats", "var"});
+  std::string out;
+  const int status = run_command(args, &out);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 1);
+  const auto j = nlohmann::json::parse(out.substr(0, out.find('\n')));
+  CHECK(j["verify"]["mismatch_count"] == 1);
+  REQUIRE(j["verify"]["mismatches"].size() == 1);
+  const auto& m = j["verify"]["mismatches"][0];
+  CHECK(m["chunk"] == 1000);  // narrowed down through the squares, the sums all agreeing
+  CHECK(m["chunks"] == 1);
+  REQUIRE(m["copies"].size() == 2);
+  CHECK(m["copies"][0]["exact_terms"] == m["copies"][1]["exact_terms"]);
+  const std::string log = cluster.log_of(cluster.scheduler_pid());
+  CHECK(log.find("(exact sum of squares)") != std::string::npos);
+  CHECK(log.find("from the first copy's") == std::string::npos);  // the sums do not differ
 }
 
 TEST_CASE("with three workers verify names the one worker that flips a chunk, keeps the majority's "

@@ -429,7 +429,9 @@ class Array:
 class Reduction:
     """A lazy reduction of an Array: .compute() runs its job (one job gives every figure)."""
 
-    KINDS = ("sum", "mean", "min", "max", "count", "var", "std")
+    from .._native import FIGURES as _FIGURES  # client/figures.h's table, by name
+    FIGURES = {f["name"]: f for f in _FIGURES}
+    KINDS = tuple(FIGURES)
 
     def __init__(self, array, kind, ddof=0):
         assert kind in self.KINDS, kind
@@ -439,7 +441,7 @@ class Reduction:
     def job(self):
         """The libpclient Job this reduction runs (a copy of its own)."""
         job = self.array._job()
-        job.squares = self.kind in ("var", "std")  # the workers sum squares only then
+        job.squares = self.FIGURES[self.kind]["squares"]  # the workers sum squares only then
         return job
 
     def _job_to_run(self):
@@ -460,7 +462,7 @@ class Reduction:
         return float(self.compute())
 
     def __repr__(self):
-        ddof = f"(ddof={self.ddof})" if self.kind in ("var", "std") else ""
+        ddof = f"(ddof={self.ddof})" if self.FIGURES[self.kind]["ddof"] else ""
         return f"psched.Reduction<{self.kind}{ddof} of {self.array!r}>"
 
     def _refuse(self, *args, **kwargs):

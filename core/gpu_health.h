@@ -30,6 +30,7 @@ struct GpuHealth {
   uint64_t ecc_corrected = 0, ecc_uncorrected = 0;
   bool ecc_supported = false;
   uint32_t pcie_generation = 0, pcie_width = 0, pcie_max_width = 0;
+  uint32_t pcie_max_generation = 0;  // the highest generation the link can train to (0: unknown)
 };
 
 // NVML's clock throttle reason bits (nvml.h, nvmlClocksThrottleReason*). Idle and the application

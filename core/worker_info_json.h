@@ -41,6 +41,7 @@ void write_gpu_health(Out& out, const Health& h) {
   out.key("pcie_generation").value(h.pcie_generation);
   out.key("pcie_width").value(h.pcie_width);
   out.key("pcie_max_width").value(h.pcie_max_width);
+  out.key("pcie_max_generation").value(h.pcie_max_generation);
   out.key("warnings").value(gpu_warnings(h));
   out.end_object();
 }

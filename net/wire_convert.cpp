@@ -204,6 +204,7 @@ void to_wire(const GpuHealth& h, wire::GpuHealth::Builder out) {
   out.setPcieGeneration(h.pcie_generation);
   out.setPcieWidth(h.pcie_width);
   out.setPcieMaxWidth(h.pcie_max_width);
+  out.setPcieMaxGeneration(h.pcie_max_generation);
 }
 
 GpuHealth from_wire(wire::GpuHealth::Reader in) {

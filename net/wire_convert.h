@@ -67,6 +67,7 @@ void read_gpu_health(wire::GpuHealth::Reader in, Health& h) {
   h.pcie_generation = in.getPcieGeneration();
   h.pcie_width = in.getPcieWidth();
   h.pcie_max_width = in.getPcieMaxWidth();
+  h.pcie_max_generation = in.getPcieMaxGeneration();
 }
 
 // The one reading of a wire WorkerInfo, into any struct with WorkerInfo's field names: ours, and

@@ -191,6 +191,7 @@ struct GpuHealth {
   pcieGeneration @17 :UInt32;    # current link generation and width (0: unknown)
   pcieWidth @18 :UInt32;
   pcieMaxWidth @19 :UInt32;      # the widest the link can train to
+  pcieMaxGeneration @20 :UInt32; # the highest generation the link can train to (0: unknown)
 }
 
 struct Heartbeat {

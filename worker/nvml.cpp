@@ -23,7 +23,8 @@ struct NvmlDevice::Api {
   api::ClockFn clock = nullptr, max_clock = nullptr;
   api::TemperatureFn temperature = nullptr;
   api::UintFn power = nullptr, power_limit = nullptr;
-  api::UintFn pcie_generation = nullptr, pcie_width = nullptr, pcie_max_width = nullptr;
+  api::UintFn pcie_generation = nullptr, pcie_width = nullptr, pcie_max_width = nullptr,
+                pcie_max_generation = nullptr;
   api::ThrottleFn throttle = nullptr;
   api::EccFn ecc = nullptr;
   api::CpuAffinityFn cpu_affinity = nullptr;
@@ -59,6 +60,7 @@ Status look_up(void* lib, NvmlDevice::Api& a) {
   get(a.pcie_generation, "nvmlDeviceGetCurrPcieLinkGeneration");
   get(a.pcie_width, "nvmlDeviceGetCurrPcieLinkWidth");
   get(a.pcie_max_width, "nvmlDeviceGetMaxPcieLinkWidth");
+  get(a.pcie_max_generation, "nvmlDeviceGetMaxPcieLinkGeneration");
   get(a.throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
   get(a.ecc, "nvmlDeviceGetTotalEccErrors");
   get(a.cpu_affinity, "nvmlDeviceGetCpuAffinity");
@@ -140,6 +142,7 @@ void NvmlDevice::fill_static(GpuHealth& h) const {
   if (unsigned v = 0; a.pcie_generation(dev, &v) == api::kSuccess) h.pcie_generation = v;
   if (unsigned v = 0; a.pcie_width(dev, &v) == api::kSuccess) h.pcie_width = v;
   if (unsigned v = 0; a.pcie_max_width(dev, &v) == api::kSuccess) h.pcie_max_width = v;
+  if (unsigned v = 0; a.pcie_max_generation(dev, &v) == api::kSuccess) h.pcie_max_generation = v;
   unsigned long long corrected = 0, uncorrected = 0;
   h.ecc_supported =
       a.ecc(dev, api::kMemoryErrorCorrected, api::kVolatileEcc, &corrected) == api::kSuccess &&

@@ -46,7 +46,8 @@ using UintFn = Return (*)(Device, unsigned int*);                    // nvmlDevi
                                                                       // nvmlDeviceGetEnforcedPowerLimit
                                                                       // (mW), nvmlDeviceGetCurrPcieLink
                                                                       // Generation/Width,
-                                                                      // nvmlDeviceGetMaxPcieLinkWidth
+                                                                      // nvmlDeviceGetMaxPcieLinkWidth,
+                                                                      // nvmlDeviceGetMaxPcieLinkGeneration
 using ThrottleFn = Return (*)(Device, unsigned long long*);          // nvmlDeviceGetCurrentClocks
                                                                       // ThrottleReasons
 using EccFn = Return (*)(Device, int, int, unsigned long long*);     // nvmlDeviceGetTotalEccErrors

@@ -47,6 +47,7 @@ json gpu_json(const BurnLedger& ledger, const BurnGpu& g) {
                 {"pcie_generation", g.pcie_generation},
                 {"pcie_width", g.pcie_width},
                 {"pcie_max_width", g.pcie_max_width},
+                {"pcie_max_generation", g.pcie_max_generation},
                 {"max_temperature_c", g.max_temperature_c},
                 {"throttle_reasons", g.throttle_reasons}};
   } else {
@@ -170,7 +171,7 @@ table("gpus", ["worker", "host", "device", "verdict", "throughput", "of model me
   R.gpus.map(g => [g.worker, g.host, g.device, verdict(g.verdict), bytes(g.bytes_per_second) + "/s",
     g.model_median_bytes_per_second ? (100 * g.bytes_per_second / g.model_median_bytes_per_second).toFixed(0) + "%" : "–",
     g.chunks, g.gpu ? g.gpu.ecc_uncorrected_start + " → " + g.gpu.ecc_uncorrected_end : "–",
-    g.gpu && g.gpu.pcie_max_width ? "gen" + g.gpu.pcie_generation + " x" + g.gpu.pcie_width + " of x" + g.gpu.pcie_max_width : "–",
+    g.gpu && g.gpu.pcie_max_width ? "gen" + g.gpu.pcie_generation + (g.gpu.pcie_max_generation ? " of gen" + g.gpu.pcie_max_generation : "") + " x" + g.gpu.pcie_width + " of x" + g.gpu.pcie_max_width : "–",
     g.gpu ? g.gpu.max_temperature_c + " °C" : "–", reasons(g)]));
 if (!R.mismatches.length) document.getElementById("mismatches").appendChild(el("p", "none: every copy agreed"));
 else table("mismatches", ["job", "chunk", "copies"], R.mismatches.map(m => [

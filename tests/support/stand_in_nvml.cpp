@@ -2,7 +2,8 @@
 // worker/nvml.cpp looks up, with the C ABI of nvml.h, answering fixed plausible figures for one
 // GPU. Environment variables change what it reports, so tests can make a GPU throttle or lose
 // PCIe lanes: STAND_IN_NVML_THROTTLE (reason bits), STAND_IN_NVML_SM_CLOCK (MHz),
-// STAND_IN_NVML_PCIE_WIDTH, STAND_IN_NVML_ECC_UNCORRECTED_FILE (below), STAND_IN_NVML_NO_GPU (no
+// STAND_IN_NVML_PCIE_WIDTH, STAND_IN_NVML_PCIE_GEN (the current generation; the maximum is 5),
+// STAND_IN_NVML_ECC_UNCORRECTED_FILE (below), STAND_IN_NVML_NO_GPU (no
 // device found). Only tests load it, through
 // pcuda-worker's test switch PSCHED_TEST_NVML_LIBRARY.
 #include <cstdlib>
@@ -92,7 +93,7 @@ int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
   return kSuccess;
 }
 int nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned* g) {
-  *g = 5;
+  *g = env_or("STAND_IN_NVML_PCIE_GEN", 5);
   return kSuccess;
 }
 int nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned* w) {
@@ -101,6 +102,10 @@ int nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned* w) {
 }
 int nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* w) {
   *w = 16;
+  return kSuccess;
+}
+int nvmlDeviceGetMaxPcieLinkGeneration(void*, unsigned* g) {
+  *g = 5;
   return kSuccess;
 }
 int nvmlDeviceGetCurrentClocksThrottleReasons(void*, unsigned long long* r) {

@@ -29,6 +29,7 @@ struct NvmlDevice::Api {
   api::EccFn ecc = nullptr;
   api::CpuAffinityFn cpu_affinity = nullptr;
   api::EnergyFn energy = nullptr;  // optional: null where the library has none
+  api::RemappedRowsFn remapped_rows = nullptr;  // optional: drivers before R460 have none
 
   std::string why(api::Return r) const {
     const char* s = error_string ? error_string(r) : nullptr;
@@ -67,6 +68,7 @@ Status look_up(void* lib, NvmlDevice::Api& a) {
   if (!missing.empty()) return Status::error(fmt::format("NVML has no {}", missing));
   // Optional: without it, power x time comes from the power readings instead.
   a.energy = reinterpret_cast<api::EnergyFn>(dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
+  a.remapped_rows = reinterpret_cast<api::RemappedRowsFn>(dlsym(lib, "nvmlDeviceGetRemappedRows"));
   return Status::ok();
 }
 
@@ -149,6 +151,16 @@ void NvmlDevice::fill_static(GpuHealth& h) const {
       a.ecc(dev, api::kMemoryErrorUncorrected, api::kVolatileEcc, &uncorrected) == api::kSuccess;
   h.ecc_corrected = h.ecc_supported ? corrected : 0;
   h.ecc_uncorrected = h.ecc_supported ? uncorrected : 0;
+  // Row remapping: NOT_SUPPORTED (before Ampere) or any other answer leaves it unknown.
+  unsigned rows_corrected = 0, rows_uncorrected = 0, pending = 0, failed = 0;
+  h.remap_supported = a.remapped_rows &&
+      a.remapped_rows(dev, &rows_corrected, &rows_uncorrected, &pending, &failed) == api::kSuccess;
+  if (h.remap_supported) {
+    h.remapped_rows_corrected = rows_corrected;
+    h.remapped_rows_uncorrected = rows_uncorrected;
+    h.remap_pending = pending != 0;
+    h.remap_failed = failed != 0;
+  }
 }
 
 std::vector<int> NvmlDevice::cpu_affinity() const {

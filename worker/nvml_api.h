@@ -52,6 +52,9 @@ using ThrottleFn = Return (*)(Device, unsigned long long*);          // nvmlDevi
                                                                       // ThrottleReasons
 using EccFn = Return (*)(Device, int, int, unsigned long long*);     // nvmlDeviceGetTotalEccErrors
 using CpuAffinityFn = Return (*)(Device, unsigned int, unsigned long*);  // nvmlDeviceGetCpuAffinity
+using RemappedRowsFn = Return (*)(Device, unsigned int*, unsigned int*, unsigned int*,
+                                  unsigned int*);                    // nvmlDeviceGetRemappedRows
+                                                                      // (Ampere on)
 using EnergyFn = Return (*)(Device, unsigned long long*);            // nvmlDeviceGetTotalEnergyConsumption
                                                                       // (mJ since the driver loaded; Volta on)
 

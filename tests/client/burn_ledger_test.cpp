@@ -104,6 +104,28 @@ TEST_CASE("burn ledger: a PCIe link that never reaches its maximum generation un
   CHECK(ledger.verdict_of(ledger.gpus().at("c")).verdict == Verdict::kPass);
 }
 
+TEST_CASE("burn ledger: rising remapped rows and a pending remap fail, remapping NVML does not report is unknown", "[burn]") {
+  BurnLedger ledger;
+  auto a = worker(1, "a", 0, 0), b = worker(2, "b", 0, 0), c = worker(3, "c", 0, 0), d = worker(4, "d", 0, 0);
+  a.gpu = b.gpu = c.gpu = d.gpu = health(0, 16);
+  a.gpu->remap_supported = b.gpu->remap_supported = c.gpu->remap_supported = true;
+  a.gpu->remapped_rows_corrected = 2;  // from before the burn: not the burn's
+  b.gpu->remapped_rows_uncorrected = 1;
+  ledger.observe({a, b, c, d}, 0);
+  b.gpu->remapped_rows_uncorrected = 3;
+  c.gpu->remap_pending = true;
+  ledger.observe({a, b, c, d}, 1);
+  const auto& g = ledger.gpus();
+  CHECK(ledger.verdict_of(g.at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(g.at("b")).failures ==
+        std::vector<std::string>{"remapped memory rows rose from 1 to 3 during the burn"});
+  CHECK(ledger.verdict_of(g.at("c")).failures ==
+        std::vector<std::string>{"a memory row remap is pending (the GPU needs a reset)"});
+  // d: NOT_SUPPORTED, so neither healthy nor failed: unknown, and nothing is judged of it.
+  CHECK_FALSE(g.at("d").remap_seen);
+  CHECK(ledger.verdict_of(g.at("d")).verdict == Verdict::kPass);
+}
+
 TEST_CASE("burn ledger: throttling other than the power cap and heat over the limit warn", "[burn]") {
   BurnLedger ledger({.slow_fraction = 0.9, .temperature_limit_c = 80});
   auto capped = worker(1, "capped", 0, 0), hot = worker(2, "hot", 0, 0);

@@ -116,6 +116,24 @@ int nvmlDeviceGetTotalEccErrors(void*, int type, int, unsigned long long* n) {
   *n = type == 0 ? 3 : uncorrected_errors();  // three corrected
   return kSuccess;
 }
+// Remapped rows: uncorrected ones the number in STAND_IN_NVML_REMAPPED_ROWS_FILE (none while it
+// is absent, so a test can make them rise), a pending remap with STAND_IN_NVML_REMAP_PENDING=1,
+// NOT_SUPPORTED (a GPU before Ampere) with STAND_IN_NVML_NO_REMAP=1.
+int nvmlDeviceGetRemappedRows(void*, unsigned* corrected, unsigned* uncorrected, unsigned* pending,
+                              unsigned* failed) {
+  if (env_or("STAND_IN_NVML_NO_REMAP", 0)) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  unsigned rows = 0;
+  if (const char* path = std::getenv("STAND_IN_NVML_REMAPPED_ROWS_FILE"))
+    if (FILE* f = std::fopen(path, "r")) {
+      if (std::fscanf(f, "%u", &rows) != 1) rows = 0;
+      std::fclose(f);
+    }
+  *corrected = 0;
+  *uncorrected = rows;
+  *pending = env_or("STAND_IN_NVML_REMAP_PENDING", 0);
+  *failed = 0;
+  return kSuccess;
+}
 // The energy counter (mJ) of a GPU drawing the 412 W that nvmlDeviceGetPowerUsage reports since
 // the machine booted: so power x time is exactly 412 W x the time between two readings.
 int nvmlDeviceGetTotalEnergyConsumption(void*, unsigned long long* mj) {

@@ -41,6 +41,12 @@ void write_gpu_health(Out& out, const Health& h) {
   out.key("pcie_generation").value(h.pcie_generation);
   out.key("pcie_width").value(h.pcie_width);
   out.key("pcie_max_width").value(h.pcie_max_width);
+  out.key("pcie_max_generation").value(h.pcie_max_generation);
+  out.key("remap_supported").value(h.remap_supported);
+  out.key("remapped_rows_corrected").value(h.remapped_rows_corrected);
+  out.key("remapped_rows_uncorrected").value(h.remapped_rows_uncorrected);
+  out.key("remap_pending").value(h.remap_pending);
+  out.key("remap_failed").value(h.remap_failed);
   out.key("warnings").value(gpu_warnings(h));
   out.end_object();
 }

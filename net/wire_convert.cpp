@@ -204,6 +204,12 @@ void to_wire(const GpuHealth& h, wire::GpuHealth::Builder out) {
   out.setPcieGeneration(h.pcie_generation);
   out.setPcieWidth(h.pcie_width);
   out.setPcieMaxWidth(h.pcie_max_width);
+  out.setPcieMaxGeneration(h.pcie_max_generation);
+  out.setRemapSupported(h.remap_supported);
+  out.setRemappedRowsCorrected(h.remapped_rows_corrected);
+  out.setRemappedRowsUncorrected(h.remapped_rows_uncorrected);
+  out.setRemapPending(h.remap_pending);
+  out.setRemapFailed(h.remap_failed);
 }
 
 GpuHealth from_wire(wire::GpuHealth::Reader in) {

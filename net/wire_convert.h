@@ -67,6 +67,12 @@ void read_gpu_health(wire::GpuHealth::Reader in, Health& h) {
   h.pcie_generation = in.getPcieGeneration();
   h.pcie_width = in.getPcieWidth();
   h.pcie_max_width = in.getPcieMaxWidth();
+  h.pcie_max_generation = in.getPcieMaxGeneration();
+  h.remap_supported = in.getRemapSupported();
+  h.remapped_rows_corrected = in.getRemappedRowsCorrected();
+  h.remapped_rows_uncorrected = in.getRemappedRowsUncorrected();
+  h.remap_pending = in.getRemapPending();
+  h.remap_failed = in.getRemapFailed();
 }
 
 // The one reading of a wire WorkerInfo, into any struct with WorkerInfo's field names: ours, and

@@ -191,6 +191,12 @@ struct GpuHealth {
   pcieGeneration @17 :UInt32;    # current link generation and width (0: unknown)
   pcieWidth @18 :UInt32;
   pcieMaxWidth @19 :UInt32;      # the widest the link can train to
+  pcieMaxGeneration @20 :UInt32; # the highest generation the link can train to (0: unknown)
+  remapSupported @21 :Bool;      # false: NVML gave no row remapping figures (unknown)
+  remappedRowsCorrected @22 :UInt32;
+  remappedRowsUncorrected @23 :UInt32;
+  remapPending @24 :Bool;        # a remap waits for a GPU reset
+  remapFailed @25 :Bool;         # a row could not be remapped
 }
 
 struct Heartbeat {

@@ -23,11 +23,13 @@ struct NvmlDevice::Api {
   api::ClockFn clock = nullptr, max_clock = nullptr;
   api::TemperatureFn temperature = nullptr;
   api::UintFn power = nullptr, power_limit = nullptr;
-  api::UintFn pcie_generation = nullptr, pcie_width = nullptr, pcie_max_width = nullptr;
+  api::UintFn pcie_generation = nullptr, pcie_width = nullptr, pcie_max_width = nullptr,
+                pcie_max_generation = nullptr;
   api::ThrottleFn throttle = nullptr;
   api::EccFn ecc = nullptr;
   api::CpuAffinityFn cpu_affinity = nullptr;
   api::EnergyFn energy = nullptr;  // optional: null where the library has none
+  api::RemappedRowsFn remapped_rows = nullptr;  // optional: drivers before R460 have none
 
   std::string why(api::Return r) const {
     const char* s = error_string ? error_string(r) : nullptr;
@@ -59,12 +61,14 @@ Status look_up(void* lib, NvmlDevice::Api& a) {
   get(a.pcie_generation, "nvmlDeviceGetCurrPcieLinkGeneration");
   get(a.pcie_width, "nvmlDeviceGetCurrPcieLinkWidth");
   get(a.pcie_max_width, "nvmlDeviceGetMaxPcieLinkWidth");
+  get(a.pcie_max_generation, "nvmlDeviceGetMaxPcieLinkGeneration");
   get(a.throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
   get(a.ecc, "nvmlDeviceGetTotalEccErrors");
   get(a.cpu_affinity, "nvmlDeviceGetCpuAffinity");
   if (!missing.empty()) return Status::error(fmt::format("NVML has no {}", missing));
   // Optional: without it, power x time comes from the power readings instead.
   a.energy = reinterpret_cast<api::EnergyFn>(dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
+  a.remapped_rows = reinterpret_cast<api::RemappedRowsFn>(dlsym(lib, "nvmlDeviceGetRemappedRows"));
   return Status::ok();
 }
 
@@ -140,12 +144,23 @@ void NvmlDevice::fill_static(GpuHealth& h) const {
   if (unsigned v = 0; a.pcie_generation(dev, &v) == api::kSuccess) h.pcie_generation = v;
   if (unsigned v = 0; a.pcie_width(dev, &v) == api::kSuccess) h.pcie_width = v;
   if (unsigned v = 0; a.pcie_max_width(dev, &v) == api::kSuccess) h.pcie_max_width = v;
+  if (unsigned v = 0; a.pcie_max_generation(dev, &v) == api::kSuccess) h.pcie_max_generation = v;
   unsigned long long corrected = 0, uncorrected = 0;
   h.ecc_supported =
       a.ecc(dev, api::kMemoryErrorCorrected, api::kVolatileEcc, &corrected) == api::kSuccess &&
       a.ecc(dev, api::kMemoryErrorUncorrected, api::kVolatileEcc, &uncorrected) == api::kSuccess;
   h.ecc_corrected = h.ecc_supported ? corrected : 0;
   h.ecc_uncorrected = h.ecc_supported ? uncorrected : 0;
+  // Row remapping: NOT_SUPPORTED (before Ampere) or any other answer leaves it unknown.
+  unsigned rows_corrected = 0, rows_uncorrected = 0, pending = 0, failed = 0;
+  h.remap_supported = a.remapped_rows &&
+      a.remapped_rows(dev, &rows_corrected, &rows_uncorrected, &pending, &failed) == api::kSuccess;
+  if (h.remap_supported) {
+    h.remapped_rows_corrected = rows_corrected;
+    h.remapped_rows_uncorrected = rows_uncorrected;
+    h.remap_pending = pending != 0;
+    h.remap_failed = failed != 0;
+  }
 }
 
 std::vector<int> NvmlDevice::cpu_affinity() const {

@@ -46,11 +46,15 @@ using UintFn = Return (*)(Device, unsigned int*);                    // nvmlDevi
                                                                       // nvmlDeviceGetEnforcedPowerLimit
                                                                       // (mW), nvmlDeviceGetCurrPcieLink
                                                                       // Generation/Width,
-                                                                      // nvmlDeviceGetMaxPcieLinkWidth
+                                                                      // nvmlDeviceGetMaxPcieLinkWidth,
+                                                                      // nvmlDeviceGetMaxPcieLinkGeneration
 using ThrottleFn = Return (*)(Device, unsigned long long*);          // nvmlDeviceGetCurrentClocks
                                                                       // ThrottleReasons
 using EccFn = Return (*)(Device, int, int, unsigned long long*);     // nvmlDeviceGetTotalEccErrors
 using CpuAffinityFn = Return (*)(Device, unsigned int, unsigned long*);  // nvmlDeviceGetCpuAffinity
+using RemappedRowsFn = Return (*)(Device, unsigned int*, unsigned int*, unsigned int*,
+                                  unsigned int*);                    // nvmlDeviceGetRemappedRows
+                                                                      // (Ampere on)
 using EnergyFn = Return (*)(Device, unsigned long long*);            // nvmlDeviceGetTotalEnergyConsumption
                                                                       // (mJ since the driver loaded; Volta on)
 

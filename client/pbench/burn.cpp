@@ -68,8 +68,9 @@ std::string job_text(const pclient::Job& job) {
 // The live line of one GPU: its throughput since the last line, and its latest NVML figures.
 std::string live_line(const BurnGpu& g, double seconds) {
   const BurnGpu::Point& p = g.series.empty() ? BurnGpu::Point{} : g.series.back();
-  std::string figures = g.has_gpu ? fmt::format("{:5.0f} MHz {:3.0f} C {:4.0f} W", p.sm_clock_mhz, p.temperature_c,
-                                                p.power_watts)
+  std::string figures = g.has_gpu ? fmt::format("{:5.0f} MHz {:3.0f} C {:4.0f} W PCIe gen{} x{}", p.sm_clock_mhz,
+                                                p.temperature_c, p.power_watts, g.last_health.pcie_generation,
+                                                g.last_health.pcie_width)
                                   : std::string("(no NVML)");
   return fmt::format("burn {:6.1f} s: {:<16} {:>10}/s {}  errors {}{}", seconds, "'" + g.name + "'",
                      human_bytes(p.bytes_per_second), figures, g.failures.size(),
@@ -118,9 +119,11 @@ class Watcher {
     if (quiet_) return;
     for (const auto& [name, g] : ledger_.gpus()) {
       if (!g.has_gpu || !announced_.insert(name).second) continue;
-      std::fprintf(stderr, "pbench: burn: '%s' baseline: %s, PCIe gen%u x%u of x%u\n", name.c_str(),
+      std::fprintf(stderr, "pbench: burn: '%s' baseline: %s, %s, PCIe gen%u of gen%u x%u of x%u\n", name.c_str(),
                    g.ecc_seen ? fmt::format("ECC uncorrected {}", g.ecc_uncorrected_start).c_str() : "no ECC",
-                   g.pcie_generation, g.pcie_width, g.pcie_max_width);
+                   g.remap_seen ? fmt::format("remapped rows {}", g.remapped_rows_start).c_str()
+                                : "remapped rows unknown",
+                   g.pcie_generation, g.pcie_max_generation, g.pcie_width, g.pcie_max_width);
     }
   }
 

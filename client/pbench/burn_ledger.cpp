@@ -115,9 +115,23 @@ void BurnLedger::observe(const std::vector<pclient::WorkerInfo>& workers, double
         add_event(seconds, fmt::format("{}: ECC uncorrected errors {} (were {} at the start)", g.name,
                                                 h.ecc_uncorrected, g.ecc_uncorrected_start));
       g.ecc_uncorrected_now = std::max(g.ecc_uncorrected_now, h.ecc_uncorrected);
-      g.pcie_generation = h.pcie_generation;
+      // The best generation seen: an idle GPU drops its link to a lower generation to save power,
+      // so only a link that never reached its maximum while the burn kept it busy is a fault.
+      g.pcie_generation = std::max(g.pcie_generation, h.pcie_generation);
+      g.pcie_max_generation = std::max(g.pcie_max_generation, h.pcie_max_generation);
       if (h.pcie_max_width > 0 && (g.pcie_max_width == 0 || h.pcie_width < g.pcie_width)) g.pcie_width = h.pcie_width;
       g.pcie_max_width = std::max(g.pcie_max_width, h.pcie_max_width);
+      if (h.remap_supported) {
+        const uint64_t rows = uint64_t(h.remapped_rows_corrected) + h.remapped_rows_uncorrected;
+        if (!g.remap_seen) g.remapped_rows_start = g.remapped_rows_now = rows;
+        g.remap_seen = true;
+        if (rows > g.remapped_rows_now)
+          add_event(seconds, fmt::format("{}: remapped rows {} (were {} at the start)", g.name, rows,
+                                         g.remapped_rows_start));
+        g.remapped_rows_now = std::max(g.remapped_rows_now, rows);
+        g.remap_pending = g.remap_pending || h.remap_pending;
+        g.remap_failed = g.remap_failed || h.remap_failed;
+      }
       g.max_temperature_c = std::max(g.max_temperature_c, h.temperature_c);
       g.throttle_reasons |= h.throttle_reasons;
       g.last_health = h;
@@ -223,6 +237,16 @@ GpuVerdict BurnLedger::verdict_of(const BurnGpu& g) const {
                                      g.ecc_uncorrected_start, g.ecc_uncorrected_now));
   if (g.pcie_max_width > 0 && g.pcie_width > 0 && g.pcie_width < g.pcie_max_width)
     v.failures.push_back(fmt::format("PCIe link x{} of x{} (gen {})", g.pcie_width, g.pcie_max_width, g.pcie_generation));
+  if (g.remap_seen && g.remapped_rows_now > g.remapped_rows_start)
+    v.failures.push_back(fmt::format("remapped memory rows rose from {} to {} during the burn",
+                                     g.remapped_rows_start, g.remapped_rows_now));
+  if (g.remap_pending) v.failures.push_back("a memory row remap is pending (the GPU needs a reset)");
+  if (g.remap_failed) v.failures.push_back("a memory row remap failed");
+  // Judged once the GPU has worked (so its link had reason to train up); 0 on either side: unknown.
+  if (g.pcie_max_generation > 0 && g.pcie_generation > 0 && g.pcie_generation < g.pcie_max_generation &&
+      g.chunks_now > g.chunks_at_join)
+    v.failures.push_back(fmt::format("PCIe link gen {} of gen {} under load (the best seen during the burn)",
+                                     g.pcie_generation, g.pcie_max_generation));
   v.median_bytes_per_second = median_of_model(g.device);
   const double rate = g.bytes_per_second();
   const bool judged = g.left_seconds < 0 && g.present_seconds() >= kMinSecondsToJudge;

@@ -38,7 +38,12 @@ struct BurnGpu {
   bool has_gpu = false;            // NVML figures came with its heartbeats
   bool ecc_seen = false;
   uint64_t ecc_uncorrected_start = 0, ecc_uncorrected_now = 0;
-  uint32_t pcie_generation = 0, pcie_width = 0, pcie_max_width = 0;
+  // The narrowest width and the best generation seen (a link drops its generation when idle).
+  uint32_t pcie_generation = 0, pcie_width = 0, pcie_max_width = 0, pcie_max_generation = 0;
+  // Remapped rows (corrected + uncorrected) at its first heartbeat that had them and the most
+  // since; a pending remap or a failed one seen at any heartbeat. remap_seen false: unknown.
+  bool remap_seen = false, remap_pending = false, remap_failed = false;
+  uint64_t remapped_rows_start = 0, remapped_rows_now = 0;
   uint32_t max_temperature_c = 0;
   uint64_t throttle_reasons = 0;   // OR of every heartbeat's bits
   pclient::GpuHealth last_health;  // its last heartbeat's figures (its last words' context)

@@ -77,6 +77,55 @@ TEST_CASE("burn ledger: a rise in uncorrected ECC errors and a narrowed PCIe lin
   CHECK(pbench::burn_exit_code(ledger.cluster_verdict()) == psched::kExitFailure);
 }
 
+TEST_CASE("burn ledger: a PCIe link that never reaches its maximum generation under load fails, one that idles low passes", "[burn]") {
+  BurnLedger ledger;
+  auto a = worker(1, "a", 0, 0), b = worker(2, "b", 0, 0), c = worker(3, "c", 0, 0);
+  a.gpu = b.gpu = c.gpu = health(0, 16);
+  a.gpu->pcie_max_generation = b.gpu->pcie_max_generation = 5;
+  a.gpu->pcie_generation = b.gpu->pcie_generation = 1;  // idle at the start: power saving
+  // c's driver does not know its maximum generation (0): unknown, never judged.
+  c.gpu->pcie_generation = 3;
+  ledger.observe({a, b, c}, 0);
+  a = worker(1, "a", 1000, 1), b = worker(2, "b", 1000, 1), c = worker(3, "c", 1000, 1);
+  a.gpu = b.gpu = c.gpu = health(0, 16);
+  a.gpu->pcie_max_generation = b.gpu->pcie_max_generation = 5;
+  a.gpu->pcie_generation = 5;  // trained up once busy
+  b.gpu->pcie_generation = 4;  // never reached gen 5 although busy
+  c.gpu->pcie_generation = 3;
+  ledger.observe({a, b, c}, 3);
+  a.gpu->pcie_generation = 1;  // idle again at the end: the best seen counts
+  ledger.observe({a, b, c}, 3.5);
+  ledger.finish(3.5);
+  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.gpus().at("a").pcie_generation == 5);
+  const auto vb = ledger.verdict_of(ledger.gpus().at("b"));
+  CHECK(vb.verdict == Verdict::kFail);
+  CHECK(vb.failures == std::vector<std::string>{"PCIe link gen 4 of gen 5 under load (the best seen during the burn)"});
+  CHECK(ledger.verdict_of(ledger.gpus().at("c")).verdict == Verdict::kPass);
+}
+
+TEST_CASE("burn ledger: rising remapped rows and a pending remap fail, remapping NVML does not report is unknown", "[burn]") {
+  BurnLedger ledger;
+  auto a = worker(1, "a", 0, 0), b = worker(2, "b", 0, 0), c = worker(3, "c", 0, 0), d = worker(4, "d", 0, 0);
+  a.gpu = b.gpu = c.gpu = d.gpu = health(0, 16);
+  a.gpu->remap_supported = b.gpu->remap_supported = c.gpu->remap_supported = true;
+  a.gpu->remapped_rows_corrected = 2;  // from before the burn: not the burn's
+  b.gpu->remapped_rows_uncorrected = 1;
+  ledger.observe({a, b, c, d}, 0);
+  b.gpu->remapped_rows_uncorrected = 3;
+  c.gpu->remap_pending = true;
+  ledger.observe({a, b, c, d}, 1);
+  const auto& g = ledger.gpus();
+  CHECK(ledger.verdict_of(g.at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(g.at("b")).failures ==
+        std::vector<std::string>{"remapped memory rows rose from 1 to 3 during the burn"});
+  CHECK(ledger.verdict_of(g.at("c")).failures ==
+        std::vector<std::string>{"a memory row remap is pending (the GPU needs a reset)"});
+  // d: NOT_SUPPORTED, so neither healthy nor failed: unknown, and nothing is judged of it.
+  CHECK_FALSE(g.at("d").remap_seen);
+  CHECK(ledger.verdict_of(g.at("d")).verdict == Verdict::kPass);
+}
+
 TEST_CASE("burn ledger: throttling other than the power cap and heat over the limit warn", "[burn]") {
   BurnLedger ledger({.slow_fraction = 0.9, .temperature_limit_c = 80});
   auto capped = worker(1, "capped", 0, 0), hot = worker(2, "hot", 0, 0);

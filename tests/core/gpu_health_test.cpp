@@ -30,6 +30,7 @@ TEST_CASE("a GPU's health crosses the wire unchanged, inside a WorkerInfo too") 
   h.pcie_generation = 5;
   h.pcie_width = 16;
   h.pcie_max_width = 16;
+  h.pcie_max_generation = 5;
   WorkerInfo w;
   w.cpu_affinity = "0-7";
   w.gpu = h;
@@ -60,6 +61,7 @@ TEST_CASE("a GPU's health crosses the wire unchanged, inside a WorkerInfo too") 
   CHECK(g.pcie_generation == 5);
   CHECK(g.pcie_width == 16);
   CHECK(g.pcie_max_width == 16);
+  CHECK(g.pcie_max_generation == 5);
 
   WorkerInfo none;
   capnp::MallocMessageBuilder m2;

@@ -2,7 +2,7 @@
 // few seconds: a healthy cluster passes; a worker that lies (PSCHED_TEST_LIE_FROM_CHUNK) or flips a
 // chunk's last bit (PSCHED_TEST_FLIP_CHUNK) fails, named with the chunk; a slowed worker
 // (PSCHED_TEST_CHUNK_DELAY_MS) warns; a worker killed mid-run fails with its cause while the others
-// pass; NVML figures from the stand-in library (a narrowed PCIe link, uncorrected ECC errors that
+// pass; NVML figures from the stand-in library (a narrowed PCIe link, a link below its maximum generation, remapped rows or uncorrected ECC errors that
 // rise during the run) fail their GPU; Ctrl-C still reports; the exit codes are the README's.
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
@@ -256,19 +256,26 @@ TEST_CASE("pbench --burn fails a worker killed mid-run with its cause, passes th
   CHECK(newcomer["chunks"].get<uint64_t>() > 0);
 }
 
-TEST_CASE("pbench --burn fails a GPU whose PCIe link is narrowed and one whose uncorrected ECC errors rise", "[burn]") {
+TEST_CASE("pbench --burn fails GPUs with a narrowed PCIe link, a link below its generation, rising ECC errors or remapped rows", "[burn]") {
   TempDir tmp;
-  const std::string ecc_file = tmp.path + "/ecc";
+  const std::string ecc_file = tmp.path + "/ecc", rows_file = tmp.path + "/rows";
   TestCluster cluster;
   cluster.add_worker({.name = "gpu-good", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "1"}})});
   cluster.add_worker({.name = "gpu-x8", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "2"}, {"STAND_IN_NVML_PCIE_WIDTH", "8"}})});
   cluster.add_worker({.name = "gpu-ecc", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "3"},
                                                                {"STAND_IN_NVML_ECC_UNCORRECTED_FILE", ecc_file}})});
-  cluster.wait_for_workers(3);
+  cluster.add_worker({.name = "gpu-gen4", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "4"}, {"STAND_IN_NVML_PCIE_GEN", "4"}})});
+  cluster.add_worker({.name = "gpu-rows", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "5"},
+                                                                {"STAND_IN_NVML_REMAPPED_ROWS_FILE", rows_file}})});
+  cluster.add_worker({.name = "gpu-old", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "6"}, {"STAND_IN_NVML_NO_REMAP", "1"}})});
+  cluster.wait_for_workers(6);
   BackgroundBurn burn(crowded_burn_argv(cluster, "5s"));
   // Once the burn has its baseline of that GPU (it says so), two errors appear.
   REQUIRE(eventually([&] { return burn.err().find("'gpu-ecc' baseline: ECC uncorrected 0") != std::string::npos; }));
   std::ofstream(ecc_file) << "2\n";
+  // Likewise one remapped row, once the burn has that GPU's first figures.
+  REQUIRE(eventually([&] { return burn.err().find("'gpu-rows' baseline:") != std::string::npos; }));
+  std::ofstream(rows_file) << "1\n";
   std::string out;
   const int code = burn.wait(out);
   INFO(out << burn.err());
@@ -278,6 +285,18 @@ TEST_CASE("pbench --burn fails a GPU whose PCIe link is narrowed and one whose u
   const json& x8 = gpu_named(r, "gpu-x8");
   CHECK(x8["verdict"] == "fail");
   CHECK(failures_of(x8).find("PCIe link x8 of x16") != std::string::npos);
+  CHECK(gpu_named(r, "gpu-good")["gpu"]["pcie_max_generation"] == 5);
+  const json& gen4 = gpu_named(r, "gpu-gen4");
+  CHECK(gen4["verdict"] == "fail");
+  CHECK(failures_of(gen4).find("PCIe link gen 4 of gen 5 under load") != std::string::npos);
+  const json& rows = gpu_named(r, "gpu-rows");
+  CHECK(rows["verdict"] == "fail");
+  CHECK(failures_of(rows).find("remapped memory rows rose from 0 to 1") != std::string::npos);
+  // NOT_SUPPORTED: unknown in the report, and not a failure.
+  const json& old = gpu_named(r, "gpu-old");
+  CHECK(failures_of(old).empty());
+  CHECK(old["gpu"]["remap_supported"] == false);
+  CHECK(gpu_named(r, "gpu-good")["gpu"]["remap_supported"] == true);
   const json& ecc = gpu_named(r, "gpu-ecc");
   CHECK(ecc["verdict"] == "fail");
   CHECK(failures_of(ecc).find("ECC uncorrected errors rose from 0 to 2") != std::string::npos);

@@ -2,7 +2,8 @@
 // worker/nvml.cpp looks up, with the C ABI of nvml.h, answering fixed plausible figures for one
 // GPU. Environment variables change what it reports, so tests can make a GPU throttle or lose
 // PCIe lanes: STAND_IN_NVML_THROTTLE (reason bits), STAND_IN_NVML_SM_CLOCK (MHz),
-// STAND_IN_NVML_PCIE_WIDTH, STAND_IN_NVML_ECC_UNCORRECTED_FILE (below), STAND_IN_NVML_NO_GPU (no
+// STAND_IN_NVML_PCIE_WIDTH, STAND_IN_NVML_PCIE_GEN (the current generation; the maximum is 5),
+// STAND_IN_NVML_ECC_UNCORRECTED_FILE (below), STAND_IN_NVML_NO_GPU (no
 // device found). Only tests load it, through
 // pcuda-worker's test switch PSCHED_TEST_NVML_LIBRARY.
 #include <cstdlib>
@@ -92,7 +93,7 @@ int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
   return kSuccess;
 }
 int nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned* g) {
-  *g = 5;
+  *g = env_or("STAND_IN_NVML_PCIE_GEN", 5);
   return kSuccess;
 }
 int nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned* w) {
@@ -103,12 +104,34 @@ int nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* w) {
   *w = 16;
   return kSuccess;
 }
+int nvmlDeviceGetMaxPcieLinkGeneration(void*, unsigned* g) {
+  *g = 5;
+  return kSuccess;
+}
 int nvmlDeviceGetCurrentClocksThrottleReasons(void*, unsigned long long* r) {
   *r = env_or("STAND_IN_NVML_THROTTLE", 0);
   return kSuccess;
 }
 int nvmlDeviceGetTotalEccErrors(void*, int type, int, unsigned long long* n) {
   *n = type == 0 ? 3 : uncorrected_errors();  // three corrected
+  return kSuccess;
+}
+// Remapped rows: uncorrected ones the number in STAND_IN_NVML_REMAPPED_ROWS_FILE (none while it
+// is absent, so a test can make them rise), a pending remap with STAND_IN_NVML_REMAP_PENDING=1,
+// NOT_SUPPORTED (a GPU before Ampere) with STAND_IN_NVML_NO_REMAP=1.
+int nvmlDeviceGetRemappedRows(void*, unsigned* corrected, unsigned* uncorrected, unsigned* pending,
+                              unsigned* failed) {
+  if (env_or("STAND_IN_NVML_NO_REMAP", 0)) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  unsigned rows = 0;
+  if (const char* path = std::getenv("STAND_IN_NVML_REMAPPED_ROWS_FILE"))
+    if (FILE* f = std::fopen(path, "r")) {
+      if (std::fscanf(f, "%u", &rows) != 1) rows = 0;
+      std::fclose(f);
+    }
+  *corrected = 0;
+  *uncorrected = rows;
+  *pending = env_or("STAND_IN_NVML_REMAP_PENDING", 0);
+  *failed = 0;
   return kSuccess;
 }
 // The energy counter (mJ) of a GPU drawing the 412 W that nvmlDeviceGetPowerUsage reports since

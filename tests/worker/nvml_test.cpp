@@ -57,6 +57,7 @@ TEST_CASE("NvmlSampler folds the GPU's samples into the health a heartbeat carri
   CHECK(h.pcie_generation == 5);
   CHECK(h.pcie_width == 16);
   CHECK(h.pcie_max_width == 16);
+  CHECK(h.pcie_max_generation == 5);
   CHECK(gpu_warnings(h) == std::vector<std::string>{"throttled: sw_power_cap"});
 }
 

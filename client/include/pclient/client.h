@@ -210,6 +210,13 @@ struct GpuHealth {
   uint64_t ecc_corrected = 0, ecc_uncorrected = 0;
   bool ecc_supported = false;
   uint32_t pcie_generation = 0, pcie_width = 0, pcie_max_width = 0;
+  uint32_t pcie_max_generation = 0;  // the highest generation the link can train to (0: unknown)
+  // Row remapping (Ampere on, nvmlDeviceGetRemappedRows): rows remapped for corrected and
+  // uncorrected errors since manufacture, a remap waiting for a GPU reset, a remap that failed.
+  // remap_supported false: NVML does not say (an older GPU, or no answer), so unknown, not healthy.
+  bool remap_supported = false;
+  uint32_t remapped_rows_corrected = 0, remapped_rows_uncorrected = 0;
+  bool remap_pending = false, remap_failed = false;
 };
 
 struct WorkerInfo {

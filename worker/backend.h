@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,55 +23,6 @@ struct ChunkTask {
   uint64_t chunk = 0;
   std::shared_ptr<const JobSpec> spec;  // validated and normalized
 };
-
-// Cuts the chunks of [first, end) out of a queue of runs (anything with `next` and `end`, the
-// queued part of each run; `mine(run)` says whether a run is of the job), splitting a run that
-// straddles the cut, and appends what it removed to `out`, in queue order. The backends' queues
-// give back a job's tail with it (Backend::give_back).
-template <typename Queue, typename Mine>
-void cut_runs(Queue& queue, Mine&& mine, uint64_t first, uint64_t end, std::vector<ChunkRange>& out) {
-  for (auto it = queue.begin(); it != queue.end();) {
-    const uint64_t lo = it->next > first ? it->next : first;
-    const uint64_t hi = it->end < end ? it->end : end;
-    if (!mine(*it) || lo >= hi) {
-      ++it;
-      continue;
-    }
-    out.push_back(ChunkRange{lo, hi - lo});
-    if (lo == it->next && hi == it->end) {
-      it = queue.erase(it);
-    } else if (lo == it->next) {
-      it->next = hi;
-      ++it;
-    } else if (hi == it->end) {
-      it->end = lo;
-      ++it;
-    } else {  // the middle: the run's tail becomes a run of its own, after it
-      auto tail = *it;
-      tail.next = hi;
-      it->end = lo;
-      it = std::next(queue.insert(std::next(it), std::move(tail)));
-    }
-  }
-}
-
-// Jobs take turns on a device's queue (anything with `job_id`: the CPU backend's one entry per
-// job, the CUDA backend's runs): once a chunk or launch of `job` has been taken from the front,
-// the entries of `job` that stand before the first of another job go to the back, so each job
-// queued gets its turn before `job`'s next one. A small job queued behind millions of another's
-// small chunks (a GPU's window is four report intervals of work, deeper where its measured device
-// time leaves out the host's cost per chunk) starts after one turn of each job ahead instead of
-// after all of them. One job queued: nothing moves.
-template <typename Queue, typename JobId>
-void next_job_takes_its_turn(Queue& queue, JobId job) {
-  size_t ahead = 0;
-  for (auto it = queue.begin(); it != queue.end() && it->job_id == job; ++it) ++ahead;
-  if (ahead == queue.size()) return;
-  for (; ahead > 0; --ahead) {
-    queue.push_back(std::move(queue.front()));
-    queue.pop_front();
-  }
-}
 
 struct ChunkOutcome {
   uint64_t job_id = 0;

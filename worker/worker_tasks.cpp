@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/plural.h"
+#include "net/job_definition.h"
 #include "net/wire_convert.h"
 #include "worker/result_batches.h"
 #include "worker/worker.h"
@@ -19,19 +20,15 @@ namespace psched {
 namespace asio = boost::asio;
 
 void Worker::on_define_job(wire::DefineJob::Reader d) {
-  const uint64_t job_id = d.getJobId();
-  if (jobs_.count(job_id)) return;  // defined already
+  JobDefinition def = read_job_definition(d);
+  if (jobs_.count(def.job_id)) return;  // defined already
+  if (!def.spec) spdlog::error("job {}: invalid spec from scheduler: {}", def.job_id, def.status.message());
   JobEntry entry;
   entry.local_key = next_local_key_++;
-  entry.partial_block = d.getPartialBlock();
-  JobSpec spec = from_wire(d.getSpec());
-  if (Status st = validate(spec); !st) {
-    spdlog::error("job {}: invalid spec from scheduler: {}", job_id, st.message());
-  } else {
-    entry.spec = std::make_shared<const JobSpec>(normalized(spec));
-  }
-  job_of_key_[entry.local_key] = job_id;
-  jobs_[job_id] = std::move(entry);
+  entry.partial_block = def.partial_block;
+  entry.spec = std::move(def.spec);
+  job_of_key_[entry.local_key] = def.job_id;
+  jobs_[def.job_id] = std::move(entry);
 }
 
 void Worker::on_drop_job(uint64_t job_id) {

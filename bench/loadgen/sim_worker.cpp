@@ -12,6 +12,7 @@
 #include "core/chunk_grid.h"
 #include "core/closed_form.h"
 #include "net/framing.h"
+#include "net/job_definition.h"
 #include "net/wire_convert.h"
 #include "worker/cuda/batching.h"
 #include "worker/result_batches.h"
@@ -25,37 +26,6 @@ namespace {
 
 // Every chunk the same shape: the grid divides each axis.
 bool chunks_uniform(const JobSpec& s) { return s.rows % s.chunk_rows == 0 && s.cols % s.chunk_cols == 0; }
-
-// And, for a constant job, the same number of selected elements: each axis's selection (to its
-// end) picks every step-th index with a step that divides the chunk.
-bool chunks_alike(const JobSpec& s) {
-  auto axis_alike = [](uint64_t n, uint64_t chunk, const Slice& sel) {
-    return sel.stop == n && sel.start < sel.step && chunk % sel.step == 0;
-  };
-  return s.generator == Generator::kConstant && chunks_uniform(s) && axis_alike(s.rows, s.chunk_rows, s.row_sel) &&
-         axis_alike(s.cols, s.chunk_cols, s.col_sel);
-}
-
-// n chunks' partial from one chunk's: count and exact sum times n (each term scaled by the powers
-// of two in n, exactly), min and max the same.
-CompactPartial times(const CompactPartial& p, uint64_t n) {
-  if (n == 1) return p;
-  ExactSum e;
-  for (int bit = 0; bit < 64; ++bit) {
-    if (((n >> bit) & 1) == 0) continue;
-    for (size_t t = 0; t < p.exact.size(); ++t) e.add(std::ldexp(p.exact.data()[t], bit));
-  }
-  e.nan = uint32_t(p.exact.nan * n);
-  e.pos_inf = uint32_t(p.exact.pos_inf * n);
-  e.neg_inf = uint32_t(p.exact.neg_inf * n);
-  CompactPartial out;
-  out.count = p.count * n;
-  out.min = p.min;
-  out.max = p.max;
-  out.exact = ExactTerms(e);
-  out.sum = out.exact.rounded();
-  return out;
-}
 
 }  // namespace
 
@@ -88,22 +58,17 @@ void SimWorker::on_message(wire::Message::Reader message) {
       fleet_.handshake_done();
       return;
     case wire::Message::DEFINE_JOB: {
-      auto d = message.getDefineJob();
-      JobSpec spec = from_wire(d.getSpec());
+      JobDefinition d = read_job_definition(message.getDefineJob());  // as pcuda-worker does
       JobEntry entry;
-      if (validate(spec)) entry.spec = std::make_shared<const JobSpec>(normalized(spec));
-      entry.partial_block = d.getPartialBlock();
+      entry.spec = std::move(d.spec);
+      entry.partial_block = d.partial_block;
       if (entry.spec && entry.partial_block != 1 && chunks_uniform(*entry.spec) && fleet_.device().corrupt_chunk < 0 &&
           expected_run_compact(*entry.spec, 0, 1)) {
         entry.uniform = true;
-        entry.chunk_busy_seconds = double(spec.chunk_elements()) * fleet_.device().seconds_per_element;
+        entry.chunk_busy_seconds = double(entry.spec->chunk_elements()) * fleet_.device().seconds_per_element;
         entry.chunk_seconds = entry.chunk_busy_seconds + fleet_.device().seconds_per_chunk;
-        if (chunks_alike(*entry.spec)) {
-          entry.alike = true;
-          entry.chunk_partial = *chunk_partial(entry, 0);
-        }
       }
-      jobs_[d.getJobId()] = std::move(entry);
+      jobs_[d.job_id] = std::move(entry);
       return;
     }
     case wire::Message::TASK_BATCH:
@@ -114,10 +79,7 @@ void SimWorker::on_message(wire::Message::Reader message) {
       jobs_.erase(id);
       // The device finishes what it is on; queued chunks of the job are forgotten.
       const bool head_dropped = !queue_.empty() && queue_.front().job_id == id;
-      std::erase_if(queue_, [&](const Run& r) {
-        if (r.job_id == id) pacer_.released(r.end - r.next);
-        return r.job_id == id;
-      });
+      pacer_.released(queue_.drop_job(id));
       std::erase_if(ready_, [&](const Ready& r) {
         if (r.job_id == id)
           for (const ChunkOutcome& o : r.outcomes) ready_chunks_ -= o.chunks;
@@ -158,7 +120,7 @@ void SimWorker::on_task_batch(wire::TaskBatch::Reader batch) {
       asio::post(fleet_.io(), [fleet = &fleet_, self = this] { fleet->replace(self); });
       return;
     }
-    queue_.push_back(Run{batch.getJobId(), r.getFirst(), r.getFirst() + r.getCount()});
+    queue_.push(batch.getJobId(), r.getFirst(), r.getCount(), NoSpec{}, JoinRuns::kNo);
     pacer_.assigned(r.getCount(), Clock::now());
   }
   if (idle && !queue_.empty()) {
@@ -193,17 +155,7 @@ void SimWorker::note_queue(Clock::time_point at) {
 // chunk, computing until head_done_at_, stays) and the answer goes at once.
 void SimWorker::on_give_back(wire::GiveBack::Reader give_back) {
   const uint64_t id = give_back.getJobId(), first = give_back.getFirst();
-  std::vector<ChunkRange> returned;
-  if (!queue_.empty()) {
-    Run& head = queue_.front();
-    if (head.end - head.next > 1) {  // the head chunk becomes a run of its own
-      const Run rest{head.job_id, head.next + 1, head.end};
-      head.end = head.next + 1;
-      queue_.insert(std::next(queue_.begin()), rest);
-    }
-    cut_runs(queue_, [&](const Run& r) { return r.job_id == id && &r != &queue_.front(); }, first,
-             first + give_back.getCount(), returned);
-  }
+  const std::vector<ChunkRange> returned = queue_.give_back(id, first, give_back.getCount(), HeadStarted::kYes);
   pacer_.released(build_returned_batch(id, returned, [this](capnp::MessageBuilder& m) { conn()->send(m); }));
   note_queue(Clock::now());
   arm();
@@ -272,7 +224,7 @@ void SimWorker::arm() {
         break;
       }
       if (++next == r.end) break;
-      due = at(due, chunk_seconds(Run{r.job_id, next, r.end}));
+      due = at(due, chunk_seconds(Run{r.job_id, next, r.end, NoSpec{}}));
     }
     if (found || last_run) break;
     due = at(due, chunk_seconds(queue_[run + 1]));
@@ -317,7 +269,7 @@ void SimWorker::on_device_tick() {
   if (!conn()) return;
   const auto now = Clock::now();
   while (!queue_.empty() && head_done_at_ <= now) {
-    Run& run = queue_.front();
+    const Run& run = queue_.front();
     if (ready_.empty() || ready_.back().job_id != run.job_id) ready_.push_back({run.job_id, {}});
     Ready& r = ready_.back();
     ChunkOutcome& o = r.outcomes.emplace_back();
@@ -325,7 +277,7 @@ void SimWorker::on_device_tick() {
     const double last_done_s = finish_chunks(run, std::chrono::duration<double>(now - head_done_at_).count(), o);
     ready_chunks_ += o.chunks;
     pacer_.released(o.chunks);
-    if ((run.next += o.chunks) == run.end) queue_.pop_front();
+    queue_.take(o.chunks, Turns::kInOrder);
     if (queue_.empty())  // the device ran dry when its last chunk ended
       note_queue(head_done_at_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(last_done_s)));
     // Rounded up: chunks shorter than the clock's tick (100 elements take 0.67 ns) would otherwise
@@ -348,12 +300,7 @@ double SimWorker::finish_chunks(const Run& run, double behind, ChunkOutcome& o) 
     // Every chunk of the run done by now, at once, up to a verify block's end (DefineJob.partialBlock).
     uint64_t n = std::min<uint64_t>(run.end - run.next, 1 + uint64_t(behind / job->chunk_seconds));
     if (job->partial_block > 1) n = std::min(n, job->partial_block - run.next % job->partial_block);
-    std::optional<CompactPartial> partial;
-    if (job->alike) {
-      partial = times(job->chunk_partial, n);
-    } else {
-      partial = expected_run_compact(*job->spec, run.next, n);
-    }
+    std::optional<CompactPartial> partial = expected_run_compact(*job->spec, run.next, n);
     if (partial) {
       o.chunks = n;
       o.busy_seconds = double(n) * job->chunk_busy_seconds;

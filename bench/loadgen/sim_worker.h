@@ -11,7 +11,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <memory>
@@ -24,6 +23,7 @@
 #include "core/partial.h"
 #include "net/report_pacer.h"
 #include "worker/backend.h"
+#include "worker/run_queue.h"
 
 namespace psched::loadgen {
 
@@ -72,9 +72,7 @@ class SimWorker : public SimPeer {
   bool registered() const { return registered_; }
 
  private:
-  struct Run {
-    uint64_t job_id, next, end;  // chunks [next, end) of the job, in order
-  };
+  using Run = QueuedRun<NoSpec>;  // the specs are per job, in jobs_
   struct JobEntry {
     std::shared_ptr<const JobSpec> spec;  // null: the spec was invalid
     uint64_t partial_block = 0;           // DefineJob.partialBlock: where partials are cut
@@ -83,14 +81,10 @@ class SimWorker : public SimPeer {
     std::map<uint64_t, std::optional<CompactPartial>> constant_partials;
     // Every chunk the same size (the grid divides the array) and reported in runs (no chunk
     // partials asked for): runs are simulated in bulk, chunk_seconds each, their partial from the
-    // closed form of the run (expected_run_compact) ...
+    // closed form of the run (expected_run_compact).
     bool uniform = false;
     double chunk_seconds = 0;       // a chunk's time, the host's share included
     double chunk_busy_seconds = 0;  // of which the device's: what is reported as busy
-    // ... or, when every chunk's partial is the same too (a constant job whose selection picks as
-    // many elements in each), as one chunk's times the run.
-    bool alike = false;
-    CompactPartial chunk_partial;
   };
   struct Ready {  // finished chunks of one job, not yet reported
     uint64_t job_id;
@@ -125,7 +119,7 @@ class SimWorker : public SimPeer {
   boost::asio::steady_timer device_timer_;
   bool registered_ = false;
   std::map<uint64_t, JobEntry> jobs_;
-  std::deque<Run> queue_;
+  RunQueue<NoSpec> queue_;  // as pcuda-worker's CUDA backend queues (worker/run_queue.h)
   std::vector<Ready> ready_;
   uint64_t ready_chunks_ = 0;
   ReportPacer pacer_;  // when ready chunks are reported, as pcuda-worker does (net/report_pacer.h)

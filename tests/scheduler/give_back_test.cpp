@@ -1,11 +1,11 @@
 // The tail-splitting policy (scheduler/give_back.h) on its own, and the run cutting the backends
-// give chunks back with (worker/backend.h cut_runs).
+// give chunks back with (worker/run_queue.h cut_runs).
 #include <catch2/catch.hpp>
 
 #include <deque>
 
 #include "scheduler/give_back.h"
-#include "worker/backend.h"
+#include "worker/run_queue.h"
 
 using namespace psched;
 
@@ -46,16 +46,16 @@ TEST_CASE("give back: the back half of the queued chunks, from the last run", "[
 }
 
 namespace {
-struct QueuedRun {
+struct PlainRun {
   uint64_t job, next, end;
 };
 }  // namespace
 
 TEST_CASE("cut_runs takes a range out of a queue of runs, splitting runs it cuts into", "[give_back]") {
-  std::deque<QueuedRun> q{{1, 0, 10}, {2, 5, 8}, {1, 20, 30}, {1, 40, 50}};
+  std::deque<PlainRun> q{{1, 0, 10}, {2, 5, 8}, {1, 20, 30}, {1, 40, 50}};
   std::vector<ChunkRange> out;
   // Job 1's chunks 5..44: the back of its first run, all of the second, the front of the third.
-  cut_runs(q, [](const QueuedRun& r) { return r.job == 1; }, 5, 45, out);
+  cut_runs(q, [](const PlainRun& r) { return r.job == 1; }, 5, 45, out);
   REQUIRE(out.size() == 3);
   CHECK((out[0].first == 5 && out[0].count == 5));
   CHECK((out[1].first == 20 && out[1].count == 10));
@@ -66,14 +66,14 @@ TEST_CASE("cut_runs takes a range out of a queue of runs, splitting runs it cuts
   CHECK((q[2].job == 1 && q[2].next == 45 && q[2].end == 50));
   // The middle of a run: it becomes two, in order.
   out.clear();
-  cut_runs(q, [](const QueuedRun& r) { return r.job == 1; }, 2, 3, out);
+  cut_runs(q, [](const PlainRun& r) { return r.job == 1; }, 2, 3, out);
   REQUIRE(out.size() == 1);
   CHECK((out[0].first == 2 && out[0].count == 1));
   REQUIRE(q.size() == 4);
   CHECK((q[0].next == 0 && q[0].end == 2 && q[1].next == 3 && q[1].end == 5));
   // Outside everything: nothing.
   out.clear();
-  cut_runs(q, [](const QueuedRun&) { return true; }, 100, 200, out);
+  cut_runs(q, [](const PlainRun&) { return true; }, 100, 200, out);
   CHECK(out.empty());
   CHECK(q.size() == 4);
 }

@@ -1,4 +1,4 @@
-// Jobs take turns on a device's queue of runs (worker/backend.h next_job_takes_its_turn, as the
+// Jobs take turns on a device's queue of runs (worker/run_queue.h next_job_takes_its_turn, as the
 // CUDA dispatcher calls it after each launch): a small job queued behind another's long runs gets
 // the next launch but one, and a queue of one job is left as it is.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <deque>
 #include <vector>
 
-#include "worker/backend.h"
+#include "worker/run_queue.h"
 
 using psched::next_job_takes_its_turn;
 

@@ -16,6 +16,7 @@
 #include "net/event_loop.h"
 #include "storage/chunk_reader.h"
 #include "worker/cpu/reduce.h"
+#include "worker/run_queue.h"
 
 namespace psched {
 namespace {

@@ -85,12 +85,7 @@ void CudaBackend::enqueue_run(uint64_t job_id, uint64_t first, uint64_t count,
     std::lock_guard<std::mutex> lock(mutex_);
     if (life_ >= Life::kStopping) return;
     // Runs the scheduler sent in separate batches join up again, so batches stay full.
-    if (!queue_.empty() && queue_.back().job_id == job_id && queue_.back().end == first &&
-        queue_.back().spec == spec) {
-      queue_.back().end += count;
-    } else {
-      queue_.push_back(Run{job_id, first, first + count, spec});
-    }
+    queue_.push(job_id, first, count, spec, JoinRuns::kAdjacent);
   }
   dispatch_cv_.notify_one();
   if (spec->stored.stored() && dispatchers_ > 1) readers_cv_.notify_all();
@@ -98,14 +93,12 @@ void CudaBackend::enqueue_run(uint64_t job_id, uint64_t first, uint64_t count,
 
 void CudaBackend::drop_job(uint64_t job_id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::erase_if(queue_, [&](const Run& r) { return r.job_id == job_id; });
+  queue_.drop_job(job_id);
 }
 
 std::vector<ChunkRange> CudaBackend::give_back(uint64_t job_id, uint64_t first, uint64_t count) {
-  std::vector<ChunkRange> out;
   std::lock_guard<std::mutex> lock(mutex_);
-  cut_runs(queue_, [&](const Run& r) { return r.job_id == job_id; }, first, first + count, out);
-  return out;
+  return queue_.give_back(job_id, first, count, HeadStarted::kNo);
 }
 
 // Device-wide memory in use (what nvidia-smi shows), so the dashboard sees other tenants too.

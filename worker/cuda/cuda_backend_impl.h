@@ -23,16 +23,14 @@
 #include "worker/cuda/kernels.cuh"
 #include "storage/chunk_reader.h"
 #include "worker/cuda/slot_pool.h"
+#include "worker/run_queue.h"
 
 struct cudaDeviceProp;
 
 namespace psched::gpu {
 
-// Queued chunks as runs of one job: a TaskBatch's range is one entry.
-struct Run {
-  uint64_t job_id, next, end;
-  std::shared_ptr<const JobSpec> spec;
-};
+// Queued chunks as runs of one job (worker/run_queue.h): a TaskBatch's range is one entry.
+using Run = QueuedRun<std::shared_ptr<const JobSpec>>;
 
 // One dispatched launch (a big chunk, or a batch of small ones), finished by the completion thread
 // in dispatch order.
@@ -116,7 +114,7 @@ class CudaBackend final : public Backend {
   // generated job's tasks wake one thread, not every reader).
   std::condition_variable readers_cv_;
   std::condition_variable complete_cv_;  // entry in flight, dispatcher done
-  std::deque<Run> queue_;
+  RunQueue<std::shared_ptr<const JobSpec>> queue_;
   std::deque<InFlight> in_flight_;
   Life life_ = Life::kCreated;
   unsigned dispatchers_running_ = 0;  // dispatcher threads started and not yet finished

@@ -33,14 +33,11 @@ void CudaBackend::dispatch_loop(bool stored_only) {
         return life_ >= Life::kStopping || (stored_only ? stored_front() : !queue_.empty());
       });
       if (life_ >= Life::kStopping) break;
-      Run& front = queue_.front();
-      job_id = front.job_id;
-      first = front.next;
-      spec = front.spec;
-      count = uint32_t(std::min(front.end - front.next, batch_chunks(*spec)));
-      front.next += count;
-      if (front.next == front.end) queue_.pop_front();
-      next_job_takes_its_turn(queue_, job_id);
+      Run taken = queue_.take(batch_chunks(*queue_.front().spec), Turns::kNextJob);
+      job_id = taken.job_id;
+      first = taken.next;
+      count = uint32_t(taken.end - taken.next);
+      spec = std::move(taken.spec);
       wake_readers = dispatchers_ > 1 && stored_front();
     }
     if (wake_readers) readers_cv_.notify_all();

@@ -66,7 +66,8 @@ Status look_up(void* lib, NvmlDevice::Api& a) {
   get(a.ecc, "nvmlDeviceGetTotalEccErrors");
   get(a.cpu_affinity, "nvmlDeviceGetCpuAffinity");
   if (!missing.empty()) return Status::error(fmt::format("NVML has no {}", missing));
-  // Optional: without it, power x time comes from the power readings instead.
+  // Optional, null where the library lacks them: the energy counter (without it a batch's energy
+  // comes from the power reading) and remapped rows (unknown without them, never judged).
   a.energy = reinterpret_cast<api::EnergyFn>(dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
   a.remapped_rows = reinterpret_cast<api::RemappedRowsFn>(dlsym(lib, "nvmlDeviceGetRemappedRows"));
   return Status::ok();

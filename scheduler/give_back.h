@@ -1,7 +1,7 @@
 // Splitting a job's tail: when nothing of a job is queued and a worker is idle, the worker whose
 // share would end last gives back the back half of its last run (wire GiveBack; it answers with
 // what it had not started) and the idle worker takes it. Here only the decision, as pure functions
-// over what the scheduler knows (the Scheduler sends: dispatch.cpp, Scheduler::split_tail).
+// over what the scheduler knows (the Dispatcher plans: dispatcher.cpp; the Scheduler sends: dispatch.cpp).
 #pragma once
 
 #include <cstdint>

@@ -65,7 +65,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   });
   client.jobs.insert(id);
   if (submit.getWantTimeline()) want_timeline_.insert(id);
-  work_.update(*job);
+  dispatcher_.job_changed(*job);
   Job& accepted = *(jobs_[id] = std::move(job));
   if (workers_.empty()) send_progress(accepted, /*force=*/true);  // "no workers" at once
   // A job with a chunk for every worker is spread over the fleet: the big jobs that arrive
@@ -203,7 +203,7 @@ void Scheduler::forget_job(Job& job) {
   if (cit != clients_.end()) {
     cit->second->jobs.erase(id);
   }
-  work_.forget(id);
+  dispatcher_.job_gone(id);
   job_devices_.finish(id);
   want_timeline_.erase(id);
   jobs_.erase(id);  // destroys `job`
@@ -254,7 +254,7 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, Loss loss) {
   if (it == workers_.end()) return;
   std::unique_ptr<WorkerRecord> w = std::move(it->second);
   workers_.erase(it);
-  idle_.erase(id);
+  dispatcher_.worker_left(id);
   spdlog::info("worker {} '{}' {}: {} ({} in flight re-queued{})", id, w->name,
                loss == Loss::kLeft ? "left" : loss == Loss::kThrownOff ? "thrown off" : "lost", why,
                counted(w->in_flight.size(), "chunk"), loss == Loss::kThrownOff ? ", unblamed" : "");
@@ -283,7 +283,7 @@ void Scheduler::remove_worker(WorkerId id, const std::string& why, Loss loss) {
   for (const JobId job_id : settled) {
     auto jit = jobs_.find(job_id);
     if (jit == jobs_.end()) continue;
-    work_.update(*jit->second);
+    dispatcher_.job_changed(*jit->second);
     if (jit->second->complete()) complete_job(*jit->second);
   }
   if (shutting_down_) return;
@@ -322,7 +322,7 @@ std::optional<std::string> Scheduler::requeue_lost(Job& job, const WorkerRecord&
                                         job.shown_failures(r.first).size(),
                                         fmt::join(job.shown_failures(r.first), ", ")));
   }
-  work_.update(job);
+  dispatcher_.job_changed(job);
   if (at_limit.empty()) return std::nullopt;
   // Only a chunk that ran alone counts, so a range at the limit is one chunk.
   const uint64_t chunk = at_limit.front().first;

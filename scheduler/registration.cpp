@@ -65,7 +65,7 @@ void Scheduler::admit_worker(const std::shared_ptr<FramedConnection>& conn, Work
   w->bytes_reduced = 0;
   w->busy_seconds = 0;
   w->conn = conn;
-  w->in_flight.count_into(&in_flight_elements_);
+  dispatcher_.worker_joined(*w);
   conn->set_idle_timeout(std::chrono::milliseconds(config_.worker_timeout_ms), watchdog_);
   if (w->backend == "cuda") {
     spdlog::info("worker {} '{}' joined from {}: cuda {} (sm_{}{}), {:.1f} GiB, window {}", id, name,

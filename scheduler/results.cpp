@@ -114,7 +114,7 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     dispatch();  // the job failed and is gone
     return;
   }
-  work_.update(job);
+  dispatcher_.job_changed(job);
   if (job.complete()) {
     complete_job(job);
   } else {
@@ -140,7 +140,7 @@ double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, const Repor
   if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
   worker.observe_speed(busy, reported * job.spec()->chunk_elements());
   worker.reported(busy, reported);
-  if (worker.seconds_per_element > 0) kind_seconds_per_element_[worker.device_name] = worker.seconds_per_element;
+  dispatcher_.speed_measured(worker);
   return busy;
 }
 

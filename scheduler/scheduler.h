@@ -1,6 +1,6 @@
 // Scheduler: the psched daemon's state and behaviour on one Asio event loop (no locks). It accepts
 // connections, admits workers and clients after Hello, turns Submit into a Job, keeps every worker's
-// task window full (dispatch.cpp), folds ResultBatches into jobs, streams Progress and the final
+// task window full (dispatch.cpp, as its Dispatcher plans), folds ResultBatches into jobs, streams Progress and the final
 // result, and re-queues the chunks of workers that leave or die.
 #pragma once
 
@@ -24,6 +24,7 @@
 #include "net/loop_watchdog.h"
 #include "scheduler/admission.h"
 #include "scheduler/chunk_seconds_histogram.h"
+#include "scheduler/dispatcher.h"
 #include "scheduler/give_back.h"
 #include "scheduler/job.h"
 #include "scheduler/job_devices.h"
@@ -40,17 +41,6 @@ namespace psched {
 // a job's partials (~600 bytes each in memory) beyond what its client's connection holds; and a
 // frame is what a slow reader cut off keeps of a write begun (FramedConnection::cut_off).
 inline constexpr size_t kMaxPartialsPerProgress = 4096;
-// Report interval per connected worker (Scheduler::report_interval), and the longest interval:
-// reports stay near 33,000 a second up to 4166 workers, and a killed worker loses at most one
-// interval of finished work (125 ms, within the 0.2 s a kill may cost).
-inline constexpr std::chrono::microseconds kReportCostPerWorker{30};
-inline constexpr std::chrono::microseconds kMaxReportInterval{125000};
-// split_tail (dispatch.cpp) looks over the workers' shares at most once a period (1 ms, 4 µs per
-// worker in a large fleet: a look costs well under that), and only while at most this many jobs run.
-inline constexpr std::chrono::microseconds kSplitTailPeriod{1000};
-inline constexpr std::chrono::microseconds kSplitTailCostPerWorker{4};
-inline constexpr size_t kMaxJobsToSplit = 8;
-
 // The heartbeat interval peers are told in Welcome: at most `preferred`, and at most a fifth of
 // the worker timeout, so that a worker's heartbeat always arrives several times within the timeout
 // (--worker-timeout 1 with a 1 s heartbeat made idle workers flap). At least 50 ms.
@@ -206,12 +196,9 @@ class Scheduler {
                        uint64_t first_chunk, double busy_seconds, double energy_joules);
   void report_devices(const Job& job, wire::JobResult::Builder result) const;
 
-  // dispatch.cpp: fill every worker's window (or one worker's) from the queued chunks of all jobs.
-  // How often workers report (TaskBatch.reportIntervalUs): kReportInterval, lengthened by
-  // kReportCostPerWorker for each worker, so that a fleet's reports (and the top-ups they bring)
-  // stay near 33,000 a second: a report and its top-up cost psched 25-30 µs on a 2-core VM, most
-  // of it the kernel's loopback TCP (docs/design.md, "Dispatch").
-  std::chrono::microseconds report_interval() const;
+  // dispatch.cpp: fill every worker's window (or one worker's) from the queued chunks of all jobs,
+  // as dispatcher_ plans (scheduler/dispatcher.h), and send what it plans.
+  std::chrono::microseconds report_interval() const { return dispatcher_.report_interval(); }
   // Every top-up is planned before any is sent, so that each TaskBatch can say whether anything
   // is still queued (queueEmpty: then the worker need not report at half, net/report_pacer.h).
   void dispatch();
@@ -220,28 +207,21 @@ class Scheduler {
   // of 1024 workers, and each worker's window cut into a sliver of every job).
   void dispatch_soon();
   // sharing: how many workers share what each job has left (0: every worker); the worker takes at
-  // most its part.
+  // most its part. Nothing queued: a job's tail may be split (a GiveBack).
   void dispatch_to(WorkerRecord& worker, uint64_t sharing = 0);
-  // Tops up the workers that hold nothing (idle_): work they may take arrived, which the busy ones
-  // take with their next top-up.
+  // Tops up the workers that hold nothing (Dispatcher::idle): work they may take arrived, which the
+  // busy ones take with their next top-up.
   void wake_idle();
-  void note_idle(const WorkerRecord& worker);  // after a top-up: idle or not
   // stalls.cpp: at each heartbeat, a worker that holds work and made no progress for longer than
   // stall_bound() is stalled: its work runs elsewhere, unblamed, and its jobs' clients are told.
   void check_stalls();
   double stall_bound(const WorkerRecord& w) const;
   void stall_worker(WorkerRecord& w);
   void progress_from(WorkerRecord& w);  // a ResultBatch came from it
-  struct PlannedTopUp {
-    WorkerRecord* worker;
-    std::vector<JobTopUp> jobs;
-  };
-  void plan_for(WorkerRecord& worker, uint64_t sharing, std::vector<PlannedTopUp>& planned);
-  void send_planned(const std::vector<PlannedTopUp>& planned);
+  void send_planned(const std::vector<Dispatcher::TopUp>& planned);
   void send_top_up(WorkerRecord& worker, const JobTopUp& top_up, bool queue_empty);
-  // Nothing queued and `idle` holds nothing: asks the worker whose share of a job would end last
-  // for the back half of it (scheduler/give_back.h); on_given_back takes the answer.
-  bool split_tail(WorkerRecord& idle);  // true: a GiveBack went out
+  void send_give_back(const Dispatcher::GiveBack& give_back);
+  // The answer to a GiveBack (Dispatcher::GiveBack): its chunks go to the idle worker that asked.
   void on_given_back(WorkerRecord& worker, wire::ResultBatch::Reader batch);
 
   // job_verify.cpp: verify copies in and out of workers.
@@ -303,32 +283,21 @@ class Scheduler {
   uint16_t port_ = 0;
   bool shutting_down_ = false;
   bool dispatch_posted_ = false;
-  WorkerId dispatch_from_ = 0;  // where dispatch()'s turn over the workers starts: the last it gave work to
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // what posted handlers hold weakly
   std::function<void()> on_drained_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
-  // Elements of the chunks in every worker's window (InFlight::count_into): declared before the
-  // workers, whose windows take theirs back as they go.
-  uint64_t in_flight_elements_ = 0;
-  // The last measured GPU's seconds per element, by device name (TopUpContext::kind_seconds_per_element).
-  std::unordered_map<std::string, double> kind_seconds_per_element_;
+  // The dispatch policy and its state: declared before the workers, whose windows take theirs back
+  // from its count of elements in flight as they go.
+  Dispatcher dispatcher_{workers_, jobs_, peers_, peers_,
+                         [](const WorkerRecord& w) { return w.conn->is_open(); }};
   std::map<WorkerId, std::unique_ptr<WorkerRecord>> workers_;
   std::map<ClientId, std::unique_ptr<ClientRecord>> clients_;
   JobTable jobs_;
-  // The jobs with work waiting for a worker, in turn (scheduler/top_up.h): WorkQueue::update after
-  // anything that may change a job's work.
-  WorkQueue work_;
   // The workers each job was sent to (DefineJob), so finishing a job visits only them.
   std::unordered_map<JobId, std::vector<WorkerId>> defined_on_;
   uint32_t next_peer_id_ = 1;
   JobId next_job_id_ = 1;
-  std::set<WorkerId> idle_;  // workers that held nothing after their last top-up
-  WorkerId tail_idle_ = 0;  // an idle worker whose split_tail found no share to split yet (0: none)
-  std::chrono::steady_clock::time_point next_split_look_{};  // split_tail looks at most once a kSplitTailPeriod
-  // split_tail's list of holders, kept between looks: built anew each look, it was a fifth of
-  // psched's allocation cost for one job on 1024 workers (a vector grown to a thousand entries).
-  std::vector<TailHolder> tail_holders_;
   uint32_t connections_ = 0;
   // What every client's connection holds unsent (FramedConnection::count_unsent_into).
   std::shared_ptr<UnsentTotal> client_unsent_ = std::make_shared<UnsentTotal>();

@@ -20,9 +20,7 @@ double Scheduler::stall_bound(const WorkerRecord& w) const {
     if (auto it = jobs_.find(job_id); it != jobs_.end())
       chunk_elements = std::max(chunk_elements, it->second->spec()->chunk_elements());
   double per_element = w.measured_seconds_per_element();
-  if (per_element <= 0)
-    if (auto kind = kind_seconds_per_element_.find(w.device_name); kind != kind_seconds_per_element_.end())
-      per_element = kind->second;
+  if (per_element <= 0) per_element = dispatcher_.kind_seconds_per_element(w.device_name);
   return stall_bound_seconds(config_.stall_timeout_ms / 1000.0, chunk_elements, per_element,
                              std::chrono::duration<double>(report_interval()).count());
 }
@@ -63,7 +61,7 @@ void Scheduler::stall_worker(WorkerRecord& w) {
   for (auto& [job_id, job] : jobs_) {
     if (job->verify.holding() == 0) continue;
     verify_worker_gone(*job, w, "stalled", Loss::kLeft);
-    work_.update(*job);
+    dispatcher_.job_changed(*job);
   }
   for (const JobId job_id : held)
     if (auto it = jobs_.find(job_id); it != jobs_.end()) {

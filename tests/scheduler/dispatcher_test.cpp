@@ -12,15 +12,6 @@
 
 using namespace psched;
 
-namespace Catch {
-template <>
-struct StringMaker<ChunkRange> {
-  static std::string convert(const ChunkRange& r) {
-    return "{" + std::to_string(r.first) + ", " + std::to_string(r.count) + "}";
-  }
-};
-}  // namespace Catch
-
 namespace {
 
 // No one else to take a verify copy or a retry: the dispatcher decides alone.

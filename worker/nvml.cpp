@@ -176,6 +176,12 @@ std::vector<int> NvmlDevice::cpu_affinity() const {
   return cpus;
 }
 
+std::optional<uint64_t> NvmlDevice::energy_mj() const {
+  unsigned long long mj = 0;
+  if (api_->energy && api_->energy(handle(device_), &mj) == api::kSuccess) return uint64_t(mj);
+  return std::nullopt;
+}
+
 double power_between(const NvmlSample& earlier, const NvmlSample& later) {
   const double seconds = std::chrono::duration<double>(later.at - earlier.at).count();
   if (earlier.has_energy && later.has_energy && later.energy_mj >= earlier.energy_mj && seconds > 0)

@@ -55,6 +55,9 @@ class NvmlDevice {
   void fill_static(GpuHealth& h) const;
   // The CPUs nearest the GPU (NVML's ideal affinity), empty when NVML cannot say.
   std::vector<int> cpu_affinity() const;
+  // NVML's energy counter now (mJ since the driver loaded); nullopt where the library or the GPU
+  // has none.
+  std::optional<uint64_t> energy_mj() const;
 
   struct Api;  // the looked-up entry points (nvml.cpp)
 
@@ -82,6 +85,9 @@ class NvmlSampler {
   // The GPU's mean power over the last sample interval (power_between), for the energy a batch of
   // chunks used: its device seconds times this. Thread-safe, lock-free.
   double recent_watts() const { return recent_watts_.load(std::memory_order_relaxed); }
+  // The energy counter read now, on the caller's thread (NVML is thread-safe): a worker reads it at
+  // each report (EnergyMeter). Nullopt without one.
+  std::optional<uint64_t> energy_mj() const { return device_->energy_mj(); }
 
  private:
   void run();

@@ -123,7 +123,8 @@ std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, uint64_t b
 
 void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outcomes,
                           uint32_t max_frame_bytes, uint64_t partial_block,
-                          const std::function<void(capnp::MessageBuilder&)>& send, double watts) {
+                          const std::function<void(capnp::MessageBuilder&)>& send,
+                          double joules_per_busy_second) {
   const size_t budget = max_frame_bytes > 2 * kBatchOverheadBytes ? max_frame_bytes - kBatchOverheadBytes
                                                                   : kBatchOverheadBytes;
   const std::vector<Item> items = items_of(outcomes, partial_block);
@@ -142,7 +143,7 @@ void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outc
     auto batch = m.initRoot<wire::Message>().initResultBatch();
     batch.setJobId(job_id);
     batch.setBusySeconds(busy);
-    batch.setEnergyJoules(busy * watts);
+    batch.setEnergyJoules(busy * joules_per_busy_second);
     auto results = batch.initResults(uint32_t(ok));
     auto failures = batch.initFailures(uint32_t(end - begin - ok));
     uint32_t r = 0, f = 0;

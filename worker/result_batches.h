@@ -21,11 +21,12 @@ constexpr size_t kMaxFailureMessageBytes = 1000;
 // frame's body), and hands each to `send`. Every run of consecutive chunks that finished goes out as
 // one partial (ChunkPartial.chunks; the exact sums merged here), cut at every multiple of
 // `partial_block` (DefineJob.partialBlock: 0 never, 1 at every chunk). busySeconds is split by
-// outcome, and energyJoules is each batch's busySeconds x `watts` (the GPU's power now, 0 without
-// NVML: NvmlSampler::recent_watts).
+// outcome, and energyJoules is each batch's busySeconds x `joules_per_busy_second` (what the
+// report's energy came to per busy second, EnergyMeter; 0 without NVML).
 void build_result_batches(uint64_t job_id, const std::vector<ChunkOutcome>& outcomes,
                           uint32_t max_frame_bytes, uint64_t partial_block,
-                          const std::function<void(capnp::MessageBuilder&)>& send, double watts = 0);
+                          const std::function<void(capnp::MessageBuilder&)>& send,
+                          double joules_per_busy_second = 0);
 
 // The answer to a GiveBack: a ResultBatch for `job_id` whose `returned` lists the chunks given back
 // (none is an answer too), handed to `send`. Returns how many chunks that is.

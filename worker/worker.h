@@ -22,6 +22,7 @@
 #include "net/report_pacer.h"
 #include "net/scheduler_link.h"
 #include "worker/backend.h"
+#include "worker/energy_meter.h"
 #include "worker/nvml.h"
 
 namespace psched {
@@ -105,6 +106,7 @@ class Worker {
   WorkerConfig config_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<NvmlSampler> gpu_;  // null: no NVML (CPU backend, no driver library)
+  EnergyMeter energy_;                // what each report charges for energy (with gpu_)
   DeviceInfo device_;
   // Silence from the scheduler counts only while this loop runs (a stopped worker that wakes
   // reads the scheduler's heartbeats before it judges it gone).

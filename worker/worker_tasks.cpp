@@ -48,6 +48,8 @@ void Worker::on_drop_job(uint64_t job_id) {
 void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
   const uint64_t job_id = batch.getJobId();
   pacer_.on_task_batch(batch.getReportIntervalUs(), batch.getQueueEmpty());
+  // Work after idle (nothing held, nothing waiting to be reported): energy is measured from now.
+  if (gpu_ && held_by_job_.empty() && pending_.empty()) energy_.start(gpu_->energy_mj());
   auto it = jobs_.find(job_id);
   const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
   const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;
@@ -221,13 +223,19 @@ void Worker::flush_results() {
     pending_.clear();
     return;
   }
-  const double watts = gpu_ ? gpu_->recent_watts() : 0.0;
+  double joules_per_busy_second = 0;
+  if (gpu_) {
+    double busy = 0;
+    for (const auto& [job_id, outcomes] : pending_)
+      for (const ChunkOutcome& o : outcomes) busy += o.busy_seconds;
+    joules_per_busy_second = energy_.charge(gpu_->energy_mj(), busy, gpu_->recent_watts());
+  }
   for (auto& [job_id, outcomes] : pending_) {
     if (outcomes.empty()) continue;
     auto job = jobs_.find(job_id);
     const uint64_t partial_block = job != jobs_.end() ? job->second.partial_block : 1;
     build_result_batches(job_id, outcomes, config_.scheduler_max_frame_bytes, partial_block,
-                         [this](capnp::MessageBuilder& m) { conn()->send(m); }, watts);
+                         [this](capnp::MessageBuilder& m) { conn()->send(m); }, joules_per_busy_second);
     outcomes.clear();
     if (outcomes.capacity() > spare_outcomes_.capacity()) outcomes.swap(spare_outcomes_);
   }

@@ -194,6 +194,7 @@ NvmlSampler::NvmlSampler(std::unique_ptr<NvmlDevice> device, std::chrono::millis
   device_->fill_static(static_);
   last_ = device_->sample();
   recent_watts_ = last_.power_watts;
+  if (last_.has_energy) note_energy(last_.energy_mj, last_.at);
   last_taken_ = static_;
   thread_ = std::thread([this] { run(); });
 }
@@ -208,13 +209,25 @@ NvmlSampler::~NvmlSampler() {
 }
 
 void NvmlSampler::run() {
-  // The slow figures (ECC counters walk the driver's tables) once a second, the rest each interval.
+  // The slow figures (ECC counters walk the driver's tables) once a second, the rest each interval,
+  // and the energy counter every kEnergyReadInterval between.
   const auto kStaticEvery = std::chrono::seconds(1);
+  const auto tick = std::min<std::chrono::milliseconds>(interval_, kEnergyReadInterval);
   auto static_at = std::chrono::steady_clock::now();
+  auto sample_at = static_at;
   std::unique_lock lock(mutex_);
   while (!stop_) {
     lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    if (now < sample_at) {  // between samples: the energy counter alone
+      note_energy(device_->energy_mj(), now);
+      lock.lock();
+      wake_.wait_for(lock, tick, [this] { return stop_; });
+      continue;
+    }
+    sample_at = now + interval_;
     const NvmlSample s = device_->sample();
+    if (s.has_energy) note_energy(s.energy_mj, s.at);
     GpuHealth fresh;
     const bool refresh = std::chrono::steady_clock::now() - static_at >= kStaticEvery;
     if (refresh) {
@@ -233,8 +246,22 @@ void NvmlSampler::run() {
     throttle_ |= s.throttle;
     recent_watts_ = power_between(last_, s);
     last_ = s;
-    wake_.wait_for(lock, interval_, [this] { return stop_; });
+    wake_.wait_for(lock, tick, [this] { return stop_; });
   }
+}
+
+void NvmlSampler::note_energy(std::optional<uint64_t> mj, std::chrono::steady_clock::time_point at) {
+  if (!mj) return;
+  std::lock_guard lock(energy_mutex_);
+  energy_mj_ = mj;
+  energy_at_ = at;
+}
+
+std::optional<double> NvmlSampler::energy_joules() const {
+  std::lock_guard lock(energy_mutex_);
+  if (!energy_mj_) return std::nullopt;
+  const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - energy_at_).count();
+  return double(*energy_mj_) / 1e3 + recent_watts() * std::max(since, 0.0);
 }
 
 GpuHealth NvmlSampler::take() {

@@ -22,6 +22,8 @@ namespace psched {
 // NVML refreshes most counters a few times a second; sampling at 5 Hz catches short throttling
 // without costing the worker anything measurable (a handful of driver calls per sample).
 constexpr std::chrono::milliseconds kNvmlSampleInterval{200};
+// The energy counter alone is read more often, for the energy of runs under a second (EnergyMeter).
+constexpr std::chrono::milliseconds kEnergyReadInterval{50};
 
 // One NVML sample of one GPU.
 struct NvmlSample {
@@ -85,12 +87,16 @@ class NvmlSampler {
   // The GPU's mean power over the last sample interval (power_between), for the energy a batch of
   // chunks used: its device seconds times this. Thread-safe, lock-free.
   double recent_watts() const { return recent_watts_.load(std::memory_order_relaxed); }
-  // The energy counter read now, on the caller's thread (NVML is thread-safe): a worker reads it at
-  // each report (EnergyMeter). Nullopt without one.
-  std::optional<uint64_t> energy_mj() const { return device_->energy_mj(); }
+  // The GPU's energy counter now, in joules: its latest reading (at most kEnergyReadInterval old,
+  // taken on the sampler's thread) plus recent_watts for the time since. A worker asks at each
+  // report (EnergyMeter), on its loop thread, which must never wait on the driver: an NVML call
+  // there made every report wait milliseconds and halved an H200's DeepOps throughput. Nullopt
+  // without a counter. Thread-safe.
+  std::optional<double> energy_joules() const;
 
  private:
   void run();
+  void note_energy(std::optional<uint64_t> mj, std::chrono::steady_clock::time_point at);
 
   std::unique_ptr<NvmlDevice> device_;
   std::chrono::milliseconds interval_;
@@ -106,6 +112,9 @@ class NvmlSampler {
   uint64_t throttle_ = 0;
   NvmlSample last_;
   std::atomic<double> recent_watts_{0};
+  mutable std::mutex energy_mutex_;  // guards the two below, written by the sampler's thread
+  std::optional<uint64_t> energy_mj_;
+  std::chrono::steady_clock::time_point energy_at_;
   GpuHealth last_taken_;
   std::thread thread_;
 };

@@ -49,7 +49,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
   const uint64_t job_id = batch.getJobId();
   pacer_.on_task_batch(batch.getReportIntervalUs(), batch.getQueueEmpty());
   // Work after idle (nothing held, nothing waiting to be reported): energy is measured from now.
-  if (gpu_ && held_by_job_.empty() && pending_.empty()) energy_.start(gpu_->energy_mj());
+  if (gpu_ && held_by_job_.empty() && pending_.empty()) energy_.start(gpu_->energy_joules());
   auto it = jobs_.find(job_id);
   const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
   const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;
@@ -228,7 +228,7 @@ void Worker::flush_results() {
     double busy = 0;
     for (const auto& [job_id, outcomes] : pending_)
       for (const ChunkOutcome& o : outcomes) busy += o.busy_seconds;
-    joules_per_busy_second = energy_.charge(gpu_->energy_mj(), busy, gpu_->recent_watts());
+    joules_per_busy_second = energy_.charge(gpu_->energy_joules(), busy, gpu_->recent_watts());
   }
   for (auto& [job_id, outcomes] : pending_) {
     if (outcomes.empty()) continue;

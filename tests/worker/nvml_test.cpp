@@ -61,6 +61,26 @@ TEST_CASE("NvmlSampler folds the GPU's samples into the health a heartbeat carri
   CHECK(gpu_warnings(h) == std::vector<std::string>{"throttled: sw_power_cap"});
 }
 
+TEST_CASE("NvmlSampler's energy is the counter's, carried to now at the recent power, without a driver call") {
+  // The stand-in's counter runs at exactly 412 W on CLOCK_MONOTONIC (steady_clock's clock here), so
+  // the energy between two asks is 412 W x the time between them, whether the sampler read the
+  // counter in between or carried its last reading forward (a sampler of 10 s reads only at start).
+  for (const auto interval : {std::chrono::milliseconds(1), std::chrono::milliseconds(10000)}) {
+    auto d = NvmlDevice::open(PSCHED_STAND_IN_NVML, "00000000:3B:00.0");
+    REQUIRE(d.is_ok());
+    NvmlSampler sampler(std::move(*d), interval);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::optional<double> e0 = sampler.energy_joules();
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    const std::optional<double> e1 = sampler.energy_joules();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE((e0 && e1));
+    INFO("interval " << interval.count() << " ms: " << *e1 - *e0 << " J over " << seconds << " s");
+    CHECK(*e1 - *e0 >= 412.0 * 0.120 * 0.999);
+    CHECK(*e1 - *e0 <= 412.0 * seconds * 1.001 + 0.001);  // the counter's 1 mJ steps
+  }
+}
+
 TEST_CASE("NvmlDevice reads the GPU's nearest CPUs as taskset's list") {
   auto d = NvmlDevice::open(PSCHED_STAND_IN_NVML, "00000000:3B:00.0");
   REQUIRE(d.is_ok());

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <condition_variable>
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "core/check.h"
 #include "storage/zarr.h"
 
 namespace psched {
@@ -38,10 +40,27 @@ void widen(const unsigned char* src, uint64_t n, bool big_endian, double* out) {
 
 bool is_int64(DType d) { return d == DType::kInt64 || d == DType::kUInt64; }
 
-// Elements are read straight into the doubles when they are doubles already.
-bool native_double(const JobSpec& s) { return s.dtype == DType::kFloat64 && !s.stored.big_endian; }
+// Elements are read straight into `out` when they are already in its form: doubles in the host's
+// byte order, or any dtype as stored when its bytes need no swapping.
+bool read_straight(const JobSpec& s, ElementForm form) {
+  const bool host_order = !s.stored.big_endian || element_bytes(s.dtype) == 1;
+  return host_order && (s.dtype == DType::kFloat64 || form == ElementForm::kStored);
+}
 
 }  // namespace
+
+void ChunkReader::place(const JobSpec& s, bool big_endian, const unsigned char* src, uint64_t n, void* out,
+                        uint64_t at) const {
+  if (form_ == ElementForm::kFloat64) {
+    widen_elements(s.dtype, big_endian, src, n, static_cast<double*>(out) + at);
+    return;
+  }
+  const uint64_t eb = element_bytes(s.dtype);
+  unsigned char* dst = static_cast<unsigned char*>(out) + at * eb;
+  std::memcpy(dst, src, n * eb);
+  if (big_endian && eb > 1)
+    for (uint64_t i = 0; i < n; ++i) std::reverse(dst + i * eb, dst + (i + 1) * eb);
+}
 
 void widen_elements(DType d, bool big_endian, const unsigned char* src, uint64_t n, double* out) {
   switch (d) {
@@ -187,7 +206,7 @@ Status ChunkReader::pread_all(File& f, void* dst, uint64_t bytes, uint64_t offse
 // the array's rows row0 .. row0 + file_rows - 1; the box's selected rows inside it into out.
 Status ChunkReader::read_flat(const JobSpec& s, const std::string& path, uint64_t data_offset, bool fortran,
                               uint64_t file_rows, uint64_t row0, const ChunkBox& box, AxisRun rows,
-                              double* out) {
+                              void* out) {
   Status st;
   File& f = open(path, st);
   if (!st) return st;
@@ -195,7 +214,7 @@ Status ChunkReader::read_flat(const JobSpec& s, const std::string& path, uint64_
   const uint64_t step = s.row_sel.step;
   const bool keep64 = !raw64_.empty();
   auto widen_into = [&](const unsigned char* src, uint64_t n, uint64_t at) {
-    widen_elements(s.dtype, s.stored.big_endian, src, n, out + at);
+    place(s, s.stored.big_endian, src, n, out, at);
     if (keep64)
       for (uint64_t k = 0; k < n; ++k) raw64_[at + k] = load<uint64_t>(src + k * 8, s.stored.big_endian);
   };
@@ -208,8 +227,8 @@ Status ChunkReader::read_flat(const JobSpec& s, const std::string& path, uint64_
       const uint64_t n = whole_rows ? rows.count - i : 1;
       const uint64_t at = (r - box.row0) * box.cols;
       const uint64_t offset = data_offset + ((r - row0) * s.cols + box.col0) * eb;
-      if (native_double(s) && !keep64) {
-        if (Status e = pread_all(f, out + at, n * row_bytes, offset); !e) return e;
+      if (read_straight(s, form_) && !keep64) {
+        if (Status e = pread_all(f, static_cast<unsigned char*>(out) + at * eb, n * row_bytes, offset); !e) return e;
       } else {
         staging_.resize(n * row_bytes);
         if (Status e = pread_all(f, staging_.data(), n * row_bytes, offset); !e) return e;
@@ -224,21 +243,22 @@ Status ChunkReader::read_flat(const JobSpec& s, const std::string& path, uint64_
   if (rows.count == 0) return Status::ok();
   const uint64_t span = (rows.count - 1) * step + 1;
   staging_.resize(span * eb);
-  std::vector<double> column(span);
+  std::vector<double> column(form_ == ElementForm::kFloat64 ? span : 0);
   for (uint64_t c = 0; c < box.cols; ++c) {
     const uint64_t offset = data_offset + ((box.col0 + c) * file_rows + (rows.first - row0)) * eb;
     if (Status e = pread_all(f, staging_.data(), span * eb, offset); !e) return e;
-    widen_elements(s.dtype, s.stored.big_endian, staging_.data(), span, column.data());
+    if (!column.empty()) widen_elements(s.dtype, s.stored.big_endian, staging_.data(), span, column.data());
     for (uint64_t i = 0; i < rows.count; ++i) {
       const uint64_t at = (rows.first + i * step - box.row0) * box.cols + c;
-      out[at] = column[i * step];
+      if (!column.empty()) static_cast<double*>(out)[at] = column[i * step];
+      else place(s, s.stored.big_endian, staging_.data() + i * step * eb, 1, out, at);
       if (keep64) raw64_[at] = load<uint64_t>(staging_.data() + i * step * 8, s.stored.big_endian);
     }
   }
   return Status::ok();
 }
 
-Status ChunkReader::read_stack(const JobSpec& s, const ChunkBox& box, AxisRun rows, double* out) {
+Status ChunkReader::read_stack(const JobSpec& s, const ChunkBox& box, AxisRun rows, void* out) {
   uint64_t first_row = 0;
   for (const StackFile& file : s.stored.files) {
     const uint64_t lo = std::max(first_row, rows.first), end = first_row + file.rows;
@@ -257,7 +277,7 @@ Status ChunkReader::read_stack(const JobSpec& s, const ChunkBox& box, AxisRun ro
   return Status::ok();
 }
 
-Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun rows, double* out) {
+Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun rows, void* out) {
   const StoredArray& a = s.stored;
   const uint64_t eb = element_bytes(s.dtype);
   const uint64_t cr = a.store_chunk_rows, cc = a.store_chunk_cols;
@@ -292,7 +312,7 @@ Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun row
         const unsigned char* src = staging_.data() + ((r - si * cr) * cc + (c0 - sj * cc)) * eb;
         const uint64_t at = (r - box.row0) * box.cols + (c0 - box.col0);
         const bool big = f.fd >= 0 && a.big_endian;
-        widen_elements(s.dtype, big, src, c1 - c0, out + at);
+        place(s, big, src, c1 - c0, out, at);
         if (keep64)
           for (uint64_t k = 0; k < c1 - c0; ++k) raw64_[at + k] = load<uint64_t>(src + k * 8, big);
       }
@@ -316,7 +336,9 @@ void ChunkReader::residuals(const JobSpec& s, const ChunkBox& box, AxisRun rows,
 }
 
 Status ChunkReader::read(const JobSpec& s, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,
-                         double* out, ExactSum* residual) {
+                         void* out, ExactSum* residual, ElementForm form) {
+  PSCHED_REQUIRE(form == ElementForm::kFloat64 || stored_on_device(s.dtype), int(s.dtype));
+  form_ = form;
   // Files are opened afresh for each chunk: a file replaced since (renamed over, as a writer that
   // is careful does) must never be read through the old one's descriptor.
   file_ = std::make_unique<File>();
@@ -334,7 +356,7 @@ Status ChunkReader::read(const JobSpec& s, uint64_t chunk, const ChunkBox& box, 
     case SourceKind::kGenerator: st = Status::error("not a stored array"); break;
   }
   if (!st) return Status::error(fmt::format("chunk {}: {}", chunk, st.message()));
-  if (want64) residuals(s, box, rows, cols, out, *residual);
+  if (want64) residuals(s, box, rows, cols, static_cast<const double*>(out), *residual);
   return Status::ok();
 }
 

@@ -24,6 +24,18 @@ namespace psched {
 
 class ZarrDecoder;
 
+// How read() leaves the elements: widened to doubles (the CPU backend's form, and every dtype's),
+// or as stored, element_bytes(dtype) each in the host's byte order, for a GPU that widens them as
+// it reduces (stored_on_device): it copies half the bytes of a float32 array and an eighth of an
+// int8 one across PCIe, and the host does not widen them first.
+enum class ElementForm { kFloat64, kStored };
+
+// The dtypes a GPU widens itself (exactly, as the host would): all but float64, which needs no
+// widening, and the 64-bit integers, whose rounding the host measures (`residual`).
+constexpr bool stored_on_device(DType d) {
+  return d != DType::kFloat64 && d != DType::kInt64 && d != DType::kUInt64;
+}
+
 class ChunkReader {
  public:
   ChunkReader();
@@ -33,11 +45,12 @@ class ChunkReader {
 
   // Chunk `chunk` of spec (validated, normalized, spec.stored.stored()): the box's selected rows
   // (rows: the chunk's AxisRun of spec.row_sel, step spec.row_sel.step), every column of each, into
-  // out at (row - box.row0) * box.cols + (col - box.col0); rows not selected are left as they were.
+  // out at element (row - box.row0) * box.cols + (col - box.col0), as doubles or as stored (`form`;
+  // kStored only where stored_on_device: a caller's bug otherwise); rows not selected are left as they were.
   // residual: when not null and the elements are 64-bit integers, what rounding them to doubles
   // lost, x - double(x), summed exactly over the selected elements (cols: the selected columns).
   Status read(const JobSpec& spec, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,
-              double* out, ExactSum* residual);
+              void* out, ExactSum* residual, ElementForm form = ElementForm::kFloat64);
 
   // Reads of at least kParallelReadBytes are split among this many threads (1: the caller's alone):
   // one thread's pread from the page cache moves 6-7 GB/s, a GPU takes 55 (GPU.md), so a GPU
@@ -49,9 +62,12 @@ class ChunkReader {
   struct File;
   class Pool;
   Status read_flat(const JobSpec& spec, const std::string& path, uint64_t data_offset, bool fortran,
-                   uint64_t file_rows, uint64_t row0, const ChunkBox& box, AxisRun rows, double* out);
-  Status read_stack(const JobSpec& spec, const ChunkBox& box, AxisRun rows, double* out);
-  Status read_zarr(const JobSpec& spec, const ChunkBox& box, AxisRun rows, double* out);
+                   uint64_t file_rows, uint64_t row0, const ChunkBox& box, AxisRun rows, void* out);
+  Status read_stack(const JobSpec& spec, const ChunkBox& box, AxisRun rows, void* out);
+  Status read_zarr(const JobSpec& spec, const ChunkBox& box, AxisRun rows, void* out);
+  // n elements as stored at src (byte order as given) into out from element `at` on, in form_.
+  void place(const JobSpec& spec, bool big_endian, const unsigned char* src, uint64_t n, void* out,
+             uint64_t at) const;
   Status pread_all(File& f, void* dst, uint64_t bytes, uint64_t offset);
   File& open(const std::string& path, Status& status);
   void residuals(const JobSpec& spec, const ChunkBox& box, AxisRun rows, AxisRun cols, const double* out,
@@ -60,6 +76,7 @@ class ChunkReader {
   std::unique_ptr<File> file_;
   int open_errno_ = 0;  // why the last open() failed
   unsigned read_threads_ = 1;
+  ElementForm form_ = ElementForm::kFloat64;  // of the read under way
   std::unique_ptr<Pool> pool_;  // read_threads_ - 1 threads kept for the pieces of big reads
   std::unique_ptr<ZarrDecoder> zarr_;
   std::vector<unsigned char> staging_;

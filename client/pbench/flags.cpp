@@ -74,7 +74,10 @@ void add_job_flags(CLI::App& app, Flags& f) {
   app.add_option("-y,--cols", job.cols, "Columns of the array")->capture_default_str()->transform(count);
   app.add_option("--chunk-x", job.chunk_rows, "Rows per chunk")->capture_default_str()->transform(count);
   app.add_option("--chunk-y", job.chunk_cols, "Columns per chunk")->capture_default_str()->transform(count);
-  app.add_option("--dtype", job.dtype, "float64 or float32")->capture_default_str();
+  app.add_option("--dtype", job.dtype,
+                 "Element type: float64 or float32 for a generated array; for --input raw also int8, int16, "
+                 "int32, int64, uint8, uint16, uint32, uint64 or bool")
+      ->capture_default_str();
   app.add_option("--generator", job.generator, "normal, uniform, arange or constant")->capture_default_str();
   app.add_option("--mean", f.mean, "normal: mean")->capture_default_str();
   app.add_option("--std", f.std_dev, "normal: standard deviation")->capture_default_str();

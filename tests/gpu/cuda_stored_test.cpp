@@ -1,5 +1,6 @@
 // Stored arrays on the GPU: chunks read from .npy files, npy stacks and Zarr stores (every codec)
-// through the CUDA backend give the CPU backend's partials bit for bit (storage/chunk_reader.h reads
+// through the CUDA backend, narrow dtypes widened on the device, give the CPU backend's partials
+// bit for bit (storage/chunk_reader.h reads
 // both; the exact sum makes the order of additions irrelevant), sums of squares too, 64-bit integers
 // past 2^53 included, and a file that cannot be read fails its chunk with the reader's line, never
 // the device.
@@ -149,6 +150,67 @@ TEST_CASE("stored arrays: the GPU reads every format and dtype to the CPU's bits
     require_gpu_equals_cpu(*backend, outcomes, opened(store), job++);
     require_gpu_equals_cpu(*backend, outcomes, opened(store, 256, 300), job++);
   }
+  backend->stop();
+}
+
+TEST_CASE("stored arrays: narrow dtypes go to the device as stored and widen there, to the CPU's bits",
+          "[gpu][stored]") {
+  // Every dtype the device widens itself (chunk_reader.h's stored_on_device), in both byte orders
+  // and both layouts, under a selection and the expression; bools as any byte (nonzero is true).
+  auto backend = backend_with();
+  Outcomes outcomes;
+  backend->start(outcomes.callback());
+  TempDir dir;
+  std::mt19937_64 rng(20261129);
+  uint64_t job = 1;
+  struct File {
+    const char* name;
+    ElementType type;
+    bool fortran;
+    uint64_t rows, cols, chunk_rows, chunk_cols;
+  };
+  for (const File& f : {File{"i8.npy", {DType::kInt8, false}, false, 1000, 300, 256, 300},
+                        File{"i16be.npy", {DType::kInt16, true}, false, 777, 129, 200, 64},
+                        File{"i32f.npy", {DType::kInt32, false}, true, 300, 200, 100, 100},
+                        File{"u16.npy", {DType::kUInt16, false}, false, 500, 500, 500, 250},
+                        File{"u32be.npy", {DType::kUInt32, true}, false, 256, 256, 64, 256},
+                        File{"f32be.npy", {DType::kFloat32, true}, false, 640, 480, 320, 480},
+                        File{"bool.npy", {DType::kBool, false}, false, 900, 100, 300, 100}}) {
+    INFO(f.name);
+    std::string data(f.rows * f.cols * element_bytes(f.type.dtype), '\0');
+    for (char& c : data) c = char(rng());
+    if (f.type.dtype == DType::kFloat32)  // finite: big-endian bytes 3f 8x .. .., x in [1, 2)
+      for (size_t k = 0; k < data.size(); k += 4) data[k] = char(0x3f), data[k + 1] = char(data[k + 1] | 0x80);
+    write_bytes(dir.path / f.name, npy_header(f.type, f.fortran, {f.rows, f.cols}) + data);
+    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / f.name, f.chunk_rows, f.chunk_cols), job++);
+    JobSpec s = opened(dir.path / f.name, f.chunk_rows, f.chunk_cols);
+    s.row_sel = Slice{1, kToEnd, 2};
+    s.col_sel = Slice{3, kToEnd, 3};
+    s.scale = 0.5;
+    s.offset = 1;
+    require_gpu_equals_cpu(*backend, outcomes, s, job++);
+  }
+  ZarrMeta m;  // int8 in a blosc-zstd store, a chunk missing (its fill value)
+  m.type = {DType::kInt8, false};
+  m.shape = {400, 300};
+  m.chunks = {128, 100};
+  m.compressor = Compressor::kBlosc;
+  m.blosc_cname = "zstd";
+  m.fill_bits = 0x85;  // -123
+  const fs::path store = dir.path / "i8.zarr";
+  fs::create_directories(store);
+  write_bytes(store / ".zarray", zarray_json(m));
+  for (uint64_t i = 0; i < 4; ++i)
+    for (uint64_t j = 0; j < 3; ++j) {
+      if (i == 1 && j == 1) continue;
+      std::string chunk(128 * 100, '\0');
+      for (char& c : chunk) c = char(rng());
+      std::string encoded;
+      REQUIRE(zarr_encode(m, chunk.data(), chunk.size(), encoded).is_ok());
+      write_bytes(store / (std::to_string(i) + "." + std::to_string(j)), encoded);
+    }
+  require_gpu_equals_cpu(*backend, outcomes, opened(store), job++);
+  require_gpu_equals_cpu(*backend, outcomes, opened(store, 256, 300), job++);
   backend->stop();
 }
 

@@ -100,11 +100,15 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     const bool stored = spec.stored.stored();
     BatchWork work{chunk_work(spec, first), count, spec.chunk_rows * spec.chunk_cols};
     if (!batch && work.first.selected() == 0) return entry;  // the empty partial
-    if (stored) work.first.dtype = DType::kFloat64;  // read and widened on the host (chunk_reader.h)
+    // A stored array's elements go to the device as stored where it widens them itself (half the
+    // copy for float32, an eighth for int8), the others widened on the host (chunk_reader.h).
+    const ElementForm form =
+        stored && stored_on_device(spec.dtype) ? ElementForm::kStored : ElementForm::kFloat64;
+    if (stored && form == ElementForm::kFloat64) work.first.dtype = DType::kFloat64;
 
     // Buffers are sized for the job's full chunks, so edge chunks reuse them.
     const uint64_t buffer_bytes =
-        spec.fused ? 0 : stored ? spec.chunk_elements() * sizeof(double) : spec.chunk_bytes() * count;
+        spec.fused ? 0 : stored ? spec.chunk_elements() * work.first.element_bytes() : spec.chunk_bytes() * count;
     if (buffer_bytes > pool_.budget_bytes()) {
       fail(fmt::format("chunk of {} MiB does not fit in {} {} MiB", format_mib(buffer_bytes),
                        options_.memory_limit_bytes > 0 ? "memory limit" : "free device memory",
@@ -113,7 +117,7 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     }
 
     int slot = -1;
-    double* host = nullptr;  // a stored chunk's pinned staging
+    void* host = nullptr;  // a stored chunk's pinned staging
     {
       std::lock_guard<std::mutex> claiming(claim_mutex_);
       // A generated job's launches keep to `streams` slots; the readers of a stored one may use
@@ -125,7 +129,7 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
       }
       entry.slot = slot;  // from here on the completion thread releases it, whatever happens
       pool_.prepare(slot, buffer_bytes);
-      if (stored) host = static_cast<double*>(pool_.staging(slot, buffer_bytes));
+      if (stored) host = pool_.staging(slot, buffer_bytes);
     }
 
     StreamSlot& s = pool_.slot(slot);
@@ -134,7 +138,7 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
       const ChunkWork& w = work.first;
       const bool exact_integers = spec.scale == 1.0 && spec.offset == 0.0;
       if (exact_integers) entry.residual = std::make_unique<ExactSum>();
-      if (Status st = reader.read(spec, first, w.box, w.rows, w.cols, host, entry.residual.get()); !st) {
+      if (Status st = reader.read(spec, first, w.box, w.rows, w.cols, host, entry.residual.get(), form); !st) {
         fail(st.message());  // not launched: the completion thread hands the slot back
         return entry;
       }
@@ -146,8 +150,8 @@ InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
     if (trap >= 0 && uint64_t(trap) >= first && uint64_t(trap) - first < count)
       launch_trap(s.stream);
     if (stored) {
-      PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.buffer, s.host_staging, work.first.box.rows * work.first.box.cols * sizeof(double),
-                                        cudaMemcpyHostToDevice, s.stream));
+      PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.buffer, s.host_staging, work.first.box_bytes(), cudaMemcpyHostToDevice,
+                                        s.stream));
       launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);
     } else if (!spec.fused && options_.one_pass) {
       launch_generate_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);

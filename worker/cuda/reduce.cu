@@ -7,6 +7,7 @@
 #include "worker/cuda/kernels.cuh"
 
 #include <algorithm>
+#include <type_traits>
 #include "core/check.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/kernel_support.cuh"
@@ -15,11 +16,25 @@
 namespace psched::gpu {
 namespace {
 
+// A stored element's value as a double, exactly as the host widens it (widen_elements): numpy's
+// bool is a byte, any nonzero one true.
+struct BoolByte {};
+template <typename T>
+struct StoredAs {
+  using Type = T;
+  static __device__ double value(const T* p) { return double(__ldg(p)); }
+};
+template <>
+struct StoredAs<BoolByte> {
+  using Type = unsigned char;
+  static __device__ double value(const unsigned char* p) { return __ldg(p) != 0 ? 1.0 : 0.0; }
+};
+
 // Selected element j (row-major over the selection) of a materialized chunk. All offsets stay
 // inside the chunk (< 2^31 elements), so 32-bit arithmetic is exact.
 template <typename T>
 struct StoredSelection {
-  const T* data;
+  const typename StoredAs<T>::Type* data;
   uint32_t first;       // offset of the first selected element in the chunk
   uint32_t row_stride;  // row_step * box.cols (0 when one row is selected)
   uint32_t col_step;    // 0 when one column is selected
@@ -29,8 +44,7 @@ struct StoredSelection {
   __device__ double operator()(uint32_t j) const {
     const uint32_t i = j / sel_cols;
     const uint32_t k = j - i * sel_cols;
-    return mul_add_rounded(scale, double(__ldg(data + first + i * row_stride + k * col_step)),
-                           offset);
+    return mul_add_rounded(scale, StoredAs<T>::value(data + first + i * row_stride + k * col_step), offset);
   }
 };
 
@@ -57,7 +71,7 @@ struct GeneratedSelection {
 // Element j of chunk z's selection from the launch's buffer.
 template <typename T>
 struct StoredBatch {
-  const T* data;
+  const typename StoredAs<T>::Type* data;
   __device__ StoredSelection<T> for_chunk(const BatchGeometry& g, uint32_t z,
                                           const ChunkSelection& s) const {
     const uint64_t first = (s.rows.first - s.box.row0) * s.box.cols + (s.cols.first - s.box.col0);
@@ -198,13 +212,29 @@ void launch_reduce(const BatchWork& b, const void* buffer, ChunkAccumulator* acc
   if (b.first.fused) {
     if (f64) reduce_generated<double>(b, acc, results, squares, sm_count, stream);
     else reduce_generated<float>(b, acc, results, squares, sm_count, stream);
-  } else if (f64) {
-    reduce_with(b, StoredBatch<double>{static_cast<const double*>(buffer)}, acc, results, squares,
-                sm_count, stream);
-  } else {
-    reduce_with(b, StoredBatch<float>{static_cast<const float*>(buffer)}, acc, results, squares, sm_count,
-                stream);
+    return;
   }
+  auto stored = [&](auto type) {  // type: a null T*
+    using T = std::remove_pointer_t<decltype(type)>;
+    using Data = const typename StoredAs<T>::Type*;
+    reduce_with(b, StoredBatch<T>{static_cast<Data>(buffer)}, acc, results, squares, sm_count, stream);
+  };
+  // Generated chunks are float64 or float32; a stored array's may be any dtype the device widens
+  // itself (chunk_reader.h's stored_on_device), the rest arrive widened to float64.
+  switch (b.first.dtype) {
+    case DType::kFloat64: return stored((double*)nullptr);
+    case DType::kFloat32: return stored((float*)nullptr);
+    case DType::kInt8: return stored((signed char*)nullptr);
+    case DType::kInt16: return stored((short*)nullptr);
+    case DType::kInt32: return stored((int*)nullptr);
+    case DType::kUInt8: return stored((unsigned char*)nullptr);
+    case DType::kUInt16: return stored((unsigned short*)nullptr);
+    case DType::kUInt32: return stored((unsigned int*)nullptr);
+    case DType::kBool: return stored((BoolByte*)nullptr);
+    case DType::kInt64:
+    case DType::kUInt64: break;
+  }
+  PSCHED_REQUIRE(false, int(b.first.dtype));  // widened on the host: a caller's bug
 }
 
 }  // namespace psched::gpu

@@ -20,10 +20,10 @@ data=${PSCHED_STORAGE_DIR:-$out/data}
 mkdir -p "$data"
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-py=/usr/bin/python3
-[[ -x $py ]] || py=python3
-terms() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["exact_terms"])' "$1"; }
-rate() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["bytes"] / d["seconds"] / 1e9))' "$1"; }
+# shellcheck source=bench/lib/json.sh
+source "$(dirname "$0")/lib/json.sh"
+terms() { json_file_field "$1" exact_terms; }
+rate() { awk -v b="$(json_file_field "$1" bytes)" -v s="$(json_file_field "$1" seconds)" 'BEGIN { printf "%.2f", b / s / 1e9 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 cores=$(nproc)
 cols=10000
@@ -34,7 +34,7 @@ file="$data/x32.npy"
 echo "== data: ${rows} x ${cols} float32 (${gb} GB)"
 "$bin/pbench" --generator normal --seed 5 -x "$rows" -y "$cols" --chunk-x "$chunk_rows" --chunk-y "$cols" \
   --dtype float32 --write-npy "$file" || fail "write npy"
-header=$($py -c 'import struct,sys; b=open(sys.argv[1],"rb").read(12); print(10 + struct.unpack("<H", b[8:10])[0] if b[6] == 1 else 12 + struct.unpack("<I", b[8:12])[0])' "$file")
+header=$(python3 -c 'import struct,sys; b=open(sys.argv[1],"rb").read(12); print(10 + struct.unpack("<H", b[8:10])[0] if b[6] == 1 else 12 + struct.unpack("<I", b[8:12])[0])' "$file")
 cat "$file" >/dev/null
 
 echo "== floors: pread of the file in the page cache, pinned host-to-device copies"

@@ -20,29 +20,13 @@
 #include "storage/npy.h"
 #include "storage/open.h"
 #include "storage/zarr.h"
+#include "tests/support/stored_files.h"
 
 using namespace psched;
 using namespace psched::gpu_test;
+using namespace psched::stored_test;
 
 namespace {
-
-namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("psched-gpu-stored-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-template <typename T>
-std::string bytes_of(const std::vector<T>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-}
 
 // Every chunk of the job through the CUDA backend and through the CPU reference: the same bits, as
 // a sum-only job and as a var/std job (its squares too).
@@ -63,25 +47,13 @@ void require_gpu_equals_cpu(Backend& backend, Outcomes& outcomes, JobSpec spec, 
   }
 }
 
-JobSpec opened(const fs::path& path, uint64_t chunk_rows = 0, uint64_t chunk_cols = 0) {
-  ArrayInput input;
-  input.path = path.string();
-  auto a = open_array(input);
-  INFO(a.message());
-  REQUIRE(a.is_ok());
-  JobSpec s = whole_array_job(*a);
-  if (chunk_rows) s.chunk_rows = chunk_rows;
-  if (chunk_cols) s.chunk_cols = chunk_cols;
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("stored arrays: the GPU reads every format and dtype to the CPU's bits", "[gpu][stored]") {
   auto backend = backend_with();
   Outcomes outcomes;
   backend->start(outcomes.callback());
-  TempDir dir;
+  TempDir dir("psched-gpu-stored-");
   std::mt19937_64 rng(20261127);
   std::normal_distribution<double> normal(11, 1);
   uint64_t job = 1;
@@ -160,7 +132,7 @@ TEST_CASE("stored arrays: narrow dtypes go to the device as stored and widen the
   auto backend = backend_with();
   Outcomes outcomes;
   backend->start(outcomes.callback());
-  TempDir dir;
+  TempDir dir("psched-gpu-stored-");
   std::mt19937_64 rng(20261129);
   uint64_t job = 1;
   struct File {
@@ -218,7 +190,7 @@ TEST_CASE("stored arrays: a chunk the GPU worker cannot read fails with the read
   auto backend = backend_with();
   Outcomes outcomes;
   backend->start(outcomes.callback());
-  TempDir dir;
+  TempDir dir("psched-gpu-stored-");
   std::vector<double> v(100 * 100, 1.0);
   write_bytes(dir.path / "a.npy", npy_header({DType::kFloat64, false}, false, {100, 100}) + bytes_of(v));
   auto spec = prepared(opened(dir.path / "a.npy", 50, 100));
@@ -242,7 +214,7 @@ TEST_CASE("stored arrays: a pinned limit of one chunk reads one at a time, to th
   auto backend = backend_with(options);
   Outcomes outcomes;
   backend->start(outcomes.callback());
-  TempDir dir;
+  TempDir dir("psched-gpu-stored-");
   std::mt19937_64 rng(20261128);
   std::normal_distribution<double> normal(11, 1);
   std::vector<double> f64(5000 * 400);

@@ -4,12 +4,9 @@
 // and rows not selected left as they were.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,39 +15,18 @@
 #include "storage/npy.h"
 #include "storage/open.h"
 #include "storage/zarr.h"
+#include "tests/support/stored_files.h"
 
 using namespace psched;
-namespace fs = std::filesystem;
+using namespace psched::stored_test;
 
 namespace {
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("psched-reader-form-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-}
 
 // n random elements of `bytes` bytes each (bools: any byte, as a writer may leave them).
 std::string random_bytes(uint64_t n, uint64_t bytes, std::mt19937_64& rng) {
   std::string b(n * bytes, '\0');
   for (char& c : b) c = char(rng());
   return b;
-}
-
-JobSpec opened(const fs::path& path, uint64_t chunk_rows, uint64_t chunk_cols) {
-  ArrayInput input;
-  input.path = path.string();
-  auto a = open_array(input);
-  INFO(a.message());
-  REQUIRE(a.is_ok());
-  JobSpec s = whole_array_job(*a);
-  s.chunk_rows = chunk_rows;
-  s.chunk_cols = chunk_cols;
-  return s;
 }
 
 // Every chunk read both ways: the stored bytes, widened on the host, are the doubles, bit for bit.
@@ -95,7 +71,7 @@ void require_forms_agree(const JobSpec& given) {
 }  // namespace
 
 TEST_CASE("a chunk read as stored holds the elements read as doubles, in the host's byte order") {
-  TempDir dir;
+  TempDir dir("psched-reader-form-");
   std::mt19937_64 rng(20261128);
   struct File {
     const char* name;

@@ -37,6 +37,12 @@ struct GpuHealth {
   bool remap_supported = false;
   uint32_t remapped_rows_corrected = 0, remapped_rows_uncorrected = 0;
   bool remap_pending = false, remap_failed = false;
+  // Page retirement (before Ampere, nvmlDeviceGetRetiredPages): pages retired for repeated
+  // single-bit and for double-bit ECC errors, a retirement waiting for the driver to reload.
+  // retired_supported false: NVML does not say (Ampere on remaps rows instead), so unknown.
+  bool retired_supported = false;
+  uint32_t retired_pages_sbe = 0, retired_pages_dbe = 0;
+  bool retired_pending = false;
 };
 
 // NVML's clock throttle reason bits (nvml.h, nvmlClocksThrottleReason*). Idle and the application

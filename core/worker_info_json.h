@@ -47,6 +47,10 @@ void write_gpu_health(Out& out, const Health& h) {
   out.key("remapped_rows_uncorrected").value(h.remapped_rows_uncorrected);
   out.key("remap_pending").value(h.remap_pending);
   out.key("remap_failed").value(h.remap_failed);
+  out.key("retired_supported").value(h.retired_supported);
+  out.key("retired_pages_sbe").value(h.retired_pages_sbe);
+  out.key("retired_pages_dbe").value(h.retired_pages_dbe);
+  out.key("retired_pending").value(h.retired_pending);
   out.key("warnings").value(gpu_warnings(h));
   out.end_object();
 }

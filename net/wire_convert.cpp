@@ -210,6 +210,10 @@ void to_wire(const GpuHealth& h, wire::GpuHealth::Builder out) {
   out.setRemappedRowsUncorrected(h.remapped_rows_uncorrected);
   out.setRemapPending(h.remap_pending);
   out.setRemapFailed(h.remap_failed);
+  out.setRetiredSupported(h.retired_supported);
+  out.setRetiredPagesSbe(h.retired_pages_sbe);
+  out.setRetiredPagesDbe(h.retired_pages_dbe);
+  out.setRetiredPending(h.retired_pending);
 }
 
 GpuHealth from_wire(wire::GpuHealth::Reader in) {

@@ -73,6 +73,10 @@ void read_gpu_health(wire::GpuHealth::Reader in, Health& h) {
   h.remapped_rows_uncorrected = in.getRemappedRowsUncorrected();
   h.remap_pending = in.getRemapPending();
   h.remap_failed = in.getRemapFailed();
+  h.retired_supported = in.getRetiredSupported();
+  h.retired_pages_sbe = in.getRetiredPagesSbe();
+  h.retired_pages_dbe = in.getRetiredPagesDbe();
+  h.retired_pending = in.getRetiredPending();
 }
 
 // The one reading of a wire WorkerInfo, into any struct with WorkerInfo's field names: ours, and

@@ -197,6 +197,10 @@ struct GpuHealth {
   remappedRowsUncorrected @23 :UInt32;
   remapPending @24 :Bool;        # a remap waits for a GPU reset
   remapFailed @25 :Bool;         # a row could not be remapped
+  retiredSupported @26 :Bool;    # false: NVML gave no retired pages (unknown; Ampere on remaps rows)
+  retiredPagesSbe @27 :UInt32;   # pages retired for repeated single-bit errors
+  retiredPagesDbe @28 :UInt32;   # pages retired for a double-bit error
+  retiredPending @29 :Bool;      # a retirement waits for the driver to reload
 }
 
 struct Heartbeat {

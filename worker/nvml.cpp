@@ -30,6 +30,8 @@ struct NvmlDevice::Api {
   api::CpuAffinityFn cpu_affinity = nullptr;
   api::EnergyFn energy = nullptr;  // optional: null where the library has none
   api::RemappedRowsFn remapped_rows = nullptr;  // optional: drivers before R460 have none
+  api::RetiredPagesFn retired_pages = nullptr;  // optional, as is the next
+  api::RetiredPendingFn retired_pending = nullptr;
 
   std::string why(api::Return r) const {
     const char* s = error_string ? error_string(r) : nullptr;
@@ -70,6 +72,8 @@ Status look_up(void* lib, NvmlDevice::Api& a) {
   // comes from the power reading) and remapped rows (unknown without them, never judged).
   a.energy = reinterpret_cast<api::EnergyFn>(dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
   a.remapped_rows = reinterpret_cast<api::RemappedRowsFn>(dlsym(lib, "nvmlDeviceGetRemappedRows"));
+  a.retired_pages = reinterpret_cast<api::RetiredPagesFn>(dlsym(lib, "nvmlDeviceGetRetiredPages"));
+  a.retired_pending = reinterpret_cast<api::RetiredPendingFn>(dlsym(lib, "nvmlDeviceGetRetiredPagesPendingStatus"));
   return Status::ok();
 }
 
@@ -162,6 +166,20 @@ void NvmlDevice::fill_static(GpuHealth& h) const {
     h.remap_pending = pending != 0;
     h.remap_failed = failed != 0;
   }
+  // Page retirement (before Ampere): the count of each cause's pages, asked with a buffer of none
+  // (INSUFFICIENT_SIZE then says how many); NOT_SUPPORTED (Ampere on) leaves it unknown.
+  auto retired = [&](int cause, uint32_t& count) {
+    unsigned n = 0;
+    unsigned long long none = 0;
+    const api::Return r = a.retired_pages(dev, cause, &n, &none);
+    count = n;
+    return r == api::kSuccess || r == api::kInsufficientSize;
+  };
+  h.retired_supported = a.retired_pages && retired(api::kRetiredForSingleBitErrors, h.retired_pages_sbe) &&
+                        retired(api::kRetiredForDoubleBitError, h.retired_pages_dbe);
+  if (!h.retired_supported) h.retired_pages_sbe = h.retired_pages_dbe = 0;
+  if (int pending = 0; h.retired_supported && a.retired_pending && a.retired_pending(dev, &pending) == api::kSuccess)
+    h.retired_pending = pending != 0;
 }
 
 std::vector<int> NvmlDevice::cpu_affinity() const {

@@ -55,6 +55,12 @@ using CpuAffinityFn = Return (*)(Device, unsigned int, unsigned long*);  // nvml
 using RemappedRowsFn = Return (*)(Device, unsigned int*, unsigned int*, unsigned int*,
                                   unsigned int*);                    // nvmlDeviceGetRemappedRows
                                                                       // (Ampere on)
+using RetiredPagesFn = Return (*)(Device, int, unsigned int*,
+                                  unsigned long long*);              // nvmlDeviceGetRetiredPages
+using RetiredPendingFn = Return (*)(Device, int*);                   // ..RetiredPagesPendingStatus
+constexpr Return kInsufficientSize = 7;       // NVML_ERROR_INSUFFICIENT_SIZE
+constexpr int kRetiredForSingleBitErrors = 0;  // NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+constexpr int kRetiredForDoubleBitError = 1;   // NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
 using EnergyFn = Return (*)(Device, unsigned long long*);            // nvmlDeviceGetTotalEnergyConsumption
                                                                       // (mJ since the driver loaded; Volta on)
 

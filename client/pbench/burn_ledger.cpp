@@ -132,6 +132,16 @@ void BurnLedger::observe(const std::vector<pclient::WorkerInfo>& workers, double
         g.remap_pending = g.remap_pending || h.remap_pending;
         g.remap_failed = g.remap_failed || h.remap_failed;
       }
+      if (h.retired_supported) {
+        const uint64_t pages = uint64_t(h.retired_pages_sbe) + h.retired_pages_dbe;
+        if (!g.retired_seen) g.retired_pages_start = g.retired_pages_now = pages;
+        g.retired_seen = true;
+        if (pages > g.retired_pages_now)
+          add_event(seconds, fmt::format("{}: retired memory pages {} (were {} at the start)", g.name, pages,
+                                         g.retired_pages_start));
+        g.retired_pages_now = std::max(g.retired_pages_now, pages);
+        g.retired_pending = g.retired_pending || h.retired_pending;
+      }
       g.max_temperature_c = std::max(g.max_temperature_c, h.temperature_c);
       g.throttle_reasons |= h.throttle_reasons;
       g.last_health = h;
@@ -242,6 +252,10 @@ GpuVerdict BurnLedger::verdict_of(const BurnGpu& g) const {
                                      g.remapped_rows_start, g.remapped_rows_now));
   if (g.remap_pending) v.failures.push_back("a memory row remap is pending (the GPU needs a reset)");
   if (g.remap_failed) v.failures.push_back("a memory row remap failed");
+  if (g.retired_seen && g.retired_pages_now > g.retired_pages_start)
+    v.failures.push_back(fmt::format("retired memory pages rose from {} to {} during the burn",
+                                     g.retired_pages_start, g.retired_pages_now));
+  if (g.retired_pending) v.failures.push_back("a memory page retirement is pending (the driver must reload)");
   // Judged once the GPU has worked (so its link had reason to train up); 0 on either side: unknown.
   if (g.pcie_max_generation > 0 && g.pcie_generation > 0 && g.pcie_generation < g.pcie_max_generation &&
       g.chunks_now > g.chunks_at_join)

@@ -44,6 +44,10 @@ struct BurnGpu {
   // since; a pending remap or a failed one seen at any heartbeat. remap_seen false: unknown.
   bool remap_seen = false, remap_pending = false, remap_failed = false;
   uint64_t remapped_rows_start = 0, remapped_rows_now = 0;
+  // The same for retired pages (GPUs before Ampere; both causes counted), a retirement pending at
+  // any heartbeat. retired_seen false: unknown.
+  bool retired_seen = false, retired_pending = false;
+  uint64_t retired_pages_start = 0, retired_pages_now = 0;
   uint32_t max_temperature_c = 0;
   uint64_t throttle_reasons = 0;   // OR of every heartbeat's bits
   pclient::GpuHealth last_health;  // its last heartbeat's figures (its last words' context)

@@ -53,6 +53,10 @@ json gpu_json(const BurnLedger& ledger, const BurnGpu& g) {
                 {"remapped_rows_end", g.remapped_rows_now},
                 {"remap_pending", g.remap_pending},
                 {"remap_failed", g.remap_failed},
+                {"retired_supported", g.retired_seen},
+                {"retired_pages_start", g.retired_pages_start},
+                {"retired_pages_end", g.retired_pages_now},
+                {"retired_pending", g.retired_pending},
                 {"max_temperature_c", g.max_temperature_c},
                 {"throttle_reasons", g.throttle_reasons}};
   } else {
@@ -172,12 +176,14 @@ function reasons(g) { const d = el("div", null, "reasons");
   for (const w of g.warnings) d.appendChild(el("div", "warn: " + w, "warn"));
   if (!g.failures.length && !g.warnings.length) d.appendChild(el("span", "–", "muted")); return d; }
 table("gpus", ["worker", "host", "device", "verdict", "throughput", "of model median", "chunks", "ECC uncorr.",
-               "remapped rows", "PCIe", "max temp", "reasons"],
+               "remapped rows / retired pages", "PCIe", "max temp", "reasons"],
   R.gpus.map(g => [g.worker, g.host, g.device, verdict(g.verdict), bytes(g.bytes_per_second) + "/s",
     g.model_median_bytes_per_second ? (100 * g.bytes_per_second / g.model_median_bytes_per_second).toFixed(0) + "%" : "–",
     g.chunks, g.gpu ? g.gpu.ecc_uncorrected_start + " → " + g.gpu.ecc_uncorrected_end : "–",
     g.gpu && g.gpu.remap_supported ? g.gpu.remapped_rows_start + " → " + g.gpu.remapped_rows_end +
-      (g.gpu.remap_pending ? " pending" : "") + (g.gpu.remap_failed ? " failed" : "") : "unknown",
+      (g.gpu.remap_pending ? " pending" : "") + (g.gpu.remap_failed ? " failed" : "") :
+    g.gpu && g.gpu.retired_supported ? "retired pages " + g.gpu.retired_pages_start + " → " + g.gpu.retired_pages_end +
+      (g.gpu.retired_pending ? " pending" : "") : "unknown",
     g.gpu && g.gpu.pcie_max_width ? "gen" + g.gpu.pcie_generation + (g.gpu.pcie_max_generation ? " of gen" + g.gpu.pcie_max_generation : "") + " x" + g.gpu.pcie_width + " of x" + g.gpu.pcie_max_width : "–",
     g.gpu ? g.gpu.max_temperature_c + " °C" : "–", reasons(g)]));
 if (!R.mismatches.length) document.getElementById("mismatches").appendChild(el("p", "none: every copy agreed"));

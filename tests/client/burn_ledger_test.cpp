@@ -126,6 +126,27 @@ TEST_CASE("burn ledger: rising remapped rows and a pending remap fail, remapping
   CHECK(ledger.verdict_of(g.at("d")).verdict == Verdict::kPass);
 }
 
+TEST_CASE("burn ledger: retired pages that rise and a pending retirement fail (GPUs before Ampere)", "[burn]") {
+  BurnLedger ledger;
+  auto a = worker(1, "a", 0, 0), b = worker(2, "b", 0, 0), c = worker(3, "c", 0, 0);
+  a.gpu = b.gpu = c.gpu = health(0, 16);
+  a.gpu->retired_supported = b.gpu->retired_supported = c.gpu->retired_supported = true;
+  a.gpu->retired_pages_sbe = 4;  // from before the burn: not the burn's
+  b.gpu->retired_pages_dbe = 1;
+  ledger.observe({a, b, c}, 0);
+  b.gpu->retired_pages_sbe = 2;
+  c.gpu->retired_pending = true;
+  ledger.observe({a, b, c}, 1);
+  const auto& g = ledger.gpus();
+  CHECK(ledger.verdict_of(g.at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(g.at("b")).failures ==
+        std::vector<std::string>{"retired memory pages rose from 1 to 3 during the burn"});
+  CHECK(ledger.verdict_of(g.at("c")).failures ==
+        std::vector<std::string>{"a memory page retirement is pending (the driver must reload)"});
+  CHECK_FALSE(g.at("a").remap_seen);
+  CHECK(g.at("a").retired_seen);
+}
+
 TEST_CASE("burn ledger: throttling other than the power cap and heat over the limit warn", "[burn]") {
   BurnLedger ledger({.slow_fraction = 0.9, .temperature_limit_c = 80});
   auto capped = worker(1, "capped", 0, 0), hot = worker(2, "hot", 0, 0);

@@ -256,9 +256,9 @@ TEST_CASE("pbench --burn fails a worker killed mid-run with its cause, passes th
   CHECK(newcomer["chunks"].get<uint64_t>() > 0);
 }
 
-TEST_CASE("pbench --burn fails GPUs with a narrowed PCIe link, a link below its generation, rising ECC errors or remapped rows", "[burn]") {
+TEST_CASE("pbench --burn fails GPUs with a narrowed PCIe link, a link below its generation, rising ECC errors, remapped rows or retired pages", "[burn]") {
   TempDir tmp;
-  const std::string ecc_file = tmp.path + "/ecc", rows_file = tmp.path + "/rows";
+  const std::string ecc_file = tmp.path + "/ecc", rows_file = tmp.path + "/rows", pages_file = tmp.path + "/pages";
   TestCluster cluster;
   cluster.add_worker({.name = "gpu-good", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "1"}})});
   cluster.add_worker({.name = "gpu-x8", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "2"}, {"STAND_IN_NVML_PCIE_WIDTH", "8"}})});
@@ -268,7 +268,10 @@ TEST_CASE("pbench --burn fails GPUs with a narrowed PCIe link, a link below its 
   cluster.add_worker({.name = "gpu-rows", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "5"},
                                                                 {"STAND_IN_NVML_REMAPPED_ROWS_FILE", rows_file}})});
   cluster.add_worker({.name = "gpu-old", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "6"}, {"STAND_IN_NVML_NO_REMAP", "1"}})});
-  cluster.wait_for_workers(6);
+  // A GPU before Ampere whose driver retires a page during the burn.
+  cluster.add_worker({.name = "gpu-pages", .env = stand_in_nvml({{"STAND_IN_NVML_ID", "7"}, {"STAND_IN_NVML_NO_REMAP", "1"},
+                                                                 {"STAND_IN_NVML_RETIRED_PAGES_FILE", pages_file}})});
+  cluster.wait_for_workers(7);
   BackgroundBurn burn(crowded_burn_argv(cluster, "5s"));
   // Once the burn has its baseline of that GPU (it says so), two errors appear.
   REQUIRE(eventually([&] { return burn.err().find("'gpu-ecc' baseline: ECC uncorrected 0") != std::string::npos; }));
@@ -276,6 +279,8 @@ TEST_CASE("pbench --burn fails GPUs with a narrowed PCIe link, a link below its 
   // Likewise one remapped row, once the burn has that GPU's first figures.
   REQUIRE(eventually([&] { return burn.err().find("'gpu-rows' baseline:") != std::string::npos; }));
   std::ofstream(rows_file) << "1\n";
+  REQUIRE(eventually([&] { return burn.err().find("'gpu-pages' baseline: ECC uncorrected 0, retired pages 0") != std::string::npos; }));
+  std::ofstream(pages_file) << "1\n";
   std::string out;
   const int code = burn.wait(out);
   INFO(out << burn.err());
@@ -297,6 +302,12 @@ TEST_CASE("pbench --burn fails GPUs with a narrowed PCIe link, a link below its 
   CHECK(failures_of(old).empty());
   CHECK(old["gpu"]["remap_supported"] == false);
   CHECK(gpu_named(r, "gpu-good")["gpu"]["remap_supported"] == true);
+  // Before Ampere, retired pages instead: none retired is a pass, one more during the burn a failure.
+  CHECK(old["gpu"]["retired_supported"] == true);
+  CHECK(gpu_named(r, "gpu-good")["gpu"]["retired_supported"] == false);
+  const json& pages = gpu_named(r, "gpu-pages");
+  CHECK(pages["verdict"] == "fail");
+  CHECK(failures_of(pages).find("retired memory pages rose from 0 to 1") != std::string::npos);
   const json& ecc = gpu_named(r, "gpu-ecc");
   CHECK(ecc["verdict"] == "fail");
   CHECK(failures_of(ecc).find("ECC uncorrected errors rose from 0 to 2") != std::string::npos);

@@ -136,6 +136,27 @@ int nvmlDeviceGetRemappedRows(void*, unsigned* corrected, unsigned* uncorrected,
 }
 // The energy counter (mJ) of a GPU drawing the 412 W that nvmlDeviceGetPowerUsage reports since
 // the machine booted: so power x time is exactly 412 W x the time between two readings.
+// Retired pages (GPUs before Ampere): NOT_SUPPORTED unless STAND_IN_NVML_NO_REMAP=1 (an older GPU);
+// then double-bit pages the number in STAND_IN_NVML_RETIRED_PAGES_FILE (none while it is absent),
+// none for single-bit errors, a pending retirement with STAND_IN_NVML_RETIRED_PENDING=1.
+int nvmlDeviceGetRetiredPages(void*, int cause, unsigned* count, unsigned long long* addresses) {
+  if (!env_or("STAND_IN_NVML_NO_REMAP", 0)) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  unsigned pages = 0;
+  if (const char* path = std::getenv("STAND_IN_NVML_RETIRED_PAGES_FILE"); path && cause == 1)
+    if (FILE* f = std::fopen(path, "r")) {
+      if (std::fscanf(f, "%u", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+  const unsigned room = *count;
+  *count = pages;
+  for (unsigned k = 0; k < pages && k < room; ++k) addresses[k] = 0x1000ull * (k + 1);
+  return pages > room ? 7 : kSuccess;  // NVML_ERROR_INSUFFICIENT_SIZE
+}
+int nvmlDeviceGetRetiredPagesPendingStatus(void*, int* pending) {
+  if (!env_or("STAND_IN_NVML_NO_REMAP", 0)) return 3;
+  *pending = env_or("STAND_IN_NVML_RETIRED_PENDING", 0);
+  return kSuccess;
+}
 int nvmlDeviceGetTotalEnergyConsumption(void*, unsigned long long* mj) {
   timespec t{};
   clock_gettime(CLOCK_MONOTONIC, &t);

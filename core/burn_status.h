@@ -1,7 +1,7 @@
 // A running burn-in as psched shows it (pbench --burn's watcher sends it about once a second, the
 // wire's BurnStatus): per GPU its verdict so far and why, its throughput and chunks, and the
 // cluster's verdict. validate() holds the limits on what a client may make psched keep, each with
-// its reason; the scheduler keeps only what passes (scheduler/burn_view.h).
+// its reason; the scheduler keeps only what passes (scheduler/burn_board.h).
 #pragma once
 
 #include <cstddef>

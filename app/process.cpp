@@ -91,4 +91,11 @@ int stop_child(pid_t pid, int grace_ms) {
   return status;
 }
 
+std::string describe_exit_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "stopped";
+}
+
 }  // namespace psched

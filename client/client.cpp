@@ -383,6 +383,13 @@ Result Client::run_once(const Job& job, const RunOptions& options) {
   return outcome(run, s);
 }
 
+void Client::report_burn(const BurnStatus& burn) {
+  Impl& s = *impl_;
+  s.send([&](psched::wire::Message::Builder m) { psched::write_burn_status(burn, m.initBurnStatus()); });
+  s.io.restart();  // write what did not fit the socket's buffer now, not at the next wait
+  s.io.poll();
+}
+
 void Client::close() {
   if (!impl_ || !impl_->link) return;
   Impl& s = *impl_;

@@ -1,5 +1,7 @@
 #include "net/wire_convert.h"
 
+#include <fmt/format.h>
+
 namespace psched {
 
 namespace {
@@ -214,6 +216,52 @@ void to_wire(const GpuHealth& h, wire::GpuHealth::Builder out) {
   out.setRetiredPagesSbe(h.retired_pages_sbe);
   out.setRetiredPagesDbe(h.retired_pages_dbe);
   out.setRetiredPending(h.retired_pending);
+}
+
+namespace {
+
+Result<BurnVerdict> verdict_from_wire(wire::BurnVerdict v) {
+  switch (v) {
+    case wire::BurnVerdict::PASS: return BurnVerdict::kPass;
+    case wire::BurnVerdict::WARN: return BurnVerdict::kWarn;
+    case wire::BurnVerdict::FAIL: return BurnVerdict::kFail;
+  }
+  return Status::invalid(fmt::format("burn status: verdict {} unknown (expected pass, warn or fail)", unsigned(v)));
+}
+
+}  // namespace
+
+Result<BurnStatus> burn_status_from_wire(wire::BurnStatus::Reader in) {
+  const auto gpus = in.getGpus();
+  if (gpus.size() > kMaxBurnGpus)
+    return Status::invalid(fmt::format("burn status: {} GPUs, at most {}", gpus.size(), kMaxBurnGpus));
+  BurnStatus b;
+  Result<BurnVerdict> verdict = verdict_from_wire(in.getVerdict());
+  if (!verdict) return verdict.status();
+  b.verdict = verdict.value();
+  b.elapsed_seconds = in.getElapsedSeconds();
+  b.total_seconds = in.getTotalSeconds();
+  b.ended = in.getEnded();
+  b.gpus.reserve(gpus.size());
+  for (auto g : gpus) {
+    BurnGpuStatus& out = b.gpus.emplace_back();
+    Result<BurnVerdict> v = verdict_from_wire(g.getVerdict());
+    if (!v) return v.status();
+    out.verdict = v.value();
+    // Text is copied only once its size is known to be small: validate() refuses what is long.
+    const auto worker = g.getWorker(), reason = g.getReason();
+    if (worker.size() > kMaxPeerNameBytes || reason.size() > kMaxBurnReasonBytes)
+      return Status::invalid(fmt::format("burn status: a worker name of {} bytes or a reason of {}, at most {} and {}",
+                                         worker.size(), reason.size(), kMaxPeerNameBytes, kMaxBurnReasonBytes));
+    out.worker.assign(worker.cStr(), worker.size());
+    out.reason.assign(reason.cStr(), reason.size());
+    out.bytes_per_second = g.getBytesPerSecond();
+    out.chunks = g.getChunks();
+    out.mismatches = g.getMismatches();
+    out.gone = g.getGone();
+  }
+  if (Status st = validate(b); !st) return st;
+  return b;
 }
 
 GpuHealth from_wire(wire::GpuHealth::Reader in) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/burn_status.h"
 #include "core/exact_sum.h"
 #include "core/job_spec.h"
 #include "core/partial.h"
@@ -104,5 +105,29 @@ void read_worker_info(wire::WorkerInfo::Reader in, Info& w) {
   w.gpu.reset();
   if (in.hasGpu()) read_gpu_health(in.getGpu(), w.gpu.emplace());
 }
+
+// The one writing of a burn's state, from ours or libpclient's pclient::BurnStatus (same field
+// names; its verdict enum lists pass, warn, fail in the wire's order).
+template <typename Burn>
+void write_burn_status(const Burn& b, wire::BurnStatus::Builder out) {
+  out.setVerdict(static_cast<wire::BurnVerdict>(unsigned(b.verdict)));
+  out.setElapsedSeconds(b.elapsed_seconds);
+  out.setTotalSeconds(b.total_seconds);
+  out.setEnded(b.ended);
+  auto gpus = out.initGpus(unsigned(b.gpus.size()));
+  for (unsigned i = 0; i < gpus.size(); ++i) {
+    const auto& g = b.gpus[i];
+    gpus[i].setWorker(g.worker);
+    gpus[i].setVerdict(static_cast<wire::BurnVerdict>(unsigned(g.verdict)));
+    gpus[i].setReason(g.reason);
+    gpus[i].setBytesPerSecond(g.bytes_per_second);
+    gpus[i].setChunks(g.chunks);
+    gpus[i].setMismatches(g.mismatches);
+    gpus[i].setGone(g.gone);
+  }
+}
+// Read and validated (core/burn_status.h): a verdict the schema does not know, more GPUs than
+// kMaxBurnGpus (checked before anything is copied) or what validate() refuses is an error.
+Result<BurnStatus> burn_status_from_wire(wire::BurnStatus::Reader in);
 
 }  // namespace psched

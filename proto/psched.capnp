@@ -4,7 +4,7 @@
 #
 # Order on a connection: Hello first (both roles), answered by Welcome or Error-and-close.
 # Workers then receive DefineJob/TaskBatch/GiveBack/DropJob and send ResultBatch; clients send Submit/Cancel/
-# ClusterInfoRequest and receive JobAccepted/Progress/JobResult/JobFailed/ClusterInfo.
+# ClusterInfoRequest/BurnStatus and receive JobAccepted/Progress/JobResult/JobFailed/ClusterInfo.
 # Heartbeat flows both ways; Goodbye says a peer is leaving on purpose.
 @0xfe7ef69c9a3ed905;
 
@@ -226,6 +226,34 @@ struct Cancel {
 
 struct ClusterInfoRequest {
   tag @0 :UInt64;
+}
+
+# A running burn-in's state (pbench --burn), sent by its watcher about once a second and at the
+# end, for the dashboard: psched keeps the latest per client connection, shows it on /,
+# /api/status (`burns`) and /metrics, and drops it when the connection closes or `ended` comes.
+# No answer; one psched refuses (core/burn_status.h: its limits) gets an Error and is not kept.
+enum BurnVerdict {
+  pass @0;
+  warn @1;
+  fail @2;
+}
+
+struct BurnGpuStatus {
+  worker @0 :Text;             # the worker's name (a burn tells workers apart by name)
+  verdict @1 :BurnVerdict;     # so far
+  reason @2 :Text;             # the first failure or warning, one line ("" when passing)
+  bytesPerSecond @3 :Float64;  # per second of its own compute time
+  chunks @4 :UInt64;           # chunks it computed during the burn (every one verified)
+  mismatches @5 :UInt64;       # verify votes its copy lost
+  gone @6 :Bool;               # left or lost during the burn
+}
+
+struct BurnStatus {
+  verdict @0 :BurnVerdict;     # the cluster's, so far
+  elapsedSeconds @1 :Float64;
+  totalSeconds @2 :Float64;    # the burn's asked duration
+  ended @3 :Bool;              # the burn is over: psched forgets it
+  gpus @4 :List(BurnGpuStatus);
 }
 
 # Scheduler -> client.
@@ -454,5 +482,7 @@ struct Message {
     dropJob @15 :DropJob;
     resultBatch @16 :ResultBatch;
     giveBack @17 :GiveBack;
+    burnStatus @18 :BurnStatus;  # client -> scheduler; a union member added without a new
+                                 # version: a psched without it refuses it as an unexpected kind
   }
 }

@@ -67,6 +67,7 @@ td.per { white-space:normal; }
 footer { color:var(--muted); font-size:12px; padding:0 24px 18px; }
 .warn { color:var(--warn); font-weight:600; } .bad { color:var(--bad); font-weight:600; }
 .slow { color:var(--bad); font-weight:600; }
+.verdict.pass { color:var(--ok); font-weight:600; }
 #stream { display:block; width:100%; color:var(--ink); }
 </style>
 </head>
@@ -94,6 +95,13 @@ footer { color:var(--muted); font-size:12px; padding:0 24px 18px; }
       <th class="num">ECC corr / uncorr</th><th>PCIe</th><th>CPUs</th><th>Warnings</th>
       </tr></thead><tbody></tbody></table>
     <div class="empty" id="gpus-empty">No GPU health: no GPU workers, or NVML is not available to them.</div>
+  </section>
+  <section><h2>Burn-in <span class="small">(pbench --burn: each GPU's verdict so far)</span></h2>
+    <table id="burns"><thead><tr>
+      <th>Burn</th><th>Worker</th><th>Verdict</th><th class="num">Throughput</th>
+      <th class="num">Chunks</th><th class="num">Mismatches</th><th>Why</th>
+      </tr></thead><tbody></tbody></table>
+    <div class="empty" id="burns-empty">No burn-in running.</div>
   </section>
   <section><h2>Task stream <span class="small">(last 30 s: one bar per result batch, coloured by job;
     it ends when the batch reached the scheduler)</span></h2>
@@ -242,6 +250,20 @@ function render(s) {
                                  g.pcie_max_width : "–"},
       w.cpu_affinity || "–", warn]);
   }));
+  // A row per GPU of each burn; the burn's cell (client, time, cluster verdict) on its first row.
+  const verdictCls = v => "verdict " + (v === "fail" ? "bad" : v === "warn" ? "warn" : "pass");
+  fill("burns", (s.burns || []).flatMap(b => b.gpus.map((g, i) => {
+    const burn = el("div");
+    if (i === 0) {
+      burn.appendChild(el("strong", null, b.client));
+      burn.appendChild(el("span", verdictCls(b.verdict), " " + b.verdict));
+      burn.appendChild(progress(b.total_seconds ? b.elapsed_seconds / b.total_seconds : 0,
+                                duration(b.elapsed_seconds) + " / " + duration(b.total_seconds)));
+    }
+    return row([burn, g.worker + (g.gone ? " (gone)" : ""), {cls: verdictCls(g.verdict), text: g.verdict},
+      {cls: "num", text: rate(g.bytes_per_second)}, {cls: "num", text: g.chunks},
+      {cls: "num", text: g.mismatches}, {cls: "per small", text: g.reason || "–"}]);
+  })));
   fill("jobs", s.jobs.map(j => {
     const per = el("div", "small");
     for (const p of j.per_worker)

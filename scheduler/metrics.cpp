@@ -294,6 +294,26 @@ void trouble_families(Exposition& e, const Scheduler& s, const SchedulerCounters
   e.sample("psched_loop_stalled_seconds_total", "", s.watchdog().stalled_seconds());
 }
 
+// The running burn-ins (pbench --burn), per GPU, labelled by worker and the burn's client id: one
+// burn per client connection, so two burns that share a worker stay apart.
+void burn_families(Exposition& e, const Scheduler& s) {
+  const auto& burns = s.burns().burns();
+  e.family("psched_burns_running", "gauge", "Burn-ins (pbench --burn) reporting to the dashboard.");
+  e.sample("psched_burns_running", "", uint64_t(burns.size()));
+  e.family("psched_burn_gpu_verdict", "gauge",
+           "A running burn-in's verdict on the worker so far: 0 pass, 1 warn, 2 fail.");
+  for (const auto& [client, b] : burns)
+    for (const BurnGpuStatus& g : b.status.gpus)
+      e.sample("psched_burn_gpu_verdict", fmt::format("worker=\"{}\",burn=\"{}\"", label_value(g.worker), client),
+               uint64_t(g.verdict));
+  e.family("psched_burn_gpu_mismatches", "gauge",
+           "Verify votes the worker's copy lost during a running burn-in.");
+  for (const auto& [client, b] : burns)
+    for (const BurnGpuStatus& g : b.status.gpus)
+      e.sample("psched_burn_gpu_mismatches",
+               fmt::format("worker=\"{}\",burn=\"{}\"", label_value(g.worker), client), g.mismatches);
+}
+
 }  // namespace
 
 std::string metrics_text(const Scheduler& s) {
@@ -306,6 +326,7 @@ std::string metrics_text(const Scheduler& s) {
   verify_families(e, c);
   worker_families(e, s);
   gpu_families(e, s);
+  burn_families(e, s);
   return e.take();
 }
 

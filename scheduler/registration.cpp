@@ -141,6 +141,9 @@ void Scheduler::on_client_message(ClientRecord& client, wire::Message::Reader me
     case wire::Message::CLUSTER_INFO_REQUEST:
       send_cluster_info(client, message.getClusterInfoRequest().getTag());
       return;
+    case wire::Message::BURN_STATUS:
+      on_burn_status(client, message.getBurnStatus());
+      return;
     case wire::Message::GOODBYE:
       client.conn->close_when_flushed();
       return;
@@ -148,6 +151,15 @@ void Scheduler::on_client_message(ClientRecord& client, wire::Message::Reader me
       protocol_error(*client.conn, fmt::format("unexpected message kind {} from a client",
                                                unsigned(message.which())));
   }
+}
+
+void Scheduler::on_burn_status(ClientRecord& client, wire::BurnStatus::Reader burn) {
+  Result<BurnStatus> status = burn_status_from_wire(burn);
+  Status kept = status ? burns_.update(client.id, client.name, std::move(status.value())) : status.status();
+  if (kept) return;
+  // The client's mistake, not the connection's: it may send a good one next; its jobs go on.
+  spdlog::warn("client {} '{}': {}", client.id, client.name, printable(kept.message(), 1000));
+  send_message(*client.conn, [&](wire::Message::Builder m) { m.initError().setMessage(kept.message()); });
 }
 
 void Scheduler::send_cluster_info(ClientRecord& client, uint64_t tag) {

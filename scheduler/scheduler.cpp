@@ -256,6 +256,7 @@ void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& w
       const std::set<JobId> jobs = it->second->jobs;
       spdlog::info("client {} ({}) left: {}", it->second->name, peer->remote, why);
       clients_.erase(it);
+      burns_.drop(peer->id);
       for (JobId job : jobs) cancel_job(job);
       return;
     }

@@ -23,6 +23,7 @@
 #include "net/framing.h"
 #include "net/loop_watchdog.h"
 #include "scheduler/admission.h"
+#include "scheduler/burn_board.h"
 #include "scheduler/chunk_seconds_histogram.h"
 #include "scheduler/dispatcher.h"
 #include "scheduler/give_back.h"
@@ -151,6 +152,7 @@ class Scheduler {
   const LoopWatchdog& watchdog() const { return *watchdog_; }
   const TaskStream& task_stream() const { return task_stream_; }
   const JobDevices& job_devices() const { return job_devices_; }
+  const BurnBoard& burns() const { return burns_; }
   double seconds_since_start() const;  // the task stream's clock
   const SchedulerConfig& config() const { return config_; }
   std::chrono::steady_clock::time_point started() const { return started_; }
@@ -173,6 +175,8 @@ class Scheduler {
   void on_worker_message(WorkerRecord& worker, wire::Message::Reader message);
   void on_client_message(ClientRecord& client, wire::Message::Reader message);
   void send_cluster_info(ClientRecord& client, uint64_t tag);
+  // A burn's state for the dashboard: kept, or refused with an Error (the connection stays open).
+  void on_burn_status(ClientRecord& client, wire::BurnStatus::Reader burn);
 
   void on_submit(ClientRecord& client, wire::Submit::Reader submit);
   // results.cpp: a ResultBatch, checked whole (refused_result), then its partials and its
@@ -307,6 +311,7 @@ class Scheduler {
   std::deque<JobSummary> recent_jobs_;  // the last kRecentJobs finished jobs, newest first
   TaskStream task_stream_;
   JobDevices job_devices_;
+  BurnBoard burns_;  // running burn-ins, per client connection (dashboard)
   std::set<JobId> want_timeline_;  // running jobs whose JobResult carries their task stream
   static constexpr size_t kRecentJobs = 20;
 };

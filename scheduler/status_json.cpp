@@ -138,6 +138,34 @@ void write_recent_job(JsonText& out, const Scheduler& s, const JobSummary& r, bo
   out.end_object();
 }
 
+// The burn-ins running (pbench --burn's watchers report them): each GPU's verdict so far.
+void write_burns(JsonText& out, const BurnBoard& burns) {
+  out.key("burns").begin_array();
+  for (const auto& [client, b] : burns.burns()) {
+    out.begin_object();
+    out.key("client_id").value(uint64_t(client));
+    out.key("client").value(b.client);
+    out.key("verdict").value(burn_verdict_name(b.status.verdict));
+    out.key("elapsed_seconds").value(b.status.elapsed_seconds);
+    out.key("total_seconds").value(b.status.total_seconds);
+    out.key("gpus").begin_array();
+    for (const BurnGpuStatus& g : b.status.gpus) {
+      out.begin_object();
+      out.key("worker").value(g.worker);
+      out.key("verdict").value(burn_verdict_name(g.verdict));
+      out.key("reason").value(g.reason);
+      out.key("bytes_per_second").value(g.bytes_per_second);
+      out.key("chunks").value(g.chunks);
+      out.key("mismatches").value(g.mismatches);
+      out.key("gone").value(g.gone);
+      out.end_object();
+    }
+    out.end_array();
+    out.end_object();
+  }
+  out.end_array();
+}
+
 // Verify's figures (mismatches by worker name, including workers that have left since) and the
 // scheduler's counters.
 void write_verify_and_counters(JsonText& out, const SchedulerCounters& c) {
@@ -230,6 +258,7 @@ std::string status_json(const Scheduler& s, const WorkerRates& rates, const std:
   out.key("recent_jobs").begin_array();
   for (const JobSummary& r : s.recent_jobs()) write_recent_job(out, s, r, devices);
   out.end_array();
+  write_burns(out, s.burns());
   out.key("tasks").begin_object();
   out.key("queued").value(queued);
   out.key("running").value(running);

@@ -37,19 +37,13 @@ void start(ChildState& c) {
   spdlog::info("{}: started worker process {}", c.child.label, c.pid);
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("killed by signal ") + strsignal(WTERMSIG(status));
-  return "stopped";
-}
-
 // A child exited with `status`: done if it was clean or we are stopping, else restarted after a
 // backoff unless it has used up its restarts.
 void on_exit(ChildState& s, pid_t pid, int status, bool stopping, const SupervisorOptions& options) {
   s.pid = -1;
   const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   if (stopping || clean) {
-    spdlog::info("{}: worker process {} {}", s.child.label, pid, describe_status(status));
+    spdlog::info("{}: worker process {} {}", s.child.label, pid, describe_exit_status(status));
     s.done = true;
     return;
   }
@@ -59,7 +53,7 @@ void on_exit(ChildState& s, pid_t pid, int status, bool stopping, const Supervis
     s.restarts.pop_front();
   if (int(s.restarts.size()) >= options.max_restarts) {
     spdlog::error("{}: worker process {} {}; restarted {} times in {} s, giving up", s.child.label,
-                  pid, describe_status(status), s.restarts.size(), options.restart_window_s);
+                  pid, describe_exit_status(status), s.restarts.size(), options.restart_window_s);
     s.done = true;
     return;
   }
@@ -67,7 +61,7 @@ void on_exit(ChildState& s, pid_t pid, int status, bool stopping, const Supervis
   s.restarts.push_back(now);
   s.restart_at = now + backoff;
   spdlog::warn("{}: worker process {} {}; restarting in {} ms", s.child.label, pid,
-               describe_status(status), backoff.count());
+               describe_exit_status(status), backoff.count());
 }
 
 void reap_exited(std::vector<ChildState>& states, bool stopping, const SupervisorOptions& options) {

@@ -77,11 +77,20 @@ std::string live_line(const BurnGpu& g, double seconds) {
                      g.left_seconds >= 0 ? "  (gone)" : "");
 }
 
-// The second connection: the workers once a second into the ledger, live lines to stderr.
+// The second connection: the workers once a second into the ledger, live lines to stderr, and the
+// verdicts so far back to the scheduler's dashboard (shown until this connection closes).
 class Watcher {
  public:
-  Watcher(pclient::Client client, BurnLedger& ledger, std::mutex& mutex, Clock::time_point t0, bool live, bool quiet)
-      : client_(std::move(client)), ledger_(ledger), mutex_(mutex), t0_(t0), live_(live), quiet_(quiet) {
+  Watcher(pclient::Client client, BurnLedger& ledger, std::mutex& mutex, Clock::time_point t0, double total_seconds,
+          LocalCluster* local, bool live, bool quiet)
+      : client_(std::move(client)),
+        local_(local),
+        ledger_(ledger),
+        mutex_(mutex),
+        t0_(t0),
+        total_seconds_(total_seconds),
+        live_(live),
+        quiet_(quiet) {
     thread_ = std::thread([this] { loop(); });
   }
   ~Watcher() { stop(); }
@@ -101,11 +110,23 @@ class Watcher {
 
  private:
   void poll() {
+    // Local mode: a worker process that ended says how before psched's list drops it, so the
+    // ledger has the cause when the worker is found gone.
+    if (local_)
+      for (const LocalCluster::WorkerExit& e : local_->reap_exited_workers()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ledger_.note_process_exit(e.name, fmt::format("its process {} {}", e.pid, e.how), since(t0_));
+      }
     try {
       std::vector<pclient::WorkerInfo> workers = client_.workers();
-      std::lock_guard<std::mutex> lock(mutex_);
-      ledger_.observe(workers, since(t0_));
-      announce_baselines();
+      pclient::BurnStatus status;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ledger_.observe(workers, since(t0_));
+        announce_baselines();
+        status = ledger_.status(since(t0_), total_seconds_);
+      }
+      client_.report_burn(status);
     } catch (const pclient::Error& e) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!lost_) ledger_.note_job_error(std::string("watching the workers: ") + e.what(), since(t0_));
@@ -145,9 +166,11 @@ class Watcher {
   }
 
   pclient::Client client_;
+  LocalCluster* local_;  // pbench's local cluster, or nullptr (-d)
   BurnLedger& ledger_;
   std::mutex& mutex_;
   Clock::time_point t0_;
+  double total_seconds_;
   bool live_, quiet_;
   std::set<std::string> announced_;
   bool lost_ = false;
@@ -193,7 +216,7 @@ std::vector<pclient::Job> burn_jobs(const Flags& f) {
   return jobs;
 }
 
-int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, const Flags& f) {
+int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, const Flags& f, LocalCluster* local) {
   const bool live = !f.json && !f.quiet;
   BurnLedger ledger(BurnLimits{f.burn_slow_fraction, f.burn_max_temperature_c});
   std::mutex mutex;  // guards ledger: the watcher's thread and this one
@@ -213,7 +236,7 @@ int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, co
     std::lock_guard<std::mutex> lock(mutex);
     ledger.observe(client.workers(), 0);
   }
-  Watcher watcher(pclient::Client::connect(connect), ledger, mutex, t0, live, f.quiet);
+  Watcher watcher(pclient::Client::connect(connect), ledger, mutex, t0, f.burn_seconds, local, live, f.quiet);
   // kJobsInFlight loops, each running jobs one after another on its connection; they share the
   // turns (so the shapes and seeds alternate as with one), the ledger and the totals (under mutex).
   std::atomic<uint64_t> next_turn{0};

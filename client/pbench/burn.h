@@ -22,9 +22,14 @@ psched::Result<double> parse_burn_duration(const std::string& text);
 // The jobs a burn turns through (see above), from pbench's completed flags.
 std::vector<pclient::Job> burn_jobs(const Flags& f);
 
+class LocalCluster;
+
 // Runs the burn on a connected client (`connect` opens the watching connection) and reports it.
+// In local mode `local` is pbench's cluster: a worker process that ends is reaped and how it ended
+// (a signal, an exit status) is its cause in the ledger; nullptr with -d.
 // Returns pbench's exit code: 0 every GPU passed, 1 any failure, kExitBurnWarnings warnings only,
 // 130/143 when interrupted with nothing failed.
-int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, const Flags& f);
+int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, const Flags& f,
+             LocalCluster* local = nullptr);
 
 }  // namespace pbench

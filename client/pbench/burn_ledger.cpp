@@ -187,6 +187,7 @@ void BurnLedger::note_result(const pclient::Result& result, const std::string& j
       if (!c.suspect) continue;
       auto it = gpus_.find(c.worker_name);
       if (it == gpus_.end()) continue;  // never listed: too short-lived to be seen (its id says nothing now)
+      ++it->second.mismatches;
       std::string others;
       for (const auto& o : m.copies)
         if (&o != &c) others += fmt::format("{}'{}' {:.17g}", others.empty() ? "" : ", ", o.worker_name, o.sum);
@@ -220,6 +221,17 @@ void BurnLedger::note_notice(const std::string& notice, double seconds) {
     }
   }
   add_event(seconds, notice);
+}
+
+void BurnLedger::note_process_exit(const std::string& name, const std::string& how, double seconds) {
+  auto it = gpus_.find(name);
+  if (it == gpus_.end()) {  // never listed: it died before the first look
+    add_event(seconds, fmt::format("{}: {}", name, how));
+    return;
+  }
+  BurnGpu& g = it->second;
+  g.last_words = g.last_words.empty() ? how : fmt::format("{}; psched: {}", how, g.last_words);
+  fail(g, how, seconds);
 }
 
 void BurnLedger::note_job_error(const std::string& error, double seconds) {
@@ -282,6 +294,52 @@ Verdict BurnLedger::cluster_verdict() const {
   Verdict worst = cluster_failures_.empty() && !gpus_.empty() ? Verdict::kPass : Verdict::kFail;
   for (const auto& [name, g] : gpus_) worst = std::max(worst, verdict_of(g).verdict);
   return worst;
+}
+
+namespace {
+
+pclient::BurnVerdict to_status(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return pclient::BurnVerdict::kPass;
+    case Verdict::kWarn: return pclient::BurnVerdict::kWarn;
+    case Verdict::kFail: break;
+  }
+  return pclient::BurnVerdict::kFail;
+}
+
+// One line within the wire's bound on a reason (512 bytes, core/burn_status.h), cut at a character.
+std::string reason_line(std::string text) {
+  constexpr size_t kMaxReasonBytes = 500;
+  for (char& c : text)
+    if ((unsigned char)c < 0x20 || c == 0x7f) c = ' ';
+  if (text.size() <= kMaxReasonBytes) return text;
+  size_t cut = kMaxReasonBytes;
+  while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return text.substr(0, cut) + "...";
+}
+
+}  // namespace
+
+pclient::BurnStatus BurnLedger::status(double seconds, double total_seconds) const {
+  pclient::BurnStatus out;
+  out.verdict = to_status(cluster_verdict());
+  out.elapsed_seconds = seconds;
+  out.total_seconds = total_seconds;
+  constexpr size_t kMaxGpusShown = 4096;  // the wire's bound (core/burn_status.h)
+  for (const auto& [name, g] : gpus_) {
+    if (out.gpus.size() == kMaxGpusShown) break;
+    const GpuVerdict v = verdict_of(g);
+    pclient::BurnGpuStatus& s = out.gpus.emplace_back();
+    s.worker = name;
+    s.verdict = to_status(v.verdict);
+    if (!v.failures.empty()) s.reason = reason_line(v.failures.front());
+    else if (!v.warnings.empty()) s.reason = reason_line(v.warnings.front());
+    s.bytes_per_second = g.bytes_per_second();
+    s.chunks = g.chunks_now - g.chunks_at_join;
+    s.mismatches = g.mismatches;
+    s.gone = g.left_seconds >= 0;
+  }
+  return out;
 }
 
 int burn_exit_code(Verdict cluster) {

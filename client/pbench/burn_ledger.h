@@ -55,6 +55,7 @@ struct BurnGpu {
   // (a liar that reconnects is thrown off again and again).
   std::vector<std::string> failures;
   uint64_t failures_unlisted = 0;
+  uint64_t mismatches = 0;         // verify votes its copy lost (or tied with no third GPU)
   // Over time: seconds since the burn began, bytes/s since the previous point, SM clock (MHz),
   // temperature (C), power (W).
   struct Point {
@@ -95,6 +96,10 @@ class BurnLedger {
   // A scheduler notice ("worker 3 'gpu-1' thrown off: result for chunk 5 ...", "chunk 7 took down
   // ..."): kept as an event; one about a named worker fails that worker with it.
   void note_notice(const std::string& notice, double seconds);
+  // Local mode: the process of the worker named `name` ended (`how`: "its process 123 killed by
+  // signal 9 (Killed)"), a cause psched cannot know. Its GPU fails with it, and it opens the
+  // worker's last words, so the line that it left says how.
+  void note_process_exit(const std::string& name, const std::string& how, double seconds);
   // A job that failed or could not run: a cluster-level failure.
   void note_job_error(const std::string& error, double seconds);
   // The burn ran this long (the clock the verdicts' throughput uses for GPUs still present).
@@ -102,6 +107,9 @@ class BurnLedger {
 
   GpuVerdict verdict_of(const BurnGpu& gpu) const;
   Verdict cluster_verdict() const;
+  // The verdicts so far, as the scheduler's dashboard shows them (each GPU's first failure or
+  // warning as its reason, cut to the wire's bound), `seconds` into a burn of `total_seconds`.
+  pclient::BurnStatus status(double seconds, double total_seconds) const;
   const std::map<std::string, BurnGpu>& gpus() const { return gpus_; }
   const std::vector<BurnMismatch>& mismatches() const { return mismatches_; }
   uint64_t mismatch_count() const { return mismatch_count_; }

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -94,6 +95,8 @@ psched::Status LocalCluster::start(const LocalClusterOptions& o) {
     auto pid = spawn_registered(spec);
     if (!pid) return pid.status();
     pids_.push_back(*pid);
+    const auto name = std::find(child.args.begin(), child.args.end(), "--name");
+    names_.push_back(name != child.args.end() && name + 1 != child.args.end() ? *(name + 1) : "");
     if (pids_.size() > 1) continue;
     // The scheduler first: the workers read the address it writes.
     auto info = psched::wait_for_scheduler_file(scheduler_file_, 15000);
@@ -109,12 +112,23 @@ psched::Status LocalCluster::check_children() {
     if (waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
     const std::string what = i == 0 ? "psched" : fmt::format("pcuda-worker {}", i - 1);
     pids_.erase(pids_.begin() + long(i));
-    if (WIFEXITED(status))
-      return psched::Status::error(fmt::format("local {} exited with status {} (its error is above)", what,
-                                               WEXITSTATUS(status)));
-    return psched::Status::error(fmt::format("local {} was killed by signal {}", what, WTERMSIG(status)));
+    names_.erase(names_.begin() + long(i));
+    return psched::Status::error(fmt::format("local {} {}{}", what, psched::describe_exit_status(status),
+                                             WIFEXITED(status) ? " (its error is above)" : ""));
   }
   return psched::Status::ok();
+}
+
+std::vector<LocalCluster::WorkerExit> LocalCluster::reap_exited_workers() {
+  std::vector<WorkerExit> exits;
+  for (size_t i = pids_.size(); i-- > 1;) {
+    int status = 0;
+    if (waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+    exits.push_back({names_[i], pids_[i], psched::describe_exit_status(status)});
+    pids_.erase(pids_.begin() + long(i));
+    names_.erase(names_.begin() + long(i));
+  }
+  return exits;
 }
 
 void LocalCluster::stop() {
@@ -123,6 +137,7 @@ void LocalCluster::stop() {
   for (size_t i = pids_.size(); i-- > 1;) psched::stop_child(pids_[i], 3000);
   if (!pids_.empty()) psched::stop_child(pids_[0], 3000);
   pids_.clear();
+  names_.clear();
   unregister_all();
   if (!dir_.empty()) {
     std::error_code ec;

@@ -30,11 +30,21 @@ class LocalCluster {
   int workers() const { return workers_; }
   // An error naming the first child that has exited (a worker that could not start), if any.
   psched::Status check_children();
+  // The workers whose process ended since the last call, reaped: their name and how they ended
+  // ("killed by signal 9 (Killed)"), a lost worker's cause that psched cannot know (it sees only
+  // the connection close). The burn's watcher asks once a second.
+  struct WorkerExit {
+    std::string name;
+    pid_t pid = -1;
+    std::string how;
+  };
+  std::vector<WorkerExit> reap_exited_workers();
   // Stops the workers, then the scheduler (SIGTERM, SIGKILL after a grace period).
   void stop();
 
  private:
   std::vector<pid_t> pids_;  // scheduler first
+  std::vector<std::string> names_;  // each child's --name ("" for psched), as pids_
   std::string dir_, scheduler_file_;
   int workers_ = 0;
 };

@@ -183,7 +183,7 @@ int run(const Flags& f, const std::string& token, pbench::LocalCluster& local) {
     return 0;
   }
   if (f.burn_seconds > 0) {
-    const int code = pbench::run_burn(client, connect, f);
+    const int code = pbench::run_burn(client, connect, f, f.local_mode() ? &local : nullptr);
     client.close();
     return code;
   }

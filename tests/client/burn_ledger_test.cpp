@@ -34,6 +34,19 @@ pclient::GpuHealth health(uint64_t ecc_uncorrected, uint32_t width) {
   return h;
 }
 
+// Job 4's verify: of three copies of chunk 12 (workers a, b, c), b's lost the vote.
+pclient::Result b_lost_the_vote_on_chunk_12() {
+  pclient::Result r;
+  r.job_id = 4;
+  r.mismatch_count = 1;
+  pclient::VerifyMismatch m;
+  m.chunk = 12;
+  m.copies = {{.worker_id = 1, .worker_name = "a", .sum = 1.5}, {.worker_id = 2, .worker_name = "b", .sum = 2.5, .suspect = true},
+              {.worker_id = 3, .worker_name = "c", .sum = 1.5}};
+  r.mismatches = {m};
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("burn ledger: GPUs of one model at equal throughput all pass and the exit code is 0", "[burn]") {
@@ -164,15 +177,7 @@ TEST_CASE("burn ledger: throttling other than the power cap and heat over the li
 TEST_CASE("burn ledger: the copy that lost the vote fails its GPU naming the chunk, the others pass", "[burn]") {
   BurnLedger ledger;
   ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0), worker(3, "c", 0, 0)}, 0);
-  pclient::Result r;
-  r.job_id = 4;
-  r.mismatch_count = 1;
-  pclient::VerifyMismatch m;
-  m.chunk = 12;
-  m.copies = {{.worker_id = 1, .worker_name = "a", .sum = 1.5}, {.worker_id = 2, .worker_name = "b", .sum = 2.5, .suspect = true},
-              {.worker_id = 3, .worker_name = "c", .sum = 1.5}};
-  r.mismatches = {m};
-  ledger.note_result(r, "the job");
+  ledger.note_result(b_lost_the_vote_on_chunk_12(), "the job");
   const auto b = ledger.verdict_of(ledger.gpus().at("b"));
   REQUIRE(b.failures.size() == 1);
   CHECK(b.failures[0] == "job 4 (the job), chunk 12: its copy lost the vote (sum 2.5; 'a' 1.5, 'c' 1.5)");
@@ -213,4 +218,44 @@ TEST_CASE("burn ledger: throughput is not judged in a burn under 2 s, and a GPU 
   ledger.observe({worker(1, "a", 2000, 2), worker(2, "b", 2000, 2), worker(3, "idle", 0, 0)}, 3);
   CHECK(ledger.verdict_of(ledger.gpus().at("b")).verdict == Verdict::kPass);
   CHECK(ledger.verdict_of(ledger.gpus().at("idle")).warnings == std::vector<std::string>{"did no work in 3.0 s"});
+}
+
+TEST_CASE("burn ledger: the dashboard's status names each GPU's verdict, first reason, chunks and lost votes", "[burn]") {
+  BurnLedger ledger;
+  ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0), worker(3, "c", 0, 0)}, 0);
+  ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 1000, 1), worker(3, "c", 1000, 1)}, 1);
+  ledger.note_result(b_lost_the_vote_on_chunk_12(), "the job");
+
+  const pclient::BurnStatus s = ledger.status(1.5, 60);
+
+  CHECK(s.verdict == pclient::BurnVerdict::kFail);
+  CHECK(s.elapsed_seconds == 1.5);
+  CHECK(s.total_seconds == 60);
+  REQUIRE(s.gpus.size() == 3);
+  CHECK(s.gpus[1].worker == "b");
+  CHECK(s.gpus[1].verdict == pclient::BurnVerdict::kFail);
+  CHECK(s.gpus[1].reason == "job 4 (the job), chunk 12: its copy lost the vote (sum 2.5; 'a' 1.5, 'c' 1.5)");
+  CHECK(s.gpus[1].mismatches == 1);
+  CHECK(s.gpus[1].chunks == 100);
+  CHECK(s.gpus[1].bytes_per_second == 1000);
+  CHECK(s.gpus[0].verdict == pclient::BurnVerdict::kPass);
+  CHECK(s.gpus[0].reason.empty());
+  CHECK(s.gpus[0].mismatches == 0);
+}
+
+TEST_CASE("burn ledger: a local worker's process that was killed fails its GPU with the signal, and its leaving says so", "[burn]") {
+  BurnLedger ledger;
+  ledger.observe({worker(1, "local-0", 0, 0), worker(2, "local-1", 0, 0)}, 0);
+  ledger.note_notice("worker 2 'local-1' lost: connection lost", 1.2);
+
+  ledger.note_process_exit("local-1", "its process 4242 killed by signal 9 (Killed)", 1.5);
+  ledger.observe({worker(1, "local-0", 1000, 1)}, 2);
+
+  const auto v = ledger.verdict_of(ledger.gpus().at("local-1"));
+  CHECK(v.verdict == Verdict::kFail);
+  REQUIRE(v.failures.size() == 3);
+  CHECK(v.failures[1] == "its process 4242 killed by signal 9 (Killed)");
+  CHECK(v.failures[2] == "left the cluster 2.0 s into the burn: its process 4242 killed by signal 9 (Killed); "
+                         "psched: lost: connection lost");
+  CHECK(ledger.verdict_of(ledger.gpus().at("local-0")).verdict == Verdict::kPass);
 }

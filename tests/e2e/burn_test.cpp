@@ -7,11 +7,14 @@
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app/exit_codes.h"
@@ -348,4 +351,72 @@ TEST_CASE("pbench --burn refuses a bad duration or threshold in one line with ex
     CHECK(WEXITSTATUS(status) == psched::kExitUsage);
     CHECK(std::count(out.begin(), out.end(), '\n') == 1);
   }
+}
+
+namespace {
+
+// The child of `parent` whose command line holds `word` (a local worker's --name), or -1.
+pid_t child_with(pid_t parent, const std::string& word) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = read_file("/proc/" + pid + "/stat"), cmdline = read_file("/proc/" + pid + "/cmdline");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string state;
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (ppid == parent && (cmdline + " ").find(" " + word + " ") != std::string::npos) return std::stoi(pid);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("pbench -c 3 --burn fails a local worker killed mid-run with its signal as the cause", "[burn][local]") {
+  TempDir tmp;  // pbench's local cluster writes its scheduler file under TMPDIR: the test reads it
+  psched::ChildSpec spec;
+  spec.path = bin_dir() + "/pbench";
+  spec.args = {"-c", "3", "-x", "400", "-y", "400", "--chunk-x", "100", "--chunk-y", "100", "--burn", "8s",
+               "--burn-slow", "0.5", "--json"};
+  spec.env = {{"TMPDIR", tmp.path}};
+  spec.stdout_path = tmp.path + "/out.json";
+  spec.stderr_path = tmp.path + "/err.log";
+  auto started = psched::spawn_child(spec);
+  REQUIRE(started);
+  const pid_t burn = *started;
+  std::string scheduler_file;
+  REQUIRE(eventually([&] {
+    for (const auto& d : std::filesystem::directory_iterator(tmp.path))
+      if (std::filesystem::exists(d.path() / "scheduler.json")) scheduler_file = d.path() / "scheduler.json";
+    return !scheduler_file.empty();
+  }));
+  pclient::ConnectOptions connect;
+  connect.scheduler_file = scheduler_file;
+  pclient::Client watch = pclient::Client::connect(connect);
+  REQUIRE(eventually([&] {  // readiness: the burn's jobs reached the victim
+    for (const auto& w : watch.workers())
+      if (w.name == "local-1" && w.chunks_done > 0) return true;
+    return false;
+  }));
+  watch.close();
+  const pid_t victim = child_with(burn, "local-1");
+  REQUIRE(victim > 0);
+
+  kill(victim, SIGKILL);
+
+  int status = 0;
+  REQUIRE(psched::wait_child(burn, 60000, &status));
+  const std::string out = read_file(tmp.path + "/out.json");
+  INFO(out << read_file(tmp.path + "/err.log"));
+  CHECK(WEXITSTATUS(status) == psched::kExitFailure);
+  const json r = report_of(out);
+  const json& v = gpu_named(r, "local-1");
+  CHECK(v["verdict"] == "fail");
+  CHECK(failures_of(v).find(fmt::format("its process {} killed by signal 9 (Killed)", victim)) != std::string::npos);
+  CHECK(v["last_words"].get<std::string>().find("killed by signal 9") != std::string::npos);
+  CHECK(gpu_named(r, "local-0")["verdict"] != "fail");
+  CHECK(gpu_named(r, "local-2")["verdict"] != "fail");
 }

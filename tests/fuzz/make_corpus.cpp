@@ -153,6 +153,22 @@ int main(int argc, char** argv) {
                   {false, goodbye}};
     write(sched, "client_session", encode_input(in));
   }
+  // A burn's watcher: a status for the dashboard, a refused one (no worker name), the end.
+  {
+    Input in;
+    in.role_a = Role::kClient;
+    in.records = {{false, simple([](wire::Message::Builder m) {
+                     auto b = m.initBurnStatus();
+                     b.setTotalSeconds(60);
+                     auto g = b.initGpus(1);
+                     g[0].setWorker("gpu-0");
+                     g[0].setVerdict(wire::BurnVerdict::FAIL);
+                     g[0].setReason("chunk 7: its copy lost the vote");
+                   })},
+                  {false, simple([](wire::Message::Builder m) { m.initBurnStatus().initGpus(1); })},
+                  {false, simple([](wire::Message::Builder m) { m.initBurnStatus().setEnded(true); })}};
+    write(sched, "burn_status", encode_input(in));
+  }
   // A worker (A) computes the job a client (B) submits: results, a failure, a retry.
   {
     Input in;

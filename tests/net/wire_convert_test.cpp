@@ -122,3 +122,76 @@ TEST_CASE("a stored array's description survives the wire field for field", "[wi
   CHECK_FALSE(g.getRoot<wire::JobSpec>().asReader().hasSource());
   CHECK_FALSE(from_wire(g.getRoot<wire::JobSpec>().asReader()).stored.stored());
 }
+
+namespace {
+
+BurnStatus two_gpu_burn() {
+  BurnStatus b;
+  b.verdict = BurnVerdict::kFail;
+  b.elapsed_seconds = 12.5;
+  b.total_seconds = 600;
+  b.gpus.push_back({"node1-gpu0", BurnVerdict::kPass, "", 2.5e10, 400, 0, false});
+  b.gpus.push_back({"node1-gpu1", BurnVerdict::kFail, "job 3, chunk 7: its copy lost the vote", 2.4e10, 390, 1, true});
+  return b;
+}
+
+// The wire form of `b` after `spoil` changed it, read back.
+template <typename Spoil>
+Result<BurnStatus> read_spoiled(const BurnStatus& b, Spoil spoil) {
+  capnp::MallocMessageBuilder m;
+  auto out = m.initRoot<wire::BurnStatus>();
+  write_burn_status(b, out);
+  spoil(out);
+  return burn_status_from_wire(out.asReader());
+}
+
+}  // namespace
+
+TEST_CASE("a burn status survives write_burn_status and burn_status_from_wire field for field", "[wire_convert][burn]") {
+  const Result<BurnStatus> out = read_spoiled(two_gpu_burn(), [](wire::BurnStatus::Builder) {});
+
+  REQUIRE(out);
+  const BurnStatus& b = out.value();
+  CHECK(b.verdict == BurnVerdict::kFail);
+  CHECK(b.elapsed_seconds == 12.5);
+  CHECK(b.total_seconds == 600);
+  CHECK_FALSE(b.ended);
+  REQUIRE(b.gpus.size() == 2);
+  CHECK(b.gpus[1].worker == "node1-gpu1");
+  CHECK(b.gpus[1].verdict == BurnVerdict::kFail);
+  CHECK(b.gpus[1].reason == "job 3, chunk 7: its copy lost the vote");
+  CHECK(b.gpus[1].bytes_per_second == 2.4e10);
+  CHECK(b.gpus[1].chunks == 390);
+  CHECK(b.gpus[1].mismatches == 1);
+  CHECK(b.gpus[1].gone);
+  CHECK(b.gpus[0].verdict == BurnVerdict::kPass);
+}
+
+TEST_CASE("a malformed burn status is refused, saying what is wrong", "[wire_convert][burn]") {
+  const BurnStatus b = two_gpu_burn();
+  auto refusal = [&](auto spoil) {
+    const Result<BurnStatus> r = read_spoiled(b, spoil);
+    REQUIRE_FALSE(r);
+    return r.status().message();
+  };
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.setVerdict(static_cast<wire::BurnVerdict>(9)); }) ==
+        "burn status: verdict 9 unknown (expected pass, warn or fail)");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.getGpus()[0].setVerdict(static_cast<wire::BurnVerdict>(3)); }) ==
+        "burn status: verdict 3 unknown (expected pass, warn or fail)");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.initGpus(kMaxBurnGpus + 1); }) ==
+        "burn status: 4097 GPUs, at most 4096");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.getGpus()[0].setWorker(std::string(129, 'w')); }) ==
+        "burn status: a worker name of 129 bytes or a reason of 0, at most 128 and 512");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.getGpus()[1].setReason(std::string(513, 'r')); }) ==
+        "burn status: a worker name of 10 bytes or a reason of 513, at most 128 and 512");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.getGpus()[0].setWorker(""); }) ==
+        "burn status: a worker name of 0 bytes, expected 1 to 128 printable");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.getGpus()[0].setWorker("a\nb"); }) ==
+        "burn status: a worker name of 3 bytes, expected 1 to 128 printable");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.getGpus()[1].setReason("line\x1b[2J"); }) ==
+        "burn status: 'node1-gpu1''s reason of 8 bytes, expected at most 512 printable");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.getGpus()[0].setBytesPerSecond(std::nan("")); }) ==
+        "burn status: 'node1-gpu0' at nan B/s, expected 0 to 1e18");
+  CHECK(refusal([](wire::BurnStatus::Builder o) { o.setElapsedSeconds(-1); }) ==
+        "burn status: elapsed -1 s of 600 s, expected 0 to 2678400 s");
+}

@@ -282,3 +282,30 @@ TEST_CASE("names and reasons a peer sends cannot forge log lines", "[security]")
   CHECK(log.find('\x1b') == std::string::npos);
   CHECK(log.find("leaving: bye?FORGED-REASON") != std::string::npos);
 }
+
+TEST_CASE("a malformed burn status gets an Error saying why, and the client's connection and psched go on", "[security][burn]") {
+  while_a_job_runs([](TestCluster& cluster) {
+    RawPeer client(port_of(cluster));
+    client.hello_as_client();
+    REQUIRE(client.read_until(wire::Message::WELCOME));
+
+    client.send_message([](wire::Message::Builder m) {
+      auto gpus = m.initBurnStatus().initGpus(1);
+      gpus[0].setWorker("gpu-0");
+      gpus[0].setVerdict(static_cast<wire::BurnVerdict>(7));
+    });
+    CHECK(client.read_error() == "burn status: verdict 7 unknown (expected pass, warn or fail)");
+    client.send_message([](wire::Message::Builder m) { m.initBurnStatus().initGpus(5000); });
+    CHECK(client.read_error() == "burn status: 5000 GPUs, at most 4096");
+
+    // Still served: a ClusterInfoRequest is answered on the same connection.
+    client.send_message([](wire::Message::Builder m) { m.initClusterInfoRequest().setTag(3); });
+    CHECK(client.read_until(wire::Message::CLUSTER_INFO));
+
+    RawPeer worker(port_of(cluster));
+    worker.hello_as_worker();
+    REQUIRE(worker.read_until(wire::Message::WELCOME));
+    worker.send_message([](wire::Message::Builder m) { m.initBurnStatus(); });
+    CHECK(worker.read_error() == "unexpected message kind 18 from a worker");
+  });
+}

@@ -278,6 +278,26 @@ struct RunOptions {
   static constexpr int kDefaultNoWorkersTimeoutMs = 60000;
 };
 
+// A running burn-in's state, for the scheduler's dashboard (Client::report_burn; pbench --burn
+// sends it about once a second). Bounded: at most 4096 GPUs, names of 128 bytes, reasons of 512;
+// the scheduler refuses more.
+enum class BurnVerdict { kPass, kWarn, kFail };  // in this order (the wire's)
+struct BurnGpuStatus {
+  std::string worker;  // the worker's name
+  BurnVerdict verdict = BurnVerdict::kPass;
+  std::string reason;  // the first failure or warning, one line ("" when passing)
+  double bytes_per_second = 0;
+  uint64_t chunks = 0;      // computed during the burn
+  uint64_t mismatches = 0;  // verify votes its copy lost
+  bool gone = false;        // left or lost during the burn
+};
+struct BurnStatus {
+  BurnVerdict verdict = BurnVerdict::kPass;  // the cluster's so far
+  double elapsed_seconds = 0, total_seconds = 0;
+  bool ended = false;  // the scheduler forgets the burn (as it does when this connection closes)
+  std::vector<BurnGpuStatus> gpus;
+};
+
 class Client {
  public:
   static Client connect(const ConnectOptions& options);
@@ -289,6 +309,9 @@ class Client {
   // Blocks until at least n workers are registered (or throws after timeout_ms).
   std::vector<WorkerInfo> wait_for_workers(size_t n, int timeout_ms);
   Result run(const Job& job, const RunOptions& options = {});
+  // Shows a burn's state on the scheduler's dashboard until the next one, the end, or close().
+  // Sent without an answer; one the scheduler refuses is not shown (it logs why).
+  void report_burn(const BurnStatus& burn);
   void close();
 
   struct Impl;  // the session with the scheduler (client.cpp)

@@ -142,8 +142,8 @@ class Watcher {
       if (!g.has_gpu || !announced_.insert(name).second) continue;
       std::fprintf(stderr, "pbench: burn: '%s' baseline: %s, %s, PCIe gen%u of gen%u x%u of x%u\n", name.c_str(),
                    g.ecc_seen ? fmt::format("ECC uncorrected {}", g.ecc_uncorrected_start).c_str() : "no ECC",
-                   g.remap_seen     ? fmt::format("remapped rows {}", g.remapped_rows_start).c_str()
-                   : g.retired_seen ? fmt::format("retired pages {}", g.retired_pages_start).c_str()
+                   g.remapped_rows.seen   ? fmt::format("remapped rows {}", g.remapped_rows.start).c_str()
+                   : g.retired_pages.seen ? fmt::format("retired pages {}", g.retired_pages.start).c_str()
                                     : "remapped rows unknown",
                    g.pcie_generation, g.pcie_max_generation, g.pcie_width, g.pcie_max_width);
     }

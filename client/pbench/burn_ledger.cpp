@@ -121,25 +121,17 @@ void BurnLedger::observe(const std::vector<pclient::WorkerInfo>& workers, double
       g.pcie_max_generation = std::max(g.pcie_max_generation, h.pcie_max_generation);
       if (h.pcie_max_width > 0 && (g.pcie_max_width == 0 || h.pcie_width < g.pcie_width)) g.pcie_width = h.pcie_width;
       g.pcie_max_width = std::max(g.pcie_max_width, h.pcie_max_width);
+      auto note = [&](RisingCount& count, uint64_t figure, const char* what) {
+        if (count.note(figure))
+          add_event(seconds, fmt::format("{}: {} {} (were {} at the start)", g.name, what, figure, count.start));
+      };
       if (h.remap_supported) {
-        const uint64_t rows = uint64_t(h.remapped_rows_corrected) + h.remapped_rows_uncorrected;
-        if (!g.remap_seen) g.remapped_rows_start = g.remapped_rows_now = rows;
-        g.remap_seen = true;
-        if (rows > g.remapped_rows_now)
-          add_event(seconds, fmt::format("{}: remapped rows {} (were {} at the start)", g.name, rows,
-                                         g.remapped_rows_start));
-        g.remapped_rows_now = std::max(g.remapped_rows_now, rows);
+        note(g.remapped_rows, uint64_t(h.remapped_rows_corrected) + h.remapped_rows_uncorrected, "remapped rows");
         g.remap_pending = g.remap_pending || h.remap_pending;
         g.remap_failed = g.remap_failed || h.remap_failed;
       }
       if (h.retired_supported) {
-        const uint64_t pages = uint64_t(h.retired_pages_sbe) + h.retired_pages_dbe;
-        if (!g.retired_seen) g.retired_pages_start = g.retired_pages_now = pages;
-        g.retired_seen = true;
-        if (pages > g.retired_pages_now)
-          add_event(seconds, fmt::format("{}: retired memory pages {} (were {} at the start)", g.name, pages,
-                                         g.retired_pages_start));
-        g.retired_pages_now = std::max(g.retired_pages_now, pages);
+        note(g.retired_pages, uint64_t(h.retired_pages_sbe) + h.retired_pages_dbe, "retired memory pages");
         g.retired_pending = g.retired_pending || h.retired_pending;
       }
       g.max_temperature_c = std::max(g.max_temperature_c, h.temperature_c);
@@ -259,14 +251,14 @@ GpuVerdict BurnLedger::verdict_of(const BurnGpu& g) const {
                                      g.ecc_uncorrected_start, g.ecc_uncorrected_now));
   if (g.pcie_max_width > 0 && g.pcie_width > 0 && g.pcie_width < g.pcie_max_width)
     v.failures.push_back(fmt::format("PCIe link x{} of x{} (gen {})", g.pcie_width, g.pcie_max_width, g.pcie_generation));
-  if (g.remap_seen && g.remapped_rows_now > g.remapped_rows_start)
-    v.failures.push_back(fmt::format("remapped memory rows rose from {} to {} during the burn",
-                                     g.remapped_rows_start, g.remapped_rows_now));
+  auto rose = [&](const RisingCount& count, const char* what) {
+    if (count.rose())
+      v.failures.push_back(fmt::format("{} rose from {} to {} during the burn", what, count.start, count.now));
+  };
+  rose(g.remapped_rows, "remapped memory rows");
   if (g.remap_pending) v.failures.push_back("a memory row remap is pending (the GPU needs a reset)");
   if (g.remap_failed) v.failures.push_back("a memory row remap failed");
-  if (g.retired_seen && g.retired_pages_now > g.retired_pages_start)
-    v.failures.push_back(fmt::format("retired memory pages rose from {} to {} during the burn",
-                                     g.retired_pages_start, g.retired_pages_now));
+  rose(g.retired_pages, "retired memory pages");
   if (g.retired_pending) v.failures.push_back("a memory page retirement is pending (the driver must reload)");
   // Judged once the GPU has worked (so its link had reason to train up); 0 on either side: unknown.
   if (g.pcie_max_generation > 0 && g.pcie_generation > 0 && g.pcie_generation < g.pcie_max_generation &&

@@ -6,6 +6,7 @@
 // a worker that reconnects (a new id) keeps its record.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -25,6 +26,23 @@ enum class Verdict { kPass, kWarn, kFail };
 const char* verdict_name(Verdict v);  // "pass", "warn", "fail"
 
 // One GPU (worker) over the burn.
+// A count of memory faults that must not rise during the burn (remapped rows, retired pages): the
+// figure at the first heartbeat that had one and the highest since. seen false: never reported,
+// so unknown (not judged).
+struct RisingCount {
+  bool seen = false;
+  uint64_t start = 0, now = 0;
+  // Notes a heartbeat's figure; true when it is above every earlier one.
+  bool note(uint64_t figure) {
+    if (!seen) start = now = figure;
+    seen = true;
+    const bool rose = figure > now;
+    now = std::max(now, figure);
+    return rose;
+  }
+  bool rose() const { return seen && now > start; }
+};
+
 struct BurnGpu {
   uint32_t worker_id = 0;  // its latest id (a reconnect gets a new one)
   std::string name, host, device, uuid;
@@ -40,14 +58,10 @@ struct BurnGpu {
   uint64_t ecc_uncorrected_start = 0, ecc_uncorrected_now = 0;
   // The narrowest width and the best generation seen (a link drops its generation when idle).
   uint32_t pcie_generation = 0, pcie_width = 0, pcie_max_width = 0, pcie_max_generation = 0;
-  // Remapped rows (corrected + uncorrected) at its first heartbeat that had them and the most
-  // since; a pending remap or a failed one seen at any heartbeat. remap_seen false: unknown.
-  bool remap_seen = false, remap_pending = false, remap_failed = false;
-  uint64_t remapped_rows_start = 0, remapped_rows_now = 0;
-  // The same for retired pages (GPUs before Ampere; both causes counted), a retirement pending at
-  // any heartbeat. retired_seen false: unknown.
-  bool retired_seen = false, retired_pending = false;
-  uint64_t retired_pages_start = 0, retired_pages_now = 0;
+  // Remapped rows (corrected + uncorrected), and retired pages (GPUs before Ampere; both causes);
+  // a pending remap, a failed one or a pending retirement seen at any heartbeat.
+  RisingCount remapped_rows, retired_pages;
+  bool remap_pending = false, remap_failed = false, retired_pending = false;
   uint32_t max_temperature_c = 0;
   uint64_t throttle_reasons = 0;   // OR of every heartbeat's bits
   pclient::GpuHealth last_health;  // its last heartbeat's figures (its last words' context)

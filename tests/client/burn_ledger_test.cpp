@@ -135,7 +135,7 @@ TEST_CASE("burn ledger: rising remapped rows and a pending remap fail, remapping
   CHECK(ledger.verdict_of(g.at("c")).failures ==
         std::vector<std::string>{"a memory row remap is pending (the GPU needs a reset)"});
   // d: NOT_SUPPORTED, so neither healthy nor failed: unknown, and nothing is judged of it.
-  CHECK_FALSE(g.at("d").remap_seen);
+  CHECK_FALSE(g.at("d").remapped_rows.seen);
   CHECK(ledger.verdict_of(g.at("d")).verdict == Verdict::kPass);
 }
 
@@ -156,8 +156,8 @@ TEST_CASE("burn ledger: retired pages that rise and a pending retirement fail (G
         std::vector<std::string>{"retired memory pages rose from 1 to 3 during the burn"});
   CHECK(ledger.verdict_of(g.at("c")).failures ==
         std::vector<std::string>{"a memory page retirement is pending (the driver must reload)"});
-  CHECK_FALSE(g.at("a").remap_seen);
-  CHECK(g.at("a").retired_seen);
+  CHECK_FALSE(g.at("a").remapped_rows.seen);
+  CHECK(g.at("a").retired_pages.seen);
 }
 
 TEST_CASE("burn ledger: throttling other than the power cap and heat over the limit warn", "[burn]") {

@@ -237,8 +237,9 @@ void NvmlSampler::run() {
   while (!stop_) {
     lock.unlock();
     const auto now = std::chrono::steady_clock::now();
-    if (now < sample_at) {  // between samples: the energy counter alone
-      note_energy(device_->energy_mj(), now);
+    if (now < sample_at) {  // between samples: the energy counter alone, stamped mid-read
+      const std::optional<uint64_t> mj = device_->energy_mj();
+      note_energy(mj, now + (std::chrono::steady_clock::now() - now) / 2);
       lock.lock();
       wake_.wait_for(lock, tick, [this] { return stop_; });
       continue;

@@ -1,5 +1,5 @@
 // The task stream's drawing, in JavaScript: one lane per worker, one bar per result batch, coloured
-// by job (like Dask's task stream). The one copy that both the dashboard (scheduler/dashboard_page.h,
+// by job (like Dask's task stream). The one copy that both the dashboard (scheduler/dashboard/dashboard_page.h,
 // live) and pbench's performance report (client/pbench/report.cpp, kept) embed inline: no external
 // scripts. Names are drawn with canvas fillText, never parsed as HTML.
 #pragma once

@@ -1,6 +1,6 @@
 // Writing JSON through one interface into either of two outputs: JsonText appends the text as it
 // goes, JsonDoc builds a nlohmann::json document. A writer of a document (core/worker_info_json.h's
-// keys, scheduler/status_json.cpp's /api/status) is written once, as a template over the output:
+// keys, scheduler/dashboard/status_json.cpp's /api/status) is written once, as a template over the output:
 // text where the document is large and only sent (/api/status of 4096 workers and their jobs was
 // 2-20 MB; building it as a document first took psched 55-400 ms a request, its loop stalled),
 // a document where it is handed on (pbench's --json, the Python client's dicts).

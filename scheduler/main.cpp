@@ -20,7 +20,7 @@
 #include "net/framing.h"
 #include "net/scheduler_file.h"
 #include "net/token.h"
-#include "scheduler/dashboard.h"
+#include "scheduler/dashboard/dashboard.h"
 #include "scheduler/scheduler.h"
 
 namespace {

@@ -1,7 +1,7 @@
 // --dashboard-address as users write it: none, :PORT, HOST:PORT, [V6]:PORT, HOST.
 #include <catch2/catch.hpp>
 
-#include "scheduler/dashboard.h"
+#include "scheduler/dashboard/dashboard.h"
 
 using psched::parse_dashboard_address;
 

@@ -1,4 +1,4 @@
-#include "scheduler/status_json.h"
+#include "scheduler/dashboard/status_json.h"
 
 #include <fmt/format.h>
 

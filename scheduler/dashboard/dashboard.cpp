@@ -3,7 +3,7 @@
 // 10 s to be written) and at most kMaxSessions connections are kept: the oldest goes when a new
 // one arrives, so idle or slow clients can neither starve the page nor hurt the scheduler. With TLS
 // on the sessions speak HTTPS (the scheduler's certificate), and DashboardAuth gates every request.
-#include "scheduler/dashboard.h"
+#include "scheduler/dashboard/dashboard.h"
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -18,12 +18,12 @@
 #include <variant>
 
 #include "net/address.h"
-#include "scheduler/dashboard_auth.h"
-#include "scheduler/dashboard_page.h"
-#include "scheduler/metrics.h"
-#include "scheduler/performance_json.h"
+#include "scheduler/dashboard/dashboard_auth.h"
+#include "scheduler/dashboard/dashboard_page.h"
+#include "scheduler/dashboard/metrics.h"
+#include "scheduler/dashboard/performance_json.h"
 #include "scheduler/scheduler.h"
-#include "scheduler/status_json.h"
+#include "scheduler/dashboard/status_json.h"
 
 namespace psched {
 

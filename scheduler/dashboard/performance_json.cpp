@@ -1,4 +1,4 @@
-#include "scheduler/performance_json.h"
+#include "scheduler/dashboard/performance_json.h"
 
 #include <cmath>
 #include <cstdlib>

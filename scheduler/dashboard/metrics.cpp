@@ -1,4 +1,4 @@
-#include "scheduler/metrics.h"
+#include "scheduler/dashboard/metrics.h"
 
 #include <fmt/format.h>
 

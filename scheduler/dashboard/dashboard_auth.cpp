@@ -1,4 +1,4 @@
-#include "scheduler/dashboard_auth.h"
+#include "scheduler/dashboard/dashboard_auth.h"
 
 #include <fmt/format.h>
 #include <openssl/rand.h>

@@ -303,8 +303,8 @@ int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, co
     if (psched::Status st = write_burn_report(f.burn_report, report); !st) return psched::exit_on("pbench", st);
   if (f.json) std::printf("%s\n", report.dump().c_str());
   else print_burn_text(report);
-  const Verdict verdict = ledger.cluster_verdict();
-  if (totals.interrupted_by != 0 && verdict != Verdict::kFail) return psched::exit_code_for_signal(totals.interrupted_by);
+  const pclient::BurnVerdict verdict = ledger.cluster_verdict();
+  if (totals.interrupted_by != 0 && verdict != pclient::BurnVerdict::kFail) return psched::exit_code_for_signal(totals.interrupted_by);
   return burn_exit_code(verdict);
 }
 

@@ -34,11 +34,11 @@ std::string chunks_text(const pclient::VerifyMismatch& m) {
 
 }  // namespace
 
-const char* verdict_name(Verdict v) {
+const char* verdict_name(pclient::BurnVerdict v) {
   switch (v) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kWarn: return "warn";
-    case Verdict::kFail: return "fail";
+    case pclient::BurnVerdict::kPass: return "pass";
+    case pclient::BurnVerdict::kWarn: return "warn";
+    case pclient::BurnVerdict::kFail: return "fail";
   }
   return "fail";
 }
@@ -278,26 +278,17 @@ GpuVerdict BurnLedger::verdict_of(const BurnGpu& g) const {
     v.warnings.push_back("throttled: " + t);
   if (g.has_gpu && g.max_temperature_c > limits_.temperature_limit_c)
     v.warnings.push_back(fmt::format("hot: {} C (limit {:.0f} C)", g.max_temperature_c, limits_.temperature_limit_c));
-  v.verdict = !v.failures.empty() ? Verdict::kFail : !v.warnings.empty() ? Verdict::kWarn : Verdict::kPass;
+  v.verdict = !v.failures.empty() ? pclient::BurnVerdict::kFail : !v.warnings.empty() ? pclient::BurnVerdict::kWarn : pclient::BurnVerdict::kPass;
   return v;
 }
 
-Verdict BurnLedger::cluster_verdict() const {
-  Verdict worst = cluster_failures_.empty() && !gpus_.empty() ? Verdict::kPass : Verdict::kFail;
+pclient::BurnVerdict BurnLedger::cluster_verdict() const {
+  pclient::BurnVerdict worst = cluster_failures_.empty() && !gpus_.empty() ? pclient::BurnVerdict::kPass : pclient::BurnVerdict::kFail;
   for (const auto& [name, g] : gpus_) worst = std::max(worst, verdict_of(g).verdict);
   return worst;
 }
 
 namespace {
-
-pclient::BurnVerdict to_status(Verdict v) {
-  switch (v) {
-    case Verdict::kPass: return pclient::BurnVerdict::kPass;
-    case Verdict::kWarn: return pclient::BurnVerdict::kWarn;
-    case Verdict::kFail: break;
-  }
-  return pclient::BurnVerdict::kFail;
-}
 
 // One line within the wire's bound on a reason (512 bytes, core/burn_status.h), cut at a character.
 std::string reason_line(std::string text) {
@@ -314,7 +305,7 @@ std::string reason_line(std::string text) {
 
 pclient::BurnStatus BurnLedger::status(double seconds, double total_seconds) const {
   pclient::BurnStatus out;
-  out.verdict = to_status(cluster_verdict());
+  out.verdict = cluster_verdict();
   out.elapsed_seconds = seconds;
   out.total_seconds = total_seconds;
   constexpr size_t kMaxGpusShown = 4096;  // the wire's bound (core/burn_status.h)
@@ -323,7 +314,7 @@ pclient::BurnStatus BurnLedger::status(double seconds, double total_seconds) con
     const GpuVerdict v = verdict_of(g);
     pclient::BurnGpuStatus& s = out.gpus.emplace_back();
     s.worker = name;
-    s.verdict = to_status(v.verdict);
+    s.verdict = v.verdict;
     if (!v.failures.empty()) s.reason = reason_line(v.failures.front());
     else if (!v.warnings.empty()) s.reason = reason_line(v.warnings.front());
     s.bytes_per_second = g.bytes_per_second();
@@ -334,11 +325,11 @@ pclient::BurnStatus BurnLedger::status(double seconds, double total_seconds) con
   return out;
 }
 
-int burn_exit_code(Verdict cluster) {
+int burn_exit_code(pclient::BurnVerdict cluster) {
   switch (cluster) {
-    case Verdict::kPass: return psched::kExitOk;
-    case Verdict::kWarn: return psched::kExitBurnWarnings;
-    case Verdict::kFail: break;
+    case pclient::BurnVerdict::kPass: return psched::kExitOk;
+    case pclient::BurnVerdict::kWarn: return psched::kExitBurnWarnings;
+    case pclient::BurnVerdict::kFail: break;
   }
   return psched::kExitFailure;
 }

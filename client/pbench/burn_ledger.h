@@ -22,8 +22,8 @@ struct BurnLimits {
   double temperature_limit_c = 85;  // hotter than this at any heartbeat: warn
 };
 
-enum class Verdict { kPass, kWarn, kFail };
-const char* verdict_name(Verdict v);  // "pass", "warn", "fail"
+// A GPU's or the cluster's verdict is pclient::BurnVerdict, the type the dashboard is sent as well.
+const char* verdict_name(pclient::BurnVerdict v);  // "pass", "warn", "fail"
 
 // One GPU (worker) over the burn.
 // A count of memory faults that must not rise during the burn (remapped rows, retired pages): the
@@ -86,7 +86,7 @@ struct BurnGpu {
 
 // A GPU's verdict: fail and warn reasons, each one short line.
 struct GpuVerdict {
-  Verdict verdict = Verdict::kPass;
+  pclient::BurnVerdict verdict = pclient::BurnVerdict::kPass;
   std::vector<std::string> failures, warnings;
   double median_bytes_per_second = 0;  // of the GPUs of its model
 };
@@ -120,7 +120,7 @@ class BurnLedger {
   void finish(double seconds) { end_seconds_ = seconds; }
 
   GpuVerdict verdict_of(const BurnGpu& gpu) const;
-  Verdict cluster_verdict() const;
+  pclient::BurnVerdict cluster_verdict() const;
   // The verdicts so far, as the scheduler's dashboard shows them (each GPU's first failure or
   // warning as its reason, cut to the wire's bound), `seconds` into a burn of `total_seconds`.
   pclient::BurnStatus status(double seconds, double total_seconds) const;
@@ -153,6 +153,6 @@ class BurnLedger {
 
 // Exit code of a burn: 0 when every GPU passed, kExitFailure with any failure, kExitBurnWarnings
 // when the worst is a warning.
-int burn_exit_code(Verdict cluster);
+int burn_exit_code(pclient::BurnVerdict cluster);
 
 }  // namespace pbench

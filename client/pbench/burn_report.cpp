@@ -91,10 +91,10 @@ json burn_report_json(const BurnLedger& ledger, const BurnTotals& t) {
   for (const auto& e : ledger.events()) events.push_back({{"seconds", rounded(e.seconds, 1e-3)}, {"text", e.text}});
   uint64_t gpu_bytes = 0;
   for (const auto& [name, g] : ledger.gpus()) gpu_bytes += g.bytes_now - g.bytes_at_join;
-  const Verdict verdict = ledger.cluster_verdict();
+  const pclient::BurnVerdict verdict = ledger.cluster_verdict();
   return {{"burn",
            {{"verdict", verdict_name(verdict)},
-            {"exit_code", t.interrupted_by != 0 && verdict != Verdict::kFail ? 128 + t.interrupted_by
+            {"exit_code", t.interrupted_by != 0 && verdict != pclient::BurnVerdict::kFail ? 128 + t.interrupted_by
                                                                             : burn_exit_code(verdict)},
             {"asked_seconds", t.asked_seconds},
             {"seconds", t.seconds},

@@ -6,7 +6,6 @@
 #include "client/pbench/burn_ledger.h"
 
 using pbench::BurnLedger;
-using pbench::Verdict;
 
 namespace {
 
@@ -54,7 +53,7 @@ TEST_CASE("burn ledger: GPUs of one model at equal throughput all pass and the e
   ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0)}, 0);
   ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 1000, 1)}, 3);
   ledger.finish(3);
-  CHECK(ledger.cluster_verdict() == Verdict::kPass);
+  CHECK(ledger.cluster_verdict() == pclient::BurnVerdict::kPass);
   CHECK(pbench::burn_exit_code(ledger.cluster_verdict()) == psched::kExitOk);
 }
 
@@ -64,10 +63,10 @@ TEST_CASE("burn ledger: a GPU below 90 percent of its model's median warns, one 
   ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 950, 1), worker(3, "c", 850, 1)}, 3);
   ledger.finish(3);
   const auto& g = ledger.gpus();
-  CHECK(ledger.verdict_of(g.at("a")).verdict == Verdict::kPass);
-  CHECK(ledger.verdict_of(g.at("b")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(g.at("a")).verdict == pclient::BurnVerdict::kPass);
+  CHECK(ledger.verdict_of(g.at("b")).verdict == pclient::BurnVerdict::kPass);
   const auto c = ledger.verdict_of(g.at("c"));
-  CHECK(c.verdict == Verdict::kWarn);
+  CHECK(c.verdict == pclient::BurnVerdict::kWarn);
   CHECK(c.median_bytes_per_second == 950);
   REQUIRE(c.warnings.size() == 1);
   CHECK(c.warnings[0] == "slow: 89% of the median of its model (0.00085 of 0.00095 MB/s; limit 90%)");
@@ -83,7 +82,7 @@ TEST_CASE("burn ledger: a rise in uncorrected ECC errors and a narrowed PCIe lin
   a.gpu = health(3, 16);
   ledger.observe({a, b}, 1);
   const auto va = ledger.verdict_of(ledger.gpus().at("a"));
-  CHECK(va.verdict == Verdict::kFail);
+  CHECK(va.verdict == pclient::BurnVerdict::kFail);
   CHECK(va.failures == std::vector<std::string>{"ECC uncorrected errors rose from 1 to 3 during the burn"});
   const auto vb = ledger.verdict_of(ledger.gpus().at("b"));
   CHECK(vb.failures == std::vector<std::string>{"PCIe link x8 of x16 (gen 5)"});
@@ -109,12 +108,12 @@ TEST_CASE("burn ledger: a PCIe link that never reaches its maximum generation un
   a.gpu->pcie_generation = 1;  // idle again at the end: the best seen counts
   ledger.observe({a, b, c}, 3.5);
   ledger.finish(3.5);
-  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == pclient::BurnVerdict::kPass);
   CHECK(ledger.gpus().at("a").pcie_generation == 5);
   const auto vb = ledger.verdict_of(ledger.gpus().at("b"));
-  CHECK(vb.verdict == Verdict::kFail);
+  CHECK(vb.verdict == pclient::BurnVerdict::kFail);
   CHECK(vb.failures == std::vector<std::string>{"PCIe link gen 4 of gen 5 under load (the best seen during the burn)"});
-  CHECK(ledger.verdict_of(ledger.gpus().at("c")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("c")).verdict == pclient::BurnVerdict::kPass);
 }
 
 TEST_CASE("burn ledger: rising remapped rows and a pending remap fail, remapping NVML does not report is unknown", "[burn]") {
@@ -129,14 +128,14 @@ TEST_CASE("burn ledger: rising remapped rows and a pending remap fail, remapping
   c.gpu->remap_pending = true;
   ledger.observe({a, b, c, d}, 1);
   const auto& g = ledger.gpus();
-  CHECK(ledger.verdict_of(g.at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(g.at("a")).verdict == pclient::BurnVerdict::kPass);
   CHECK(ledger.verdict_of(g.at("b")).failures ==
         std::vector<std::string>{"remapped memory rows rose from 1 to 3 during the burn"});
   CHECK(ledger.verdict_of(g.at("c")).failures ==
         std::vector<std::string>{"a memory row remap is pending (the GPU needs a reset)"});
   // d: NOT_SUPPORTED, so neither healthy nor failed: unknown, and nothing is judged of it.
   CHECK_FALSE(g.at("d").remapped_rows.seen);
-  CHECK(ledger.verdict_of(g.at("d")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(g.at("d")).verdict == pclient::BurnVerdict::kPass);
 }
 
 TEST_CASE("burn ledger: retired pages that rise and a pending retirement fail (GPUs before Ampere)", "[burn]") {
@@ -151,7 +150,7 @@ TEST_CASE("burn ledger: retired pages that rise and a pending retirement fail (G
   c.gpu->retired_pending = true;
   ledger.observe({a, b, c}, 1);
   const auto& g = ledger.gpus();
-  CHECK(ledger.verdict_of(g.at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(g.at("a")).verdict == pclient::BurnVerdict::kPass);
   CHECK(ledger.verdict_of(g.at("b")).failures ==
         std::vector<std::string>{"retired memory pages rose from 1 to 3 during the burn"});
   CHECK(ledger.verdict_of(g.at("c")).failures ==
@@ -169,7 +168,7 @@ TEST_CASE("burn ledger: throttling other than the power cap and heat over the li
   hot.gpu->throttle_reasons = 0x40;  // hardware thermal slowdown
   hot.gpu->temperature_c = 88;
   ledger.observe({capped, hot}, 0);
-  CHECK(ledger.verdict_of(ledger.gpus().at("capped")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("capped")).verdict == pclient::BurnVerdict::kPass);
   const auto v = ledger.verdict_of(ledger.gpus().at("hot"));
   CHECK(v.warnings == std::vector<std::string>{"throttled: hw_thermal_slowdown", "hot: 88 C (limit 80 C)"});
 }
@@ -181,7 +180,7 @@ TEST_CASE("burn ledger: the copy that lost the vote fails its GPU naming the chu
   const auto b = ledger.verdict_of(ledger.gpus().at("b"));
   REQUIRE(b.failures.size() == 1);
   CHECK(b.failures[0] == "job 4 (the job), chunk 12: its copy lost the vote (sum 2.5; 'a' 1.5, 'c' 1.5)");
-  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == pclient::BurnVerdict::kPass);
   CHECK(ledger.mismatches().size() == 1);
 }
 
@@ -199,14 +198,14 @@ TEST_CASE("burn ledger: a worker that leaves fails with the scheduler's word for
   CHECK(v.failures[0] == "left: leaving: device lost: an illegal memory access");
   CHECK(v.failures[1].rfind("left the cluster 2.0 s into the burn: left: leaving: device lost", 0) == 0);
   CHECK(v.failures[1].find("its last heartbeat: 0 MHz, 60 C, 0 W") != std::string::npos);
-  CHECK(ledger.verdict_of(ledger.gpus().at("b")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("b")).verdict == pclient::BurnVerdict::kPass);
 }
 
 TEST_CASE("burn ledger: a stall notice is an event, not a failure", "[burn]") {
   BurnLedger ledger;
   ledger.observe({worker(1, "a", 0, 0)}, 0);
   ledger.note_notice("worker 1 'a' stalled: no progress for 3.0 s while holding 4 chunks", 1);
-  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("a")).verdict == pclient::BurnVerdict::kPass);
   CHECK(ledger.events().size() == 1);
 }
 
@@ -214,9 +213,9 @@ TEST_CASE("burn ledger: throughput is not judged in a burn under 2 s, and a GPU 
   BurnLedger ledger;
   ledger.observe({worker(1, "a", 0, 0), worker(2, "b", 0, 0), worker(3, "idle", 0, 0)}, 0);
   ledger.observe({worker(1, "a", 1000, 1), worker(2, "b", 100, 1), worker(3, "idle", 0, 0)}, 1.5);
-  CHECK(ledger.cluster_verdict() == Verdict::kPass);  // b at 10%: too short to tell
+  CHECK(ledger.cluster_verdict() == pclient::BurnVerdict::kPass);  // b at 10%: too short to tell
   ledger.observe({worker(1, "a", 2000, 2), worker(2, "b", 2000, 2), worker(3, "idle", 0, 0)}, 3);
-  CHECK(ledger.verdict_of(ledger.gpus().at("b")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("b")).verdict == pclient::BurnVerdict::kPass);
   CHECK(ledger.verdict_of(ledger.gpus().at("idle")).warnings == std::vector<std::string>{"did no work in 3.0 s"});
 }
 
@@ -252,10 +251,10 @@ TEST_CASE("burn ledger: a local worker's process that was killed fails its GPU w
   ledger.observe({worker(1, "local-0", 1000, 1)}, 2);
 
   const auto v = ledger.verdict_of(ledger.gpus().at("local-1"));
-  CHECK(v.verdict == Verdict::kFail);
+  CHECK(v.verdict == pclient::BurnVerdict::kFail);
   REQUIRE(v.failures.size() == 3);
   CHECK(v.failures[1] == "its process 4242 killed by signal 9 (Killed)");
   CHECK(v.failures[2] == "left the cluster 2.0 s into the burn: its process 4242 killed by signal 9 (Killed); "
                          "psched: lost: connection lost");
-  CHECK(ledger.verdict_of(ledger.gpus().at("local-0")).verdict == Verdict::kPass);
+  CHECK(ledger.verdict_of(ledger.gpus().at("local-0")).verdict == pclient::BurnVerdict::kPass);
 }

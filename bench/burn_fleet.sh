@@ -3,16 +3,21 @@
 # per 64 GPUs), on a simulated fleet (psched-loadgen, constant(1) arrays, 6.7 ps an element):
 #   bench/burn_fleet.sh BIN_DIR [WORKERS] [SECONDS] [OUT_DIR]      (defaults: 64 workers, 30 s)
 # psched on CPU 0 (with --spin-us 0, SPIN_US to change it: its polling is not work), the loadgen's
-# fleet and pbench on the others. Two phases on the same fleet, each about SECONDS:
-#   A. the burn's jobs without the burn: three clients at once, each running verified jobs
-#      (--verify 1.0) of the DeepOps array in 10000² and in 1000² chunks in turns, one pbench a job;
-#   B. pbench --burn SECONDS: the same jobs, the same turns, three in flight, plus its watcher
-#      polling the cluster every second and its ledger.
-# psched's CPU comes from /proc. The burn's overhead is B's CPU beyond what its finished jobs cost at
-# A's rate per job (the few it cut at the deadline are counted as nothing, which only raises the
-# figure), as a share of one core, per 64 workers. (Three mixed jobs at once cost psched more a
-# job than the same jobs one at a time, about 1.8 x on this VM: more loop wake-ups, not burn
-# bookkeeping; that is why A runs them as the burn does.)
+# fleet and pbench on the others. ROUNDS (default 3) of two phases on the same fleet, each about
+# SECONDS, summed (one phase's psched CPU varies by tens of percent on a small VM):
+#   A. the burn's jobs alone: pbench --burn with PSCHED_BENCH_BURN_JOBS_ONLY=1, the same verified
+#      jobs (--verify 1.0; the DeepOps array in 10000² and 1000² chunks in turns, three in flight on
+#      three connections) without its watcher;
+#   B. the burn with its watcher looking every WATCH_MS (default 5 ms) instead of every second
+#      (PSCHED_BENCH_BURN_WATCH_MS): a look is a workers() request and a BurnStatus for the
+#      dashboard, all the burn sends psched beyond its jobs, and 200 of them a second lift its cost
+#      above this VM's noise.
+# psched's CPU comes from /proc. B's CPU beyond what its jobs cost at A's rate per job, divided by
+# the looks pbench counted, is psched's cost per look; the burn's overhead is one look a second, as
+# a share of one core, per 64 workers. What the jobs themselves cost psched is printed too: they are
+# the verified work the burn exists to run, costing psched what the same jobs cost outside a burn.
+# (An earlier baseline, three separate pbench processes one job each, ran fewer jobs at once with
+# gaps between them, and put the jobs' own concurrency on the burn's account: bench/README.md.)
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/burn_fleet.sh BIN_DIR [WORKERS] [SECONDS] [OUT_DIR]}" && pwd)
 workers=${2:-64}
@@ -35,7 +40,7 @@ trap stop EXIT
 for _ in $(seq 200); do [[ -s "$out/s.json" ]] && break; sleep 0.05; done
 address=$(json_file_field "$out/s.json" address) || { echo "psched did not start: $(cat "$out/psched.log")"; exit 1; }
 # The fleet, held registered for both phases (--idle), answering whatever psched sends it.
-"${pin1[@]}" "$bin/psched-loadgen" --scheduler "$address" -w "$workers" --idle $((3 * seconds + 60)) -c 0 \
+"${pin1[@]}" "$bin/psched-loadgen" --scheduler "$address" -w "$workers" --idle $((2 * ${ROUNDS:-3} * (seconds + 5) + 60)) -c 0 \
   >"$out/loadgen.log" 2>&1 &
 loadgen_pid=$!
 for _ in $(seq 600); do
@@ -46,42 +51,43 @@ done
 [[ "$n" == "$workers" ]] || { echo "the fleet did not register ($n of $workers)"; exit 1; }
 pb=("${pin1[@]}" "$bin/pbench" --scheduler "$address" -d -q --generator constant)
 
-# One of A's clients: verified jobs, the shapes in turns from `first`, until `end` (ns since the
-# epoch); one line in $out/a_jobs per finished job.
-a_client() {
-  local k=$1 end=$2
-  while (($(date +%s%N) < end)); do
-    if ((k % 2 == 0)); then "${pb[@]}" --verify 1.0 >/dev/null || return 1
-    else "${pb[@]}" --chunk-x 1000 --chunk-y 1000 --verify 1.0 >/dev/null || return 1; fi
-    echo "$k" >>"$out/a_jobs"
-    k=$((k + 1))
-  done
+# One phase: a burn of SECONDS; prints its psched CPU ticks, wall seconds, jobs, chunks verified
+# and the watcher's looks.
+burn_phase() {
+  local json=$1; shift
+  local c0 c1 start wall jobs chunks looks
+  c0=$(cpu_ticks "$psched_pid"); start=$(date +%s.%N)
+  env "$@" "${pb[@]}" --burn "${seconds}s" --json >"$json" 2>"$json.stderr" || echo "burn exited $? (see $json)" >&2
+  wall=$(awk -v s="$start" -v now="$(date +%s.%N)" 'BEGIN { print now - s }'); c1=$(cpu_ticks "$psched_pid")
+  jobs=$(json_file_field "$json" burn.jobs) || { echo "FAIL: no burn report in $json" >&2; return 1; }
+  chunks=$(json_file_field "$json" burn.verified_chunks)
+  looks=$(sed -n 's/^pbench: burn: the watcher looked \([0-9]*\) times$/\1/p' "$json.stderr")
+  echo "$((c1 - c0)) $wall $jobs $chunks ${looks:-0}"
 }
-echo "== A: the burn's jobs without the burn, three clients at once, for about $seconds s"
-: >"$out/a_jobs"
-a0=$(cpu_ticks "$psched_pid"); start=$(date +%s.%N)
-end=$(($(date +%s%N) + seconds * 1000000000))
-a_client 0 "$end" & c0=$!
-a_client 1 "$end" & c1=$!
-a_client 2 "$end" & c2=$!
-wait "$c0" && wait "$c1" && wait "$c2" || { echo "FAIL: a verified job"; exit 1; }
-wall_a=$(awk -v s="$start" -v now="$(date +%s.%N)" 'BEGIN { print now - s }'); a1=$(cpu_ticks "$psched_pid")
-jobs_a=$(wc -l <"$out/a_jobs")
+watch_ms=${WATCH_MS:-5}
+a=0 wall_a=0 jobs_a=0 chunks_a=0 b=0 wall_b=0 jobs_b=0 chunks_b=0 looks_b=0
+for round in $(seq "${ROUNDS:-3}"); do
+  echo "== round $round, A: the burn's jobs alone (no watcher), for about $seconds s"
+  read -r t w j c l < <(burn_phase "$out/jobs_only$round.json" PSCHED_BENCH_BURN_JOBS_ONLY=1) || exit 1
+  echo "   psched $t ticks, $j jobs in $w s"
+  a=$((a + t)) jobs_a=$((jobs_a + j)) chunks_a=$((chunks_a + c)) wall_a=$(awk -v x="$wall_a" -v y="$w" 'BEGIN { print x + y }')
+  echo "== round $round, B: pbench --burn ${seconds}s, its watcher looking every $watch_ms ms"
+  read -r t w j c l < <(burn_phase "$out/burn$round.json" PSCHED_BENCH_BURN_WATCH_MS="$watch_ms") || exit 1
+  echo "   psched $t ticks, $j jobs in $w s, $l looks"
+  ((l > 0)) || { echo "FAIL: pbench did not say how often its watcher looked (see $out/burn$round.json.stderr)"; exit 1; }
+  b=$((b + t)) jobs_b=$((jobs_b + j)) chunks_b=$((chunks_b + c)) looks_b=$((looks_b + l))
+  wall_b=$(awk -v x="$wall_b" -v y="$w" 'BEGIN { print x + y }')
+done
 
-echo "== B: pbench --burn ${seconds}s on the same fleet"
-b0=$(cpu_ticks "$psched_pid"); start=$(date +%s.%N)
-"${pb[@]}" --burn "${seconds}s" --json >"$out/burn.json" 2>"$out/burn.stderr" || echo "burn exited $? (see $out/burn.json)"
-wall_b=$(awk -v s="$start" -v now="$(date +%s.%N)" 'BEGIN { print now - s }'); b1=$(cpu_ticks "$psched_pid")
-jobs_b=$(json_file_field "$out/burn.json" burn.jobs) || { echo "FAIL: no burn report"; exit 1; }
-chunks_b=$(json_file_field "$out/burn.json" burn.verified_chunks)
-
-awk -v ja="$jobs_a" -v a="$((a1 - a0))" -v wa="$wall_a" -v b="$((b1 - b0))" -v hz="$hz" -v wb="$wall_b" \
-    -v jb="$jobs_b" -v cb="$chunks_b" -v w="$workers" 'BEGIN {
+awk -v ja="$jobs_a" -v a="$a" -v wa="$wall_a" -v ca="$chunks_a" -v b="$b" -v hz="$hz" -v wb="$wall_b" \
+    -v jb="$jobs_b" -v cb="$chunks_b" -v lb="$looks_b" -v w="$workers" 'BEGIN {
   cpu_a = a / hz; cpu_b = b / hz
   per_a = cpu_a / ja
-  expected = jb * per_a                     # its finished jobs at the rate of A
-  over = (cpu_b - expected) / wb            # cores beyond its jobs own cost
-  printf "A: %d verified jobs in %.1f s, psched %.2f CPU s (%.1f %% of a core), %.2f ms a job\n", ja, wa, cpu_a, 100 * cpu_a / wa, 1e3 * per_a
-  printf "B: the burn: %d jobs (%d chunks verified) in %.1f s, psched %.2f CPU s (%.1f %% of a core), %.2f ms a job; its jobs at the rate of A: %.2f CPU s\n", jb, cb, wb, cpu_b, 100 * cpu_b / wb, 1e3 * cpu_b / jb, expected
-  printf "burn overhead on psched: %.2f %% of a core on %d workers = %.2f %% per 64 (target <= 1)\n", 100 * over, w, 100 * over * 64 / w
+  expected = jb * per_a                     # B finished jobs at the rate of A
+  per_look = (cpu_b - expected) / lb        # psched CPU seconds a look
+  over = per_look * 1.0                     # a look a second, the burn kWatchPeriod
+  printf "A: the jobs alone: %d verified jobs (%d chunks verified) in %.1f s, psched %.2f CPU s (%.1f %% of a core = %.1f %% per 64 workers), %.2f ms a job\n", ja, ca, wa, cpu_a, 100 * cpu_a / wa, 100 * cpu_a / wa * 64 / w, 1e3 * per_a
+  printf "B: %d jobs (%d chunks verified) and %d looks in %.1f s, psched %.2f CPU s (%.1f %% of a core); its jobs at the rate of A: %.2f CPU s\n", jb, cb, lb, wb, cpu_b, 100 * cpu_b / wb, expected
+  printf "psched per look: %.1f us on %d workers\n", 1e6 * per_look, w
+  printf "burn overhead on psched (a look a second): %.3f %% of a core on %d workers = %.3f %% per 64 (target <= 1)\n", 100 * over, w, 100 * over * 64 / w
   exit !(over * 64 / w <= 0.01) }'

@@ -7,9 +7,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "app/exit_codes.h"
@@ -82,8 +85,9 @@ std::string live_line(const BurnGpu& g, double seconds) {
 class Watcher {
  public:
   Watcher(pclient::Client client, BurnLedger& ledger, std::mutex& mutex, Clock::time_point t0, double total_seconds,
-          LocalCluster* local, bool live, bool quiet)
+          std::chrono::milliseconds period, LocalCluster* local, bool live, bool quiet)
       : client_(std::move(client)),
+        period_(period),
         local_(local),
         ledger_(ledger),
         mutex_(mutex),
@@ -107,6 +111,7 @@ class Watcher {
     poll();
     client_.close();
   }
+  uint64_t polls() const { return polls_; }
 
  private:
   void poll() {
@@ -127,6 +132,7 @@ class Watcher {
         status = ledger_.status(since(t0_), total_seconds_);
       }
       client_.report_burn(status);
+      ++polls_;
     } catch (const pclient::Error& e) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!lost_) ledger_.note_job_error(std::string("watching the workers: ") + e.what(), since(t0_));
@@ -152,7 +158,7 @@ class Watcher {
   void loop() {
     double last_live = 0;
     std::unique_lock<std::mutex> stop_lock(stop_mutex_);
-    while (!wake_.wait_for(stop_lock, kWatchPeriod, [this] { return stopping_; })) {
+    while (!wake_.wait_for(stop_lock, period_, [this] { return stopping_; })) {
       stop_lock.unlock();
       poll();
       const double now = since(t0_);
@@ -166,6 +172,7 @@ class Watcher {
   }
 
   pclient::Client client_;
+  std::chrono::milliseconds period_;  // kWatchPeriod but in a benchmark
   LocalCluster* local_;  // pbench's local cluster, or nullptr (-d)
   BurnLedger& ledger_;
   std::mutex& mutex_;
@@ -174,6 +181,7 @@ class Watcher {
   bool live_, quiet_;
   std::set<std::string> announced_;
   bool lost_ = false;
+  uint64_t polls_ = 0;  // looks that reached psched (workers asked, status sent)
   std::mutex stop_mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
@@ -236,7 +244,18 @@ int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, co
     std::lock_guard<std::mutex> lock(mutex);
     ledger.observe(client.workers(), 0);
   }
-  Watcher watcher(pclient::Client::connect(connect), ledger, mutex, t0, f.burn_seconds, local, live, f.quiet);
+  // For bench/burn_fleet.sh, which measures what the watcher costs psched: its baseline is the
+  // burn's jobs alone, with no watcher (PSCHED_BENCH_BURN_JOBS_ONLY=1: no polls of the workers, no
+  // status for the dashboard), and it magnifies the watcher's cost by polling more often
+  // (PSCHED_BENCH_BURN_WATCH_MS).
+  const char* jobs_only = std::getenv("PSCHED_BENCH_BURN_JOBS_ONLY");
+  std::chrono::milliseconds watch_period = kWatchPeriod;
+  if (const char* ms = std::getenv("PSCHED_BENCH_BURN_WATCH_MS"); ms && std::atoi(ms) > 0)
+    watch_period = std::chrono::milliseconds(std::atoi(ms));
+  std::optional<Watcher> watcher;
+  if (!(jobs_only && std::string(jobs_only) == "1"))
+    watcher.emplace(pclient::Client::connect(connect), ledger, mutex, t0, f.burn_seconds, watch_period, local, live,
+                    f.quiet);
   // kJobsInFlight loops, each running jobs one after another on its connection; they share the
   // turns (so the shapes and seeds alternate as with one), the ledger and the totals (under mutex).
   std::atomic<uint64_t> next_turn{0};
@@ -291,7 +310,11 @@ int run_burn(pclient::Client& client, const pclient::ConnectOptions& connect, co
   for (pclient::Client& c : more) loops.emplace_back([&run_jobs, &c] { run_jobs(c); });
   run_jobs(client);
   for (std::thread& t : loops) t.join();
-  watcher.stop();
+  if (watcher) {
+    watcher->stop();
+    if (watch_period != kWatchPeriod)
+      std::fprintf(stderr, "pbench: burn: the watcher looked %llu times\n", (unsigned long long)watcher->polls());
+  }
   totals.seconds = since(t0);
   totals.asked_seconds = f.burn_seconds;
   totals.interrupted_by = g_stop_signal.load();

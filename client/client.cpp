@@ -63,12 +63,19 @@ struct Client::Impl {
   bool done = false;
   uint64_t next_tag = 1;
   std::chrono::microseconds spin{0};
+  // Errors about unanswered messages psched refused (Error.refused), until take_refusals().
+  static constexpr size_t kMaxRefusalsKept = 64;
+  std::vector<std::string> refusals;
 
   psched::FramedConnection* conn() const { return link ? link->conn().get() : nullptr; }  // open or closed
   psched::FramedConnection* open_conn() const { return link ? link->open_conn() : nullptr; }
 
   void on_message(psched::wire::Message::Reader m) {
     if (m.which() == psched::wire::Message::HEARTBEAT) return;
+    if (m.which() == psched::wire::Message::ERROR && m.getError().getRefused()) {  // not the waiter's business
+      if (refusals.size() < kMaxRefusalsKept) refusals.push_back(m.getError().getMessage().cStr());
+      return;
+    }
     if (m.which() == psched::wire::Message::GOODBYE) {
       closed_why = fmt::format("scheduler closed the connection: {}", m.getGoodbye().getReason().cStr());
       // Let a waiting run() see JobFailed first if one came; otherwise this ends the wait.
@@ -388,6 +395,13 @@ void Client::report_burn(const BurnStatus& burn) {
   s.send([&](psched::wire::Message::Builder m) { psched::write_burn_status(burn, m.initBurnStatus()); });
   s.io.restart();  // write what did not fit the socket's buffer now, not at the next wait
   s.io.poll();
+}
+
+std::vector<std::string> Client::take_refusals() {
+  Impl& s = *impl_;
+  s.io.restart();  // what has arrived by now
+  s.io.poll();
+  return std::exchange(s.refusals, {});
 }
 
 void Client::close() {

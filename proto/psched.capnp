@@ -162,6 +162,9 @@ struct Welcome {
 struct Error {
   message @0 :Text;            # one line, for a person
   jobId @1 :UInt64;            # 0 when not about a job
+  refused @2 :Bool;            # one unanswered message refused, nothing more: the connection and
+                               # its jobs go on (a BurnStatus psched could not take). A client
+                               # before it read such an Error as about the connection.
 }
 
 struct Goodbye {

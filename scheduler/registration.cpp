@@ -159,7 +159,11 @@ void Scheduler::on_burn_status(ClientRecord& client, wire::BurnStatus::Reader bu
   if (kept) return;
   // The client's mistake, not the connection's: it may send a good one next; its jobs go on.
   spdlog::warn("client {} '{}': {}", client.id, client.name, printable(kept.message(), 1000));
-  send_message(*client.conn, [&](wire::Message::Builder m) { m.initError().setMessage(kept.message()); });
+  send_message(*client.conn, [&](wire::Message::Builder m) {
+    auto e = m.initError();
+    e.setMessage(kept.message());
+    e.setRefused(true);
+  });
 }
 
 void Scheduler::send_cluster_info(ClientRecord& client, uint64_t tag) {

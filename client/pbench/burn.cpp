@@ -133,6 +133,12 @@ class Watcher {
       }
       client_.report_burn(status);
       ++polls_;
+      for (const std::string& why : client_.take_refusals()) {  // the dashboard shows nothing: say why
+        const std::string text = "psched refused the burn's status for its dashboard: " + why;
+        if (!quiet_) std::fprintf(stderr, "pbench: burn: %s\n", text.c_str());
+        std::lock_guard<std::mutex> lock(mutex_);
+        ledger_.note_notice(text, since(t0_));
+      }
     } catch (const pclient::Error& e) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!lost_) ledger_.note_job_error(std::string("watching the workers: ") + e.what(), since(t0_));

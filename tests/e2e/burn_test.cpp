@@ -19,6 +19,7 @@
 
 #include "app/exit_codes.h"
 #include "app/process.h"
+#include "support/job_helpers.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;
@@ -139,6 +140,33 @@ TEST_CASE("pbench --burn on a healthy cluster passes every worker, writes its re
     CHECK(g["series"].size() >= 2);
   }
   CHECK(json::parse(read_file(tmp.path + "/burn.json")) == r);
+}
+
+TEST_CASE("a burn status psched refuses comes back as a refusal and fails no job on its connection", "[burn]") {
+  TestCluster cluster;
+  cluster.add_worker({.name = "w0"});
+  cluster.wait_for_workers(1);
+  pclient::Client client = cluster.client();
+  pclient::BurnStatus too_many;
+  too_many.gpus.resize(5000);  // over the wire's 4096
+  client.report_burn(too_many);
+  // The Error arrives while the next job runs (it once failed that job as if about the connection).
+  const pclient::Result r = client.run(arange_job(400, 400, 100, 100, 1, 1));
+  CHECK(r.count == 160000);
+  std::vector<std::string> refusals = client.take_refusals();
+  for (int k = 0; k < 100 && refusals.empty(); ++k) {  // readiness: the Error may still be on its way
+    client.workers();
+    refusals = client.take_refusals();
+  }
+  REQUIRE(refusals.size() == 1);
+  CHECK(refusals[0] == "burn status: 5000 GPUs, at most 4096");
+  CHECK(client.take_refusals().empty());
+  pclient::BurnStatus good;
+  good.gpus.resize(1);
+  good.gpus[0].worker = "w0";
+  client.report_burn(good);
+  CHECK(client.workers().size() == 1);
+  CHECK(client.take_refusals().empty());
 }
 
 TEST_CASE("pbench --burn with --input turns through the file and a generated array of its shape in two chunkings", "[burn]") {

@@ -310,8 +310,12 @@ class Client {
   std::vector<WorkerInfo> wait_for_workers(size_t n, int timeout_ms);
   Result run(const Job& job, const RunOptions& options = {});
   // Shows a burn's state on the scheduler's dashboard until the next one, the end, or close().
-  // Sent without an answer; one the scheduler refuses is not shown (it logs why).
+  // Sent without an answer; one the scheduler refuses is not shown, and its Error (why, one line)
+  // comes back to take_refusals(), never failing a job on this connection.
   void report_burn(const BurnStatus& burn);
+  // What the scheduler said of unanswered messages it refused (report_burn's), oldest first, since
+  // the last call (at most 64 kept).
+  std::vector<std::string> take_refusals();
   void close();
 
   struct Impl;  // the session with the scheduler (client.cpp)

@@ -11,8 +11,8 @@
 #   2b. chunk sizes: the DeepOps benchmark's array in 4000^2 down to 500^2 chunks (bench/chunk_sweep.sh), each
 #      against the in-process floor for its elements and against 4000^2;
 #   3. fused (reported separately, never the default), against its in-process floor;
-#   3b. verify: the DeepOps benchmark with --verify 1.0 and --verify 0.05, runs interleaved with plain
-#      ones, in seconds against the plain run's;
+#   3b. verify and var/std: the DeepOps benchmark with --verify 1.0, --verify 0.05 and with
+#      --stats sum,var,std, runs interleaved with plain ones, in seconds against the plain run's;
 #   4. tiny tasks: pbench -c 2, one-element chunks, in chunks per second;
 #   5. tiny-job latency: a 1000-element, 10-chunk job on a running cluster (psched + 2 workers),
 #      --repeat 30, median against two loopback round trips;
@@ -77,25 +77,28 @@ for _ in $(seq "$repeat"); do
 done
 read -r fused_best fused_median < <(best_median high <"$out/fused.gbps")
 
-echo "== 3b. verify: pbench ${deepops_args[*]} [--verify 1.0 | --verify 0.05], interleaved"
-: >"$out/verify_plain.s"; : >"$out/verify_all.s"; : >"$out/verify_005.s"
+echo "== 3b. verify and var/std: pbench ${deepops_args[*]} [--verify 1.0 | --verify 0.05 | --stats sum,var,std], interleaved"
+: >"$out/verify_plain.s"; : >"$out/verify_all.s"; : >"$out/verify_005.s"; : >"$out/verify_var.s"
 for _ in $(seq "$repeat"); do
-  for v in plain all 005; do
-    case $v in plain) extra=() ;; all) extra=(--verify 1.0) ;; 005) extra=(--verify 0.05) ;; esac
+  for v in plain all 005 var; do
+    case $v in plain) extra=() ;; all) extra=(--verify 1.0) ;; 005) extra=(--verify 0.05) ;;
+      var) extra=(--stats sum,var,std) ;; esac
     r=$("$bin/pbench" "${deepops_args[@]}" "${extra[@]}") || fail "verify ($v) run"
     [[ "$(json_field "$r" check)" == "ok" ]] || fail "verify ($v) check: $(json_field "$r" check)"
-    [[ $v == plain || "$(json_field "$r" verify.mismatch_count)" == "0" ]] || fail "verify ($v) found mismatches"
+    [[ $v == plain || $v == var || "$(json_field "$r" verify.mismatch_count)" == "0" ]] || fail "verify ($v) found mismatches"
     json_field "$r" seconds >>"$out/verify_$v.s"
   done
 done
 read -r verify_plain_best verify_plain_median < <(best_median low <"$out/verify_plain.s")
 read -r verify_all_best verify_all_median < <(best_median low <"$out/verify_all.s")
 read -r verify_005_best verify_005_median < <(best_median low <"$out/verify_005.s")
+read -r var_best var_median < <(best_median low <"$out/verify_var.s")
 # Each verify run against the plain run just before it: on a shared machine the load drifts between
 # runs, and a pair a few seconds apart sees the same load.
 paired_ratio() { paste "$out/verify_$1.s" "$out/verify_plain.s" | awk '{ printf "%.4f\n", $1 / $2 }' | best_median low | cut -d' ' -f2; }
 verify_all_paired=$(paired_ratio all)
 verify_005_paired=$(paired_ratio 005)
+var_paired=$(paired_ratio var)
 
 tiny_args=(-c 2 -x 1 -y "$tiny_chunks" --chunk-x 1 --chunk-y 1 --row-step 1 --col-step 1 --generator constant -q --json --check)
 echo "== 4. tiny tasks: pbench ${tiny_args[*]}"
@@ -146,12 +149,14 @@ awk -v sb="$deepops_best" -v sm="$deepops_median" -v f="$floor_gbps" -v fc="$flo
   -v lb="$lat_best" -v lm="$lat_median" -v rtt="$rtt_us" -v bpc="$bytes_per_chunk" -v mc="$mem_chunks" \
   -v s500="$sweep_500" -v vp="$verify_plain_best" -v va="$verify_all_best" -v v5="$verify_005_best" \
   -v vpm="$verify_plain_median" -v vam="$verify_all_median" -v v5m="$verify_005_median" \
-  -v vap="$verify_all_paired" -v v5p="$verify_005_paired" 'BEGIN {
+  -v vap="$verify_all_paired" -v v5p="$verify_005_paired" \
+  -v vb="$var_best" -v vm="$var_median" -v vvp="$var_paired" 'BEGIN {
   printf "DeepOps (create + reduce): %.2f GB/s best, %.2f median | in-process floor %.2f GB/s (%.2f by CPU time): ratio %.2f | memory floor %.2f GB/s: ratio %.2f | target >= 2.5\n", sb, sm, f, fc, sb / f, m, sb / m
   printf "500^2 chunks:           %.2f x the throughput of 4000^2 chunks | target >= 0.8\n", s500
   printf "fused (selected only):  %.2f GB/s best, %.2f median | in-process floor %.2f GB/s: ratio %.2f\n", fb, fm, ff, fb / ff
   printf "verify 1.0:             %.3f s best, %.3f median | plain %.3f, %.3f: ratio %.2f best, %.2f median, %.2f median of pairs | target <= 2.1\n", va, vam, vp, vpm, va / vp, vam / vpm, vap
   printf "verify 0.05:            %.3f s best, %.3f median | plain %.3f, %.3f: ratio %.2f best, %.2f median, %.2f median of pairs | target <= 1.1\n", v5, v5m, vp, vpm, v5 / vp, v5m / vpm, v5p
+  printf "var and std:            %.3f s best, %.3f median | plain %.3f, %.3f: ratio %.2f best, %.2f median, %.2f median of pairs | target <= 1.3\n", vb, vm, vp, vpm, vb / vp, vm / vpm, vvp
   printf "tiny tasks:             %.0f chunks/s best, %.0f median | in-process floor %.0f chunks/s: ratio %.3f | target >= 100000 (aim 250000)\n", tb, tm, tf, tb / tf
   printf "tiny-job latency:       %.0f us best, %.0f us median | 2 loopback round trips %.0f us: ratio %.1f | target median <= 300 (aim 100)\n", lb, lm, 2 * rtt, lm / (2 * rtt)
   printf "scheduler memory:       %.1f bytes per chunk (peak RSS over a %d-chunk job) | target <= 100\n", bpc, mc

@@ -1,7 +1,8 @@
 // io-floor: the floors under a stored array's job (bench/storage.sh), measured on the same machine
 // in the same run, without psched:
-//   io-floor read FILE            plain pread of the whole file in 64 MiB blocks, by 1, 2, 4, ...
-//                                 threads up to the cores; the best rate wins
+//   io-floor read FILE [THREADS]  plain pread of the whole file in 64 MiB blocks, by 1, 2, 4, ...
+//                                 threads up to the cores, the best rate winning; or one pass by
+//                                 THREADS threads (a cold cache: only the first pass is cold)
 //   io-floor zarr DIR THREADS     every chunk file of a Zarr store read and decompressed by THREADS
 //                                 threads (storage/zarr.h's decoder, as the workers use it)
 //   io-floor h2d [GPUS]           pinned host-to-device copies of 256 MiB blocks, on each of the
@@ -35,7 +36,7 @@ constexpr uint64_t kBlock = uint64_t{64} << 20;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-int read_floor(const char* path) {
+int read_floor(const char* path, unsigned only_threads) {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0) {
@@ -46,7 +47,12 @@ int read_floor(const char* path) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   double best = 0;
   unsigned best_threads = 1;
-  for (unsigned threads = 1; threads <= cores; threads *= 2) {
+  std::vector<unsigned> counts{only_threads};
+  if (only_threads == 0) {
+    counts.clear();
+    for (unsigned threads = 1; threads <= cores; threads *= 2) counts.push_back(threads);
+  }
+  for (const unsigned threads : counts) {
     std::atomic<uint64_t> next{0};
     const auto t0 = Clock::now();
     std::vector<std::thread> pool;
@@ -153,11 +159,12 @@ int h2d_floor(int gpus) {
 
 int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
-  if (what == "read" && argc == 3) return read_floor(argv[2]);
+  if (what == "read" && argc == 3) return read_floor(argv[2], 0);
+  if (what == "read" && argc == 4) return read_floor(argv[2], unsigned(std::max(1, std::atoi(argv[3]))));
   if (what == "zarr" && argc == 4) return zarr_floor(argv[2], unsigned(std::max(1, std::atoi(argv[3]))));
 #ifdef PSCHED_HAVE_CUDA
   if (what == "h2d") return h2d_floor(argc > 2 ? std::atoi(argv[2]) : 0);
 #endif
-  std::fprintf(stderr, "usage: io-floor read FILE | zarr DIR THREADS | h2d [GPUS]\n");
+  std::fprintf(stderr, "usage: io-floor read FILE [THREADS] | zarr DIR THREADS | h2d [GPUS]\n");
   return 2;
 }

@@ -6,6 +6,9 @@
 # floor measured here:
 #   - the file in the page cache: plain pread by 1..N threads (io-floor read) against pbench -c 1
 #     --nthreads N --input (read + reduce; target >= 0.8 x the floor);
+#   - the file from storage, where the page cache can be dropped (/proc/sys/vm/drop_caches, as
+#     root): one pread pass by N threads against pbench, the cache dropped before each (target
+#     >= 0.9 x);
 #   - Zarr with blosc-lz4 and zstd: every chunk read and decompressed by N threads (io-floor zarr)
 #     against pbench --input on the store (target >= 0.8 x);
 #   - Dask (Debian's, threaded, da.from_zarr(...).sum()) on the same stores, 100 MB and 1 MB chunks,
@@ -55,6 +58,25 @@ echo "== CPU: pbench -c 1 --nthreads $cores --input x.npy (read + reduce)"
 cpu_npy=$(rate "$out/cpu_npy.json")
 echo "cpu_npy_gbps=$cpu_npy ratio_to_read_floor=$(ratio "$cpu_npy" "$read_floor") (target >= 0.8)"
 want=$(terms "$out/cpu_npy.json")
+
+cold=""
+if [[ -w /proc/sys/vm/drop_caches ]] && sync && echo 1 2>/dev/null >/proc/sys/vm/drop_caches; then
+  echo "== cold cache: the page cache dropped before each run; one pread pass by $cores threads against pbench, in turns"
+  : >"$out/cold_floor.gbps"; : >"$out/cold_pbench.gbps"
+  for _ in 1 2; do
+    sync; echo 1 >/proc/sys/vm/drop_caches
+    "$bin/io-floor" read "$data/x.npy" "$cores" | grep -m1 '^read_gbps_' | cut -d= -f2 >>"$out/cold_floor.gbps"
+    sync; echo 1 >/proc/sys/vm/drop_caches
+    "$bin/pbench" -c 1 --nthreads "$cores" --input "$data/x.npy" --chunk-x "$chunk_rows" --json -q >"$out/cpu_cold.json" ||
+      fail "pbench --input npy, cold"
+    rate "$out/cpu_cold.json" >>"$out/cold_pbench.gbps"
+    [[ $(terms "$out/cpu_cold.json") == "$want" ]] || fail "cold: other exact terms than the warm run"
+  done
+  cold_floor=$(sort -g "$out/cold_floor.gbps" | tail -1); cold=$(sort -g "$out/cold_pbench.gbps" | tail -1)
+  echo "cold_read_floor_gbps=$cold_floor cpu_cold_gbps=$cold ratio=$(ratio "$cold" "$cold_floor") (target >= 0.9; best of 2 each)"
+else
+  echo "== cold cache: /proc/sys/vm/drop_caches is not writable here; skipped"
+fi
 
 for c in blosc-lz4 zstd; do
   echo "== Zarr $c: decompression floor ($cores threads) and pbench"

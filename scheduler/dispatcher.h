@@ -138,7 +138,7 @@ class Dispatcher {
   // The jobs with work waiting for a worker, in turn (job_changed after anything that may change
   // a job's work).
   WorkQueue work_;
-  // Elements of the chunks in every worker's window (InFlight::count_into): the Dispatcher is
+  // Elements of the chunks in every worker's window (WorkerWindow::count_into): the Dispatcher is
   // declared before the workers, whose windows take theirs back as they go.
   uint64_t in_flight_elements_ = 0;
   // Each worker's and GPU kind's pace, that windows are deepened by.

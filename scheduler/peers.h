@@ -24,22 +24,22 @@ namespace psched {
 // thousands of small chunks, a few large ones), so jobs share a worker by the part of the window
 // they fill, not by chunk count: a job of one-element chunks filling 65536 chunks of window must
 // not keep out a job of 100-element chunks whose window is 2621 (it did, for seconds).
-class InFlight {
+class WorkerWindow {
  public:
   struct Held {
     uint64_t chunks = 0;
     uint64_t units = 0;     // of the window they fill
     uint64_t elements = 0;  // array elements of the chunks
   };
-  InFlight() = default;
-  InFlight(InFlight&& other) noexcept
+  WorkerWindow() = default;
+  WorkerWindow(WorkerWindow&& other) noexcept
       : by_job_(std::move(other.by_job_)),
         total_(other.total_),
         used_(other.used_),
         elements_(other.elements_),
         fleet_elements_(std::exchange(other.fleet_elements_, nullptr)) {}  // counted once
-  InFlight& operator=(InFlight&&) = delete;
-  ~InFlight() {
+  WorkerWindow& operator=(WorkerWindow&&) = delete;
+  ~WorkerWindow() {
     if (fleet_elements_) *fleet_elements_ -= elements_;
   }
   // The count of elements in every worker's window, which this one's join and leave (set while empty).
@@ -113,7 +113,7 @@ struct WorkerRecord : WorkerInfo {
   uint64_t memory_used_bytes = 0;  // from its heartbeats
 
   std::shared_ptr<FramedConnection> conn;
-  InFlight in_flight;
+  WorkerWindow in_flight;
   std::set<JobId> defined_jobs;                    // jobs whose spec it has been sent
   // Completed jobs it was sent, whose DropJob rides with the next message to it (Scheduler::
   // forget_job): nothing of theirs is left on it, so the drop need not cost a write of its own.

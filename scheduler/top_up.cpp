@@ -176,7 +176,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
     if (queued > window / jobs_queued) continue;
     // Within the worker's part of the work, as below: a fleet still spreads a small job.
     const uint64_t taken = take_turn(plan, plan.of(job), worker, std::min(queued, chunks_in_budget(job)),
-                                     InFlight::unit_for(window), context);
+                                     WorkerWindow::unit_for(window), context);
     budget -= double(taken) * double(job.spec()->chunk_elements());
     queue.update(job);
   }
@@ -192,8 +192,8 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
         queue.update(job);
         continue;
       }
-      // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
-      const uint64_t unit = InFlight::unit_for(window_of(job));
+      // The free part of the window, in this job's chunks (WorkerWindow: jobs fill it by share).
+      const uint64_t unit = WorkerWindow::unit_for(window_of(job));
       const uint64_t free = worker.in_flight.room(unit);
       if (free == 0) continue;
       // This job's share of the free window (all of it when it is the only job), but never less

@@ -1,4 +1,4 @@
-// InFlight (scheduler/peers.h): the chunks a worker's window holds, counted per job and by the part
+// WorkerWindow (scheduler/peers.h): the chunks a worker's window holds, counted per job and by the part
 // of the window they fill.
 #include <catch2/catch.hpp>
 
@@ -7,7 +7,7 @@
 using namespace psched;
 
 TEST_CASE("in-flight chunks are counted per job, and a forgotten job leaves the window", "[window]") {
-  InFlight f;
+  WorkerWindow f;
   f.add(7, 100);
   f.add(9, 5);
   f.remove(7, 40);
@@ -24,8 +24,8 @@ TEST_CASE("in-flight chunks are counted per job, and a forgotten job leaves the 
 TEST_CASE("jobs share a window by the part they fill: one-element chunks filling it leave no room, and "
           "freeing some makes room for a job of larger chunks",
           "[window]") {
-  InFlight f;
-  const uint64_t tiny = InFlight::unit_for(65536), small = InFlight::unit_for(2621);
+  WorkerWindow f;
+  const uint64_t tiny = WorkerWindow::unit_for(65536), small = WorkerWindow::unit_for(2621);
   CHECK(f.room(tiny) == 65536);
   CHECK(f.room(small) == 2621);
   f.add(1, 65536, tiny);

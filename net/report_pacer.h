@@ -5,7 +5,7 @@
 // its last report is done (the scheduler must top it up before it runs dry; not while the
 // scheduler said nothing else waits, TaskBatch.queueEmpty) or when it holds nothing more (a small
 // job's last chunk never waits). The scheduler sizes each worker's window to
-// several intervals of its measured speed (WorkerRecord::window_for), so a report per interval keeps
+// several intervals of its measured speed (window_for, scheduler/window_depth.h), so a report per interval keeps
 // the device busy; a worker killed loses at most an interval of finished results and what it was
 // running (what its window held but had not started goes back to the queue), and progress moves
 // every interval.

@@ -1,5 +1,5 @@
 // Dispatch: keep every worker's window of chunks in flight full. Workers announce their window in
-// Hello (slots, widened for small chunks by windowElements: WorkerRecord::window_for); each time a
+// Hello (slots, widened for small chunks by windowElements: window_for, window_depth.h); each time a
 // worker returns results (or joins, or work arrives) it is topped up. Jobs take turns, each taking
 // its share of the free window as runs of consecutive chunks, so concurrent jobs progress together
 // and a TaskBatch is a few ranges however many chunks it carries. A top-up takes at most the

@@ -11,15 +11,6 @@ std::chrono::microseconds Dispatcher::report_interval() const {
   return std::clamp(fleet, kReportInterval, kMaxReportInterval);
 }
 
-void Dispatcher::speed_measured(const WorkerRecord& worker) {
-  if (worker.seconds_per_element > 0) kind_seconds_per_element_[worker.device_name] = worker.seconds_per_element;
-}
-
-double Dispatcher::kind_seconds_per_element(const std::string& device_name) const {
-  auto it = kind_seconds_per_element_.find(device_name);
-  return it == kind_seconds_per_element_.end() ? 0 : it->second;
-}
-
 std::vector<Dispatcher::TopUp> Dispatcher::plan_round() {
   std::vector<TopUp> planned;
   uint64_t left = workers_.size();
@@ -64,7 +55,8 @@ void Dispatcher::top_up(WorkerRecord& worker, uint64_t sharing, std::vector<TopU
   TopUpContext context{report_interval(), sharing > 0 ? sharing : workers_.size(), &verify_,
                        sharing > 0 ? nullptr : &in_flight_elements_};
   context.retry = &retry_;
-  if (worker.seconds_per_element <= 0 && worker.backend == "cuda")
+  context.pace = &depth_.pace(worker.id);
+  if (context.pace->seconds_per_element <= 0 && worker.backend == "cuda")
     context.kind_seconds_per_element = kind_seconds_per_element(worker.device_name);
   std::vector<JobTopUp> jobs = plan_top_up(worker, work_, context);
   if (!jobs.empty()) planned.push_back(TopUp{&worker, std::move(jobs)});
@@ -92,14 +84,14 @@ std::optional<Dispatcher::GiveBack> Dispatcher::split_tail(WorkerRecord& idle,
   next_split_look_ = now + std::max<std::chrono::microseconds>(kSplitTailPeriod,
                                                                 kSplitTailCostPerWorker * int64_t(workers_.size()));
   // The holders of the jobs' running chunks (every job is running or done: nothing is queued).
-  const double idle_per_element = idle.measured_seconds_per_element() / std::max(1.0, parallelism(idle));
+  const double idle_per_element = depth_.measured_seconds_per_element(idle) / std::max(1.0, parallelism(idle));
   std::vector<TailHolder>& holders = tail_holders_;
   holders.clear();
   for (const auto& [id, w] : workers_) {
     if (w.get() == &idle || w->giving_back_to != 0 || w->isolating || w->stalled || w->in_flight.size() < 2 ||
         !reachable_(*w))
       continue;
-    const double per_element = w->measured_seconds_per_element();
+    const double per_element = depth_.measured_seconds_per_element(*w);
     // An idle worker not measured yet is taken to be as fast as a holder of its kind only.
     if (idle_per_element == 0 && (w->backend != idle.backend || w->device_name != idle.device_name)) continue;
     for (const auto& [job_id, held] : w->in_flight.by_job()) {

@@ -1,7 +1,8 @@
 // Dispatcher: the dispatch policy and its state, apart from the sockets. It holds the jobs with
-// work waiting (WorkQueue), the idle workers, where the next round of the fleet starts, the speed
-// of each GPU kind and the elements in every window, and answers what to do as plans: the top-ups
-// each worker gets (plan_top_up, top_up.h) and the GiveBack that splits a job's tail (give_back.h).
+// work waiting (WorkQueue), the idle workers, where the next round of the fleet starts, the pace of
+// each worker and GPU kind that its windows' depth is decided from (WindowDepth, window_depth.h)
+// and the elements in every window, and answers what to do as plans: the top-ups each worker gets
+// (plan_top_up, top_up.h) and the GiveBack that splits a job's tail (give_back.h).
 // The Scheduler (dispatch.cpp) sends what it plans and keeps it told of jobs and workers.
 #pragma once
 
@@ -12,13 +13,13 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "scheduler/give_back.h"
 #include "scheduler/peers.h"
 #include "scheduler/top_up.h"
 #include "scheduler/verify_search.h"
+#include "scheduler/window_depth.h"
 
 namespace psched {
 
@@ -74,12 +75,34 @@ class Dispatcher {
   // What the Scheduler tells it.
   void job_changed(Job& job) { work_.update(job); }  // after anything that may change a job's work
   void job_gone(JobId id) { work_.forget(id); }
-  void worker_joined(WorkerRecord& worker) { worker.in_flight.count_into(&in_flight_elements_); }
-  void worker_left(WorkerId id) { idle_.erase(id); }
-  // A GPU's speed was measured: unmeasured GPUs of its kind are timed by it.
-  void speed_measured(const WorkerRecord& worker);
-  // The last measured GPU's seconds per element of this device name; 0: none measured.
-  double kind_seconds_per_element(const std::string& device_name) const;
+  void worker_joined(WorkerRecord& worker) {
+    worker.in_flight.count_into(&in_flight_elements_);
+    depth_.joined(worker.id);
+  }
+  void worker_left(WorkerId id) {
+    idle_.erase(id);
+    depth_.left(id);
+  }
+  // A ResultBatch of `worker`'s: `chunks` chunks of `elements` in all, in `busy_seconds` of its
+  // time, measure its pace (a GPU's times the unmeasured GPUs of its kind).
+  void reported(const WorkerRecord& worker, double busy_seconds, uint64_t chunks, uint64_t elements) {
+    depth_.reported(worker, busy_seconds, chunks, elements);
+  }
+  // A burst of `worker`'s reports was handled (before its top-up), and it was topped up: the wall
+  // time between bursts measures its host time per chunk (WorkerPace::seconds_per_chunk).
+  void burst_handled(const WorkerRecord& worker, std::chrono::steady_clock::time_point now) {
+    depth_.burst_handled(worker, now);
+  }
+  void burst_topped_up(const WorkerRecord& worker, std::chrono::steady_clock::time_point now) {
+    depth_.burst_topped_up(worker, now);
+  }
+  // What it measured of a worker's speed (WindowDepth), and of its kind's.
+  double measured_seconds_per_element(const WorkerRecord& worker) const {
+    return depth_.measured_seconds_per_element(worker);
+  }
+  double kind_seconds_per_element(const std::string& device_name) const {
+    return depth_.kind_seconds_per_element(device_name);
+  }
   // The GiveBack for `idle` came back with nothing unstarted: it waits for the next report.
   void tail_waits(WorkerId idle) { tail_idle_ = idle; }
 
@@ -115,11 +138,11 @@ class Dispatcher {
   // The jobs with work waiting for a worker, in turn (job_changed after anything that may change
   // a job's work).
   WorkQueue work_;
-  // Elements of the chunks in every worker's window (InFlight::count_into): the Dispatcher is
+  // Elements of the chunks in every worker's window (WorkerWindow::count_into): the Dispatcher is
   // declared before the workers, whose windows take theirs back as they go.
   uint64_t in_flight_elements_ = 0;
-  // The last measured GPU's seconds per element, by device name (TopUpContext::kind_seconds_per_element).
-  std::unordered_map<std::string, double> kind_seconds_per_element_;
+  // Each worker's and GPU kind's pace, that windows are deepened by.
+  WindowDepth depth_;
   WorkerId dispatch_from_ = 0;  // where plan_round's turn over the workers starts: the last it gave work to
   std::set<WorkerId> idle_;     // workers that held nothing after their last top-up
   WorkerId tail_idle_ = 0;      // an idle worker whose split_tail found no share to split yet (0: none)

@@ -138,9 +138,7 @@ double Scheduler::observe_busy(WorkerRecord& worker, const Job& job, const Repor
   uint64_t reported = batch.failures.size();
   for (auto r : batch.results) reported += r.getChunks();
   if (reported > 0) counters_.chunk_seconds.observe(busy / double(reported), reported);
-  worker.observe_speed(busy, reported * job.spec()->chunk_elements());
-  worker.reported(busy, reported);
-  dispatcher_.speed_measured(worker);
+  dispatcher_.reported(worker, busy, reported, reported * job.spec()->chunk_elements());
   return busy;
 }
 

@@ -216,9 +216,9 @@ void Scheduler::on_frames_handled(const Peer& peer) {
   if (it == workers_.end() || !it->second->top_up_owed) return;
   it->second->top_up_owed = false;
   const auto now = std::chrono::steady_clock::now();
-  it->second->observe_delivery(now);
+  dispatcher_.burst_handled(*it->second, now);
   dispatch_to(*it->second);
-  it->second->delivery_from(now);
+  dispatcher_.burst_topped_up(*it->second, now);
 }
 
 void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& why) {

@@ -19,7 +19,7 @@ double Scheduler::stall_bound(const WorkerRecord& w) const {
   for (const auto& [job_id, held] : w.in_flight.by_job())
     if (auto it = jobs_.find(job_id); it != jobs_.end())
       chunk_elements = std::max(chunk_elements, it->second->spec()->chunk_elements());
-  double per_element = w.measured_seconds_per_element();
+  double per_element = dispatcher_.measured_seconds_per_element(w);
   if (per_element <= 0) per_element = dispatcher_.kind_seconds_per_element(w.device_name);
   return stall_bound_seconds(config_.stall_timeout_ms / 1000.0, chunk_elements, per_element,
                              std::chrono::duration<double>(report_interval()).count());

@@ -120,10 +120,11 @@ uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job) {
   return std::max<uint64_t>(1, (slot_elements + chunk_elements - 1) / chunk_elements);
 }
 
-uint64_t least_turn(const WorkerRecord& worker, const Job& job, std::chrono::microseconds report_interval) {
+uint64_t least_turn(const WorkerRecord& worker, const WorkerPace& pace, const Job& job,
+                    std::chrono::microseconds report_interval) {
   const uint64_t splitting = least_worth_splitting(worker, job);
-  if (worker.seconds_per_element <= 0) return splitting;
-  const double chunk_seconds = worker.chunk_seconds(job.spec()->chunk_elements(), worker.seconds_per_element);
+  if (pace.seconds_per_element <= 0) return splitting;
+  const double chunk_seconds = pace.chunk_seconds(job.spec()->chunk_elements(), pace.seconds_per_element);
   const double interval = std::chrono::duration<double>(report_interval).count();
   return std::max(splitting, uint64_t(std::min(interval / chunk_seconds, double(kMaxTimedWindowChunks))));
 }
@@ -147,9 +148,10 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
     budget = (queue.queued_elements() + double(*context.fleet_in_flight_elements)) / sharing -
              double(worker.in_flight.elements());
   // A job's window on this worker, over the work queued now, in its chunks.
+  const WorkerPace& pace = context.pace ? *context.pace : WorkerPace::unmeasured();
   const auto window_of = [&](const Job& job) {
-    return worker.window_for(job, context.report_interval, queue.queued_elements() / sharing,
-                             context.kind_seconds_per_element);
+    return window_for(worker, pace, job, context.report_interval, queue.queued_elements() / sharing,
+                      context.kind_seconds_per_element);
   };
   // What is left of the budget, in a job's chunks, but never less than what is worth splitting.
   const auto chunks_in_budget = [&](const Job& job) {
@@ -174,7 +176,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
     if (queued > window / jobs_queued) continue;
     // Within the worker's part of the work, as below: a fleet still spreads a small job.
     const uint64_t taken = take_turn(plan, plan.of(job), worker, std::min(queued, chunks_in_budget(job)),
-                                     InFlight::unit_for(window), context);
+                                     WorkerWindow::unit_for(window), context);
     budget -= double(taken) * double(job.spec()->chunk_elements());
     queue.update(job);
   }
@@ -190,8 +192,8 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
         queue.update(job);
         continue;
       }
-      // The free part of the window, in this job's chunks (InFlight: jobs fill it by share).
-      const uint64_t unit = InFlight::unit_for(window_of(job));
+      // The free part of the window, in this job's chunks (WorkerWindow: jobs fill it by share).
+      const uint64_t unit = WorkerWindow::unit_for(window_of(job));
       const uint64_t free = worker.in_flight.room(unit);
       if (free == 0) continue;
       // This job's share of the free window (all of it when it is the only job), but never less
@@ -199,7 +201,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
       // or two on every worker (a DefineJob per worker per job; 100 clients x 100 jobs took 226 s).
       // Within the budget (chunks_in_budget).
       const uint64_t share = std::min(
-          {free, std::max<uint64_t>(free / candidates, least_turn(worker, job, context.report_interval)),
+          {free, std::max<uint64_t>(free / candidates, least_turn(worker, pace, job, context.report_interval)),
            chunks_in_budget(job)});
       const uint64_t taken = take_turn(plan, plan.of(job), worker, share, unit, context);
       budget -= double(taken) * double(job.spec()->chunk_elements());

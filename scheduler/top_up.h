@@ -16,6 +16,7 @@
 
 #include "scheduler/job.h"
 #include "scheduler/peers.h"
+#include "scheduler/window_depth.h"
 
 namespace psched {
 
@@ -82,8 +83,10 @@ struct TopUpContext {
   // top-up brings the worker's window up to the fleet's level, an equal part of all the work queued
   // and held, and no further (plan_top_up).
   const uint64_t* fleet_in_flight_elements = nullptr;
+  // The worker's pace, as the Dispatcher measured it (WindowDepth); null: unmeasured.
+  const WorkerPace* pace = nullptr;
   // A measured GPU's seconds per element, of the worker's kind (its device name): the depth of an
-  // unmeasured GPU's window (WorkerRecord::window_for). 0: none is measured.
+  // unmeasured GPU's window (window_for). 0: none is measured.
   double kind_seconds_per_element = 0;
   // Retries go elsewhere: a re-queued chunk that failed on (or took down) a worker of this one's
   // name is left for another while `retry` says one is connected. Null: no one else (it retries here).
@@ -100,7 +103,8 @@ uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job);
 // splitting, and for a GPU whose speed is measured, one report interval of its work, so that a
 // report carries a run of one job or two instead of a chunk of each of many (20 jobs of 10^4
 // chunks on 1024 simulated GPUs were reported chunk by chunk, 188,000 ResultBatches: 7% of ideal).
-uint64_t least_turn(const WorkerRecord& worker, const Job& job, std::chrono::microseconds report_interval);
+uint64_t least_turn(const WorkerRecord& worker, const WorkerPace& pace, const Job& job,
+                    std::chrono::microseconds report_interval);
 
 // The most jobs queued at which a top-up first takes whole each job that fits in a share of the
 // window (plan_top_up): it walks them all.

@@ -32,14 +32,16 @@ struct Cluster {
   Dispatcher dispatcher{workers, jobs, peers, peers, open_unless_closed};
   std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
 
-  // A worker of `slots` chunks' window for every job, at `seconds_per_element` (0: unmeasured).
+  // A worker of `slots` chunks' window for every job, at `seconds_per_element` (0: unmeasured), as
+  // its reports so far measure it (WindowDepth::measured_seconds_per_element).
   WorkerRecord& join(WorkerId id, uint32_t slots, double seconds_per_element = 0, std::string name = "w") {
     auto w = std::make_unique<WorkerRecord>();
     w->id = id;
     w->name = std::move(name);
     w->slots = slots;
     w->window_elements = 0;  // slots only
-    w->seconds_per_element = seconds_per_element;
+    w->busy_seconds = seconds_per_element;
+    w->elements_done = seconds_per_element > 0 ? 1 : 0;
     WorkerRecord& r = *w;
     dispatcher.worker_joined(r);
     workers[id] = std::move(w);
@@ -151,4 +153,28 @@ TEST_CASE("a worker running a job alone is not asked to give any back while no o
   WorkerRecord& idle = c.join(2, 100);
   CHECK_FALSE(c.dispatcher.plan_for(idle, 0, c.now).give_back);
   CHECK(holder.giving_back_to == 0);
+}
+
+TEST_CASE("a GPU's window deepens by the pace the dispatcher measured of it, and before, of its kind",
+          "[dispatcher]") {
+  Cluster c;
+  WorkerRecord& measured = c.join(1, 4);
+  WorkerRecord& same_kind = c.join(2, 4);
+  WorkerRecord& other_kind = c.join(3, 4);
+  for (WorkerRecord* w : {&measured, &same_kind, &other_kind}) w->backend = "cuda";
+  measured.device_name = same_kind.device_name = "H100";
+  other_kind.device_name = "A100";
+  c.submit(1, 1000);                               // a million elements a chunk
+  c.dispatcher.reported(measured, 1e-3, 1, 1000000);  // 1 ns an element: 1 ms a chunk
+  const std::vector<Dispatcher::TopUp> plan = c.dispatcher.plan_round();
+  REQUIRE(plan.size() == 3);
+  // Each share is far more than four slots: four report intervals (5 ms) of 1 ms chunks for the
+  // measured GPU and the unmeasured one of its kind, four plain windows for a kind none measured.
+  CHECK(measured.in_flight.size() == 20);
+  CHECK(same_kind.in_flight.size() == 20);
+  CHECK(other_kind.in_flight.size() == 16);
+  // A worker that left is forgotten; its kind's pace stays for the others.
+  c.dispatcher.worker_left(1);
+  CHECK(c.dispatcher.measured_seconds_per_element(measured) == 0);
+  CHECK(c.dispatcher.kind_seconds_per_element("H100") == 1e-9);
 }

@@ -208,12 +208,21 @@ TEST_CASE("the queue counts the elements of every job's queued chunks as jobs ta
 
 namespace {
 
-// A GPU whose speed is measured: 1 us per element, so a chunk of 1000 elements takes 1 ms.
-WorkerRecord measured_gpu(WorkerId id, uint32_t slots) {
+// A GPU; its pace is what the Dispatcher measured of it, which a top-up is handed (TopUpContext::pace).
+WorkerRecord gpu(WorkerId id, uint32_t slots) {
   WorkerRecord w = worker_with_slots(id, slots);
   w.backend = "cuda";
-  w.observe_speed(1e-3, 1000);
   return w;
+}
+// A top-up of a GPU measured at 1 us per element, so a chunk of 1000 elements takes 1 ms.
+TopUpContext measured(TopUpContext c) {
+  static const WorkerPace pace = [] {
+    WorkerPace p;
+    p.observe_speed(gpu(0, 1), 1e-3, 1000);
+    return p;
+  }();
+  c.pace = &pace;
+  return c;
 }
 
 TopUpContext fleet_of(uint64_t workers, std::chrono::microseconds interval) {
@@ -229,9 +238,9 @@ TEST_CASE("many jobs on a measured GPU: each turn is at least a report interval 
           "[top_up]") {
   Table t;
   for (JobId id = 1; id <= 20; ++id) t.add(job_of(id, 100, 1000));  // 2000 chunks of 1 ms
-  WorkerRecord w = measured_gpu(7, 4);
+  WorkerRecord w = gpu(7, 4);
   // 10 workers: this one's part of the queue is 200 ms; its window four intervals of 10 ms.
-  const auto plan = plan_top_up(w, t.queue, fleet_of(10, std::chrono::milliseconds(10)));
+  const auto plan = plan_top_up(w, t.queue, measured(fleet_of(10, std::chrono::milliseconds(10))));
   REQUIRE(plan.size() == 4);
   for (const JobTopUp& p : plan) CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});  // a turn: 10 ms
   CHECK(w.in_flight.size() == 40);
@@ -250,10 +259,10 @@ TEST_CASE("a top-up takes at most the worker's part of all the work queued, what
           "[top_up]") {
   Table t;
   for (JobId id = 1; id <= 100; ++id) t.add(job_of(id, 10, 1000));  // 1000 chunks of 1 ms
-  WorkerRecord w = measured_gpu(7, 4);
+  WorkerRecord w = gpu(7, 4);
   // Its window is four intervals of 100 ms (400 chunks); its part of the queue over 10 workers,
   // 100 chunks: ten whole jobs.
-  const auto plan = plan_top_up(w, t.queue, fleet_of(10, std::chrono::milliseconds(100)));
+  const auto plan = plan_top_up(w, t.queue, measured(fleet_of(10, std::chrono::milliseconds(100))));
   uint64_t taken = 0;
   for (const JobTopUp& p : plan) {
     CHECK(p.ranges == std::vector<ChunkRange>{{0, 10}});
@@ -363,9 +372,9 @@ TEST_CASE("where jobs compete, a job that fits in a share of the window is taken
           "in crumbs of the room huge jobs leave, and a bigger one waits for room",
           "[top_up]") {
   Table t;
-  WorkerRecord w = measured_gpu(1, 4);  // 1 ms a chunk of 1000 elements: a window of 20 (4 intervals)
+  WorkerRecord w = gpu(1, 4);  // 1 ms a chunk of 1000 elements: a window of 20 (4 intervals)
   for (JobId id : {1, 2, 3}) t.add(job_of(id, 1000000, 1000));
-  const TopUpContext context = alone();
+  const TopUpContext context = measured(alone());
   plan_top_up(w, t.queue, context);
   const uint64_t held = w.in_flight.size();
   REQUIRE(held == 20);  // no room left

@@ -195,7 +195,9 @@ class CpuBackend final : public Backend {
   std::mutex mutex_;
   std::condition_variable wake_;
   // Queued chunks as runs of one job (a TaskBatch's range is one run, taken a chunk at a time),
-  // kept per job; the jobs take turns.
+  // kept per job; the jobs take turns. Not the CUDA backend's flat RunQueue (worker/run_queue.h):
+  // a turn after every chunk moves the job's entries at the front to the back, here one entry, there
+  // every run of the job, so a turn would cost as many moves as the job has runs apart.
   struct Run {
     uint64_t next, end;
     std::shared_ptr<const JobSpec> spec;

@@ -34,7 +34,7 @@ using Run = QueuedRun<std::shared_ptr<const JobSpec>>;
 
 // One dispatched launch (a big chunk, or a batch of small ones), finished by the completion thread
 // in dispatch order.
-struct InFlight {
+struct Launch {
   std::vector<ChunkOutcome> outcomes;  // one per chunk; final unless launched
   std::shared_ptr<const JobSpec> spec;
   int slot = -1;         // -1: nothing on the GPU
@@ -74,11 +74,11 @@ class CudaBackend final : public Backend {
 
   // stored_only: one of the extra dispatchers, which take runs of stored arrays only.
   void dispatch_loop(bool stored_only);
-  InFlight dispatch(uint64_t job_id, uint64_t first, uint32_t count,
+  Launch dispatch(uint64_t job_id, uint64_t first, uint32_t count,
                     const std::shared_ptr<const JobSpec>& spec, ChunkReader& reader);
 
   void complete_loop();
-  void finish(InFlight& entry);
+  void finish(Launch& entry);
   // A launch's accumulators copied back once one of its results is wide (fill_partial).
   struct WideCopies {
     std::vector<ChunkAccumulator> sums;
@@ -113,9 +113,9 @@ class CudaBackend final : public Backend {
   // The other dispatchers: a stored array's run at the queue's front, stopping (apart, so that a
   // generated job's tasks wake one thread, not every reader).
   std::condition_variable readers_cv_;
-  std::condition_variable complete_cv_;  // entry in flight, dispatcher done
+  std::condition_variable complete_cv_;  // a launch dispatched, dispatcher done
   RunQueue<std::shared_ptr<const JobSpec>> queue_;
-  std::deque<InFlight> in_flight_;
+  std::deque<Launch> launches_;
   Life life_ = Life::kCreated;
   unsigned dispatchers_running_ = 0;  // dispatcher threads started and not yet finished
 };

@@ -22,13 +22,13 @@ void CudaBackend::complete_loop() {
                   options_.device, cudaGetErrorString(device_status));
   }
   while (true) {
-    InFlight entry;
+    Launch entry;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      complete_cv_.wait(lock, [&] { return !in_flight_.empty() || dispatchers_running_ == 0; });
-      if (in_flight_.empty()) break;
-      entry = std::move(in_flight_.front());
-      in_flight_.pop_front();
+      complete_cv_.wait(lock, [&] { return !launches_.empty() || dispatchers_running_ == 0; });
+      if (launches_.empty()) break;
+      entry = std::move(launches_.front());
+      launches_.pop_front();
     }
     finish(entry);
     {
@@ -47,7 +47,7 @@ void CudaBackend::complete_loop() {
 
 // Waits for the entry's GPU work, fills in its outcomes and hands its slot back. A batch's busy
 // time is shared evenly by its chunks.
-void CudaBackend::finish(InFlight& entry) {
+void CudaBackend::finish(Launch& entry) {
   if (entry.slot < 0) return;
   StreamSlot& s = pool_.slot(entry.slot);
   if (entry.launched) {

@@ -41,7 +41,7 @@ void CudaBackend::dispatch_loop(bool stored_only) {
       wake_readers = dispatchers_ > 1 && stored_front();
     }
     if (wake_readers) readers_cv_.notify_all();
-    InFlight entry;
+    Launch entry;
     if (device_status == cudaSuccess) {
       entry = dispatch(job_id, first, count, spec, reader);
     } else {
@@ -56,7 +56,7 @@ void CudaBackend::dispatch_loop(bool stored_only) {
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      in_flight_.push_back(std::move(entry));
+      launches_.push_back(std::move(entry));
     }
     complete_cv_.notify_all();
   }
@@ -69,9 +69,9 @@ void CudaBackend::dispatch_loop(bool stored_only) {
 
 // Launches chunks first .. first + count - 1 of one job (count > 1 only for batched jobs): their
 // generate (unless fused) and exact reduce, then the copy of their compact results.
-InFlight CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
+Launch CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
                                const std::shared_ptr<const JobSpec>& spec_ptr, ChunkReader& reader) {
-  InFlight entry;
+  Launch entry;
   entry.spec = spec_ptr;
   entry.outcomes.resize(count);
   for (uint32_t i = 0; i < count; ++i) {

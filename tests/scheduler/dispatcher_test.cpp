@@ -31,6 +31,9 @@ struct Cluster {
   NoOneElse peers;
   Dispatcher dispatcher{workers, jobs, peers, peers, open_unless_closed};
   std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+  // The workers go first, as they leave the Scheduler before its Dispatcher: each window takes its
+  // elements out of the dispatcher's count of the fleet's as it goes.
+  ~Cluster() { workers.clear(); }
 
   // A worker of `slots` chunks' window for every job, at `seconds_per_element` (0: unmeasured), as
   // its reports so far measure it (WindowDepth::measured_seconds_per_element).

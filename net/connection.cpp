@@ -142,7 +142,7 @@ FramedConnection::Taken FramedConnection::take_frame() {
   in_begin_ += kFrameHeaderBytes + n;
   need_ = 0;
   last_rx_ = std::chrono::steady_clock::now();  // a whole frame, not a byte, is a sign of life
-  dispatch(n);
+  deliver(n);
   if (body_words_ * sizeof(capnp::word) > kKeepBodyBytes) {
     body_.reset();
     body_words_ = 0;
@@ -207,7 +207,7 @@ void FramedConnection::took(const boost::system::error_code& ec, size_t n) {
   read_next();
 }
 
-void FramedConnection::dispatch(size_t bytes) {
+void FramedConnection::deliver(size_t bytes) {
   std::string failure;
   try {
     capnp::FlatArrayMessageReader reader(

@@ -142,7 +142,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   Taken take_frame();  // the next whole frame in the read buffer, checked and dispatched
   void read_more();    // reads what the socket has into the buffer, then read_next()
   void took(const boost::system::error_code& ec, size_t n);  // a read's outcome: n bytes, or why not
-  void dispatch(size_t bytes);
+  void deliver(size_t bytes);
   void flush();
   void write_plain(bool in_flush);  // writing_ from written_ on, in place while the socket takes it
   void wrote(const boost::system::error_code& ec);  // the write in flight ended: what comes next

@@ -121,17 +121,17 @@ void Scheduler::accept() {
       peer->remote = conn->remote();
       // Connections before Hello have their own limit: past it the oldest makes room, so silent
       // connections cannot keep a real peer out (admission.h).
-      if (pending_.size() >= config_.admission.max_pending_connections) {
-        if (auto oldest = pending_.oldest()) {
+      if (before_hello_.size() >= config_.admission.max_pending_connections) {
+        if (auto oldest = before_hello_.oldest()) {
           ++counters_.connections_refused;
           connection_refusals_.warn(fmt::format(
               "closing {}: {} connections have not said Hello yet (the oldest makes room)",
-              oldest->remote(), pending_.size()));
+              oldest->remote(), before_hello_.size()));
           oldest->send_error_and_close("closed: too many connections waiting to say Hello");
         }
       }
       ++connections_;
-      peer->pending = pending_.add(conn);
+      peer->pending = before_hello_.add(conn);
       conn->start({[this, peer](wire::Message::Reader m) { on_message(peer, m); },
                    [this, peer](const std::string& why) { on_close(peer, why); },
                    [this, peer] { on_frames_handled(*peer); }});
@@ -224,7 +224,7 @@ void Scheduler::on_frames_handled(const Peer& peer) {
 void Scheduler::on_close(const std::shared_ptr<Peer>& peer, const std::string& why) {
   --connections_;
   if (peer->pending) {
-    pending_.remove(*peer->pending);
+    before_hello_.remove(*peer->pending);
     peer->pending.reset();
   }
   if (shutting_down_ && connections_ == 0 && on_drained_) asio::post(io_, std::move(on_drained_));
@@ -271,7 +271,7 @@ void Scheduler::on_hello(const std::shared_ptr<Peer>& peer, wire::Hello::Reader 
     protocol_error(*conn, "unknown role in Hello");
     return;
   }
-  pending_.remove(*peer->pending);
+  before_hello_.remove(*peer->pending);
   peer->pending.reset();
   peer->id = next_peer_id_++;
   const std::string name = hello.hasName() && hello.getName().size() > 0

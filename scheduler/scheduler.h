@@ -306,7 +306,7 @@ class Scheduler {
   // What every client's connection holds unsent (FramedConnection::count_unsent_into).
   std::shared_ptr<UnsentTotal> client_unsent_ = std::make_shared<UnsentTotal>();
   SchedulerCounters counters_;
-  PendingConnections pending_;       // connections before Hello (admission.h)
+  PendingConnections before_hello_;       // connections before Hello (admission.h)
   RateLimitedLog connection_refusals_, job_refusals_, tls_refusals_;
   std::deque<JobSummary> recent_jobs_;  // the last kRecentJobs finished jobs, newest first
   TaskStream task_stream_;

@@ -101,13 +101,13 @@ class ChunkReader::Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       piece_ = &piece;
       pieces_ = pieces;
-      pending_ = pieces - 1;
+      pieces_left_ = pieces - 1;
       ++generation_;
     }
     wake_.notify_all();
     piece(0);
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    done_.wait(lock, [&] { return pieces_left_ == 0; });
   }
 
  private:
@@ -125,7 +125,7 @@ class ChunkReader::Pool {
       }
       (*piece)(k);
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      if (--pieces_left_ == 0) done_.notify_one();
     }
   }
 
@@ -133,7 +133,7 @@ class ChunkReader::Pool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(unsigned)>* piece_ = nullptr;
-  unsigned pieces_ = 0, pending_ = 0;
+  unsigned pieces_ = 0, pieces_left_ = 0;
   uint64_t generation_ = 0;
   bool stopping_ = false;
 };

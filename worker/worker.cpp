@@ -196,7 +196,7 @@ void Worker::on_disconnected(const std::string& why) {
   for (auto& [id, entry] : jobs_) backend_->drop_job(entry.local_key);
   jobs_.clear();
   job_of_key_.clear();
-  pending_.clear();
+  unsent_outcomes_.clear();
   held_by_job_.clear();
   pacer_ = ReportPacer{};
   // A certificate refused, or the other protocol: the same settings will not do better next time.

@@ -135,8 +135,8 @@ class Worker {
   std::map<uint64_t, JobEntry> jobs_;                 // scheduler job id -> entry
   std::map<uint64_t, uint64_t> job_of_key_;           // local key -> scheduler job id
   uint64_t next_local_key_ = 1;
-  std::map<uint64_t, std::vector<ChunkOutcome>> pending_;  // scheduler job id -> outcomes to send
-  // An emptied outcome list kept for the next job's pending_ entry: an outcome is ~650 bytes (its
+  std::map<uint64_t, std::vector<ChunkOutcome>> unsent_outcomes_;  // scheduler job id -> outcomes to send
+  // An emptied outcome list kept for the next job's unsent_outcomes_ entry: an outcome is ~650 bytes (its
   // exact sum), and a fresh list each flush cost more in allocation and page faults than the
   // chunks of a small-chunk job themselves.
   std::vector<ChunkOutcome> spare_outcomes_;

@@ -38,7 +38,7 @@ void Worker::on_drop_job(uint64_t job_id) {
     job_of_key_.erase(it->second.local_key);
     jobs_.erase(it);
   }
-  pending_.erase(job_id);
+  unsent_outcomes_.erase(job_id);
   if (auto held = held_by_job_.find(job_id); held != held_by_job_.end()) {
     pacer_.released(held->second);  // its later outcomes are dropped unseen
     held_by_job_.erase(held);
@@ -49,7 +49,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
   const uint64_t job_id = batch.getJobId();
   pacer_.on_task_batch(batch.getReportIntervalUs(), batch.getQueueEmpty());
   // Work after idle (nothing held, nothing waiting to be reported): energy is measured from now.
-  if (gpu_ && held_by_job_.empty() && pending_.empty()) energy_.start(gpu_->energy_joules());
+  if (gpu_ && held_by_job_.empty() && unsent_outcomes_.empty()) energy_.start(gpu_->energy_joules());
   auto it = jobs_.find(job_id);
   const std::shared_ptr<const JobSpec> spec = it == jobs_.end() ? nullptr : it->second.spec;
   const uint64_t local_key = it == jobs_.end() ? 0 : it->second.local_key;
@@ -186,7 +186,7 @@ void Worker::lose_device(ChunkOutcome outcome) {
 void Worker::add_pending(ChunkOutcome outcome) {
   if (!scheduler_.open_conn()) return;
   release(outcome.job_id, outcome.chunks);
-  auto [it, added] = pending_.try_emplace(outcome.job_id);
+  auto [it, added] = unsent_outcomes_.try_emplace(outcome.job_id);
   if (added) it->second.swap(spare_outcomes_);
   it->second.push_back(std::move(outcome));
   if (flush_posted_) return;
@@ -207,7 +207,7 @@ void Worker::arm_report_timer() {
   report_timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
     if (!alive.lock()) return;
     report_timer_armed_ = false;
-    if (ec || flush_posted_ || pending_.empty()) return;
+    if (ec || flush_posted_ || unsent_outcomes_.empty()) return;
     if (pacer_.due(std::chrono::steady_clock::now())) {
       flush_results();
     } else {
@@ -220,17 +220,17 @@ void Worker::flush_results() {
   flush_posted_ = false;
   pacer_.reported(std::chrono::steady_clock::now());
   if (!scheduler_.open_conn()) {
-    pending_.clear();
+    unsent_outcomes_.clear();
     return;
   }
   double joules_per_busy_second = 0;
   if (gpu_) {
     double busy = 0;
-    for (const auto& [job_id, outcomes] : pending_)
+    for (const auto& [job_id, outcomes] : unsent_outcomes_)
       for (const ChunkOutcome& o : outcomes) busy += o.busy_seconds;
     joules_per_busy_second = energy_.charge(gpu_->energy_joules(), busy, gpu_->recent_watts());
   }
-  for (auto& [job_id, outcomes] : pending_) {
+  for (auto& [job_id, outcomes] : unsent_outcomes_) {
     if (outcomes.empty()) continue;
     auto job = jobs_.find(job_id);
     const uint64_t partial_block = job != jobs_.end() ? job->second.partial_block : 1;
@@ -239,7 +239,7 @@ void Worker::flush_results() {
     outcomes.clear();
     if (outcomes.capacity() > spare_outcomes_.capacity()) outcomes.swap(spare_outcomes_);
   }
-  pending_.clear();
+  unsent_outcomes_.clear();
 }
 
 }  // namespace psched

@@ -54,7 +54,7 @@ void SimClient::submit(const JobSpec& spec) {
   ClientStats& st = pool_.stats();
   const auto now = Clock::now();
   if (st.submitted++ == 0) st.first_submit = now;
-  pending_[tag] = Pending{spec, now, 0};
+  submitted_[tag] = Pending{spec, now, 0};
   send_message(*conn(), [&](wire::Message::Builder m) {
     auto s = m.initSubmit();
     s.setTag(tag);
@@ -66,7 +66,7 @@ void SimClient::submit(const JobSpec& spec) {
 void SimClient::submit_more() {
   if (!welcomed_ || !conn()) return;
   if (pool_.continuous()) {
-    while (pending_.size() < pool_.plan().outstanding && Clock::now() < pool_.plan().deadline)
+    while (submitted_.size() < pool_.plan().outstanding && Clock::now() < pool_.plan().deadline)
       submit(pool_.next_job());
   } else {
     for (; burst_left_ > 0; --burst_left_) submit(pool_.next_job());
@@ -75,7 +75,7 @@ void SimClient::submit_more() {
 }
 
 void SimClient::check_done() {
-  if (finished_ || !pending_.empty()) return;
+  if (finished_ || !submitted_.empty()) return;
   const bool more = pool_.continuous() ? Clock::now() < pool_.plan().deadline : burst_left_ > 0;
   if (more) return;
   finished_ = true;
@@ -83,13 +83,13 @@ void SimClient::check_done() {
 }
 
 void SimClient::fail(uint64_t tag, const std::string& message) {
-  auto it = pending_.find(tag);
-  if (it == pending_.end()) return;
+  auto it = submitted_.find(tag);
+  if (it == submitted_.end()) return;
   ClientStats& st = pool_.stats();
   ++st.failed;
   ++st.failure_counts[message];
   if (it->second.job_id) tag_of_job_.erase(it->second.job_id);
-  pending_.erase(it);
+  submitted_.erase(it);
 }
 
 void SimClient::on_message(wire::Message::Reader message) {
@@ -101,8 +101,8 @@ void SimClient::on_message(wire::Message::Reader message) {
       return;
     case wire::Message::JOB_ACCEPTED: {
       auto a = message.getJobAccepted();
-      auto it = pending_.find(a.getTag());
-      if (it == pending_.end()) return;
+      auto it = submitted_.find(a.getTag());
+      if (it == submitted_.end()) return;
       it->second.job_id = a.getJobId();
       tag_of_job_[a.getJobId()] = a.getTag();
       return;
@@ -111,7 +111,7 @@ void SimClient::on_message(wire::Message::Reader message) {
       auto r = message.getJobResult();
       auto t = tag_of_job_.find(r.getJobId());
       if (t == tag_of_job_.end()) return;
-      auto it = pending_.find(t->second);
+      auto it = submitted_.find(t->second);
       const auto now = Clock::now();
       std::string diff = compare_exact(it->second.spec, r);
       if (diff.empty() && r.getMismatchCount() > 0)
@@ -125,7 +125,7 @@ void SimClient::on_message(wire::Message::Reader message) {
         st.mismatches.push_back(fmt::format("job {}: {} ({})", r.getJobId(), diff, describe(it->second.spec)));
       }
       st.last_result = now;
-      pending_.erase(it);
+      submitted_.erase(it);
       tag_of_job_.erase(t);
       submit_more();
       return;
@@ -157,7 +157,7 @@ void SimClient::on_message(wire::Message::Reader message) {
 void SimClient::on_close(const std::string& why) {
   welcomed_ = false;
   std::vector<uint64_t> tags;
-  for (auto& [tag, p] : pending_) tags.push_back(tag);
+  for (auto& [tag, p] : submitted_) tags.push_back(tag);
   for (uint64_t tag : tags) fail(tag, fmt::format("connection to the scheduler lost: {}", why));
   if (stopped()) return;
   if (!pool_.continuous() || Clock::now() >= pool_.plan().deadline) {

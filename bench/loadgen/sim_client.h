@@ -64,7 +64,7 @@ class SimClient : public SimPeer {
   bool welcomed_ = false, finished_ = false;
   uint64_t next_tag_ = 1;
   uint32_t burst_left_ = 0;
-  std::map<uint64_t, Pending> pending_;       // tag -> job
+  std::map<uint64_t, Pending> submitted_;       // tag -> job
   std::map<uint64_t, uint64_t> tag_of_job_;   // job id -> tag
 };
 

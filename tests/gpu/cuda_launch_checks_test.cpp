@@ -1,5 +1,5 @@
 // The CUDA launchers' preconditions are checks that stop the worker (core/check.h), not exceptions
-// that CudaBackend::dispatch would turn into a chunk failure another worker retries (hiding the
+// that CudaBackend::launch would turn into a chunk failure another worker retries (hiding the
 // bug). Each case runs the launcher in a forked child and expects it to abort naming the check;
 // the check comes before any CUDA call, so this runs without a GPU (it is not in psched_cuda_tests,
 // which skips there).

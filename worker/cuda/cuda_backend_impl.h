@@ -74,8 +74,8 @@ class CudaBackend final : public Backend {
 
   // stored_only: one of the extra dispatchers, which take runs of stored arrays only.
   void dispatch_loop(bool stored_only);
-  Launch dispatch(uint64_t job_id, uint64_t first, uint32_t count,
-                    const std::shared_ptr<const JobSpec>& spec, ChunkReader& reader);
+  Launch launch(uint64_t job_id, uint64_t first, uint32_t count,
+                const std::shared_ptr<const JobSpec>& spec, ChunkReader& reader);
 
   void complete_loop();
   void finish(Launch& entry);

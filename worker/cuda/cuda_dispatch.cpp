@@ -43,7 +43,7 @@ void CudaBackend::dispatch_loop(bool stored_only) {
     if (wake_readers) readers_cv_.notify_all();
     Launch entry;
     if (device_status == cudaSuccess) {
-      entry = dispatch(job_id, first, count, spec, reader);
+      entry = launch(job_id, first, count, spec, reader);
     } else {
       entry.outcomes.resize(count);
       for (uint32_t i = 0; i < count; ++i) {
@@ -69,8 +69,8 @@ void CudaBackend::dispatch_loop(bool stored_only) {
 
 // Launches chunks first .. first + count - 1 of one job (count > 1 only for batched jobs): their
 // generate (unless fused) and exact reduce, then the copy of their compact results.
-Launch CudaBackend::dispatch(uint64_t job_id, uint64_t first, uint32_t count,
-                               const std::shared_ptr<const JobSpec>& spec_ptr, ChunkReader& reader) {
+Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
+                           const std::shared_ptr<const JobSpec>& spec_ptr, ChunkReader& reader) {
   Launch entry;
   entry.spec = spec_ptr;
   entry.outcomes.resize(count);

@@ -27,7 +27,7 @@ namespace psched {
 // interval of finished work (125 ms, within the 0.2 s a kill may cost).
 inline constexpr std::chrono::microseconds kReportCostPerWorker{30};
 inline constexpr std::chrono::microseconds kMaxReportInterval{125000};
-// A tail is split (Dispatcher::plan_give_back) after a look over the workers' shares at most once a
+// A tail is split (Dispatcher::split_tail) after a look over the workers' shares at most once a
 // period (1 ms, 4 µs per worker in a large fleet: a look costs well under that), and only while at
 // most this many jobs run.
 inline constexpr std::chrono::microseconds kSplitTailPeriod{1000};

@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import names  # noqa: E402
 
 tree = {
-    "core/window.h": """
+    "src/window.h": """
 struct Base { int inherited = 0; };
 class Window final : public Base {
  public:
@@ -28,21 +28,21 @@ class Window final : public Base {
 // std::vector::push_back and wire::Window::gone are not ours; Unknown::thing is not declared here.
 // Window::removed and Phase::kHalfOpen do not exist, nor does kNoSuchLimit.
 """,
-    "core/window.cpp": """
-#include "core/window.h"
+    "src/window.cpp": """
+#include "src/window.h"
 void Window::fill() { const char* s = "// Window::in_a_string"; (void)s; }  // Window::fill() again
 """,
-    "bench/run.py": "# Window::fill and Window::renamed\n",
+    "tools/run.py": "# Window::fill and Window::renamed\n",
     "docs/design.md": "`Window::fill` and `Window::kMaxSlots`; `Window::old_name`, `kRetired`. Window::prose\n",
     "bench/README.md": "`Window::history` is dated: left alone\n",
 }
 found = names.stale_names(list(tree), tree.__getitem__)
 expected = [
-    "core/window.h:10: names Window::gone, which Window does not declare",
-    "core/window.h:15: names Window::removed, which Window does not declare",
-    "core/window.h:15: names Phase::kHalfOpen, which Phase does not declare",
-    "core/window.h:15: names kNoSuchLimit, which no code defines",
-    "bench/run.py:1: names Window::renamed, which Window does not declare",
+    "src/window.h:10: names Window::gone, which Window does not declare",
+    "src/window.h:15: names Window::removed, which Window does not declare",
+    "src/window.h:15: names Phase::kHalfOpen, which Phase does not declare",
+    "src/window.h:15: names kNoSuchLimit, which no code defines",
+    "tools/run.py:1: names Window::renamed, which Window does not declare",
     "docs/design.md:1: names Window::old_name, which Window does not declare",
     "docs/design.md:1: names kRetired, which no code defines",
 ]

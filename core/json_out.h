@@ -1,8 +1,8 @@
 // Writing JSON through one interface into either of two outputs: JsonText appends the text as it
 // goes, JsonDoc builds a nlohmann::json document. A writer of a document (core/worker_info_json.h's
 // keys, scheduler/dashboard/status_json.cpp's /api/status) is written once, as a template over the output:
-// text where the document is large and only sent (/api/status of 4096 workers and their jobs was
-// 2-20 MB; building it as a document first took psched 55-400 ms a request, its loop stalled),
+// text where the document is large and only sent (/api/status of thousands of workers and their
+// jobs is megabytes, and building it as a document first stalled psched's loop: bench/README.md),
 // a document where it is handed on (pbench's --json, the Python client's dicts).
 //   out.begin_object(); out.key("id").value(7); out.key("gpu").null(); out.end_object();
 #pragma once

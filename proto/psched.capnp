@@ -15,8 +15,9 @@ $import "/capnp/c++.capnp".namespace("psched::wire");
 # blocks of chunks), and a VerifyMismatch names a range. 4: the normal generator's element
 # definition changed (docs/design.md, "The element definition": a table log and fused
 # multiply-adds), so a worker of 3 would make other elements for the same job. A peer of another
-# version is refused at Hello, naming both. 6: JobSpec.squares (var/std), which a worker of 5 would
-# ignore, reporting no sum of squares. 7: JobFailed.tag, so a client with several submissions in
+# version is refused at Hello, naming both. 5: JobSpec.source (stored arrays), which a worker of 4
+# would ignore, generating the elements instead. 6: JobSpec.squares (var/std), which a worker of 5
+# would ignore, reporting no sum of squares. 7: JobFailed.tag, so a client with several submissions in
 # flight knows which one was refused (a client of 6 would guess).
 const protocolVersion :UInt32 = 7;
 

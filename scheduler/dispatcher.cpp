@@ -76,9 +76,9 @@ std::optional<Dispatcher::GiveBack> Dispatcher::split_tail(WorkerRecord& idle,
   if (idle.in_flight.size() > 0 || idle.isolating || idle.stalled || jobs_.empty() || !reachable_(idle))
     return std::nullopt;
   // A look over every worker's share costs O(workers x jobs): only for a few big jobs' tails (a
-  // crowd of small jobs has nothing worth splitting: 100 clients x 100 jobs on 1024 simulated GPUs
-  // took psched 6 s instead of 0.4 looking), and at most once a period, so that a fleet of
-  // thousands going idle at a job's end does not cost psched a quadratic tail.
+  // crowd of small jobs has nothing worth splitting, and looking cost a storm of them most of
+  // psched's CPU: bench/README.md, "Figures once in code comments"), and at most once a period, so
+  // that a fleet of thousands going idle at a job's end does not cost psched a quadratic tail.
   if (jobs_.size() > kMaxJobsToSplit) return std::nullopt;
   if (now < next_split_look_) return std::nullopt;
   next_split_look_ = now + std::max<std::chrono::microseconds>(kSplitTailPeriod,

@@ -28,7 +28,7 @@ namespace psched {
 // interval of finished work (125 ms, within the 0.2 s a kill may cost).
 inline constexpr std::chrono::microseconds kReportCostPerWorker{30};
 inline constexpr std::chrono::microseconds kMaxReportInterval{125000};
-// A tail is split (Dispatcher::plan_give_back) after a look over the workers' shares at most once a
+// A tail is split (Dispatcher::split_tail) after a look over the workers' shares at most once a
 // period (1 ms, 4 µs per worker in a large fleet: a look costs well under that), and only while at
 // most this many jobs run.
 inline constexpr std::chrono::microseconds kSplitTailPeriod{1000};
@@ -113,8 +113,8 @@ class Dispatcher {
   // A round of the fleet: each worker in turn shares what is left with the workers after it; once
   // nothing is queued the rest need not look. The round starts at the worker the last round gave
   // work to (next fit), not at the first: a storm of small jobs, each dispatched as it comes,
-  // otherwise walked past the same full windows every time (18 plans a job, a tenth of psched's CPU
-  // for 100 clients x 100 jobs on 1024 workers). A worker passed over gets its top-up from its own
+  // otherwise walked past the same full windows every time (bench/README.md, "Bursts read whole,
+  // small jobs placed by next fit"). A worker passed over gets its top-up from its own
   // report (plan_for).
   std::vector<TopUp> plan_round();
   // One worker: its part of what is queued (`sharing` workers share each job; 0: every worker, and

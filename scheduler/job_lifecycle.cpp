@@ -70,7 +70,7 @@ void Scheduler::on_submit(ClientRecord& client, wire::Submit::Reader submit) {
   if (workers_.empty()) send_progress(accepted, /*force=*/true);  // "no workers" at once
   // A job with a chunk for every worker is spread over the fleet: the big jobs that arrive
   // together share one round of it. A smaller one goes at once (a storm of small jobs dispatched
-  // in rounds was spread as thinly, three times the messages of 100 clients x 100 jobs).
+  // in rounds was spread as thinly, at more messages: bench/README.md).
   if (accepted.chunks() >= workers_.size()) {
     dispatch_soon();
   } else {

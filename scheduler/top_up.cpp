@@ -140,8 +140,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
   // whole fleet, the part is of the work queued and held, less what the worker holds: windows are
   // filled to one level, so they drain together and the queue empties when all hold the same. (Of
   // the queue alone, the workers reporting first in each round of a draining queue took the most,
-  // and the last ran dry: with four-plain-window first top-ups, 1024 simulated GPUs idled 34-60 ms
-  // of a 0.2 s job in gaps, and 9-18 ms filled to the level.)
+  // and the last ran dry: bench/README.md, "Figures once in code comments".)
   const double sharing = double(std::max<uint64_t>(1, context.sharing));
   double budget = queue.queued_elements() / sharing;
   if (context.fleet_in_flight_elements)
@@ -160,9 +159,9 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
   };
   // Where a few jobs compete, a job whose queued chunks all fit in a share of its window (a window
   // over the jobs queued) is taken whole first, past a full window if need be: a small job behind
-  // huge ones is not let in in crumbs as their chunks leave (a 400-chunk job took 0.13 s behind
-  // three huge jobs on a simulated GPU: each top-up's room went to a huge job's report interval of
-  // chunks first, and the small job got what was left, a few chunks a turn). The window overfills
+  // huge ones is not let in in crumbs as their chunks leave (each top-up's room went to a huge job's
+  // report interval of chunks first, and the small job got what was left, a few chunks a turn:
+  // bench/README.md, "Figures once in code comments"). The window overfills
   // by at most one share per such job, so by at most the window in all; in a fleet it is still the
   // worker's part. It walks every job queued, so only up to kMaxJobsTakenWhole of them: a storm of
   // thousands of jobs (a share of a chunk or two each) keeps the turns below.
@@ -198,7 +197,7 @@ std::vector<JobTopUp> plan_top_up(WorkerRecord& worker, WorkQueue& queue, const 
       if (free == 0) continue;
       // This job's share of the free window (all of it when it is the only job), but never less
       // than a turn's worth (least_turn): thousands of small jobs would otherwise each put a chunk
-      // or two on every worker (a DefineJob per worker per job; 100 clients x 100 jobs took 226 s).
+      // or two on every worker (a DefineJob per worker per job: bench/README.md).
       // Within the budget (chunks_in_budget).
       const uint64_t share = std::min(
           {free, std::max<uint64_t>(free / candidates, least_turn(worker, pace, job, context.report_interval)),

@@ -30,10 +30,10 @@ inline constexpr size_t kMaxReportedMismatches = 1000;
 
 // A verify block holds at least this many elements (10000^2 chunks go 16 to a block, 1000^2 chunks
 // 2048), so that verify costs psched a few partials per 2^30 elements (0.007 s of an H100), not one
-// per chunk: with a block per 10000^2 chunk, 1024 simulated H100s ran at 5% of ideal, psched's
-// ~25 us per block the bound. But a job has at least kVerifyMinBlocks blocks, so that a fraction
-// draws a fair sample. Narrowing a mismatch down recomputes about two blocks' worth, in log2(block)
-// rounds.
+// per chunk: with a block per 10000^2 chunk, psched's ~25 us per block bounded a fleet
+// (bench/README.md, "Figures once in code comments"). But a job has at least kVerifyMinBlocks
+// blocks, so that a fraction draws a fair sample. Narrowing a mismatch down recomputes about two
+// blocks' worth, in log2(block) rounds.
 inline constexpr uint64_t kVerifyBlockElements = uint64_t{1} << 30;
 inline constexpr uint64_t kVerifyMinBlocks = 64;
 // Chunks per verify block of a job of `chunks` chunks of `chunk_elements` elements: a power of two.

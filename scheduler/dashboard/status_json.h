@@ -43,8 +43,8 @@ class WorkerRates {
 };
 
 // The /api/status document as JSON text, written as it goes (core/json_out.h): for thousands of
-// workers and their jobs' device shares it is megabytes, and a document built first cost psched's
-// loop 55 ms a request on 4096 idle workers. dashboard_url is reported back under
+// workers and their jobs' device shares it is megabytes, and a document built first stalled
+// psched's loop (bench/README.md). dashboard_url is reported back under
 // scheduler.dashboard. Without `devices`, jobs[] and recent_jobs[] leave out their devices (a share
 // per worker each: the page, which does not show them, asks for that, ?devices=0).
 std::string status_json(const Scheduler& scheduler, const WorkerRates& rates, const std::string& dashboard_url,

@@ -10,6 +10,8 @@
 4. The libraries go one way, as docs/design.md's "Layout" says: a file in core/ includes nothing
    from net/ or app/, one in net/ nothing from app/, and none of them from scheduler/, worker/ or
    client/.
+5. Every `Type::member` and `kName` a code comment, docs/design.md or README.md writes names
+   something the code declares, where the type is one of ours (tests/docs/names.py).
 
   check_docs.py SOURCE_DIR BIN_DIR
 Prints each mismatch on one line and exits 1 if there is any.
@@ -18,6 +20,8 @@ import os
 import re
 import subprocess
 import sys
+
+import names
 
 src, bin_dir = sys.argv[1], os.path.abspath(sys.argv[2])
 os.chdir(src)
@@ -158,9 +162,12 @@ for f in files:
         if lib in above or (lib in layers and layers.index(lib) > layers.index(top)):
             problems.append(f"{f}: includes {lib}/, which is above {top}/ (core <- net <- app)")
 
+# 5. Names in comments and docs.
+problems += names.stale_names(files, read)
+
 for p in problems:
     print(p)
 if problems:
     sys.exit(1)
 print(f"docs check: {len(files)} files' paths and the libraries' layers, {sum(1 for _ in option_re.finditer(read('docs/design.md')))} option "
-      f"defaults in docs/design.md, constants named there: all match the code")
+      f"defaults in docs/design.md, constants named there, `Type::member` names in comments: all match the code")

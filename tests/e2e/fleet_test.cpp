@@ -88,9 +88,9 @@ TEST_CASE("256 idle simulated workers: psched holds a few kilobytes per worker a
 }
 
 // The ranges design's floor (issue 26): one job of ~0.2 s of ideal GPU time on 256 simulated H100s in
-// 1000² chunks (7.8 million chunks) ran at 95-97% of ideal on a 2-core machine (bench/steady.sh;
-// 6% before ranges, report pacing and timed windows). The floor leaves room for a loaded CI
-// machine running tests beside it, and fails on a return to anything like per-chunk costs.
+// 1000² chunks (7.8 million chunks) runs far above it on a 2-core machine, and ran far below it
+// with per-chunk costs (bench/steady.sh; the figures in bench/README.md). The floor leaves room
+// for a loaded CI machine running tests beside it, and fails on a return to anything like those.
 constexpr double kFleetEfficiencyFloorPct = 50;
 
 TEST_CASE("one job on 256 simulated H100s in 1000² chunks runs at the fleet floor of its ideal, exact",
@@ -121,9 +121,10 @@ TEST_CASE("one job on 256 simulated H100s in 1000² chunks runs at the fleet flo
 }
 
 // 16 big jobs at once from 4 clients on 512 simulated H100s (0.2 s of ideal in all): the devices
-// sat 16-23 ms each idle in gaps (their windows dry while work was queued) when each job was
-// dispatched alone as it came and top-ups took a part of the queue alone; with the jobs dispatched
-// together and windows filled to the fleet's level, none (psched-loadgen's device_idle_ms).
+// sat idle in gaps (their windows dry while work was queued) when each job was dispatched alone as
+// it came and top-ups took a part of the queue alone; with the jobs dispatched together and
+// windows filled to the fleet's level, not at all (psched-loadgen's device_idle_ms;
+// bench/README.md).
 constexpr double kMaxGapPctOfIdeal = 1.5;
 
 TEST_CASE("16 big jobs at once on 512 simulated H100s: no device waits for work while work is queued",

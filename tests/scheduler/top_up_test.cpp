@@ -276,7 +276,7 @@ TEST_CASE("over the whole fleet, a top-up brings the window up to an equal part 
           "[top_up]") {
   Table t;
   Job& job = t.add(job_of(1, 100, 1000));
-  uint64_t fleet = 0;  // the elements in every window (Scheduler::in_flight_elements_)
+  uint64_t fleet = 0;  // the elements in every window (Dispatcher::in_flight_elements_)
   WorkerRecord a = worker_with_slots(1, 64), b = worker_with_slots(2, 64);
   a.in_flight.count_into(&fleet);
   b.in_flight.count_into(&fleet);

@@ -152,10 +152,20 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
     out.chunks = m.getChunks();
     out.note = m.getNote().cStr();
     for (auto c : m.getCopies()) {
-      VerifyCopy& copy = out.copies.emplace_back(VerifyCopy{c.getWorkerId(), c.getWorkerName().cStr(),
-                                                            c.getDeviceName().cStr(), c.getSum(), c.getCount(),
-                                                            c.getMin(), c.getMax(), c.getSuspect(), {}});
+      VerifyCopy& copy = out.copies.emplace_back();
+      copy.worker_id = c.getWorkerId();
+      copy.worker_name = c.getWorkerName().cStr();
+      copy.device_name = c.getDeviceName().cStr();
+      copy.sum = c.getSum();
+      copy.count = c.getCount();
+      copy.min = c.getMin();
+      copy.max = c.getMax();
+      copy.suspect = c.getSuspect();
       for (double t : c.getExact().getTerms()) copy.exact_terms.push_back(t);
+      if (c.hasSquares()) {
+        copy.has_squares = true;
+        for (double t : c.getSquares().getTerms()) copy.squares_terms.push_back(t);
+      }
     }
   }
   auto figure = [](psched::wire::MinMeanMax::Reader m) { return Figure{m.getMin(), m.getMean(), m.getMax()}; };

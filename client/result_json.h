@@ -157,6 +157,7 @@ void write_verify(Out& out, const Result& r) {
       out.key("max").value(c.max);
       out.key("suspect").value(c.suspect);
       write_doubles(out.key("exact_terms"), c.exact_terms);
+      if (c.has_squares) write_doubles(out.key("squares_terms"), c.squares_terms);
       out.end_object();
     }
     out.end_array();

@@ -339,6 +339,8 @@ struct VerifyCopy {
   max @6 :Float64;
   suspect @7 :Bool;            # this copy is the odd one out (or one of two that disagree)
   exact @8 :ExactSum;          # its exact sum: copies whose rounded sums print alike differ here
+  squares @9 :ExactSum;        # a job with JobSpec.squares only: its exact sum of squares, where
+                               # copies whose sums agree bit for bit may still differ
 }
 
 # Verified chunks whose copies disagree: a block's two copies, or three when a third worker broke

@@ -121,6 +121,7 @@ void Scheduler::write_verify_report(const Job& job, wire::JobResult::Builder out
       copies[k].setMax(c.partial.max);
       copies[k].setSuspect(c.suspect);
       to_wire(c.partial.exact, copies[k].initExact());
+      if (c.partial.has_squares) to_wire(c.partial.squares, copies[k].initSquares());
     }
   }
 }

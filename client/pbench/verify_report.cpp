@@ -19,6 +19,8 @@ psched::PartialSum partial_of(const pclient::VerifyCopy& c) {
   p.min = c.min;
   p.max = c.max;
   p.exact.add_terms(c.exact_terms.data(), c.exact_terms.size());
+  p.has_squares = c.has_squares;
+  p.squares.add_terms(c.squares_terms.data(), c.squares_terms.size());
   return p;
 }
 

@@ -13,8 +13,8 @@ class Result(float):
     chunks), retries, resubmissions (after a lost scheduler connection, Client(reconnect=...)),
     job_id, kind (what float(self) is), devices, stragglers and, for verify jobs, verified_chunks,
     same_worker_chunks, mismatch_count and mismatches (each {chunk, chunks, note, copies: [{worker_id,
-    worker, device, sum, count, min, max, suspect, exact_terms}]}: chunks chunk .. chunk + chunks -
-    1, one chunk once the scheduler narrowed the mismatch down). x.var(ddof) and x.std(ddof) jobs
+    worker, device, sum, count, min, max, suspect, exact_terms, and squares_terms in a var/std job}]}:
+    chunks chunk .. chunk + chunks - 1, one chunk once the scheduler narrowed the mismatch down). x.var(ddof) and x.std(ddof) jobs
     also carry var and std (exact: core/variance.h) and ddof.
 
     devices: the workers after the job (the keys of Client.workers(): name, host, backend, device,

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <csignal>
 #include <set>
 
@@ -76,6 +77,7 @@ TEST_CASE("pbench --verify names the chunk and the worker that flipped its last 
   CHECK(m["note"] == "");  // found down to the chunk
   // The copies' sums may round alike: their exact sums differ, and the log says by how much.
   CHECK(m["copies"][0]["exact_terms"] != m["copies"][1]["exact_terms"]);
+  CHECK(!m["copies"][0].contains("squares_terms"));  // a sum-only job computes no squares
   CHECK(cluster.log_of(cluster.scheduler_pid()).find("from the first copy's") != std::string::npos);
   REQUIRE(m["copies"].size() == 2);  // no third worker: both are suspects
   std::set<std::string> names;
@@ -106,9 +108,23 @@ TEST_CASE("pbench --verify of a var job finds a chunk whose copies differ in the
   CHECK(m["chunks"] == 1);
   REQUIRE(m["copies"].size() == 2);
   CHECK(m["copies"][0]["exact_terms"] == m["copies"][1]["exact_terms"]);
+  // The client sees what differs: each copy's exact sum of squares.
+  REQUIRE(m["copies"][0].contains("squares_terms"));
+  CHECK(m["copies"][0]["squares_terms"] != m["copies"][1]["squares_terms"]);
   const std::string log = cluster.log_of(cluster.scheduler_pid());
   CHECK(log.find("(exact sum of squares)") != std::string::npos);
   CHECK(log.find("from the first copy's") == std::string::npos);  // the sums do not differ
+
+  // pbench's text names the squares too (the flip is in every job, so a second job finds it again).
+  args.erase(std::find(args.begin(), args.end(), "--json"));
+  std::string text;
+  CHECK(WEXITSTATUS(run_command(args, &text)) == 1);
+  INFO(text);
+  const size_t line = text.find("Verify mismatch: chunk 1000:");
+  REQUIRE(line != std::string::npos);
+  const std::string mismatch = text.substr(line, text.find('\n', line) - line);
+  CHECK(mismatch.find("(exact sum of squares) [suspect]") != std::string::npos);
+  CHECK(mismatch.find("from the first copy's") == std::string::npos);
 }
 
 TEST_CASE("with three workers verify names the one worker that flips a chunk, keeps the majority's "

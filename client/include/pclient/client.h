@@ -105,6 +105,10 @@ struct VerifyCopy {
   double min = 0, max = 0;
   bool suspect = false;  // the odd one out (or, with no majority, one of those that disagree)
   std::vector<double> exact_terms;  // its exact sum (non-overlapping doubles, largest first)
+  // A job that computes squares (Job::squares) only: its exact sum of squares, the same way. Two
+  // copies may agree in every other figure and differ here alone.
+  bool has_squares = false;
+  std::vector<double> squares_terms;
 };
 
 // Chunks chunk .. chunk + chunks - 1 whose copies differ: one chunk once the scheduler narrowed

@@ -47,7 +47,7 @@ std::string range_text(__int128 lo, __int128 hi) {
   return fmt::format("an integer from {} to {}", text(lo), text(hi));
 }
 
-Result<__int128> parse_in(const std::string& text, __int128 lo, __int128 hi) {
+StatusOr<__int128> parse_in(const std::string& text, __int128 lo, __int128 hi) {
   __int128 v = 0;
   bool too_long = false;
   if (!parse_decimal(text, v, too_long))
@@ -60,19 +60,19 @@ Result<__int128> parse_in(const std::string& text, __int128 lo, __int128 hi) {
 
 }  // namespace
 
-Result<int64_t> parse_signed(const std::string& text, int64_t lo, int64_t hi) {
+StatusOr<int64_t> parse_signed(const std::string& text, int64_t lo, int64_t hi) {
   auto v = parse_in(text, lo, hi);
   if (!v) return v.status();
   return int64_t(*v);
 }
 
-Result<uint64_t> parse_unsigned(const std::string& text, uint64_t lo, uint64_t hi) {
+StatusOr<uint64_t> parse_unsigned(const std::string& text, uint64_t lo, uint64_t hi) {
   auto v = parse_in(text, lo, hi);
   if (!v) return v.status();
   return uint64_t(*v);
 }
 
-Result<uint64_t> from_end(int64_t index, uint64_t length) {
+StatusOr<uint64_t> from_end(int64_t index, uint64_t length) {
   if (index >= 0) return uint64_t(index);
   const uint64_t back = uint64_t(0) - uint64_t(index);  // |index|, also for INT64_MIN
   if (back > length)

@@ -24,8 +24,8 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv);
 
 // The integer `text` denotes, if it is a plain decimal integer ([+-]digits) in [lo, hi]; else an
 // error naming the value and the range (the option's name is added by CLI11).
-Result<int64_t> parse_signed(const std::string& text, int64_t lo, int64_t hi);
-Result<uint64_t> parse_unsigned(const std::string& text, uint64_t lo, uint64_t hi);
+StatusOr<int64_t> parse_signed(const std::string& text, int64_t lo, int64_t hi);
+StatusOr<uint64_t> parse_unsigned(const std::string& text, uint64_t lo, uint64_t hi);
 
 // For ->transform() on an integer option (unsigned or signed range). CLI11 names the option in
 // the message, except a hidden one (group ""): give those their `hidden_name`.
@@ -36,7 +36,7 @@ CLI::Validator signed_in(int64_t lo, int64_t hi);
 // from the end (-1: the last element). One that reaches before the start is refused, not clamped
 // to 0 as Python would: it is more likely a mistake than a wish for the whole axis. Non-negative
 // indices pass unchanged (validate() checks them against the axis).
-Result<uint64_t> from_end(int64_t index, uint64_t length);
+StatusOr<uint64_t> from_end(int64_t index, uint64_t length);
 
 // For ->check() on a text option where an empty value would otherwise mean "the default"
 // (--scheduler "" must not become 127.0.0.1:8786).

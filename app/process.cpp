@@ -27,7 +27,7 @@ std::string self_exe_dir() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-Result<pid_t> spawn_child(const ChildSpec& spec) {
+StatusOr<pid_t> spawn_child(const ChildSpec& spec) {
   std::vector<std::string> argv_store;
   argv_store.push_back(spec.path);
   argv_store.insert(argv_store.end(), spec.args.begin(), spec.args.end());

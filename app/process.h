@@ -29,7 +29,7 @@ struct ChildSpec {
   bool own_process_group = false;
 };
 
-Result<pid_t> spawn_child(const ChildSpec& spec);
+StatusOr<pid_t> spawn_child(const ChildSpec& spec);
 
 // waitpid with a deadline: true and *status when the child exited within timeout_ms.
 bool wait_child(pid_t pid, int timeout_ms, int* status);

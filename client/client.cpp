@@ -32,7 +32,7 @@ namespace pclient {
 namespace asio = boost::asio;
 
 uint64_t Job::bytes() const {
-  const psched::Result<psched::DType> d = psched::parse_dtype(dtype);
+  const psched::StatusOr<psched::DType> d = psched::parse_dtype(dtype);
   return rows * cols * psched::element_bytes(d ? *d : psched::DType::kFloat64);
 }
 
@@ -160,14 +160,14 @@ std::unique_ptr<psched::SchedulerLink> link_for(Client::Impl& s, const psched::A
                                                 std::shared_ptr<asio::ssl::context> tls) {
   std::string token = s.options.token;
   if (token.empty()) {  // PSCHED_TOKEN as the daemons read it: a trailing newline is not the token's
-    psched::Result<std::string> env = psched::load_token("");
+    psched::StatusOr<std::string> env = psched::load_token("");
     if (!env) throw Error(env.message());
     token = *env;
   }
   return std::make_unique<psched::SchedulerLink>(
       s.io, std::move(tls), psched::kDefaultMaxFrameBytes,
       psched::SchedulerLink::Handlers{
-          [address] { return psched::Result<psched::Address>(address); },
+          [address] { return psched::StatusOr<psched::Address>(address); },
           [name = s.options.name, token](psched::FramedConnection& c) {
             psched::send_message(c, [&](psched::wire::Message::Builder m) {
               psched::init_hello(m, psched::wire::Role::CLIENT, name, token);

@@ -19,7 +19,7 @@ const char* generator_name(Generator g) {
   return "?";
 }
 
-Result<Generator> parse_generator(const std::string& name) {
+StatusOr<Generator> parse_generator(const std::string& name) {
   for (Generator g : {Generator::kNormal, Generator::kUniform, Generator::kArange,
                       Generator::kConstant}) {
     if (name == generator_name(g)) return g;
@@ -45,7 +45,7 @@ const char* dtype_name(DType d) {
   return "?";
 }
 
-Result<DType> parse_dtype(const std::string& name) {
+StatusOr<DType> parse_dtype(const std::string& name) {
   for (uint8_t d = 0; d <= uint8_t(kLastDType); ++d)
     if (name == dtype_name(DType(d))) return DType(d);
   return Status::invalid(fmt::format(

@@ -26,9 +26,9 @@ enum class DType : uint8_t {
 inline constexpr DType kLastDType = DType::kBool;
 
 const char* generator_name(Generator g);
-Result<Generator> parse_generator(const std::string& name);
+StatusOr<Generator> parse_generator(const std::string& name);
 const char* dtype_name(DType d);
-Result<DType> parse_dtype(const std::string& name);
+StatusOr<DType> parse_dtype(const std::string& name);
 constexpr uint64_t element_bytes(DType d) {
   switch (d) {
     case DType::kFloat64: case DType::kInt64: case DType::kUInt64: return 8;

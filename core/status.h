@@ -1,4 +1,5 @@
-// Status and Result<T>: how a failure travels at the edges (flags, network input, files) with a
+// Status and StatusOr<T> (a value or the Status saying why not; named apart from pclient::Result, a
+// job's figures): how a failure travels at the edges (flags, network input, files) with a
 // message that names the bad value and a code that says what kind of failure it is, after leveldb's
 // Status. Inside, invariants are asserted instead (core/check.h).
 #pragma once
@@ -37,10 +38,10 @@ class Status {
 };
 
 template <typename T>
-class Result {
+class StatusOr {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}  // NOLINT: must carry an error
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(Status status) : status_(std::move(status)) {}  // NOLINT: must carry an error
 
   bool is_ok() const { return value_.has_value(); }
   explicit operator bool() const { return is_ok(); }

@@ -13,7 +13,7 @@ std::string Address::to_string() const {
   return fmt::format("{}://{}:{}", prefix, host, port);
 }
 
-Result<Address> parse_address(const std::string& text, uint16_t default_port) {
+StatusOr<Address> parse_address(const std::string& text, uint16_t default_port) {
   auto bad = [&](const char* why) {
     return Status::invalid(fmt::format("invalid address '{}': {} (expected tcp://HOST:PORT, "
                                        "tls://HOST:PORT, HOST:PORT or HOST)", text, why));

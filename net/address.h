@@ -22,6 +22,6 @@ struct Address {
   std::string to_string() const;  // tls://host:port for kTls, else tcp://host:port
 };
 
-Result<Address> parse_address(const std::string& text, uint16_t default_port = kDefaultSchedulerPort);
+StatusOr<Address> parse_address(const std::string& text, uint16_t default_port = kDefaultSchedulerPort);
 
 }  // namespace psched

@@ -53,7 +53,7 @@ Status write_scheduler_file(const std::string& path, const SchedulerFileInfo& in
   return Status::ok();
 }
 
-Result<SchedulerFileInfo> read_scheduler_file(const std::string& path) {
+StatusOr<SchedulerFileInfo> read_scheduler_file(const std::string& path) {
   if (Status st = check_scheduler_file_path(path, /*to_write=*/false); !st) return st;
   std::ifstream in(path);
   if (!in) {
@@ -89,10 +89,10 @@ Result<SchedulerFileInfo> read_scheduler_file(const std::string& path) {
   return info;
 }
 
-Result<SchedulerFileInfo> wait_for_scheduler_file(const std::string& path, int64_t timeout_ms) {
+StatusOr<SchedulerFileInfo> wait_for_scheduler_file(const std::string& path, int64_t timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    Result<SchedulerFileInfo> info = read_scheduler_file(path);
+    StatusOr<SchedulerFileInfo> info = read_scheduler_file(path);
     if (info) return info;
     if (Status st = check_scheduler_file_path(path, false); !st) return st;  // never a file
     if (timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline)

@@ -24,9 +24,9 @@ Status check_scheduler_file_path(const std::string& path, bool to_write);
 Status write_scheduler_file(const std::string& path, const SchedulerFileInfo& info);
 // The error says precisely why not: no file yet, its directory missing, unreadable, not JSON, no
 // address.
-Result<SchedulerFileInfo> read_scheduler_file(const std::string& path);
+StatusOr<SchedulerFileInfo> read_scheduler_file(const std::string& path);
 // Polls (every 50 ms, an inotify-free wait that also works on NFS) until the file parses or
 // timeout_ms passes; timeout_ms < 0 waits forever. The error ends with the last read's reason.
-Result<SchedulerFileInfo> wait_for_scheduler_file(const std::string& path, int64_t timeout_ms);
+StatusOr<SchedulerFileInfo> wait_for_scheduler_file(const std::string& path, int64_t timeout_ms);
 
 }  // namespace psched

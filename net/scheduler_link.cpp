@@ -24,7 +24,7 @@ SchedulerLink::~SchedulerLink() { stop(); }
 void SchedulerLink::connect() {
   retry_timer_.cancel();
   const uint32_t generation = ++generation_;
-  Result<Address> where = handlers_.where();
+  StatusOr<Address> where = handlers_.where();
   if (!where) {
     // Told on the next turn, as a failed connect would be: the owner may call connect() from
     // its handler without recursing.

@@ -29,7 +29,7 @@ class SchedulerLink {
  public:
   struct Handlers {
     // Where to connect, asked at each attempt. An error ends the attempt (closed, was_open false).
-    std::function<Result<Address>()> where;
+    std::function<StatusOr<Address>()> where;
     // A connection is up (the TLS handshake may still be going on; what is sent meanwhile
     // queues): say Hello, set timeouts.
     std::function<void(FramedConnection&)> opened;

@@ -128,7 +128,7 @@ Status check_tls_files(const TlsFiles& files) {
 
 }  // namespace
 
-Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, TlsRole role) {
+StatusOr<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, TlsRole role) {
   if (Status st = check_tls_files(files); !st) return st;
   auto ctx = std::make_shared<ssl::context>(role == TlsRole::kClient ? ssl::context::tls_client
                                                                      : ssl::context::tls_server);
@@ -175,7 +175,7 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsFiles& files, Tl
   return ctx;
 }
 
-Result<Address> scheduler_address(const std::string& text, bool tls_configured) {
+StatusOr<Address> scheduler_address(const std::string& text, bool tls_configured) {
   auto address = parse_address(text);
   if (!address) return address.status();
   switch (address->scheme) {

@@ -30,13 +30,13 @@ enum class TlsRole : uint8_t { kServer, kClient, kHttpsServer };
 // A context for `role`, or why not: a file missing or unreadable, a key others can read, a key that
 // does not match its certificate, a certificate the CA did not sign or that is out of its validity
 // period. Verifies the peer (mutual: a server demands a client certificate), TLS 1.2 at least.
-Result<std::shared_ptr<boost::asio::ssl::context>> make_tls_context(const TlsFiles& files, TlsRole role);
+StatusOr<std::shared_ptr<boost::asio::ssl::context>> make_tls_context(const TlsFiles& files, TlsRole role);
 
 // The scheduler's address as a worker or client connects to it: `text` parsed, its scheme decided
 // by whether TLS is configured. tls:// needs TLS; tcp:// with it is refused (a client that meant
 // TLS must not silently talk in the clear); an address without a scheme uses TLS exactly when it is
 // configured. The result's scheme is kTls or kTcp; a refusal is kInvalid.
-Result<Address> scheduler_address(const std::string& text, bool tls_configured);
+StatusOr<Address> scheduler_address(const std::string& text, bool tls_configured);
 
 // Why a TLS operation failed, in words, from the side that saw `ec`; `peer` names the other end
 // ("the scheduler", "the peer"). `ssl` (may be null) gives the certificate check's result.

@@ -12,7 +12,7 @@
 
 namespace psched {
 
-Result<std::string> load_token(const std::string& path) {
+StatusOr<std::string> load_token(const std::string& path) {
   std::string token;
   if (path.empty()) {
     const char* env = std::getenv("PSCHED_TOKEN");

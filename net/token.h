@@ -10,7 +10,7 @@
 namespace psched {
 
 // Empty path: PSCHED_TOKEN or "" (no token). Trailing whitespace and newlines are stripped.
-Result<std::string> load_token(const std::string& path);
+StatusOr<std::string> load_token(const std::string& path);
 
 // Whether `presented` is `expected`, in time that depends on the expected token's length only.
 bool same_token(std::string_view presented, std::string_view expected);

@@ -220,7 +220,7 @@ void to_wire(const GpuHealth& h, wire::GpuHealth::Builder out) {
 
 namespace {
 
-Result<BurnVerdict> verdict_from_wire(wire::BurnVerdict v) {
+StatusOr<BurnVerdict> verdict_from_wire(wire::BurnVerdict v) {
   switch (v) {
     case wire::BurnVerdict::PASS: return BurnVerdict::kPass;
     case wire::BurnVerdict::WARN: return BurnVerdict::kWarn;
@@ -231,12 +231,12 @@ Result<BurnVerdict> verdict_from_wire(wire::BurnVerdict v) {
 
 }  // namespace
 
-Result<BurnStatus> burn_status_from_wire(wire::BurnStatus::Reader in) {
+StatusOr<BurnStatus> burn_status_from_wire(wire::BurnStatus::Reader in) {
   const auto gpus = in.getGpus();
   if (gpus.size() > kMaxBurnGpus)
     return Status::invalid(fmt::format("burn status: {} GPUs, at most {}", gpus.size(), kMaxBurnGpus));
   BurnStatus b;
-  Result<BurnVerdict> verdict = verdict_from_wire(in.getVerdict());
+  StatusOr<BurnVerdict> verdict = verdict_from_wire(in.getVerdict());
   if (!verdict) return verdict.status();
   b.verdict = verdict.value();
   b.elapsed_seconds = in.getElapsedSeconds();
@@ -245,7 +245,7 @@ Result<BurnStatus> burn_status_from_wire(wire::BurnStatus::Reader in) {
   b.gpus.reserve(gpus.size());
   for (auto g : gpus) {
     BurnGpuStatus& out = b.gpus.emplace_back();
-    Result<BurnVerdict> v = verdict_from_wire(g.getVerdict());
+    StatusOr<BurnVerdict> v = verdict_from_wire(g.getVerdict());
     if (!v) return v.status();
     out.verdict = v.value();
     // Text is copied only once its size is known to be small: validate() refuses what is long.

@@ -128,6 +128,6 @@ void write_burn_status(const Burn& b, wire::BurnStatus::Builder out) {
 }
 // Read and validated (core/burn_status.h): a verdict the schema does not know, more GPUs than
 // kMaxBurnGpus (checked before anything is copied) or what validate() refuses is an error.
-Result<BurnStatus> burn_status_from_wire(wire::BurnStatus::Reader in);
+StatusOr<BurnStatus> burn_status_from_wire(wire::BurnStatus::Reader in);
 
 }  // namespace psched

@@ -105,7 +105,7 @@ struct Credentials {
   std::shared_ptr<boost::asio::ssl::context> tls, dashboard_tls;  // null: plain TCP and HTTP
 };
 
-psched::Result<Credentials> load_credentials(const Flags& f) {
+psched::StatusOr<Credentials> load_credentials(const Flags& f) {
   Credentials c;
   auto token = psched::load_token(f.token_file);
   if (!token) return token.status();

@@ -154,7 +154,7 @@ void Scheduler::on_client_message(ClientRecord& client, wire::Message::Reader me
 }
 
 void Scheduler::on_burn_status(ClientRecord& client, wire::BurnStatus::Reader burn) {
-  Result<BurnStatus> status = burn_status_from_wire(burn);
+  StatusOr<BurnStatus> status = burn_status_from_wire(burn);
   Status kept = status ? burns_.update(client.id, client.name, std::move(status.value())) : status.status();
   if (kept) return;
   // The client's mistake, not the connection's: it may send a good one next; its jobs go on.

@@ -61,7 +61,7 @@ uint64_t NpyHeader::elements() const {
   return n;
 }
 
-Result<NpyHeader> parse_npy_header(const std::string& b) {
+StatusOr<NpyHeader> parse_npy_header(const std::string& b) {
   if (b.size() < kMagicBytes + 4 || b.compare(0, kMagicBytes, kMagic) != 0)
     return Status::invalid("not a .npy file (no \\x93NUMPY magic)");
   const int major = static_cast<unsigned char>(b[6]);
@@ -121,7 +121,7 @@ Result<NpyHeader> parse_npy_header(const std::string& b) {
   return h;
 }
 
-Result<NpyHeader> read_npy_header(const std::string& path) {
+StatusOr<NpyHeader> read_npy_header(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::invalid(fmt::format("{}: {}", path, std::strerror(errno)));
   std::string prefix(12 + kMaxHeaderBytes, '\0');

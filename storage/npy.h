@@ -23,9 +23,9 @@ struct NpyHeader {
 };
 
 // The header of the file at `path`; the message names the path and what is wrong.
-Result<NpyHeader> read_npy_header(const std::string& path);
+StatusOr<NpyHeader> read_npy_header(const std::string& path);
 // The header in the first bytes of a file (`prefix`: at least what the header needs).
-Result<NpyHeader> parse_npy_header(const std::string& prefix);
+StatusOr<NpyHeader> parse_npy_header(const std::string& prefix);
 // A version 1.0 header (2.0 when the dict does not fit 65535 bytes) for these elements, padded so
 // the data starts at a multiple of 64 bytes.
 std::string npy_header(ElementType type, bool fortran_order, const std::vector<uint64_t>& shape);

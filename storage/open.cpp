@@ -59,7 +59,7 @@ Status check_file(const std::string& path, uint64_t offset, uint64_t bytes) {
   return Status::ok();
 }
 
-Result<OpenedArray> open_npy(const std::string& path) {
+StatusOr<OpenedArray> open_npy(const std::string& path) {
   auto h = read_npy_header(path);
   if (!h) return h.status();
   OpenedArray a;
@@ -75,7 +75,7 @@ Result<OpenedArray> open_npy(const std::string& path) {
   return a;
 }
 
-Result<OpenedArray> open_npy_stack(const std::string& dir) {
+StatusOr<OpenedArray> open_npy_stack(const std::string& dir) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
@@ -130,7 +130,7 @@ Result<OpenedArray> open_npy_stack(const std::string& dir) {
   return a;
 }
 
-Result<OpenedArray> open_raw(const ArrayInput& in) {
+StatusOr<OpenedArray> open_raw(const ArrayInput& in) {
   if (in.dtype.empty()) return Status::invalid(fmt::format("{}: a raw file needs its dtype (--dtype)", in.path));
   if (in.shape.empty()) return Status::invalid(fmt::format("{}: a raw file needs its shape (--shape ROWS,COLS)", in.path));
   auto d = parse_dtype(in.dtype);
@@ -150,7 +150,7 @@ Result<OpenedArray> open_raw(const ArrayInput& in) {
   return a;
 }
 
-Result<OpenedArray> open_zarr(const std::string& dir) {
+StatusOr<OpenedArray> open_zarr(const std::string& dir) {
   auto m = read_zarray(dir);
   if (!m) return m.status();
   OpenedArray a;
@@ -177,7 +177,7 @@ Result<OpenedArray> open_zarr(const std::string& dir) {
 
 }  // namespace
 
-Result<OpenedArray> open_array(const ArrayInput& in) {
+StatusOr<OpenedArray> open_array(const ArrayInput& in) {
   if (in.path.empty()) return Status::invalid("the input path is empty");
   std::string format = in.format;
   std::error_code ec;

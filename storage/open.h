@@ -39,7 +39,7 @@ struct OpenedArray {
 
 inline constexpr uint64_t kDefaultChunkElements = uint64_t{1} << 24;  // 128 MB of float64
 
-Result<OpenedArray> open_array(const ArrayInput& input);
+StatusOr<OpenedArray> open_array(const ArrayInput& input);
 
 // The job that sums the whole opened array: the source, its shape and default chunks, the
 // expression x itself (scale 1, offset 0), every element selected.

@@ -4,7 +4,7 @@
 
 namespace psched {
 
-Result<ElementType> parse_typestr(const std::string& s) {
+StatusOr<ElementType> parse_typestr(const std::string& s) {
   auto refuse = [&](const char* why) {
     return Status::invalid(fmt::format("element type '{}' is not supported ({}; expected float64, float32, "
                                        "int8-int64, uint8-uint64 or bool)",

@@ -17,7 +17,7 @@ struct ElementType {
 // "<f8" -> float64 little-endian; '|' and '=' (native: this is little-endian x86-64 or Arm) are
 // little-endian. Anything we cannot sum (complex, strings, datetimes, structured, float16) is
 // refused naming it.
-Result<ElementType> parse_typestr(const std::string& typestr);
+StatusOr<ElementType> parse_typestr(const std::string& typestr);
 std::string typestr(ElementType t);  // "<f8", "|b1", ">i4"
 
 }  // namespace psched

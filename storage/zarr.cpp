@@ -15,7 +15,7 @@ namespace {
 using json = nlohmann::json;
 
 // The fill value as the element's bytes, little-endian (what a missing chunk's elements are).
-Result<uint64_t> fill_bits(const json& v, DType d) {
+StatusOr<uint64_t> fill_bits(const json& v, DType d) {
   auto bits_of = [](auto x) {
     uint64_t out = 0;
     std::memcpy(&out, &x, sizeof x);
@@ -43,7 +43,7 @@ Result<uint64_t> fill_bits(const json& v, DType d) {
   return Status::invalid(fmt::format("fill_value {} is not an integer", v.dump()));
 }
 
-Result<std::vector<uint64_t>> dims(const json& v, const char* what) {
+StatusOr<std::vector<uint64_t>> dims(const json& v, const char* what) {
   if (!v.is_array() || v.empty() || v.size() > 2)
     return Status::invalid(fmt::format("{} must list 1 or 2 dimensions (N-D stores are not supported) (got {})",
                                        what, v.dump()));
@@ -57,7 +57,7 @@ Result<std::vector<uint64_t>> dims(const json& v, const char* what) {
 
 }  // namespace
 
-Result<ZarrMeta> read_zarray(const std::string& dir) {
+StatusOr<ZarrMeta> read_zarray(const std::string& dir) {
   const std::string path = dir + "/.zarray";
   auto fail = [&](const std::string& why) { return Status::invalid(fmt::format("{}: {}", path, why)); };
   std::ifstream in(path);

@@ -28,7 +28,7 @@ int usable_cuda_devices(std::string* why) {
 #endif
 }
 
-Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
+StatusOr<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
   if (choice.kind != "auto" && choice.kind != "cpu" && choice.kind != "cuda")
     return Status::invalid(fmt::format("unknown backend '{}' (expected auto, cpu or cuda)", choice.kind));
   if (choice.kind == "cuda" || choice.kind == "auto") {

@@ -29,6 +29,6 @@ std::string compiled_backends();
 // Usable CUDA devices (0 when the CUDA backend is not compiled in); *why says why there are none.
 int usable_cuda_devices(std::string* why);
 
-Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice);
+StatusOr<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice);
 
 }  // namespace psched

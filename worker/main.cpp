@@ -37,7 +37,7 @@ std::string default_name() {
 }
 
 // --gpus all|0,2,...: the device indices to run on, given `available` devices.
-psched::Result<std::vector<int>> parse_gpus(const std::string& text, int available) {
+psched::StatusOr<std::vector<int>> parse_gpus(const std::string& text, int available) {
   std::vector<int> out;
   if (text == "all") {
     for (int i = 0; i < available; ++i) out.push_back(i);
@@ -199,7 +199,7 @@ std::vector<std::string> visible_device_ids() {
 
 // The worker processes to supervise: one per selected GPU when there are several (or --gpus picks
 // some), else --nworkers of them; none when this process is the worker.
-psched::Result<std::vector<psched::SupervisedChild>> children_to_supervise(const Flags& f) {
+psched::StatusOr<std::vector<psched::SupervisedChild>> children_to_supervise(const Flags& f) {
   std::vector<psched::SupervisedChild> children;
   if (f.backend.kind != "cpu" && !std::getenv("PSCHED_SUPERVISED")) {
     std::string why;

@@ -45,7 +45,7 @@ class NvmlDevice {
  public:
   // Opens `library` (normally "libnvidia-ml.so.1"), initialises NVML and finds the GPU with this
   // PCI bus id ("0000:3B:00.0"), or says why it cannot.
-  static Result<std::unique_ptr<NvmlDevice>> open(const std::string& library,
+  static StatusOr<std::unique_ptr<NvmlDevice>> open(const std::string& library,
                                                   const std::string& pci_bus_id);
   ~NvmlDevice();
   NvmlDevice(const NvmlDevice&) = delete;

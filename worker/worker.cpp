@@ -65,7 +65,7 @@ void Worker::start() {
 
 // Where the scheduler is now: --scheduler, or the scheduler file (read at each attempt: a restarted
 // scheduler rewrites it). A file not there yet is a failure to retry; a bad address is a usage error.
-Result<Address> Worker::where() const {
+StatusOr<Address> Worker::where() const {
   std::string address_text = config_.scheduler_address;
   if (address_text.empty()) {
     auto info = read_scheduler_file(config_.scheduler_file);

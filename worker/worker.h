@@ -70,7 +70,7 @@ class Worker {
   // The exit code after a sticky device error (supervisors restart the worker).
 
  private:
-  Result<Address> where() const;
+  StatusOr<Address> where() const;
   void on_link_closed(const Status& why, bool was_open);  // an attempt failed, or the link closed
   void schedule_reconnect();
   void on_connected(FramedConnection& conn);  // says Hello

@@ -15,7 +15,7 @@ namespace asio = boost::asio;
 
 SimPeer::SimPeer(asio::io_context& io, asio::ip::tcp::endpoint scheduler)
     : link_(io, /*tls=*/nullptr, kDefaultMaxFrameBytes,
-            {[scheduler]() -> Result<Address> {
+            {[scheduler]() -> StatusOr<Address> {
                return Address{scheduler.address().to_string(), scheduler.port(), Scheme::kTcp};
              },
              [this](FramedConnection& c) { send_message(c, [&](wire::Message::Builder m) { say_hello(m); }); },

@@ -196,7 +196,7 @@ class Watcher {
 
 }  // namespace
 
-psched::Result<double> parse_burn_duration(const std::string& text) {
+psched::StatusOr<double> parse_burn_duration(const std::string& text) {
   const size_t digits = text.find_first_not_of("0123456789");
   const std::string number = text.substr(0, digits), unit = digits == std::string::npos ? "" : text.substr(digits);
   const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;

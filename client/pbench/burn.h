@@ -17,7 +17,7 @@
 namespace pbench {
 
 // "90", "90s", "10m", "2h" (whole numbers) in seconds; an error naming the value otherwise.
-psched::Result<double> parse_burn_duration(const std::string& text);
+psched::StatusOr<double> parse_burn_duration(const std::string& text);
 
 // The jobs a burn turns through (see above), from pbench's completed flags.
 std::vector<pclient::Job> burn_jobs(const Flags& f);

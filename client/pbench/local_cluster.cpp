@@ -37,7 +37,7 @@ void unregister_all() { g_child_count.store(0); }
 // Starts a child and registers it with the signal handlers blocked in between: a Ctrl-C that lands
 // after fork() but before register_child() would otherwise leave that child running (it got only
 // PR_SET_PDEATHSIG's late SIGTERM, after pbench had already said "local cluster stopped").
-psched::Result<pid_t> spawn_registered(const psched::ChildSpec& spec) {
+psched::StatusOr<pid_t> spawn_registered(const psched::ChildSpec& spec) {
   sigset_t cleanup, old;
   sigemptyset(&cleanup);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&cleanup, sig);

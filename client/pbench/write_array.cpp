@@ -24,7 +24,7 @@
 namespace pbench {
 namespace {
 
-using psched::Result;
+using psched::StatusOr;
 using psched::Status;
 
 constexpr uint64_t kPieceElements = uint64_t{1} << 22;  // generated and written at a time per thread
@@ -90,7 +90,7 @@ struct NpyTarget {
   int fd = -1;
 };
 
-Result<NpyTarget> open_npy_target(const std::string& path) {
+StatusOr<NpyTarget> open_npy_target(const std::string& path) {
   auto failed = [&](const std::string& what) {
     return Status::invalid(fmt::format("--write-npy {}: {}", what, std::strerror(errno)));
   };
@@ -178,7 +178,7 @@ std::error_code remove_tree(const std::string& dir) {
   return ec;
 }
 
-Result<StoreTarget> make_store_target(const std::string& path) {
+StatusOr<StoreTarget> make_store_target(const std::string& path) {
   auto failed = [&] { return Status::invalid(fmt::format("--write-zarr {}: {}", path, std::strerror(errno))); };
   StoreTarget t;
   t.final_path = path;
@@ -215,7 +215,7 @@ Result<StoreTarget> make_store_target(const std::string& path) {
 
 // Puts the finished store at t.final_path and says where the store it replaced now lies ("" when
 // none). On a failure the old store is still at t.final_path and the new one at t.written.
-Result<std::string> put_store_in_place(const StoreTarget& t, const std::string& label) {
+StatusOr<std::string> put_store_in_place(const StoreTarget& t, const std::string& label) {
   auto failed = [&] { return Status::error(fmt::format("{}: {}", label, std::strerror(errno))); };
   if (!t.replaces_store) {
     if (::rename(t.written.c_str(), t.final_path.c_str()) != 0) return failed();
@@ -236,7 +236,7 @@ Result<std::string> put_store_in_place(const StoreTarget& t, const std::string& 
   return aside;
 }
 
-psched::Result<psched::ZarrMeta> zarr_meta(const psched::JobSpec& s, const std::string& compressor) {
+psched::StatusOr<psched::ZarrMeta> zarr_meta(const psched::JobSpec& s, const std::string& compressor) {
   psched::ZarrMeta meta;
   meta.type = element_type(s);
   meta.shape = {s.rows, s.cols};
@@ -286,7 +286,7 @@ Status write_zarr_files(const psched::JobSpec& s, const psched::ZarrMeta& meta, 
 }  // namespace
 
 Status write_npy(const psched::JobSpec& s, const std::string& path) {
-  Result<NpyTarget> target = open_npy_target(path);
+  StatusOr<NpyTarget> target = open_npy_target(path);
   if (!target) return target.status();
   const NpyTarget& t = *target;
   // Failures name the path the user gave, never the temporary one.
@@ -301,15 +301,15 @@ Status write_npy(const psched::JobSpec& s, const std::string& path) {
 }
 
 Status write_zarr(const psched::JobSpec& s, const std::string& path, const std::string& compressor) {
-  const Result<psched::ZarrMeta> meta = zarr_meta(s, compressor);
+  const StatusOr<psched::ZarrMeta> meta = zarr_meta(s, compressor);
   if (!meta) return meta.status();
-  const Result<StoreTarget> target = make_store_target(path);
+  const StatusOr<StoreTarget> target = make_store_target(path);
   if (!target) return target.status();
   const StoreTarget& t = *target;
   // Failures name the path the user gave, never the temporary one.
   const std::string label = "--write-zarr " + path;
   const Status st = write_zarr_files(s, *meta, t.written, label);
-  const Result<std::string> replaced = st ? put_store_in_place(t, label) : Result<std::string>(st);
+  const StatusOr<std::string> replaced = st ? put_store_in_place(t, label) : StatusOr<std::string>(st);
   if (!replaced) {
     remove_tree(t.written);  // ours alone: nothing that was at `path` was ever written into
     return Status::error(replaced.message() + "; the partial store was removed");

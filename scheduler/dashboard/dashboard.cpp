@@ -32,7 +32,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-Result<DashboardAddress> parse_dashboard_address(const std::string& text) {
+StatusOr<DashboardAddress> parse_dashboard_address(const std::string& text) {
   DashboardAddress a;
   if (text == "none") {
     a.enabled = false;

@@ -22,7 +22,7 @@ struct DashboardAddress {
   std::string host;
   uint16_t port = 8787;
 };
-Result<DashboardAddress> parse_dashboard_address(const std::string& text);
+StatusOr<DashboardAddress> parse_dashboard_address(const std::string& text);
 
 class Dashboard {
  public:

@@ -17,8 +17,8 @@ TEST_CASE("a failure's kind decides a binary's exit code", "[status]") {
   CHECK(!empty_message.is_ok());  // the code, not the message, says it failed
 }
 
-TEST_CASE("a Result carries its failure's code", "[status]") {
-  const Result<int> r = Status::invalid("--x: 'y' is not a number");
+TEST_CASE("a StatusOr carries its failure's code", "[status]") {
+  const StatusOr<int> r = Status::invalid("--x: 'y' is not a number");
   REQUIRE(!r);
   CHECK(r.status().code() == StatusCode::kInvalid);
   CHECK(r.message() == "--x: 'y' is not a number");

@@ -33,7 +33,7 @@ struct Seen {
   std::optional<wire::Message::Which> last_message;
 };
 
-SchedulerLink::Handlers record(Seen& seen, std::function<Result<Address>()> where) {
+SchedulerLink::Handlers record(Seen& seen, std::function<StatusOr<Address>()> where) {
   return {[&seen, where] {
             ++seen.where;
             return where();
@@ -69,7 +69,7 @@ TEST_CASE("where() is asked at each attempt, and its usage error reaches the own
   asio::io_context io;
   Seen seen;
   SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes,
-                     record(seen, [] { return Result<Address>(Status::invalid("--scheduler: 'x:y' is no port")); }));
+                     record(seen, [] { return StatusOr<Address>(Status::invalid("--scheduler: 'x:y' is no port")); }));
   link.connect();
   CHECK(seen.closed == 0);  // told on the next turn, never from inside connect()
   run_until(io, [&] { return seen.closed == 1; });
@@ -91,7 +91,7 @@ TEST_CASE("a refused connection is one line naming the address", "[link]") {
     port = closed_again.local_endpoint().port();
   }
   Seen seen;
-  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return Result<Address>(loopback(port)); }));
+  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
   link.connect();
   run_until(io, [&] { return seen.closed == 1; });
   REQUIRE(seen.closed_why);
@@ -119,7 +119,7 @@ TEST_CASE("a connection is handed over for Hello, messages arrive, and after sto
                    [](const std::string&) {}});
   });
   Seen seen;
-  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return Result<Address>(loopback(port)); }));
+  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
   link.connect();
   run_until(io, [&] { return seen.messages == 1; });
   CHECK(seen.opened == 1);
@@ -146,7 +146,7 @@ TEST_CASE("the open connection closing is told once, as was_open", "[link]") {
     accepted.emplace(std::move(socket));
   });
   Seen seen;
-  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return Result<Address>(loopback(port)); }));
+  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
   link.connect();
   run_until(io, [&] { return seen.opened == 1 && accepted.has_value(); });
   accepted->close();
@@ -158,7 +158,7 @@ TEST_CASE("the open connection closing is told once, as was_open", "[link]") {
 TEST_CASE("a retry that stop() overtook never runs", "[link]") {
   asio::io_context io;
   Seen seen;
-  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [] { return Result<Address>(loopback(1)); }));
+  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [] { return StatusOr<Address>(loopback(1)); }));
   link.retry_after(20ms);
   link.stop();
   // Wait past the retry's time: the timer was cancelled, so the loop runs out of work.

@@ -137,7 +137,7 @@ BurnStatus two_gpu_burn() {
 
 // The wire form of `b` after `spoil` changed it, read back.
 template <typename Spoil>
-Result<BurnStatus> read_spoiled(const BurnStatus& b, Spoil spoil) {
+StatusOr<BurnStatus> read_spoiled(const BurnStatus& b, Spoil spoil) {
   capnp::MallocMessageBuilder m;
   auto out = m.initRoot<wire::BurnStatus>();
   write_burn_status(b, out);
@@ -148,7 +148,7 @@ Result<BurnStatus> read_spoiled(const BurnStatus& b, Spoil spoil) {
 }  // namespace
 
 TEST_CASE("a burn status survives write_burn_status and burn_status_from_wire field for field", "[wire_convert][burn]") {
-  const Result<BurnStatus> out = read_spoiled(two_gpu_burn(), [](wire::BurnStatus::Builder) {});
+  const StatusOr<BurnStatus> out = read_spoiled(two_gpu_burn(), [](wire::BurnStatus::Builder) {});
 
   REQUIRE(out);
   const BurnStatus& b = out.value();
@@ -170,7 +170,7 @@ TEST_CASE("a burn status survives write_burn_status and burn_status_from_wire fi
 TEST_CASE("a malformed burn status is refused, saying what is wrong", "[wire_convert][burn]") {
   const BurnStatus b = two_gpu_burn();
   auto refusal = [&](auto spoil) {
-    const Result<BurnStatus> r = read_spoiled(b, spoil);
+    const StatusOr<BurnStatus> r = read_spoiled(b, spoil);
     REQUIRE_FALSE(r);
     return r.status().message();
   };

@@ -169,7 +169,7 @@ int cuda_device_count(std::string* why) {
   return 0;
 }
 
-Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options) {
+StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options) {
   std::string why;
   const int devices = cuda_device_count(&why);
   if (devices == 0) return Status::error("no usable CUDA device: " + why);

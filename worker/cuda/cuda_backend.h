@@ -52,6 +52,6 @@ int cuda_device_count(std::string* why);
 // A backend on options.device, or an error Status saying why the device cannot be used. The
 // backend's on_done runs on its completion thread, one outcome at a time; outcomes stop once stop()
 // has begun. stop() must not be called from on_done.
-Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options);
+StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options);
 
 }  // namespace psched

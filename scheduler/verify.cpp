@@ -73,7 +73,7 @@ VerifyCopy BlockVerifier::Copy::whole() const {
 // Whether `f` holds for a worker of one of the block's copies: the first copy's pieces, then the
 // copies after it (copies[0] is the first copy, whole).
 template <typename F>
-bool BlockVerifier::any_worker(const Pending& p, F&& f) {
+bool BlockVerifier::any_worker(const HeldBlock& p, F&& f) {
   for (const VerifyCopy& piece : p.first.pieces)
     if (f(piece.worker)) return true;
   for (size_t i = 1; i < p.copies.size(); ++i)
@@ -81,7 +81,7 @@ bool BlockVerifier::any_worker(const Pending& p, F&& f) {
   return false;
 }
 
-std::vector<WorkerId> BlockVerifier::workers_of(const Pending& p) {
+std::vector<WorkerId> BlockVerifier::workers_of(const HeldBlock& p) {
   std::vector<WorkerId> out;
   any_worker(p, [&](WorkerId w) {
     if (!has(out, w)) out.push_back(w);
@@ -90,12 +90,12 @@ std::vector<WorkerId> BlockVerifier::workers_of(const Pending& p) {
   return out;
 }
 
-bool BlockVerifier::computed_by(const Pending& p, WorkerId worker) {
+bool BlockVerifier::computed_by(const HeldBlock& p, WorkerId worker) {
   return any_worker(p, [&](WorkerId w) { return w == worker; });
 }
 
 // The one place a block's phase changes; what each phase implies is checked on entering it.
-void BlockVerifier::move(Pending& p, Phase to) {
+void BlockVerifier::move(HeldBlock& p, Phase to) {
   const Phase from = p.phase;
   const bool queued = std::any_of(p.tasks.begin(), p.tasks.end(), [](const Task& t) { return t.state == State::kQueued; });
   bool legal = false;
@@ -121,7 +121,7 @@ void BlockVerifier::move(Pending& p, Phase to) {
 
 // The one place a task's state changes: kNew -> kQueued -> kRunning -> kDone, kRunning -> kQueued
 // (its worker left), kQueued -> kDone (dropped). Keeps queued_ and the block's place in queue_.
-BlockVerifier::Tasks::iterator BlockVerifier::move_task(Pending& p, Tasks::iterator t, State to, WorkerId worker,
+BlockVerifier::Tasks::iterator BlockVerifier::move_task(HeldBlock& p, Tasks::iterator t, State to, WorkerId worker,
                                                         bool front) {
   const State from = t->state;
   const bool searching = t->kind == Kind::kBlock ? p.phase == Phase::kCopies : p.phase == Phase::kNarrowing;
@@ -164,8 +164,8 @@ BlockVerifier::Tasks::iterator BlockVerifier::move_task(Pending& p, Tasks::itera
 
 void BlockVerifier::first_piece(ChunkRange range, VerifyCopy copy) {
   const uint64_t block = range.first / block_;
-  auto [it, fresh] = pending_.try_emplace(block);
-  Pending& p = it->second;
+  auto [it, fresh] = held_.try_emplace(block);
+  HeldBlock& p = it->second;
   if (fresh) p.block = block_of(range.first);
   PSCHED_REQUIRE(range.count > 0 && range.end() <= p.block.end() && p.phase == Phase::kFirstCopy, range.first,
                  range.count, p.block.first);
@@ -177,12 +177,12 @@ void BlockVerifier::first_piece(ChunkRange range, VerifyCopy copy) {
   queue(p, Kind::kBlock, p.block, 0, /*front=*/false);
 }
 
-void BlockVerifier::queue(Pending& p, Kind kind, ChunkRange range, WorkerId pinned, bool front) {
+void BlockVerifier::queue(HeldBlock& p, Kind kind, ChunkRange range, WorkerId pinned, bool front) {
   p.tasks.push_back(Task{kind, range, pinned, State::kNew, 0, {}});
   move_task(p, std::prev(p.tasks.end()), State::kQueued, 0, front);
 }
 
-bool BlockVerifier::may_take(const Pending& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const {
+bool BlockVerifier::may_take(const HeldBlock& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const {
   switch (t.kind) {
     case Kind::kBlock:
       return !computed_by(p, worker) || !peers.someone_else(workers_of(p));
@@ -197,7 +197,7 @@ bool BlockVerifier::may_take(const Pending& p, const Task& t, WorkerId worker, c
 uint64_t BlockVerifier::take(WorkerId worker, uint64_t max, const VerifyPeers& peers, std::vector<ChunkRange>& out) {
   uint64_t n = 0;
   for (auto it = queue_.begin(); it != queue_.end() && n < max;) {
-    Pending& p = must_find(pending_, *it);
+    HeldBlock& p = must_find(held_, *it);
     ++it;  // taking its last queued task takes the block out of queue_
     for (auto t = p.tasks.begin(); t != p.tasks.end(); ++t) {
       if (t->state != State::kQueued || (n > 0 && n + t->range.count > max) || !may_take(p, *t, worker, peers))
@@ -210,20 +210,20 @@ uint64_t BlockVerifier::take(WorkerId worker, uint64_t max, const VerifyPeers& p
   return n;
 }
 
-BlockVerifier::Tasks::const_iterator BlockVerifier::running_task(const Pending& p, ChunkRange r, WorkerId worker) {
+BlockVerifier::Tasks::const_iterator BlockVerifier::running_task(const HeldBlock& p, ChunkRange r, WorkerId worker) {
   return std::find_if(p.tasks.begin(), p.tasks.end(), [&](const Task& t) {
     return t.state == State::kRunning && t.worker == worker && r.first >= t.range.first && r.end() <= t.range.end();
   });
 }
 
 bool BlockVerifier::running_here(ChunkRange r, WorkerId worker) const {
-  auto it = pending_.find(r.first / block_);
-  return r.count > 0 && it != pending_.end() && running_task(it->second, r, worker) != it->second.tasks.end();
+  auto it = held_.find(r.first / block_);
+  return r.count > 0 && it != held_.end() && running_task(it->second, r, worker) != it->second.tasks.end();
 }
 
 std::vector<ChunkRange> BlockVerifier::running_of(WorkerId worker) const {
   std::vector<ChunkRange> out;
-  for (const auto& [block, p] : pending_)
+  for (const auto& [block, p] : held_)
     for (const Task& t : p.tasks)
       if (t.state == State::kRunning && t.worker == worker) out.push_back(t.range);
   return out;
@@ -231,7 +231,7 @@ std::vector<ChunkRange> BlockVerifier::running_of(WorkerId worker) const {
 
 uint64_t BlockVerifier::awaited_from(WorkerId worker) const {
   uint64_t n = 0;
-  for (const auto& [block, p] : pending_)
+  for (const auto& [block, p] : held_)
     for (const Task& t : p.tasks)
       if (t.state == State::kRunning && t.worker == worker) n += t.range.count - t.got.chunks;
   return n;
@@ -243,7 +243,7 @@ template <typename TakeIn>
 std::optional<VerifySettled> BlockVerifier::account(ChunkRange r, WorkerId worker, const VerifyPeers& peers,
                                                     TakeIn&& in) {
   const uint64_t block = r.first / block_;
-  Pending& p = must_find(pending_, block);
+  HeldBlock& p = must_find(held_, block);
   const auto found = running_task(p, r, worker);
   PSCHED_REQUIRE(found != p.tasks.end(), r.first, r.count, worker);
   const auto t = p.tasks.erase(found, found);  // the same task, mutable
@@ -257,13 +257,13 @@ std::optional<VerifySettled> BlockVerifier::account(ChunkRange r, WorkerId worke
 
 std::optional<VerifySettled> BlockVerifier::piece_done(ChunkRange r, VerifyCopy copy, const VerifyPeers& peers) {
   const WorkerId worker = copy.worker;
-  return account(r, worker, peers, [&](Pending&, Copy& got) { got.add(r, std::move(copy)); });
+  return account(r, worker, peers, [&](HeldBlock&, Copy& got) { got.add(r, std::move(copy)); });
 }
 
 uint32_t BlockVerifier::chunk_failed(uint64_t chunk, WorkerId worker, const std::string& worker_name,
                                      const VerifyPeers& peers, std::optional<VerifySettled>& settled) {
   uint32_t failures = 0;
-  settled = account(ChunkRange{chunk, 1}, worker, peers, [&](Pending& p, Copy& got) {
+  settled = account(ChunkRange{chunk, 1}, worker, peers, [&](HeldBlock& p, Copy& got) {
     p.failed_on.push_back(worker_name);
     failures = ++p.shown;
     got.failed = true;
@@ -276,7 +276,7 @@ void BlockVerifier::worker_gone(WorkerId worker, const std::string& worker_name,
                                 const VerifyPeers& peers, std::vector<ChunkRange>& at_limit,
                                 std::vector<VerifySettled>& settled) {
   std::vector<uint64_t> touched;
-  for (auto& [block, p] : pending_) {
+  for (auto& [block, p] : held_) {
     bool requeued = false, dropped = false;
     for (auto t = p.tasks.begin(); t != p.tasks.end();) {
       if (t->state != State::kRunning || t->worker != worker) {
@@ -304,7 +304,7 @@ void BlockVerifier::worker_gone(WorkerId worker, const std::string& worker_name,
 
 // The mismatch names the smallest range the search knew, and why it stopped; steps still running
 // finish, and their results change nothing.
-void BlockVerifier::end_search(Pending& p, VerifySearch why) {
+void BlockVerifier::end_search(HeldBlock& p, VerifySearch why) {
   for (auto t = p.tasks.begin(); t != p.tasks.end();)
     t = t->state == State::kQueued ? move_task(p, t, State::kDone) : std::next(t);
   p.search.reset();
@@ -312,7 +312,7 @@ void BlockVerifier::end_search(Pending& p, VerifySearch why) {
   move(p, Phase::kDecided);
 }
 
-void BlockVerifier::follow(Pending& p, BlockSearch::Next next) {
+void BlockVerifier::follow(HeldBlock& p, BlockSearch::Next next) {
   if (next.found) {
     p.mismatch->chunks = next.found->chunk;
     p.mismatch->copies = {std::move(next.found->odd), std::move(next.found->other)};
@@ -326,7 +326,7 @@ void BlockVerifier::follow(Pending& p, BlockSearch::Next next) {
           /*front=*/true);
 }
 
-void BlockVerifier::task_done(Pending& p, const Task& task, const VerifyPeers& peers) {
+void BlockVerifier::task_done(HeldBlock& p, const Task& task, const VerifyPeers& peers) {
   if (p.phase == Phase::kDecided) return;  // a step of a search that ended: its result changes nothing
   if (task.got.failed) {
     if (task.kind == Kind::kBlock) {  // runs again, on another worker if there is one
@@ -345,7 +345,7 @@ void BlockVerifier::task_done(Pending& p, const Task& task, const VerifyPeers& p
   follow(p, p.search->step_done(task.kind == Kind::kSuspect, task.got.whole(), peers));
 }
 
-void BlockVerifier::decide(Pending& p, const VerifyPeers& peers) {
+void BlockVerifier::decide(HeldBlock& p, const VerifyPeers& peers) {
   std::vector<VerifyCopy>& c = p.copies;
   size_t odd = c.size();  // the one copy against a majority, if any
   bool majority = false;
@@ -400,9 +400,9 @@ void BlockVerifier::decide(Pending& p, const VerifyPeers& peers) {
 }
 
 std::optional<VerifySettled> BlockVerifier::settle_if_idle(uint64_t block) {
-  auto it = pending_.find(block);
-  PSCHED_ASSERT(it != pending_.end(), block);
-  Pending& p = it->second;
+  auto it = held_.find(block);
+  PSCHED_ASSERT(it != held_.end(), block);
+  HeldBlock& p = it->second;
   if (p.phase != Phase::kDecided || !p.tasks.empty()) return std::nullopt;
   move(p, Phase::kSettled);
   VerifySettled s;
@@ -418,19 +418,19 @@ std::optional<VerifySettled> BlockVerifier::settle_if_idle(uint64_t block) {
     m = std::move(*p.mismatch);
     s.mismatch = &m;
   }
-  pending_.erase(it);
+  held_.erase(it);
   return s;
 }
 
 const std::vector<std::string>& BlockVerifier::failed_on(uint64_t chunk) const {
   static const std::vector<std::string> kNone;
-  auto it = pending_.find(chunk / block_);
-  return it == pending_.end() ? kNone : it->second.failed_on;
+  auto it = held_.find(chunk / block_);
+  return it == held_.end() ? kNone : it->second.failed_on;
 }
 
 uint32_t BlockVerifier::failures(uint64_t chunk) const {
-  auto it = pending_.find(chunk / block_);
-  return it == pending_.end() ? 0 : it->second.shown;
+  auto it = held_.find(chunk / block_);
+  return it == held_.end() ? 0 : it->second.shown;
 }
 
 }  // namespace psched

@@ -118,7 +118,7 @@ class BlockVerifier {
   uint64_t same_worker() const { return same_worker_; }
   uint64_t mismatch_count() const { return mismatch_count_; }
   const std::vector<VerifyMismatch>& mismatches() const { return mismatches_; }  // the first ones
-  uint64_t holding() const { return pending_.size(); }  // blocks awaiting a copy
+  uint64_t holding() const { return held_.size(); }  // blocks awaiting a copy
 
  private:
   // A copy of a range as it comes in, in pieces.
@@ -154,11 +154,11 @@ class BlockVerifier {
   //   kCopies -> kDecided       the copies agree, or differ with nothing to search
   //   kNarrowing -> kDecided    the search found the chunk or stopped (VerifyMismatch::search says
   //                             why); its queued steps are dropped
-  //   kDecided -> kSettled      no step of it runs any more: the block leaves pending_
+  //   kDecided -> kSettled      no step of it runs any more: the block leaves held_
   // Only kCopies and kNarrowing have queued tasks, and a block is in queue_ exactly while it has
-  // one (Pending::listed), so a settled block is never in it.
+  // one (HeldBlock::listed), so a settled block is never in it.
   enum class Phase : uint8_t { kFirstCopy, kCopies, kNarrowing, kDecided, kSettled };
-  struct Pending {
+  struct HeldBlock {
     ChunkRange block;
     Phase phase = Phase::kFirstCopy;
     std::optional<std::list<uint64_t>::iterator> listed;  // its place in queue_
@@ -174,30 +174,30 @@ class BlockVerifier {
     std::optional<BlockSearch> search;
   };
 
-  void move(Pending& p, Phase to);
-  Tasks::iterator move_task(Pending& p, Tasks::iterator t, State to, WorkerId worker = 0, bool front = false);
-  void queue(Pending& p, Kind kind, ChunkRange range, WorkerId pinned, bool front);
-  bool may_take(const Pending& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const;
-  static Tasks::const_iterator running_task(const Pending& p, ChunkRange r, WorkerId worker);
+  void move(HeldBlock& p, Phase to);
+  Tasks::iterator move_task(HeldBlock& p, Tasks::iterator t, State to, WorkerId worker = 0, bool front = false);
+  void queue(HeldBlock& p, Kind kind, ChunkRange range, WorkerId pinned, bool front);
+  bool may_take(const HeldBlock& p, const Task& t, WorkerId worker, const VerifyPeers& peers) const;
+  static Tasks::const_iterator running_task(const HeldBlock& p, ChunkRange r, WorkerId worker);
   template <typename TakeIn>
   std::optional<VerifySettled> account(ChunkRange r, WorkerId worker, const VerifyPeers& peers, TakeIn&& in);
   // Does what the block's search asks next: queues its steps, or ends it.
-  void follow(Pending& p, BlockSearch::Next next);
+  void follow(HeldBlock& p, BlockSearch::Next next);
   // The search stops where it got: its queued steps are dropped, and the block is decided.
-  void end_search(Pending& p, VerifySearch why);
+  void end_search(HeldBlock& p, VerifySearch why);
   // A task's chunks are all in: what it means for the block.
-  void task_done(Pending& p, const Task& task, const VerifyPeers& peers);
-  void decide(Pending& p, const VerifyPeers& peers);
-  // Settles the block if it is decided and nothing of it runs any more (it then leaves pending_).
+  void task_done(HeldBlock& p, const Task& task, const VerifyPeers& peers);
+  void decide(HeldBlock& p, const VerifyPeers& peers);
+  // Settles the block if it is decided and nothing of it runs any more (it then leaves held_).
   std::optional<VerifySettled> settle_if_idle(uint64_t block);
-  static std::vector<WorkerId> workers_of(const Pending& p);
-  static bool computed_by(const Pending& p, WorkerId worker);  // workers_of(p) has it, unallocated
+  static std::vector<WorkerId> workers_of(const HeldBlock& p);
+  static bool computed_by(const HeldBlock& p, WorkerId worker);  // workers_of(p) has it, unallocated
   template <typename F>
-  static bool any_worker(const Pending& p, F&& f);
+  static bool any_worker(const HeldBlock& p, F&& f);
 
   double fraction_ = 0;
   uint64_t seed_ = 0, chunks_ = 0, block_ = 1;
-  std::map<uint64_t, Pending> pending_;  // by block index: blocks awaiting a copy, the only ones held
+  std::map<uint64_t, HeldBlock> held_;  // by block index: blocks awaiting a copy, the only ones held
   std::list<uint64_t> queue_;            // blocks with a queued copy, in the order they go out
   uint64_t queued_ = 0;
   uint64_t verified_ = 0, same_worker_ = 0, mismatch_count_ = 0;

@@ -95,14 +95,14 @@ struct TopUpContext {
 
 // Chunks of `job` below which a top-up is not cut into parts: one slot's share of the worker's
 // element window (2^17 elements for a CPU worker: 2^18 per thread over two slots; a GPU batch). Splitting less than that
-// over several workers costs each of them a round trip and gains nothing (a 10-chunk job of 1000
-// elements took 48 us on one worker and 64 us split over two).
+// over several workers costs each of them a round trip and gains nothing (bench/README.md,
+// "Figures once in code comments").
 uint64_t least_worth_splitting(const WorkerRecord& worker, const Job& job);
 
 // The fewest chunks of `job` a turn in a worker's window takes when jobs share it: what is worth
 // splitting, and for a GPU whose speed is measured, one report interval of its work, so that a
-// report carries a run of one job or two instead of a chunk of each of many (20 jobs of 10^4
-// chunks on 1024 simulated GPUs were reported chunk by chunk, 188,000 ResultBatches: 7% of ideal).
+// report carries a run of one job or two instead of a chunk of each of many (bench/README.md,
+// "Figures once in code comments", has what chunk-by-chunk reports cost a fleet).
 uint64_t least_turn(const WorkerRecord& worker, const WorkerPace& pace, const Job& job,
                     std::chrono::microseconds report_interval);
 

@@ -20,7 +20,8 @@ namespace psched {
 constexpr uint64_t kMaxWindowChunks = uint64_t{1} << 16;
 // A GPU's window in device time, once its speed is measured: this many report intervals
 // (Dispatcher::report_interval), so the device never waits for a top-up; and the most chunks that
-// may be: 1024 GPUs at 100² chunks ran at 86% of ideal with 2^22, 35% with 2^16. A dead worker's
+// may be, deep enough that a fleet of tiny chunks is not starved (bench/README.md, "Figures once
+// in code comments": the timed window's cap). A dead worker's
 // window is blamed as one range, and a suspect range longer than the plain window is halved
 // before it runs chunk by chunk (Job::kSuspectsOneByOne), so a deep window costs a kill a few
 // more crashes at worst, not millions of lone runs.
@@ -38,9 +39,9 @@ struct WorkerPace {
   double seconds_per_element = 0;
 
   // Host seconds per chunk beside the device's, on a GPU (its launch share, its partial read back,
-  // reported and handled here): a GPU busy 14 ns on a one-element chunk delivered one every 0.27 µs
-  // on an H200, and a window of four report intervals of device time held 0.4 s of work, which a
-  // small job of another client waited behind. Measured as what the wall time between its bursts
+  // reported and handled here): on tiny chunks it is most of what a chunk costs, so a window of
+  // report intervals of device time alone held far more work than it should, which a small job of
+  // another client waited behind (bench/README.md, "Figures once in code comments"). Measured as what the wall time between its bursts
   // of reports exceeds the device time they report, per chunk, over the bursts it held work
   // throughout (one that ran dry waited, and the wait is not its cost); an average, so noise
   // either way cancels, and at least 0 where used (chunk_seconds).
@@ -82,10 +83,9 @@ struct WorkerPace {
 // report interval is stretched past kReportInterval (more than 166 workers: psched's round of the
 // fleet is as long), kMaxTimedWindowChunks deep, so that the first top-up of a big job is the
 // worker's whole share: the first window must outlast two rounds (the first work sent to every
-// worker, then their first reports answered), and four plain windows ran 1024 simulated H100s dry
-// for 25-60 ms of a 0.2 s job. A smaller fleet keeps four plain windows: there whole shares made
-// kills blame whole shares (in the e2e test of 64 workers, one killed every 50 ms, a chunk took
-// down three of them). What one top-up takes stays within the share (plan_top_up), so the windows
+// worker, then their first reports answered), and four plain windows ran a big fleet dry at the
+// start of a job. A smaller fleet keeps four plain windows: there whole shares made kills blame
+// whole shares (bench/README.md, "Figures once in code comments", has both runs). What one top-up takes stays within the share (plan_top_up), so the windows
 // fill from what is left as the work drains.
 uint64_t window_for(const WorkerRecord& worker, const WorkerPace& pace, const Job& job,
                     std::chrono::microseconds report_interval = kReportInterval, double share_elements = 0,

@@ -3,7 +3,8 @@
 #   bench/narrow.sh BIN_DIR [GB] [OUT_DIR]        (OLD_BIN_DIR=DIR: an older build beside it)
 # Writes a GB-gigabyte float32 .npy (pbench --write-npy) and reads the same bytes three ways: as
 # float32 (the .npy), as int16 and as uint8 (--input raw past the .npy header: any bytes are valid
-# integers). Every form's chunks are 80 MB of file. For each, in the page cache:
+# integers). Every form's chunks are 80 MB of file (PSCHED_NARROW_CHUNK_MB=N: N MB).
+# For each, in the page cache:
 #   - pbench -g 1 --input: GB/s of file against min(read floor, host-to-device floor), both measured
 #     here (io-floor read, io-floor h2d 1); target >= 0.8 x. The GPU widens these dtypes itself
 #     (chunk_reader.h, stored_on_device), so the copy is the file's bytes, not 8 per element;
@@ -28,7 +29,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 cores=$(nproc)
 cols=10000
 rows=$((gb * 1000000000 / 4 / cols))
-chunk_rows=2000  # 80 MB of file per chunk in every form
+chunk_rows=$(( ${PSCHED_NARROW_CHUNK_MB:-80} * 25 ))  # 40 kB of file a row: 80 MB of file a chunk by default
 
 file="$data/x32.npy"
 echo "== data: ${rows} x ${cols} float32 (${gb} GB)"
@@ -71,7 +72,8 @@ for form in "${forms[@]}"; do
     json="$out/gpu${n}_${which}_$name.json"
     "$dir/pbench" -g "$n" "${input[@]}" --json -q --repeat 3 >"$json" || { fail "$name: $which pbench -g $n"; continue; }
     g=$(rate "$json")
-    echo "gpu${n}_${which}_${name}_gbps=$g ratio_to_min_floor=$(ratio "$g" "$floor") (floor $floor GB/s; target >= 0.8 on one)"
+    echo "gpu${n}_${which}_${name}_gbps=$g ratio_to_min_floor=$(ratio "$g" "$floor") (floor $floor GB/s; target >= 0.8 on one)" \
+      "runs_s=$(json_file_field "$json" runs | paste -sd,)"
     [[ $(terms "$json") == "$want" ]] || fail "$name: $which -g $n: other exact terms than the CPU"
   done
   if [[ -n $old ]]; then

@@ -79,7 +79,7 @@ for d in run["devices"]:
 print(f"energy: {run['energy_joules']} J, {run['joules_per_tb']} J per TB, over {run['seconds']:.3f} s")
 check(run["energy_joules"] is not None and run["joules_per_tb"] > 0, "the job's energy (NVML) is reported")
 check(len(report["timeline"]["segments"]) > 0, "report: timeline has segments")
-check(len(report["devices"]) == len(run["devices"]), "report: every device")
+check(len(report["job"]["devices"]) == len(run["devices"]), "report: every device")
 sys.exit(0 if ok else 1)
 PY
 size=$(stat -c %s "$out/report.html"); echo "report.html: $size bytes"

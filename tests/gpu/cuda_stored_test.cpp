@@ -223,3 +223,52 @@ TEST_CASE("stored arrays: a pinned limit of one chunk reads one at a time, to th
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f64.npy", 1000, 200), 1);
   backend->stop();
 }
+
+TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device in pieces of rows, to the CPU's bits",
+          "[gpu][stored]") {
+  // Chunks of 40 MB and more (cuda_dispatch.cpp's kStagingPieceBytes: 16 MiB, two a slot): edge
+  // chunks narrower than the full chunk's rows, row steps that put one selected row in a piece or
+  // many, a Fortran-order file, 64-bit integers whose rounding the host measures piece by piece, and
+  // a stack whose chunks cross its files.
+  CudaBackendOptions options;
+  options.readers = 4;
+  auto backend = backend_with(options);
+  Outcomes outcomes;
+  backend->start(outcomes.callback());
+  TempDir dir("psched-gpu-stored-");
+  std::mt19937_64 rng(20261129);
+  std::normal_distribution<double> normal(11, 1);
+  uint64_t job = 1;
+
+  std::vector<double> f64(size_t(3000) * 2500);
+  for (double& x : f64) x = normal(rng);
+  write_bytes(dir.path / "f64.npy", npy_header({DType::kFloat64, false}, false, {3000, 2500}) + bytes_of(f64));
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f64.npy", 2500, 2000), job++);
+  for (const uint64_t step : {uint64_t{3}, uint64_t{1001}}) {
+    JobSpec s = opened(dir.path / "f64.npy", 2500, 2000);
+    s.offset = 1;
+    s.row_sel = Slice{7, kToEnd, step};
+    s.col_sel = Slice{0, kToEnd, 2};
+    require_gpu_equals_cpu(*backend, outcomes, s, job++);
+  }
+
+  std::vector<float> f32(size_t(6000) * 4000);
+  for (float& x : f32) x = float(normal(rng));
+  write_bytes(dir.path / "f32f.npy", npy_header({DType::kFloat32, false}, true, {6000, 4000}) + bytes_of(f32));
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f32f.npy", 5000, 2000), job++);
+
+  std::vector<int64_t> i64(size_t(2500) * 2500);
+  for (int64_t& x : i64) x = int64_t(rng());  // most past 2^53: the residual path
+  write_bytes(dir.path / "i64.npy", npy_header({DType::kInt64, false}, false, {2500, 2500}) + bytes_of(i64));
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "i64.npy", 2200, 2500), job++);
+
+  fs::create_directories(dir.path / "stack");
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> part(size_t(1500 + 7 * k) * 2000);
+    for (double& x : part) x = normal(rng);
+    write_bytes(dir.path / "stack" / (std::to_string(k) + ".npy"),
+                npy_header({DType::kFloat64, false}, false, {uint64_t(part.size() / 2000), 2000}) + bytes_of(part));
+  }
+  require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "stack", 2500, 2000), job++);
+  backend->stop();
+}

@@ -13,6 +13,23 @@
 #include "worker/cuda/cuda_backend_impl.h"
 
 namespace psched::gpu {
+namespace {
+
+// A stored chunk bigger than two of these goes through pinned memory in pieces of rows, each copied
+// to the device while the next is read: pinning is paid once per worker and runs at about 2.5
+// GB/s whatever the thread (an H200 host, bench/README.md), so whole-chunk staging for 16 readers
+// of 160 MB chunks cost a fresh worker's first job a second. Each piece's read is still shared
+// among its reader's threads (ChunkReader::kParallelReadBytes). A Zarr chunk is decompressed whole,
+// so it keeps whole-chunk staging.
+constexpr uint64_t kStagingPieceBytes = ChunkReader::kParallelReadBytes;
+
+// The pinned staging a slot needs for a job's chunks (buffer_bytes: its full chunk as copied).
+uint64_t staging_bytes(const JobSpec& spec, uint64_t row_bytes, uint64_t buffer_bytes) {
+  if (spec.stored.kind == SourceKind::kZarr || buffer_bytes <= 2 * kStagingPieceBytes) return buffer_bytes;
+  return std::min(buffer_bytes, 2 * std::max(kStagingPieceBytes, row_bytes));
+}
+
+}  // namespace
 
 // Dispatcher thread: the first takes every run in the queue's turn order; the others
 // (stored_only) wait for a run of a stored array at the front, so several of its chunks are read
@@ -116,29 +133,67 @@ Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
       return entry;
     }
 
+    const uint64_t row_bytes = spec.chunk_cols * work.first.element_bytes();
+    const uint64_t staging = stored ? staging_bytes(spec, row_bytes, buffer_bytes) : 0;
     int slot = -1;
     void* host = nullptr;  // a stored chunk's pinned staging
     {
       std::lock_guard<std::mutex> claiming(claim_mutex_);
       // A generated job's launches keep to `streams` slots; the readers of a stored one may use
       // every slot whose staging fits the pinned limit.
-      slot = pool_.claim(buffer_bytes, stored ? pool_.staging_slots(buffer_bytes) : size_t(options_.streams));
+      slot = pool_.claim(buffer_bytes, stored ? pool_.staging_slots(staging) : size_t(options_.streams));
       if (slot < 0) {
         fail("cuda backend stopped");
         return entry;
       }
       entry.slot = slot;  // from here on the completion thread releases it, whatever happens
       pool_.prepare(slot, buffer_bytes);
-      if (stored) host = pool_.staging(slot, buffer_bytes);
+      if (stored) host = pool_.staging(slot, staging);
     }
 
     StreamSlot& s = pool_.slot(slot);
     const SquareOutput squares = spec.squares ? pool_.squares(slot) : SquareOutput{};
+    // A stored chunk's last copy to the device (the whole chunk, or its last piece), made after the
+    // start event, so that the chunk's device time is its last copy and its reduce.
+    const void* copy_from = host;
+    uint64_t copy_to = 0, copy_bytes = work.first.box_bytes();
     if (stored) {  // read the chunk into the slot's pinned memory while the other slots compute
       const ChunkWork& w = work.first;
       const bool exact_integers = spec.scale == 1.0 && spec.offset == 0.0;
       if (exact_integers) entry.residual = std::make_unique<ExactSum>();
-      if (Status st = reader.read(spec, first, w.box, w.rows, w.cols, host, entry.residual.get(), form); !st) {
+      Status st;
+      if (staging >= buffer_bytes) {
+        st = reader.read(spec, first, w.box, w.rows, w.cols, host, entry.residual.get(), form);
+      } else {
+        // Pieces of whole selected rows (at least one), from the chunk's first selected row to its
+        // last, each laid out in its half of the staging as the chunk is in `buffer` (rows of the
+        // chunk's box, narrower than a full chunk's at the array's edge).
+        const uint64_t step = spec.row_sel.step;
+        const uint64_t piece_bytes = staging / 2;
+        const uint64_t box_row_bytes = w.box.cols * w.element_bytes();
+        const uint64_t per_piece = std::max<uint64_t>(1, (piece_bytes / box_row_bytes - 1) / step + 1);
+        uint64_t done = 0;
+        for (int k = 0; st && done < w.rows.count; ++k) {
+          const AxisRun rows{w.rows.first + done * step, std::min(per_piece, w.rows.count - done)};
+          const ChunkBox box{rows.first, (rows.count - 1) * step + 1, w.box.col0, w.box.cols};
+          unsigned char* half = static_cast<unsigned char*>(host) + (k % 2) * piece_bytes;
+          if (k >= 2) PSCHED_CUDA_CHECK(cudaEventSynchronize(s.piece_copied[k % 2]));
+          st = reader.read(spec, first, box, rows, w.cols, half, entry.residual.get(), form);
+          if (!st) break;
+          done += rows.count;
+          copy_from = half;
+          copy_to = (box.row0 - w.box.row0) * box_row_bytes;
+          copy_bytes = box.rows * box_row_bytes;
+          if (done < w.rows.count) {
+            PSCHED_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(s.buffer) + copy_to, half, copy_bytes,
+                                              cudaMemcpyHostToDevice, s.stream));
+            PSCHED_CUDA_CHECK(cudaEventRecord(s.piece_copied[k % 2], s.stream));
+          }
+        }
+        // Pieces already copied read from the staging the slot's next chunk fills.
+        if (!st) PSCHED_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+      }
+      if (!st) {
         fail(st.message());  // not launched: the completion thread hands the slot back
         return entry;
       }
@@ -150,8 +205,8 @@ Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
     if (trap >= 0 && uint64_t(trap) >= first && uint64_t(trap) - first < count)
       launch_trap(s.stream);
     if (stored) {
-      PSCHED_CUDA_CHECK(cudaMemcpyAsync(s.buffer, s.host_staging, work.first.box_bytes(), cudaMemcpyHostToDevice,
-                                        s.stream));
+      PSCHED_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(s.buffer) + copy_to, copy_from, copy_bytes,
+                                        cudaMemcpyHostToDevice, s.stream));
       launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);
     } else if (!spec.fused && options_.one_pass) {
       launch_generate_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);

@@ -18,6 +18,8 @@ void create_slot(StreamSlot& s) {
   // Blocking sync: the completion thread sleeps in cudaEventSynchronize instead of spinning.
   for (cudaEvent_t& e : s.stop)
     PSCHED_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
+  for (cudaEvent_t& e : s.piece_copied)
+    PSCHED_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventBlockingSync | cudaEventDisableTiming));
   // Room for the accumulators and results of the largest batch.
   PSCHED_CUDA_CHECK(cudaMalloc(&s.accumulators, sizeof(ChunkAccumulator) * kMaxBatchChunks));
   PSCHED_CUDA_CHECK(cudaMalloc(&s.device_results, sizeof(ChunkResult) * kMaxBatchChunks));
@@ -45,6 +47,8 @@ void destroy_slot(StreamSlot& s) noexcept {
   if (s.host_staging) check(cudaFreeHost(s.host_staging), "cudaFreeHost(staging)");
   for (cudaEvent_t e : s.stop)
     if (e) check(cudaEventDestroy(e), "cudaEventDestroy(stop)");
+  for (cudaEvent_t e : s.piece_copied)
+    if (e) check(cudaEventDestroy(e), "cudaEventDestroy(piece_copied)");
   if (s.start) check(cudaEventDestroy(s.start), "cudaEventDestroy(start)");
   if (s.stream) check(cudaStreamDestroy(s.stream), "cudaStreamDestroy");
   s = StreamSlot{};

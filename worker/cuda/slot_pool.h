@@ -36,9 +36,12 @@ struct StreamSlot {
   ExactSum* square_accumulators = nullptr;  // device
   CompactExact* device_square_results = nullptr;
   CompactExact* host_square_results = nullptr;  // pinned
-  // Stored arrays: the chunk as read from its files, pinned, copied to `buffer` on the stream.
+  // Stored arrays: the chunk as read from its files, pinned, copied to `buffer` on the stream; or,
+  // for a chunk of a flat file bigger than two pieces (kStagingPieceBytes), two pieces of it in
+  // turn, each copied while the other is read (piece_copied[i]: piece i's last copy is done).
   void* host_staging = nullptr;
   uint64_t host_staging_bytes = 0;
+  cudaEvent_t piece_copied[2] = {nullptr, nullptr};
 
   uint64_t footprint() const { return buffer_bytes; }
 };

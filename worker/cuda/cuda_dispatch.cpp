@@ -18,10 +18,10 @@ namespace {
 // A stored chunk bigger than two of these goes through pinned memory in pieces of rows, each copied
 // to the device while the next is read: pinning is paid once per worker and runs at about 2.5
 // GB/s whatever the thread (an H200 host, bench/README.md), so whole-chunk staging for 16 readers
-// of 160 MB chunks cost a fresh worker's first job a second. Each piece's read is still shared
-// among its reader's threads (ChunkReader::kParallelReadBytes). A Zarr chunk is decompressed whole,
-// so it keeps whole-chunk staging.
-constexpr uint64_t kStagingPieceBytes = ChunkReader::kParallelReadBytes;
+// of 160 MB chunks cost a fresh worker's first job a second. A piece is one thread's read: with
+// readers and reading threads both one per core (4 to 32), a reader has one thread to itself. A Zarr
+// chunk is decompressed whole, so it keeps whole-chunk staging.
+constexpr uint64_t kStagingPieceBytes = uint64_t{8} << 20;
 
 // The pinned staging a slot needs for a job's chunks (buffer_bytes: its full chunk as copied).
 uint64_t staging_bytes(const JobSpec& spec, uint64_t row_bytes, uint64_t buffer_bytes) {

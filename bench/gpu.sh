@@ -215,6 +215,9 @@ awk -v s="$(best stats_sum)" -v v="$(best stats_var)" -v fs="$(best stats_fsum)"
   exit !(v / s <= 1.15) }' || fail "var/std above 1.15 x the sum-only time"
 
 echo "== two GPU workers in one job (both on GPU 0), distributed mode"
+workers_up() {  # the workers registered with the scheduler of $dir
+  json_len "$("$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json 2>/dev/null)" workers || echo 0
+}
 dir=$(mktemp -d)
 "$bin/psched" --port 0 --host 127.0.0.1 --dashboard-address none --scheduler-file "$dir/s.json" 2>"$dir/psched.log" &
 sched=$!
@@ -223,6 +226,8 @@ CUDA_VISIBLE_DEVICES=0 "$bin/pcuda-worker" --scheduler-file "$dir/s.json" --back
 w1=$!
 CUDA_VISIBLE_DEVICES=0 "$bin/pcuda-worker" --scheduler-file "$dir/s.json" --backend cuda --name gpu-b 2>"$dir/w2.log" &
 w2=$!
+# Both registered before the job: one alone takes a 20 ms job whole.
+for _ in $(seq 200); do (($(workers_up) >= 2)) && break; sleep 0.05; done
 two=$("$bin/pbench" -d --scheduler-file "$dir/s.json" -x 50000 -y 50000 --chunk-x 5000 --chunk-y 5000 --generator arange --row-step 1 --col-step 1 --json --check) || fail "two GPU workers"
 echo "$two"
 [[ "$(json_field "$two" workers)" == "2" ]] || fail "expected 2 workers in the job"
@@ -246,9 +251,6 @@ echo "== a GPU fault (sticky CUDA error) on a worker: it reports, leaves, exits 
 dir=$(mktemp -d)
 "$bin/psched" --port 0 --host 127.0.0.1 --dashboard-address none --scheduler-file "$dir/s.json" 2>"$dir/psched.log" &
 sched=$!
-workers_up() {  # at least $1 workers registered
-  json_len "$("$bin/pbench" -d --scheduler-file "$dir/s.json" --cluster-info --json 2>/dev/null)" workers || echo 0
-}
 # The faulty worker is alone when the job starts, so it holds chunk 3, in a batch of 16 (1000^2
 # chunks): the whole batch fails with it and is re-queued; the healthy one joins after it left and
 # finishes the job.

@@ -82,7 +82,7 @@ api::Device handle(void* d) { return static_cast<api::Device>(d); }
 }  // namespace
 
 StatusOr<std::unique_ptr<NvmlDevice>> NvmlDevice::open(const std::string& library,
-                                                     const std::string& pci_bus_id) {
+                                                       const std::string& pci_bus_id) {
   // RTLD_LOCAL: NVML's symbols stay out of the global namespace; nothing else may bind to them.
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {

@@ -46,7 +46,7 @@ class NvmlDevice {
   // Opens `library` (normally "libnvidia-ml.so.1"), initialises NVML and finds the GPU with this
   // PCI bus id ("0000:3B:00.0"), or says why it cannot.
   static StatusOr<std::unique_ptr<NvmlDevice>> open(const std::string& library,
-                                                  const std::string& pci_bus_id);
+                                                    const std::string& pci_bus_id);
   ~NvmlDevice();
   NvmlDevice(const NvmlDevice&) = delete;
   NvmlDevice& operator=(const NvmlDevice&) = delete;

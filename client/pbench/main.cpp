@@ -58,7 +58,7 @@ psched::Status start_local(const Flags& f, pbench::LocalCluster& local, pclient:
 
 // Ready when every local worker has registered; a worker that exits instead is an error.
 psched::StatusOr<std::vector<pclient::WorkerInfo>> wait_for_local_workers(pclient::Client& client,
-                                                                        pbench::LocalCluster& local) {
+                                                                          pbench::LocalCluster& local) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   for (;;) {
     std::vector<pclient::WorkerInfo> workers = client.workers();

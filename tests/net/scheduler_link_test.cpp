@@ -91,7 +91,8 @@ TEST_CASE("a refused connection is one line naming the address", "[link]") {
     port = closed_again.local_endpoint().port();
   }
   Seen seen;
-  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
+  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes,
+                     record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
   link.connect();
   run_until(io, [&] { return seen.closed == 1; });
   REQUIRE(seen.closed_why);
@@ -119,7 +120,8 @@ TEST_CASE("a connection is handed over for Hello, messages arrive, and after sto
                    [](const std::string&) {}});
   });
   Seen seen;
-  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
+  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes,
+                     record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
   link.connect();
   run_until(io, [&] { return seen.messages == 1; });
   CHECK(seen.opened == 1);
@@ -146,7 +148,8 @@ TEST_CASE("the open connection closing is told once, as was_open", "[link]") {
     accepted.emplace(std::move(socket));
   });
   Seen seen;
-  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes, record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
+  SchedulerLink link(io, nullptr, kDefaultMaxFrameBytes,
+                     record(seen, [port] { return StatusOr<Address>(loopback(port)); }));
   link.connect();
   run_until(io, [&] { return seen.opened == 1 && accepted.has_value(); });
   accepted->close();

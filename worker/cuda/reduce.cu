@@ -68,9 +68,23 @@ struct GeneratedSelection {
   }
 };
 
+constexpr uint32_t kThreads = 256;
+constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they are added
+// Elements per thread at least, reading a chunk: a block's fixed costs (its shared exact sum started,
+// then merged into its chunk's accumulator with global atomics that every block of the chunk
+// contends for) need that much work behind them. 16 left a 5000² chunk's reduce at twice its
+// bandwidth time; 128 is the best of 16 to 512 at every chunk size measured (more starves batches
+// of small chunks of blocks: bench/README.md, "The reduce's least work per thread"). A fused job
+// generates its elements in the reduce, which is compute-bound and wants every resident block: it
+// keeps 16, as measured before.
+constexpr uint32_t kMinPerThread = 128;
+constexpr uint32_t kMinPerThreadFused = 16;
+constexpr uint32_t kWaves = 2;          // whole waves of resident blocks per launch
+
 // Element j of chunk z's selection from the launch's buffer.
 template <typename T>
 struct StoredBatch {
+  static constexpr uint32_t kLeastPerThread = kMinPerThread;
   const typename StoredAs<T>::Type* data;
   __device__ StoredSelection<T> for_chunk(const BatchGeometry& g, uint32_t z,
                                           const ChunkSelection& s) const {
@@ -85,6 +99,7 @@ struct StoredBatch {
 // Element j of chunk z's selection generated on the spot (fused).
 template <Generator Kind, typename T>
 struct GeneratedBatch {
+  static constexpr uint32_t kLeastPerThread = kMinPerThreadFused;
   __device__ GeneratedSelection<Kind, T> for_chunk(const BatchGeometry& g, uint32_t,
                                                    const ChunkSelection& s) const {
     return GeneratedSelection<Kind, T>{g.gen,        g.grid.cols, s.rows.first,
@@ -94,10 +109,6 @@ struct GeneratedBatch {
   }
 };
 
-constexpr uint32_t kThreads = 256;
-constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they are added
-constexpr uint32_t kMinPerThread = 16;  // elements per thread at least (a block's fixed costs)
-constexpr uint32_t kWaves = 2;          // whole waves of resident blocks per launch
 // Block (x, z) adds chunk z's selected elements [x * per_block, (x + 1) * per_block), thread t
 // taking every kThreads-th from the t-th, into acc[z] (and their squares into squares[z]).
 template <typename Source, bool Squares>
@@ -161,11 +172,11 @@ void reduce_with(const BatchWork& b, Source source, ChunkAccumulator* acc, Chunk
   if (Squares) PSCHED_CUDA_CHECK(cudaMemsetAsync(squares.acc, 0, sizeof(ExactSum) * b.count, stream));
   if (n > 0) {
     // kWaves whole waves over the whole launch (the chunks' blocks take equal runs), each
-    // thread taking at least kMinPerThread elements.
+    // thread taking at least Source::kLeastPerThread elements.
     const uint64_t target_threads =
         uint64_t(std::max(sm_count, 1)) * resident_blocks<Source, Squares>() * kWaves * kThreads;
     const uint64_t per_thread = std::max<uint64_t>(
-        kMinPerThread, (n * b.count + target_threads - 1) / target_threads);
+        Source::kLeastPerThread, (n * b.count + target_threads - 1) / target_threads);
     const uint64_t blocks = (n + per_thread * kThreads - 1) / (per_thread * kThreads);
     const dim3 grid{uint32_t(blocks), b.count, 1};
     accumulate_kernel<Source, Squares><<<grid, kThreads, 0, stream>>>(

@@ -9,6 +9,18 @@ namespace pclient {
 
 namespace wire = psched::wire;
 
+namespace {
+
+// An exact sum's terms as the wire carries them (non-overlapping doubles, largest first).
+std::vector<double> terms_of(wire::ExactSum::Reader e) {
+  std::vector<double> out;
+  out.reserve(e.getTerms().size());
+  for (double t : e.getTerms()) out.push_back(t);
+  return out;
+}
+
+}  // namespace
+
 JobRun::JobRun(uint64_t tag, const RunOptions& options, Send send, WatchWorkers watch_workers)
     : tag_(tag), options_(options), send_(std::move(send)), watch_workers_(std::move(watch_workers)) {}
 
@@ -111,9 +123,8 @@ Progress progress_of(uint64_t job_id, psched::wire::Progress::Reader p) {
   progress.no_workers = p.getNoWorkers();
   for (auto n : p.getNotices()) progress.notices.emplace_back(n.cStr());
   for (auto c : p.getPartials()) {
-    ChunkPartial partial{c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax(), {}};
-    for (double t : c.getExact().getTerms()) partial.exact_terms.push_back(t);
-    progress.partials.push_back(std::move(partial));
+    progress.partials.push_back(
+        ChunkPartial{c.getChunk(), c.getSum(), c.getCount(), c.getMin(), c.getMax(), terms_of(c.getExact())});
   }
   return progress;
 }
@@ -127,14 +138,14 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
   result.min = r.getMin();
   result.max = r.getMax();
   const auto exact = r.getExact();
-  for (double t : exact.getTerms()) result.exact_terms.push_back(t);
+  result.exact_terms = terms_of(exact);
   result.nan_count = exact.getNan();
   result.pos_inf_count = exact.getPosInf();
   result.neg_inf_count = exact.getNegInf();
   result.has_squares = r.hasSquares();
   if (result.has_squares) {
     const auto squares = r.getSquares();
-    for (double t : squares.getTerms()) result.squares_terms.push_back(t);
+    result.squares_terms = terms_of(squares);
     result.squares_nan_count = squares.getNan();
     result.squares_pos_inf_count = squares.getPosInf();
     result.squares_neg_inf_count = squares.getNegInf();
@@ -161,11 +172,9 @@ Result result_of(uint64_t job_id, psched::wire::JobResult::Reader r) {
       copy.min = c.getMin();
       copy.max = c.getMax();
       copy.suspect = c.getSuspect();
-      for (double t : c.getExact().getTerms()) copy.exact_terms.push_back(t);
-      if (c.hasSquares()) {
-        copy.has_squares = true;
-        for (double t : c.getSquares().getTerms()) copy.squares_terms.push_back(t);
-      }
+      copy.exact_terms = terms_of(c.getExact());
+      copy.has_squares = c.hasSquares();
+      if (copy.has_squares) copy.squares_terms = terms_of(c.getSquares());
     }
   }
   auto figure = [](psched::wire::MinMeanMax::Reader m) { return Figure{m.getMin(), m.getMean(), m.getMax()}; };

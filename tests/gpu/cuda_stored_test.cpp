@@ -47,6 +47,21 @@ void require_gpu_equals_cpu(Backend& backend, Outcomes& outcomes, JobSpec spec, 
   }
 }
 
+// A C-order float64 .npy of rows x cols normal(11, 1) elements.
+void write_normal_npy(const fs::path& path, uint64_t rows, uint64_t cols, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(11, 1);
+  std::vector<double> x(rows * cols);
+  for (double& v : x) v = normal(rng);
+  write_bytes(path, npy_header({DType::kFloat64, false}, false, {rows, cols}) + bytes_of(x));
+}
+
+// An npy stack in `dir`: file k ("k.npy") holds rows[k] rows of `cols` (write_normal_npy).
+void write_normal_stack(const fs::path& dir, const std::vector<uint64_t>& rows, uint64_t cols,
+                        std::mt19937_64& rng) {
+  fs::create_directories(dir);
+  for (size_t k = 0; k < rows.size(); ++k) write_normal_npy(dir / (std::to_string(k) + ".npy"), rows[k], cols, rng);
+}
+
 }  // namespace
 
 TEST_CASE("stored arrays: the GPU reads every format and dtype to the CPU's bits", "[gpu][stored]") {
@@ -58,9 +73,7 @@ TEST_CASE("stored arrays: the GPU reads every format and dtype to the CPU's bits
   std::normal_distribution<double> normal(11, 1);
   uint64_t job = 1;
 
-  std::vector<double> f64(3001 * 517);
-  for (double& x : f64) x = normal(rng);
-  write_bytes(dir.path / "f64.npy", npy_header({DType::kFloat64, false}, false, {3001, 517}) + bytes_of(f64));
+  write_normal_npy(dir.path / "f64.npy", 3001, 517, rng);
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f64.npy", 1000, 200), job++);
   {  // the DeepOps selection and expression over the file
     JobSpec s = opened(dir.path / "f64.npy", 700, 517);
@@ -90,13 +103,7 @@ TEST_CASE("stored arrays: the GPU reads every format and dtype to the CPU's bits
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "u8.npy", 250, 77), job++);
 
   // A stack of three files, and Zarr stores of every codec with chunks left missing (fill value).
-  fs::create_directories(dir.path / "stack");
-  for (int k = 0; k < 3; ++k) {
-    std::vector<double> part(size_t(100 + 37 * k) * 90);
-    for (double& x : part) x = normal(rng);
-    write_bytes(dir.path / "stack" / (std::to_string(k) + ".npy"),
-                npy_header({DType::kFloat64, false}, false, {uint64_t(part.size() / 90), 90}) + bytes_of(part));
-  }
+  write_normal_stack(dir.path / "stack", {100, 137, 174}, 90, rng);
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "stack", 64, 45), job++);
   for (const char* codec : {"none", "zstd", "lz4", "zlib"}) {
     ZarrMeta m;
@@ -216,10 +223,7 @@ TEST_CASE("stored arrays: a pinned limit of one chunk reads one at a time, to th
   backend->start(outcomes.callback());
   TempDir dir("psched-gpu-stored-");
   std::mt19937_64 rng(20261128);
-  std::normal_distribution<double> normal(11, 1);
-  std::vector<double> f64(5000 * 400);
-  for (double& x : f64) x = normal(rng);
-  write_bytes(dir.path / "f64.npy", npy_header({DType::kFloat64, false}, false, {5000, 400}) + bytes_of(f64));
+  write_normal_npy(dir.path / "f64.npy", 5000, 400, rng);
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f64.npy", 1000, 200), 1);
   backend->stop();
 }
@@ -240,9 +244,7 @@ TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device
   std::normal_distribution<double> normal(11, 1);
   uint64_t job = 1;
 
-  std::vector<double> f64(size_t(3000) * 2500);
-  for (double& x : f64) x = normal(rng);
-  write_bytes(dir.path / "f64.npy", npy_header({DType::kFloat64, false}, false, {3000, 2500}) + bytes_of(f64));
+  write_normal_npy(dir.path / "f64.npy", 3000, 2500, rng);
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f64.npy", 2500, 2000), job++);
   for (const uint64_t step : {uint64_t{3}, uint64_t{1001}}) {
     JobSpec s = opened(dir.path / "f64.npy", 2500, 2000);
@@ -262,13 +264,7 @@ TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device
   write_bytes(dir.path / "i64.npy", npy_header({DType::kInt64, false}, false, {2500, 2500}) + bytes_of(i64));
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "i64.npy", 2200, 2500), job++);
 
-  fs::create_directories(dir.path / "stack");
-  for (int k = 0; k < 3; ++k) {
-    std::vector<double> part(size_t(1500 + 7 * k) * 2000);
-    for (double& x : part) x = normal(rng);
-    write_bytes(dir.path / "stack" / (std::to_string(k) + ".npy"),
-                npy_header({DType::kFloat64, false}, false, {uint64_t(part.size() / 2000), 2000}) + bytes_of(part));
-  }
+  write_normal_stack(dir.path / "stack", {1500, 1507, 1514}, 2000, rng);
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "stack", 2500, 2000), job++);
   backend->stop();
 }

@@ -67,13 +67,13 @@ struct StridedPlusOne {
 // as double2) with CUDA's log, sqrt and sincospi, FMA-contracted, as the generator did before the
 // shared definition. Chunk 0 of an array with an even number of columns only.
 __global__ void __launch_bounds__(256)
-    generate_cuda_libm_kernel(GeneratorParams gen, uint64_t array_cols, uint32_t rows,
+    generate_cuda_libm_kernel(gpu::KeyedGenerator gen, uint64_t array_cols, uint32_t rows,
                               uint32_t pair_cols, double2* __restrict__ out) {
   const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= pair_cols) return;
   for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const uint64_t pair = (uint64_t(r) * array_cols) / 2 + c;
-    const UniformPair u = gpu::uniform_pair_fast(gen.seed, pair);
+    const UniformPair u = gpu::uniform_pair_fast(gen.keys, pair);
     const double radius = sqrt(-2.0 * log(1.0 - u.u0));
     double s, co;
     sincospi(2.0 * u.u1, &s, &co);

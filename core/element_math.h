@@ -31,6 +31,7 @@ namespace psched::element_math {
 //   Ops::fma(Real a, Real b, Real c) -> Real           a * b + c rounded once (IEEE fusedMultiplyAdd)
 //   Ops::sqrt(Real) -> Real                            IEEE square root, correctly rounded
 //   Ops::log_entry(Bits i) -> LogEntry<Real>           kLogTable[i] (i < kLogTableSize)
+//   Ops::constants() -> const Constants&               kConstants, wherever the arithmetic keeps it
 // Lanes never interact, so a vector lane computes exactly what the scalar form computes.
 
 inline constexpr int kLogTableBits = PSCHED_LOG_TABLE_BITS;
@@ -39,6 +40,29 @@ inline constexpr uint64_t kLogTableSize = uint64_t{1} << kLogTableBits;
 struct LogTableEntry {
   double invc, logc;
 };
+
+// The definition's constants that no instruction can hold as an immediate (their low 32 bits are
+// not zero): log's ln 2 parts and polynomial, the sin and cos polynomials. Each arithmetic reads
+// them through Ops::constants(): the host and the CPU lanes from this constexpr copy, the device
+// from constant memory, which ptxas loads once a thread or takes as an operand. As literals, it
+// built each from two moves again for every pair: about 40 of a pair's 250 instructions
+// (bench/README.md, "Constants from constant memory"). Same values, same operations, same bits.
+struct Constants {
+  double ln2_hi, ln2_lo;          // ln 2 = ln2_hi + ln2_lo; ln2_hi has 43 significant bits
+  double a1, a3, a4, a5;          // log1p's odd-numbered coefficients (A0, A2 are immediates)
+  double s0_lo;                   // pi/2 - 1.5, rounded
+  double s1, s2, s3, s4, s5, s6;  // sin(r pi/2)'s
+  double c1, c2, c3, c4, c5, c6;  // cos(r pi/2)'s
+};
+#define PSCHED_ELEMENT_CONSTANTS                                                                  \
+  {0x1.62e42fefa3800p-1, 0x1.ef35793c76730p-45,                                                  \
+   0x1.5555555555555p-2, 0x1.999999999999ap-3, -0x1.5555555555555p-3, 0x1.2492492492492p-3,      \
+   0x1.21fb54442d184p-4,                                                                          \
+   -0x1.4abbce625be47p-1, 0x1.466bc67758db1p-4, -0x1.32d2cce335e6fp-8, 0x1.5078301dcf6b6p-13,    \
+   -0x1.e300a85fc9574p-19, 0x1.e404742f3e351p-25,                                                 \
+   0x1.03c1f081b5abdp-2, -0x1.55d3c7e3ca6fbp-6, 0x1.e1f5068528e5ep-11, -0x1.a6d1edbbb9b9cp-16,    \
+   0x1.f9cd20b415c65p-22, -0x1.b2a21ec94163bp-28}
+inline constexpr Constants kConstants = PSCHED_ELEMENT_CONSTANTS;
 alignas(16) inline constexpr LogTableEntry kLogTable[kLogTableSize] = {PSCHED_LOG_TABLE_ENTRIES};
 
 template <class Real>
@@ -78,9 +102,8 @@ template <class Ops>
 PSCHED_ELEMENT_MATH typename Ops::Real log_unit(typename Ops::Real x) {
   using Real = typename Ops::Real;
   using Bits = typename Ops::Bits;
-  constexpr double ln2_hi = 0x1.62e42fefa3800p-1, ln2_lo = 0x1.ef35793c76730p-45;
-  constexpr double A0 = -0.5, A1 = 0x1.5555555555555p-2, A2 = -0.25, A3 = 0x1.999999999999ap-3;
-  constexpr double A4 = -0x1.5555555555555p-3, A5 = 0x1.2492492492492p-3;
+  const Constants& c = Ops::constants();
+  constexpr double A0 = -0.5, A2 = -0.25;
   constexpr uint64_t kOffset = 0x3fe6000000000000u;  // the bits of 0.6875
   constexpr uint64_t kExponent = 0xfff0000000000000u;
   const Bits ix = Ops::bits(x);
@@ -91,13 +114,14 @@ PSCHED_ELEMENT_MATH typename Ops::Real log_unit(typename Ops::Real x) {
   const Real minus_k = Ops::real(((iz - ix) >> 52) | 0x4330000000000000u) - 0x1p52;
   const LogEntry<Real> t = Ops::log_entry(i);
   const Real r = fma<Ops>(Ops::real(iz), t.invc, -1.0);
-  const Real k_ln2_hi = minus_k * -ln2_hi;  // exact
+  const Real k_ln2_hi = minus_k * -c.ln2_hi;  // exact
   const Real w = k_ln2_hi + t.logc;
   const Real w_err = (k_ln2_hi - w) + t.logc;
   const Real hi = w + r;
-  const Real lo = fma<Ops>(minus_k, -ln2_lo, ((w - hi) + r) + w_err);
+  const Real lo = fma<Ops>(minus_k, -c.ln2_lo, ((w - hi) + r) + w_err);
   const Real r2 = r * r;
-  const Real q = fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, A5, A4), A3), A2), A1), A0);
+  const Real q =
+      fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, fma<Ops>(r, c.a5, c.a4), c.a3), A2), c.a1), A0);
   return hi + fma<Ops>(r2, q, lo);
 }
 
@@ -125,14 +149,7 @@ template <class Ops>
 PSCHED_ELEMENT_MATH SinCos<typename Ops::Real> sincos_2pi(typename Ops::Real u) {
   using Real = typename Ops::Real;
   using Bits = typename Ops::Bits;
-  constexpr double S0_lo = 0x1.21fb54442d184p-4, S1 = -0x1.4abbce625be47p-1;
-  constexpr double S2 = 0x1.466bc67758db1p-4, S3 = -0x1.32d2cce335e6fp-8;
-  constexpr double S4 = 0x1.5078301dcf6b6p-13, S5 = -0x1.e300a85fc9574p-19;
-  constexpr double S6 = 0x1.e404742f3e351p-25;
-  constexpr double C1 = 0x1.03c1f081b5abdp-2;
-  constexpr double C2 = -0x1.55d3c7e3ca6fbp-6, C3 = 0x1.e1f5068528e5ep-11;
-  constexpr double C4 = -0x1.a6d1edbbb9b9cp-16, C5 = 0x1.f9cd20b415c65p-22;
-  constexpr double C6 = -0x1.b2a21ec94163bp-28;
+  const Constants& c = Ops::constants();
   constexpr double kRoundInt = 0x1.8p52;
   const Real t = u * 4.0;                    // exact
   const Real rounded = t + kRoundInt;        // q in the low bits
@@ -140,14 +157,16 @@ PSCHED_ELEMENT_MATH SinCos<typename Ops::Real> sincos_2pi(typename Ops::Real u) 
   const Bits q = Ops::bits(rounded);
   const Real z = r * r;
   const Real x_hi = r * 1.5;
-  const Real x_lo = r * S0_lo;
-  const Real ps = fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, S6, S5), S4), S3), S2), S1);
+  const Real x_lo = r * c.s0_lo;
+  const Real ps =
+      fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, c.s6, c.s5), c.s4), c.s3), c.s2), c.s1);
   const Real sin_r = x_hi + fma<Ops>(r * z, ps, x_lo);
   const Real half_x_hi = x_hi * 0.5;  // exact
   const Real hsq = half_x_hi * x_hi;
   const Real hsq_err = fma<Ops>(half_x_hi, x_hi, -hsq);  // exact
   const Real h = 1.0 - hsq;
-  const Real pc = fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, C6, C5), C4), C3), C2), C1);
+  const Real pc =
+      fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, c.c6, c.c5), c.c4), c.c3), c.c2), c.c1);
   const Real small = fma<Ops>(-x_lo, fma<Ops>(x_lo, 0.5, x_hi), ((1.0 - h) - hsq) - hsq_err);
   const Real cos_r = h + fma<Ops>(z * z, pc, small);
   // Odd quadrants swap sin and cos; bit 63 flips the signs.
@@ -177,6 +196,7 @@ struct HostOps {
   static inline Real fma(Real a, Real b, Real c) { return __builtin_fma(a, b, c); }
   static inline Real sqrt(Real x) { return __builtin_sqrt(x); }
   static inline LogEntry<Real> log_entry(Bits i) { return {kLogTable[i].invc, kLogTable[i].logc}; }
+  static constexpr const Constants& constants() { return kConstants; }
   static inline Real from_double(double x) { return x; }
   static inline double to_double(Real x) { return x; }
 };
@@ -206,6 +226,9 @@ __device__ __forceinline__ DeviceReal operator-(DeviceReal a) { return {-a.v}; }
 // The log table in device memory (each translation unit its own copy: no relocatable device code),
 // read through the read-only cache: a warp's lanes index it freely.
 alignas(16) static __device__ const LogTableEntry kLogTableDevice[kLogTableSize] = {PSCHED_LOG_TABLE_ENTRIES};
+// The constants in constant memory, read at addresses known when compiled, so each can be an
+// operand. Not const: nvcc folds a const one's values back into literals (and moves).
+static __constant__ Constants kConstantsDevice = PSCHED_ELEMENT_CONSTANTS;
 
 struct DeviceOps {
   using Real = DeviceReal;
@@ -223,6 +246,7 @@ struct DeviceOps {
     const double2 e = __ldg(reinterpret_cast<const double2*>(kLogTableDevice) + i);
     return {{e.x}, {e.y}};
   }
+  static __device__ __forceinline__ const Constants& constants() { return kConstantsDevice; }
   static __device__ __forceinline__ Real from_double(double x) { return {x}; }
   static __device__ __forceinline__ double to_double(Real x) { return x.v; }
 };

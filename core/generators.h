@@ -72,6 +72,25 @@ PSCHED_HD Philox4x32 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32
   return Philox4x32{{c0, c1, c2, c3}};
 }
 
+// Philox4x32-10's round keys for one seed: k0 + r W0 and k1 + r W1 before round r. The same for every
+// element of a job, so the CPU lanes and the GPU kernels take them made once rather than adding
+// them up again for every element (on the GPU those adds were 18 of a pair's 224 instructions).
+struct PhiloxKeys {
+  uint32_t k0[kPhiloxRounds], k1[kPhiloxRounds];
+};
+
+PSCHED_HD PhiloxKeys philox_keys(uint64_t seed) {
+  PhiloxKeys k{};
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int round = 0; round < kPhiloxRounds; ++round) {
+    k.k0[round] = k0;
+    k.k1[round] = k1;
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
+  }
+  return k;
+}
+
 // Two 53-bit uniforms in [0, 1) from one Philox block keyed by seed, counter = linear index.
 struct UniformPair {
   double u0, u1;

@@ -13,23 +13,6 @@
 namespace psched {
 namespace {
 
-// Philox4x32-10 round keys for one seed: key k0 + r * W0, k1 + r * W1 before round r.
-struct PhiloxKeys {
-  uint32_t k0[10], k1[10];
-};
-
-PhiloxKeys philox_keys(uint64_t seed) {
-  PhiloxKeys k;
-  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-  for (int r = 0; r < 10; ++r) {
-    k.k0[r] = k0;
-    k.k1[r] = k1;
-    k0 += kPhiloxW0;
-    k1 += kPhiloxW1;
-  }
-  return k;
-}
-
 // The two 53-bit integers of philox4x32_10(index, index >> 32, 0, 0, key) that uniform_pair()
 // scales by 2^-53: a from words 0 and 1, b from words 2 and 3. Lanes hold 32-bit words in 64-bit
 // slots; upper halves may carry garbage until the final masks (mul_lo32 ignores them).
@@ -43,7 +26,7 @@ inline __attribute__((always_inline)) void philox_pair(vu index, const PhiloxKey
   vu c2 = high_half(p00) ^ k.k1[0];
   vu c3 = p00;
 #pragma GCC unroll 9
-  for (int r = 1; r < 10; ++r) {
+  for (int r = 1; r < kPhiloxRounds; ++r) {
     const vu p0 = mul_lo32(c0, kM0);
     const vu p1 = mul_lo32(c2, kM1);
     c0 = high_half(p1) ^ c1 ^ k.k0[r];
@@ -78,6 +61,7 @@ struct VecOps {
   static inline __attribute__((always_inline)) Real splat(double x) { return vd{} + x; }
   static inline __attribute__((always_inline)) Real fma(Real a, Real b, Real c) { return fma_lanes(a, b, c); }
   static inline __attribute__((always_inline)) Real sqrt(Real x) { return sqrt_lanes(x); }
+  static constexpr const element_math::Constants& constants() { return element_math::kConstants; }
   static inline __attribute__((always_inline)) element_math::LogEntry<Real> log_entry(Bits i) {
     return {gather_pairs(&element_math::kLogTable[0].invc, i),
             gather_pairs(&element_math::kLogTable[0].logc, i)};

@@ -16,7 +16,7 @@ namespace {
 // What a generate launch needs: the job's grid and generator, and which chunks (blockIdx.z picks
 // chunk first_chunk + z, stored at element z * stride of the buffer).
 struct GenerateGeometry {
-  GeneratorParams gen;
+  KeyedGenerator gen;
   ChunkGrid grid;
   uint64_t first_chunk;
   uint64_t stride;
@@ -106,7 +106,7 @@ __global__ void trap_kernel() { __trap(); }
 
 ChunkWork chunk_work(const JobSpec& s, uint64_t chunk) {
   ChunkWork w;
-  w.gen = GeneratorParams{s.generator, s.param0, s.param1, s.seed};
+  w.gen = keyed(GeneratorParams{s.generator, s.param0, s.param1, s.seed});
   w.dtype = s.dtype;
   w.fused = s.fused;
   w.array_cols = s.cols;

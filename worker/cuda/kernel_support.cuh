@@ -13,7 +13,7 @@ namespace psched::gpu {
 
 // The element at a global linear index, with the generator kind fixed at compile time.
 template <Generator Kind, ElementFormula Formula>
-__device__ __forceinline__ double generated(const GeneratorParams& g, uint64_t index) {
+__device__ __forceinline__ double generated(const KeyedGenerator& g, uint64_t index) {
   if constexpr (Formula == ElementFormula::kFast) {
     return element_value_fast<Kind>(g, index);
   } else {
@@ -34,7 +34,7 @@ __device__ __forceinline__ double generated(const GeneratorParams& g, uint64_t i
 // covers any chunk and the row's global base index is one multiply per row. Threads past the
 // box's width make nothing. `array_cols`: the array's width (global index = row * array_cols + col).
 template <Generator Kind, ElementFormula Formula, typename T, typename Visit>
-__device__ __forceinline__ void make_elements(const GeneratorParams& gen, const ChunkBox& box, uint64_t array_cols,
+__device__ __forceinline__ void make_elements(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
                                               T* __restrict__ out, Visit&& visit) {
   const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= box.cols) return;
@@ -51,7 +51,7 @@ __device__ __forceinline__ void make_elements(const GeneratorParams& gen, const 
 // that fall in the box: half the Philox blocks and logs of one thread per element. Pair slot p of a
 // row is pair (base >> 1) + p, where base is the global index of the row's first box element.
 template <typename T, typename Visit>
-__device__ __forceinline__ void make_normal_pairs(const GeneratorParams& gen, const ChunkBox& box, uint64_t array_cols,
+__device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
                                                   T* __restrict__ out, Visit&& visit) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t row_stride = gridDim.y * blockDim.y;
@@ -60,7 +60,7 @@ __device__ __forceinline__ void make_normal_pairs(const GeneratorParams& gen, co
     const uint64_t pair = (base >> 1) + p;
     const int64_t c_even = int64_t(2 * pair - base);  // -1 when the row starts on an odd index
     if (c_even >= int64_t(box.cols)) continue;
-    const NormalPair z = standard_normal_pair_fast(gen.seed, pair);
+    const NormalPair z = standard_normal_pair_fast(gen.keys, pair);
     T* row = out + uint64_t(r) * box.cols;
     const auto on_row = visit(r);
     if (c_even >= 0) {

@@ -15,12 +15,13 @@
 #include "core/job_spec.h"
 #include "worker/cuda/batching.h"
 #include "worker/cuda/exact_result.h"
+#include "worker/cuda/fast_generators.h"
 
 namespace psched::gpu {
 
 // Everything the kernels need to know about one chunk of a job, worked out on the host.
 struct ChunkWork {
-  GeneratorParams gen{};
+  KeyedGenerator gen{};
   DType dtype = DType::kFloat64;
   bool fused = false;
   uint64_t array_cols = 0;   // global linear index = r * array_cols + c

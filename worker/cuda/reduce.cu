@@ -52,7 +52,7 @@ struct StoredSelection {
 // chunk would hold it.
 template <Generator Kind, typename T>
 struct GeneratedSelection {
-  GeneratorParams gen;
+  KeyedGenerator gen;
   uint64_t array_cols;
   uint64_t first_row, first_col;
   uint64_t row_step, col_step;

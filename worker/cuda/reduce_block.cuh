@@ -22,7 +22,7 @@ namespace psched::gpu {
 
 // The job's geometry as the kernels see it; chunk z of the launch is first_chunk + z.
 struct BatchGeometry {
-  GeneratorParams gen;
+  KeyedGenerator gen;
   ChunkGrid grid;
   Slice row_sel, col_sel;
   uint64_t first_chunk;

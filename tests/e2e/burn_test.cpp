@@ -20,6 +20,7 @@
 #include "app/exit_codes.h"
 #include "app/process.h"
 #include "support/job_helpers.h"
+#include "support/processes.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;
@@ -385,19 +386,8 @@ namespace {
 
 // The child of `parent` whose command line holds `word` (a local worker's --name), or -1.
 pid_t child_with(pid_t parent, const std::string& word) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat = read_file("/proc/" + pid + "/stat"), cmdline = read_file("/proc/" + pid + "/cmdline");
-    const size_t paren = stat.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::istringstream fields(stat.substr(paren + 2));
-    std::string state;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (ppid == parent && (cmdline + " ").find(" " + word + " ") != std::string::npos) return std::stoi(pid);
-  }
+  for (const ProcessEntry& p : live_processes())
+    if (p.parent == parent && (" " + p.cmdline).find(" " + word + " ") != std::string::npos) return p.pid;
   return -1;
 }
 

@@ -1,17 +1,16 @@
 // pbench as a user runs it: local mode, distributed mode, output formats, and bad input.
 #include <catch2/catch.hpp>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "app/process.h"
+#include "support/processes.h"
 #include "support/test_cluster.h"
 
 using namespace psched::test;
@@ -20,26 +19,11 @@ namespace {
 
 std::string pbench() { return bin_dir() + "/pbench"; }
 
-// Live processes whose command line mentions `needle` (pbench's local cluster lives in TMPDIR). A
-// process may end while it is read: its /proc entry then fails to read (ESRCH, which std::ifstream
-// threw as an exception and failed CI once) and it is not listed.
+// Live processes whose command line mentions `needle` (pbench's local cluster lives in TMPDIR).
 std::vector<pid_t> processes_mentioning(const std::string& needle) {
   std::vector<pid_t> out;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const int fd = ::open((it->path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    std::string cmdline;
-    char buffer[4096];
-    ssize_t n = 0;
-    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) cmdline.append(buffer, size_t(n));
-    ::close(fd);
-    if (n < 0) continue;  // it ended while read
-    const pid_t pid = pid_t(std::stoi(name));
-    if (cmdline.find(needle) != std::string::npos && pid != getpid() && process_alive(pid)) out.push_back(pid);
-  }
+  for (const ProcessEntry& p : live_processes())
+    if (p.cmdline.find(needle) != std::string::npos && p.pid != getpid() && process_alive(p.pid)) out.push_back(p.pid);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // cuda-floor: what one chunk of the DeepOps benchmark (10000 x 10000 float64, normal(10, 1),
 // (x + 1)[::2, ::2]) costs on this GPU with nothing but the kernels: generate, the backend's exact
-// strided reduce, both (the floor), both in one pass (launch_generate_reduce), fused, plus copy, cub::DeviceReduce::Sum bandwidth and a plain
+// strided reduce, both (the floor), fused, plus copy, cub::DeviceReduce::Sum bandwidth and a plain
 // (inexact) CUB strided sum for reference. With --chunks N
 // it also runs N chunks through the real CudaBackend (no scheduler, no network) and prints the
 // per-chunk time against the floor measured in the same run. Output (cuda_floor_cli.cpp):
@@ -11,7 +11,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -198,19 +197,6 @@ Floor measure_floor(const Args& a, const JobSpec& spec, int sm_count) {
     reduce();
   });
   f.mean = exact_sum_of(b.acc, b.result) / double(work.selected());
-  // One pass: the same chunk written and reduced by one kernel; the same sum, min and max.
-  gpu::ChunkResult two_kernel{}, one_pass{};
-  PSCHED_CUDA_CHECK(cudaMemcpy(&two_kernel, b.result, sizeof two_kernel, cudaMemcpyDeviceToHost));
-  const double two_kernel_sum = exact_sum_of(b.acc, b.result);
-  f.one_pass_ms = time_ms(stream, it, [&] {
-    gpu::launch_generate_reduce(gpu::BatchWork{work, 1, 0}, b.buffer, b.acc, b.result, sm_count, stream);
-  });
-  PSCHED_CUDA_CHECK(cudaStreamSynchronize(stream));
-  PSCHED_CUDA_CHECK(cudaMemcpy(&one_pass, b.result, sizeof one_pass, cudaMemcpyDeviceToHost));
-  const double one_pass_sum = exact_sum_of(b.acc, b.result);
-  f.one_pass_same = std::memcmp(&one_pass_sum, &two_kernel_sum, sizeof(double)) == 0 &&
-                    std::memcmp(&one_pass.min, &two_kernel.min, sizeof(double)) == 0 &&
-                    std::memcmp(&one_pass.max, &two_kernel.max, sizeof(double)) == 0;
   f.fused_ms = time_ms(stream, it, [&] {
     gpu::launch_reduce(gpu::BatchWork{fused, 1, 0}, nullptr, b.acc, b.result, sm_count, stream);
   });
@@ -279,7 +265,6 @@ BackendRun run_backend(const Args& a, const JobSpec& spec) {
   CudaBackendOptions options;
   options.device = a.device;
   options.streams = a.streams;
-  options.one_pass = a.one_pass;
   auto made = make_cuda_backend(options);
   if (!made) {
     std::fprintf(stderr, "cuda-floor: %s\n", made.message().c_str());

@@ -18,7 +18,6 @@ struct Args {
   uint64_t chunk_rows = 10000, chunk_cols = 10000;
   uint64_t chunks = 0;  // > 0: also run this many chunks through CudaBackend
   bool fused = false;   // the backend run uses fused chunks
-  bool one_pass = false;  // the backend run makes chunks in one pass (CudaBackendOptions::one_pass)
   int streams = CudaBackendOptions{}.streams;  // the worker's default
   uint64_t batch_side = 0;  // > 0: also time one batch of batch_side^2 chunks (batched kernels)
 };
@@ -32,9 +31,7 @@ JobSpec deepops_benchmark_job(const Args& a);
 struct Floor {
   double generate_ms, generate_reference_ms, generate_uniform_ms, generate_arange_ms;
   double generate_cuda_libm_ms, reduce_ms, sum_only_ms, floor_ms, fused_ms;
-  double one_pass_ms;  // launch_generate_reduce: the chunk written and reduced in one pass
   double copy_tb_per_s, cub_sum_ms, cub_sum_tb_per_s, mean;
-  bool one_pass_same;  // one pass gave the two-kernel path's exact sum, min and max
 };
 
 // One batch of the backend's size for SIDE^2 chunks of the same job: the batched generate and
@@ -57,7 +54,7 @@ void print_floor(const char* device, const JobSpec& spec, const Args& args, cons
 void print_batch(const JobSpec& spec, const Floor& f, const BatchFloor& b, uint64_t batch_side);
 void print_backend(const Args& args, const Floor& f, const BackendRun& run);
 // The roofline: write-only (arange), uniform, normal generation, the two-kernel chunk (generate and
-// reduce), the one-pass chunk, fused, and the backend per chunk (when run: null otherwise), each as
+// reduce), fused, and the backend per chunk (when run: null otherwise), each as
 // the write-only time over its own, so 1.0 is at the HBM write limit of this GPU as measured in the
 // run.
 void print_roofline(const Floor& f, const BackendRun* run);

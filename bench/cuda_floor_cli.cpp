@@ -18,7 +18,7 @@ constexpr double kGpuMdFusedMs = 0.238;
 void usage(const char* why) {
   std::fprintf(stderr,
                "cuda-floor: %s\nusage: cuda-floor [--device D] [--iterations N] "
-               "[--chunk ROWSxCOLS] [--chunks N [--fused | --one-pass] [--streams S]] [--batch-chunk SIDE]\n",
+               "[--chunk ROWSxCOLS] [--chunks N [--fused] [--streams S]] [--batch-chunk SIDE]\n",
                why);
   std::exit(2);
 }
@@ -48,7 +48,6 @@ Args parse(int argc, char** argv) {
     else if (flag == "--chunks") a.chunks = number("--chunks", value());
     else if (flag == "--streams") a.streams = int(number("--streams", value()));
     else if (flag == "--fused") a.fused = true;
-    else if (flag == "--one-pass") a.one_pass = true;
     else if (flag == "--batch-chunk") a.batch_side = number("--batch-chunk", value());
     else if (flag == "--chunk") {
       const std::string v = value();
@@ -95,9 +94,6 @@ void print_floor(const char* device, const JobSpec& spec, const Args& args, cons
   std::printf("cub_sum_ms=%.4f\n", f.cub_sum_ms);
   std::printf("cub_sum_tb_per_s=%.3f\n", f.cub_sum_tb_per_s);
   std::printf("floor_mean=%.6f\n", f.mean);
-  std::printf("one_pass_ms=%.4f\n", f.one_pass_ms);
-  std::printf("one_pass_over_floor=%.3f\n", f.one_pass_ms / f.floor_ms);
-  std::printf("one_pass_same=%d\n", f.one_pass_same ? 1 : 0);
   std::printf("floor_vs_gpu_md=%.3f\n", f.floor_ms / kGpuMdFloorMs);
   std::printf("fused_vs_gpu_md=%.3f\n", f.fused_ms / kGpuMdFusedMs);
 }
@@ -122,7 +118,6 @@ void print_backend(const Args& args, const Floor& f, const BackendRun& run) {
   const double floor = args.fused ? f.fused_ms : f.floor_ms;
   std::printf("backend_chunks=%llu\n", (unsigned long long)args.chunks);
   std::printf("backend_fused=%d\n", args.fused ? 1 : 0);
-  std::printf("backend_one_pass=%d\n", args.one_pass ? 1 : 0);
   std::printf("backend_streams=%d\n", args.streams);
   std::printf("backend_ms_per_chunk=%.4f\n", run.ms_per_chunk);
   std::printf("backend_busy_ms_per_chunk=%.4f\n", run.busy_ms_per_chunk);
@@ -139,13 +134,12 @@ void print_roofline(const Floor& f, const BackendRun* run) {
   line("uniform", f.generate_uniform_ms);
   line("normal", f.generate_ms);
   line("two_kernel_chunk", f.floor_ms);
-  line("one_pass_chunk", f.one_pass_ms);
   line("fused", f.fused_ms);
   if (run != nullptr) line("backend", run->ms_per_chunk);
   std::printf("roofline: of the HBM write limit (%.3f ms a chunk): uniform %.2f, normal %.2f, "
-              "generate + reduce %.2f, one pass %.2f, fused %.2f",
+              "generate + reduce %.2f, fused %.2f",
               write, write / f.generate_uniform_ms, write / f.generate_ms, write / f.floor_ms,
-              write / f.one_pass_ms, write / f.fused_ms);
+              write / f.fused_ms);
   if (run != nullptr) std::printf(", backend %.2f", write / run->ms_per_chunk);
   std::printf("\n");
 }

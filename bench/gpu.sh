@@ -6,8 +6,7 @@
 # then the DeepOps benchmark end to end through pbench -g 1 as a ratio to it, the fused variant against
 # its own floor, GPU-vs-CPU exactness through the whole stack, two GPU workers in one job, and the
 # memory-limit error path, NVML's figures during the benchmark (plausible, and their cost) and the
-# performance report; the one-pass kernels (PSCHED_CUDA_ONE_PASS=1) against the two-kernel path, in
-# turns, same bits; var and std (GPU = CPU bits, their cost against sum-only); with OLD_BIN_DIR=DIR (an older portable build), the DeepOps benchmark and
+# performance report; var and std (GPU = CPU bits, their cost against sum-only); with OLD_BIN_DIR=DIR (an older portable build), the DeepOps benchmark and
 # --fused against that build in turns (issue 27's targets: <= 0.65 x the a7ed199 build's time).
 # Exits non-zero if any check fails.
 set -uo pipefail
@@ -109,27 +108,6 @@ fseconds=$(json_field "$fused" seconds)
 awk -v s="$fseconds" -v f="$fused_floor_ms" -v n="$chunks" 'BEGIN {
   floor = f * n / 1000; printf "fused: %.3f s end to end; floor %.3f s (%.4f ms/chunk); ratio %.3f (target <= 1.2)\n", s, floor, f, s / floor }'
 echo "fused vs materialized: sum $(json_field "$fused" sum) vs $(json_field "$deepops" sum), count $(json_field "$fused" count) vs $(json_field "$deepops" count)"
-
-echo "== one pass (PSCHED_CUDA_ONE_PASS=1) against two kernels: the DeepOps benchmark in turns, same bits"
-# cuda-floor's one_pass_same says the kernels agree chunk by chunk; this holds the whole stack to it.
-: >"$out/one_pass_two.s"; : >"$out/one_pass_one.s"
-for _ in 1 2; do
-  for mode in two one; do
-    r=$(PSCHED_CUDA_ONE_PASS=$([[ $mode == one ]] && echo 1 || echo 0) "$bin/pbench" -g 1 --json --check) ||
-      fail "DeepOps benchmark ($mode pass)"
-    json_field "$r" seconds >>"$out/one_pass_$mode.s"
-    for field in sum count min max; do
-      [[ "$(json_field "$r" $field)" == "$(json_field "$deepops" $field)" ]] ||
-        fail "one pass: $field $(json_field "$r" $field) against $(json_field "$deepops" $field) ($mode pass)"
-    done
-  done
-done
-one_args=(-x 20000 -y 20000 --chunk-x 1000 --chunk-y 1000 --json --check)
-two_small=$(PSCHED_CUDA_ONE_PASS=0 "$bin/pbench" -g 1 "${one_args[@]}") || fail "1000^2 chunks (two kernels)"
-one_small=$(PSCHED_CUDA_ONE_PASS=1 "$bin/pbench" -g 1 "${one_args[@]}") || fail "1000^2 chunks (one pass)"
-[[ "$(json_field "$one_small" sum)" == "$(json_field "$two_small" sum)" ]] || fail "one pass: 1000^2 chunks' sum differs"
-awk -v o="$(sort -g "$out/one_pass_one.s" | head -1)" -v t="$(sort -g "$out/one_pass_two.s" | head -1)" 'BEGIN {
-  printf "one pass %.3f s, two kernels %.3f s (best of 2 each): %.3f x (issue 27: 2 TB <= 1.20 s)\n", o, t, o / t }'
 
 if [[ -n "${OLD_BIN_DIR:-}" ]]; then
   old=$(cd "$OLD_BIN_DIR" && pwd)

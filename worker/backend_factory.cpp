@@ -40,7 +40,6 @@ StatusOr<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
       options.device = 0;
       options.memory_limit_bytes = choice.memory_limit_bytes;
       options.test_trap_on_chunk = choice.test_fault_on_chunk;
-      options.one_pass = choice.cuda_one_pass;
       if (choice.streams > 0) options.streams = choice.streams;
       if (choice.readers > 0) options.readers = unsigned(choice.readers);
       options.pinned_limit_bytes = choice.pinned_limit_bytes;

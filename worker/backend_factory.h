@@ -21,7 +21,6 @@ struct BackendChoice {
   int test_delay_ms = 0;  // test-only, CPU backend
   std::chrono::microseconds spin{0};  // CPU backend threads poll this long before sleeping
   int64_t test_fault_on_chunk = -1;    // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK)
-  bool cuda_one_pass = false;          // CudaBackendOptions::one_pass (PSCHED_CUDA_ONE_PASS=1)
 };
 
 // "cpu cuda" or "cpu": what this binary was built with.

@@ -157,7 +157,6 @@ std::optional<int> complete(Flags& f) {
   if (const char* flip = std::getenv("PSCHED_TEST_FLIP_CHUNK")) f.config.flip_chunk = std::atoll(flip);
   if (const char* flip = std::getenv("PSCHED_TEST_FLIP_SQUARES_CHUNK")) f.config.flip_squares_chunk = std::atoll(flip);
   if (const char* lie = std::getenv("PSCHED_TEST_LIE_FROM_CHUNK")) f.config.lie_from_chunk = std::atoll(lie);
-  if (const char* one_pass = std::getenv("PSCHED_CUDA_ONE_PASS")) f.backend.cuda_one_pass = std::string(one_pass) == "1";
   if (f.config.name.empty()) f.config.name = default_name();
   return std::nullopt;
 }

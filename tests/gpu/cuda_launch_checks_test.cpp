@@ -80,8 +80,7 @@ TEST_CASE("a CUDA launcher given an empty batch stops the worker", "[cuda][check
 
 TEST_CASE("a CUDA launcher given a batch over kMaxBatchChunks stops the worker", "[cuda][checks]") {
   const ChildEnd end = run_in_child([] {
-    psched::gpu::launch_generate_reduce(batch_of(psched::gpu::kMaxBatchChunks + 1, 4, 4), nullptr, nullptr,
-                                        nullptr, 1, nullptr);
+    psched::gpu::launch_generate_batch(batch_of(psched::gpu::kMaxBatchChunks + 1, 4, 4), nullptr, 1, nullptr);
   });
   CHECK(end.aborted);
   CHECK(end.output.find("precondition failed") != std::string::npos);
@@ -93,14 +92,4 @@ TEST_CASE("a CUDA launcher given a chunk over 2^31 elements stops the worker", "
   });
   CHECK(end.aborted);
   CHECK(end.output.find("rows * cols <= kMaxChunkElements") != std::string::npos);
-}
-
-TEST_CASE("a one-pass launch of a fused job stops the worker", "[cuda][checks]") {
-  const ChildEnd end = run_in_child([] {
-    psched::gpu::BatchWork b = batch_of(1, 4, 4);
-    b.first.fused = true;
-    psched::gpu::launch_generate_reduce(b, nullptr, nullptr, nullptr, 1, nullptr);
-  });
-  CHECK(end.aborted);
-  CHECK(end.output.find("!b.first.fused") != std::string::npos);
 }

@@ -1,7 +1,7 @@
 // var/std jobs (JobSpec::squares) on the GPU: every chunk's partial, its exact sum of squares
 // included, has the CPU backend's bits (worker/cpu/reduce.h), because both sum the same terms (each
 // square split exactly as h + l, reduce_block.cuh's take and worker/cpu/reduce_impl.h) and exact
-// addition ignores order. Every generator and dtype, fused, materialized and in one pass, big chunks
+// addition ignores order. Every generator and dtype, fused and materialized, big chunks
 // and batches, selections and scale/offset, data whose squares overflow or underflow, and a chunk
 // large enough that its blocks carry. A sum-only job's partials carry no squares.
 #include <catch2/catch.hpp>
@@ -64,40 +64,34 @@ JobSpec generated(Generator kind, DType dtype, uint64_t rows, uint64_t cols, uin
 }  // namespace
 
 TEST_CASE("var/std jobs: GPU partials and their sums of squares have the CPU's bits", "[gpu][squares]") {
-  for (const bool one_pass : {false, true}) {
-    Outcomes outcomes;  // declared first: it must outlive the backend's threads
-    CudaBackendOptions options;
-    options.one_pass = one_pass;
-    auto backend = backend_with(options);
-    backend->start(outcomes.callback());
-    uint64_t job_id = 0;
-    for (const Generator kind : {Generator::kNormal, Generator::kUniform, Generator::kArange, Generator::kConstant}) {
-      for (const DType dtype : {DType::kFloat64, DType::kFloat32}) {
-        // A big chunk at a time (past the batching bound) with ragged edges, and batches of small ones.
-        for (const auto& [rows, cols, chunk_rows, chunk_cols] :
-             {std::tuple{5000, 4100, 2500, 2100}, std::tuple{1013, 1003, 25, 26}}) {
-          for (const bool fused : {false, true}) {
-            if (fused && one_pass) continue;  // one pass makes materialized chunks only
-            JobSpec s = generated(kind, dtype, rows, cols, chunk_rows, chunk_cols);
-            s.fused = fused;
-            INFO("generator " << int(kind) << " dtype " << int(dtype) << " " << rows << " x " << cols << " in "
-                              << chunk_rows << " x " << chunk_cols << (fused ? " fused" : "")
-                              << (one_pass ? " one pass" : ""));
-            require_same_bits_as_cpu(*backend, outcomes, s, ++job_id);
-          }
+  Outcomes outcomes;  // declared first: it must outlive the backend's threads
+  auto backend = backend_with();
+  backend->start(outcomes.callback());
+  uint64_t job_id = 0;
+  for (const Generator kind : {Generator::kNormal, Generator::kUniform, Generator::kArange, Generator::kConstant}) {
+    for (const DType dtype : {DType::kFloat64, DType::kFloat32}) {
+      // A big chunk at a time (past the batching bound) with ragged edges, and batches of small ones.
+      for (const auto& [rows, cols, chunk_rows, chunk_cols] :
+           {std::tuple{5000, 4100, 2500, 2100}, std::tuple{1013, 1003, 25, 26}}) {
+        for (const bool fused : {false, true}) {
+          JobSpec s = generated(kind, dtype, rows, cols, chunk_rows, chunk_cols);
+          s.fused = fused;
+          INFO("generator " << int(kind) << " dtype " << int(dtype) << " " << rows << " x " << cols << " in "
+                            << chunk_rows << " x " << chunk_cols << (fused ? " fused" : ""));
+          require_same_bits_as_cpu(*backend, outcomes, s, ++job_id);
         }
       }
     }
-    {  // another expression and selection, empty chunks among them
-      JobSpec s = generated(Generator::kNormal, DType::kFloat64, 1000, 800, 100, 100);
-      s.scale = -3.5;
-      s.offset = 1e8;  // a large mean and a small spread: what cancels in a naive variance
-      s.row_sel = Slice{3, 600, 7};
-      s.col_sel = Slice{11, kToEnd, 5};
-      require_same_bits_as_cpu(*backend, outcomes, s, ++job_id);
-    }
-    backend->stop();
   }
+  {  // another expression and selection, empty chunks among them
+    JobSpec s = generated(Generator::kNormal, DType::kFloat64, 1000, 800, 100, 100);
+    s.scale = -3.5;
+    s.offset = 1e8;  // a large mean and a small spread: what cancels in a naive variance
+    s.row_sel = Slice{3, 600, 7};
+    s.col_sel = Slice{11, kToEnd, 5};
+    require_same_bits_as_cpu(*backend, outcomes, s, ++job_id);
+  }
+  backend->stop();
 }
 
 TEST_CASE("var/std on the GPU: squares that overflow, underflow or come from NaN and infinities", "[gpu][squares]") {
@@ -156,21 +150,16 @@ TEST_CASE("var/std on the GPU: squares that overflow, underflow or come from NaN
 }
 
 TEST_CASE("var/std on the GPU: a chunk of more than 2^29 selected elements carries its blocks", "[gpu][squares]") {
-  for (const bool one_pass : {false, true}) {
-    Outcomes outcomes;
-    CudaBackendOptions options;
-    options.one_pass = one_pass;
-    auto backend = backend_with(options);
-    backend->start(outcomes.callback());
-    JobSpec s = generated(Generator::kUniform, DType::kFloat32, 24000, 24000, 24000, 24000);  // 5.76e8
-    s.row_sel = Slice{0, kToEnd, 1};
-    s.col_sel = Slice{0, kToEnd, 1};
-    s.param0 = -1e30;  // squares far apart: many digits
-    s.param1 = 1e30;
-    INFO((one_pass ? "one pass" : "two kernels"));
-    require_same_bits_as_cpu(*backend, outcomes, s, 1);
-    backend->stop();
-  }
+  Outcomes outcomes;
+  auto backend = backend_with();
+  backend->start(outcomes.callback());
+  JobSpec s = generated(Generator::kUniform, DType::kFloat32, 24000, 24000, 24000, 24000);  // 5.76e8
+  s.row_sel = Slice{0, kToEnd, 1};
+  s.col_sel = Slice{0, kToEnd, 1};
+  s.param0 = -1e30;  // squares far apart: many digits
+  s.param1 = 1e30;
+  require_same_bits_as_cpu(*backend, outcomes, s, 1);
+  backend->stop();
 }
 
 TEST_CASE("a sum-only job's GPU partials carry no squares", "[gpu][squares]") {

@@ -19,11 +19,6 @@ struct CudaBackendOptions {
   // Several let the compute-bound generator of one launch overlap the memory-bound reduction of
   // another (bench/README.md has the measurements).
   int streams = 6;
-  // Materialized chunks written and reduced by one kernel (launch_generate_reduce) instead of a
-  // generate then a reduce that reads the chunk back: the same bits. Off: measured slower than the
-  // two kernels on H100 and H200 (bench/README.md), so only on request (pcuda-worker:
-  // PSCHED_CUDA_ONE_PASS=1; cuda-floor --one-pass).
-  bool one_pass = false;
   // Stored arrays: chunks read at once, each by a dispatcher thread of its own with its own reader
   // (storage/chunk_reader.h: a file read, or a Zarr chunk decompressed, into the chunk's slot's
   // pinned memory while the other slots compute); a generated job's chunks keep one dispatcher.

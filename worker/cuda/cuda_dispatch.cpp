@@ -208,8 +208,6 @@ Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
       PSCHED_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(s.buffer) + copy_to, copy_from, copy_bytes,
                                         cudaMemcpyHostToDevice, s.stream));
       launch_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);
-    } else if (!spec.fused && options_.one_pass) {
-      launch_generate_reduce(work, s.buffer, s.accumulators, s.device_results, sm_count_, s.stream, squares);
     } else {
       if (!spec.fused) {
         if (batch) launch_generate_batch(work, s.buffer, sm_count_, s.stream);

@@ -26,14 +26,14 @@ struct GenerateGeometry {
 template <Generator Kind, ElementFormula Formula, typename T>
 __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __restrict__ out) {
   const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
-  make_elements<Kind, Formula>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride, [](uint32_t) { return [](uint32_t, T) {}; });
+  make_elements<Kind, Formula>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
 }
 
 template <typename T>
 __global__ void __launch_bounds__(256) generate_normal_pairs_kernel(GenerateGeometry g,
                                                                      T* __restrict__ out) {
   const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
-  make_normal_pairs(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride, [](uint32_t) { return [](uint32_t, T) {}; });
+  make_normal_pairs(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
 }
 
 template <Generator Kind, ElementFormula Formula>

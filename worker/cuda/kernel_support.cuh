@@ -1,5 +1,5 @@
-// Device helpers that generate.cu, reduce.cu and one_pass.cu share: an element by generator kind
-// fixed at compile time, and the launch shape of a kernel that makes chunks. Kernel syntax: nvcc only.
+// Device helpers of generate.cu and reduce.cu: an element by generator kind fixed at compile time,
+// the loops that make a chunk, and their launch shape. Kernel syntax: nvcc only.
 #pragma once
 
 #include <algorithm>
@@ -23,36 +23,30 @@ __device__ __forceinline__ double generated(const KeyedGenerator& g, uint64_t in
   }
 }
 
-// The loops that make a chunk, shared by generate.cu (which writes it) and one_pass.cu (which
-// writes it and adds the selected elements from registers): each writes an element of the box at
-// out[r * box.cols + c] and hands it to on_row(c, x), where on_row = visit(r) is asked once per row
-// (so a row's test is made once); generate.cu's does nothing. One loop, so the two paths cannot
-// disagree on which thread makes which element.
+// The loops that make a chunk: each writes the box's elements at out[r * box.cols + c].
 //
 // One thread per column of the box (x runs along a row, so consecutive threads write consecutive
 // elements; y over rows), stepping down the rows by the grid's height: a grid of a few waves
 // covers any chunk and the row's global base index is one multiply per row. Threads past the
 // box's width make nothing. `array_cols`: the array's width (global index = row * array_cols + col).
-template <Generator Kind, ElementFormula Formula, typename T, typename Visit>
+template <Generator Kind, ElementFormula Formula, typename T>
 __device__ __forceinline__ void make_elements(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
-                                              T* __restrict__ out, Visit&& visit) {
+                                              T* __restrict__ out) {
   const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= box.cols) return;
   const uint32_t row_stride = gridDim.y * blockDim.y;
   for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
     const uint64_t index = (box.row0 + r) * array_cols + box.col0 + c;
-    const T x = T(generated<Kind, Formula>(gen, index));
-    out[uint64_t(r) * box.cols + c] = x;
-    visit(r)(c, x);
+    out[uint64_t(r) * box.cols + c] = T(generated<Kind, Formula>(gen, index));
   }
 }
 
 // normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), making both of its elements
 // that fall in the box: half the Philox blocks and logs of one thread per element. Pair slot p of a
 // row is pair (base >> 1) + p, where base is the global index of the row's first box element.
-template <typename T, typename Visit>
+template <typename T>
 __device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
-                                                  T* __restrict__ out, Visit&& visit) {
+                                                  T* __restrict__ out) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t row_stride = gridDim.y * blockDim.y;
   for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
@@ -62,17 +56,8 @@ __device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, con
     if (c_even >= int64_t(box.cols)) continue;
     const NormalPair z = standard_normal_pair_fast(gen.keys, pair);
     T* row = out + uint64_t(r) * box.cols;
-    const auto on_row = visit(r);
-    if (c_even >= 0) {
-      const T x = T(scale_normal(gen.param1, z.even, gen.param0));
-      row[c_even] = x;
-      on_row(uint32_t(c_even), x);
-    }
-    if (c_even + 1 < int64_t(box.cols)) {
-      const T x = T(scale_normal(gen.param1, z.odd, gen.param0));
-      row[c_even + 1] = x;
-      on_row(uint32_t(c_even + 1), x);
-    }
+    if (c_even >= 0) row[c_even] = T(scale_normal(gen.param1, z.even, gen.param0));
+    if (c_even + 1 < int64_t(box.cols)) row[c_even + 1] = T(scale_normal(gen.param1, z.odd, gen.param0));
   }
 }
 

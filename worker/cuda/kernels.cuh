@@ -52,8 +52,7 @@ struct BatchWork {
 };
 
 // Each launcher's arguments are the backend's to get right (batches of 1 to kMaxBatchChunks
-// chunks, at most kMaxChunkElements elements per chunk, launch_generate_reduce not for a fused
-// job): a violation is a bug, so it fails a PSCHED_REQUIRE (core/check.h) and the worker stops,
+// chunks, at most kMaxChunkElements elements per chunk): a violation is a bug, so it fails a PSCHED_REQUIRE (core/check.h) and the worker stops,
 // rather than a chunk failing and another worker hiding the bug by retrying it.
 
 // kFast evaluates elements with fast_generators.h (32-bit Philox multiplies, one thread per normal
@@ -78,15 +77,6 @@ void launch_generate_batch(const BatchWork& batch, void* buffer, int sm_count, c
 // and then squares.results. sm_count sizes the grid. Throws CudaError when a launch fails.
 void launch_reduce(const BatchWork& batch, const void* buffer, ChunkAccumulator* acc,
                    ChunkResult* results, int sm_count, cudaStream_t stream, SquareOutput squares = {});
-
-// launch_generate_batch and launch_reduce in one pass (one_pass.cu): every chunk of the batch
-// written as launch_generate_batch writes it, each element generated once and, when selected, added
-// from registers as it is written, so the chunk is never read back; the same buffer and the same
-// results (and squares), bit for bit. Not for a fused job (it writes nothing). Throws CudaError
-// when a launch fails.
-void launch_generate_reduce(const BatchWork& batch, void* buffer, ChunkAccumulator* acc,
-                            ChunkResult* results, int sm_count, cudaStream_t stream,
-                            SquareOutput squares = {});
 
 // Test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): a kernel that executes a trap instruction, leaving the
 // context with a sticky error, as a hardware fault or a bad kernel would.

@@ -1,6 +1,5 @@
-// What a reducing block does, shared by the two ways of making a chunk's result (kernels.cuh):
-// reading a materialized chunk back (reduce.cu) and adding its selected elements as they are
-// written (one_pass.cu). A launch's geometry and each chunk's selection in it; each thread keeps a
+// What a reducing block does (reduce.cu, for materialized, stored and fused chunks alike). A
+// launch's geometry and each chunk's selection in it; each thread keeps a
 // TwoSum expansion, min and max, and for a var/std job one of the squares (take); the block
 // gathers its threads' exact sums in shared memory (exact_device.cuh) and adds its digits, special
 // counts and extremes to the chunk's accumulators with global atomics (finish_block). Exact addition is associative, so neither the order nor the

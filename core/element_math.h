@@ -32,6 +32,9 @@ namespace psched::element_math {
 //   Ops::sqrt(Real) -> Real                            IEEE square root, correctly rounded
 //   Ops::log_entry(Bits i) -> LogEntry<Real>           kLogTable[i] (i < kLogTableSize)
 //   Ops::constants() -> const Constants&               kConstants, wherever the arithmetic keeps it
+//   Ops::select_odd(Bits q, Real a, Real b) -> Real    a where q is odd, else b (a bit select: a
+//                                                      condition where a scalar has one, a mask in
+//                                                      lanes)
 // Lanes never interact, so a vector lane computes exactly what the scalar form computes.
 
 inline constexpr int kLogTableBits = PSCHED_LOG_TABLE_BITS;
@@ -170,9 +173,8 @@ PSCHED_ELEMENT_MATH SinCos<typename Ops::Real> sincos_2pi(typename Ops::Real u) 
   const Real small = fma<Ops>(-x_lo, fma<Ops>(x_lo, 0.5, x_hi), ((1.0 - h) - hsq) - hsq_err);
   const Real cos_r = h + fma<Ops>(z * z, pc, small);
   // Odd quadrants swap sin and cos; bit 63 flips the signs.
-  const Bits odd = ~((q & 1u) - 1u);  // all ones where q is odd
-  const Bits sin_bits = (Ops::bits(cos_r) & odd) | (Ops::bits(sin_r) & ~odd);
-  const Bits cos_bits = (Ops::bits(sin_r) & odd) | (Ops::bits(cos_r) & ~odd);
+  const Bits sin_bits = Ops::bits(Ops::select_odd(q, cos_r, sin_r));
+  const Bits cos_bits = Ops::bits(Ops::select_odd(q, sin_r, cos_r));
   return SinCos<Real>{Ops::real(sin_bits ^ ((q & 2u) << 62)),
                       Ops::real(cos_bits ^ (((q + 1u) & 2u) << 62))};
 }
@@ -197,6 +199,7 @@ struct HostOps {
   static inline Real sqrt(Real x) { return __builtin_sqrt(x); }
   static inline LogEntry<Real> log_entry(Bits i) { return {kLogTable[i].invc, kLogTable[i].logc}; }
   static constexpr const Constants& constants() { return kConstants; }
+  static inline Real select_odd(Bits q, Real a, Real b) { return (q & 1u) != 0 ? a : b; }
   static inline Real from_double(double x) { return x; }
   static inline double to_double(Real x) { return x; }
 };
@@ -247,6 +250,8 @@ struct DeviceOps {
     return {{e.x}, {e.y}};
   }
   static __device__ __forceinline__ const Constants& constants() { return kConstantsDevice; }
+  // A predicated select (two 32-bit SELs), not the and-or of 64-bit masks the lanes use.
+  static __device__ __forceinline__ Real select_odd(Bits q, Real a, Real b) { return (q & 1u) != 0 ? a : b; }
   static __device__ __forceinline__ Real from_double(double x) { return {x}; }
   static __device__ __forceinline__ double to_double(Real x) { return x.v; }
 };

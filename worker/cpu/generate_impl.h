@@ -62,6 +62,10 @@ struct VecOps {
   static inline __attribute__((always_inline)) Real fma(Real a, Real b, Real c) { return fma_lanes(a, b, c); }
   static inline __attribute__((always_inline)) Real sqrt(Real x) { return sqrt_lanes(x); }
   static constexpr const element_math::Constants& constants() { return element_math::kConstants; }
+  static inline __attribute__((always_inline)) Real select_odd(Bits q, Real a, Real b) {
+    const Bits odd = ~((q & 1u) - 1u);  // all ones in the lanes where q is odd
+    return real((bits(a) & odd) | (bits(b) & ~odd));
+  }
   static inline __attribute__((always_inline)) element_math::LogEntry<Real> log_entry(Bits i) {
     return {gather_pairs(&element_math::kLogTable[0].invc, i),
             gather_pairs(&element_math::kLogTable[0].logc, i)};

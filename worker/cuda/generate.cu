@@ -31,23 +31,36 @@ __device__ __forceinline__ void make_elements(const KeyedGenerator& gen, const C
   }
 }
 
-// normal: one thread per Box-Muller pair (global elements 2m, 2m + 1), making both of its elements
-// that fall in the box: half the Philox blocks and logs of one thread per element. Pair slot p of a
-// row is pair (base >> 1) + p, where base is the global index of the row's first box element.
-template <typename T>
+// normal: Box-Muller pairs (global elements 2m, 2m + 1), each thread making both elements of
+// kPairs pairs of a row that fall in the box: half the Philox blocks and logs of one thread per
+// element. Pair slot p of a row is pair (base >> 1) + p, where base is the global index of the
+// row's first box element; a thread takes slots p, p + W, p + 2W, ... (W: the grid's width in
+// threads), so a warp's stores stay contiguous, and its pairs are independent chains the scheduler
+// interleaves (4 pairs a thread: 0.4525 against 0.4884 ms a 10000² chunk for 1 on an H200,
+// bench/README.md). A thread computes all kPairs even where the last ones fall past the row.
+template <int kPairs, typename T>
 __device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
                                                   T* __restrict__ out) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t slot_stride = gridDim.x * blockDim.x;
   const uint32_t row_stride = gridDim.y * blockDim.y;
   for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
     const uint64_t base = (box.row0 + r) * array_cols + box.col0;
-    const uint64_t pair = (base >> 1) + p;
-    const int64_t c_even = int64_t(2 * pair - base);  // -1 when the row starts on an odd index
-    if (c_even >= int64_t(box.cols)) continue;
-    const NormalPair z = standard_normal_pair_fast(gen.keys, pair);
+    const uint64_t first = (base >> 1) + p;
+    if (int64_t(2 * first - base) >= int64_t(box.cols)) continue;  // every slot past the row
     T* row = out + uint64_t(r) * box.cols;
-    if (c_even >= 0) row[c_even] = T(scale_normal(gen.param1, z.even, gen.param0));
-    if (c_even + 1 < int64_t(box.cols)) row[c_even + 1] = T(scale_normal(gen.param1, z.odd, gen.param0));
+    NormalPair z[kPairs];
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k)
+      z[k] = standard_normal_pair_fast(gen.keys, first + uint64_t(k) * slot_stride);
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      // Column of the pair's even element: -1 when the row starts on an odd index.
+      const int64_t c_even = int64_t(2 * (first + uint64_t(k) * slot_stride) - base);
+      if (c_even >= 0 && c_even < int64_t(box.cols))
+        row[c_even] = T(scale_normal(gen.param1, z[k].even, gen.param0));
+      if (c_even + 1 < int64_t(box.cols)) row[c_even + 1] = T(scale_normal(gen.param1, z[k].odd, gen.param0));
+    }
   }
 }
 
@@ -88,11 +101,47 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
   make_elements<Kind, Formula>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
 }
 
-template <typename T>
+template <int kPairs, typename T>
 __global__ void __launch_bounds__(256) generate_normal_pairs_kernel(GenerateGeometry g,
                                                                      T* __restrict__ out) {
   const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
-  make_normal_pairs(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
+  make_normal_pairs<kPairs>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
+}
+
+// Of a row's `slots` pair slots, the share a launch of kPairs a thread makes: its threads a row
+// are whole blocks as wide as shape_for makes them, each thread making kPairs pairs.
+double made_per_slot(uint64_t slots, uint64_t pairs) {
+  const uint64_t threads = (slots + pairs - 1) / pairs;
+  uint64_t bx = 1;
+  while (bx < 256 && bx < threads) bx *= 2;
+  return double((threads + bx - 1) / bx * bx * pairs) / double(slots);
+}
+
+template <int kPairs>
+void launch_normal_pairs_by(const GenerateGeometry& g, DType dtype, void* buffer, uint64_t rows, uint64_t slots,
+                            uint32_t count, int sm_count, cudaStream_t stream) {
+  const LaunchShape s = shape_for(rows, (slots + kPairs - 1) / kPairs, count, sm_count);
+  if (dtype == DType::kFloat64) {
+    generate_normal_pairs_kernel<kPairs, double><<<s.grid, s.block, 0, stream>>>(g, static_cast<double*>(buffer));
+  } else {
+    generate_normal_pairs_kernel<kPairs, float><<<s.grid, s.block, 0, stream>>>(g, static_cast<float*>(buffer));
+  }
+}
+
+// Four pairs a thread, or two, or one: the most that makes at most 5 % more pairs than the row
+// has slots (a 5000-column chunk's 2501 slots in 768 threads of four would make 23 % more, and
+// its 2 TB job took 1.19 x the 10000² one; in 1280 threads of two, 2.4 %).
+void launch_normal_pairs(const GenerateGeometry& g, DType dtype, void* buffer, uint64_t rows, uint64_t cols,
+                         uint32_t count, int sm_count, cudaStream_t stream) {
+  // Pair slots per row: at most cols / 2 + 1 (a row may start and end half way through a pair).
+  const uint64_t slots = cols / 2 + 1;
+  constexpr double kMostMade = 1.05;
+  if (made_per_slot(slots, 4) <= kMostMade)
+    launch_normal_pairs_by<4>(g, dtype, buffer, rows, slots, count, sm_count, stream);
+  else if (made_per_slot(slots, 2) <= kMostMade)
+    launch_normal_pairs_by<2>(g, dtype, buffer, rows, slots, count, sm_count, stream);
+  else
+    launch_normal_pairs_by<1>(g, dtype, buffer, rows, slots, count, sm_count, stream);
 }
 
 template <Generator Kind, ElementFormula Formula>
@@ -129,15 +178,7 @@ void generate(const ChunkWork& w, uint32_t count, uint64_t stride, uint64_t rows
   const GenerateGeometry g{w.gen, w.grid, w.chunk, stride};
   const bool reference = formula == ElementFormula::kReference;
   if (w.gen.kind == Generator::kNormal && !reference) {
-    // Pair slots per row: at most cols / 2 + 1 (a row may start and end half way through a pair).
-    const LaunchShape s = shape_for(rows, cols / 2 + 1, count, sm_count);
-    if (w.dtype == DType::kFloat64) {
-      generate_normal_pairs_kernel<double>
-          <<<s.grid, s.block, 0, stream>>>(g, static_cast<double*>(buffer));
-    } else {
-      generate_normal_pairs_kernel<float>
-          <<<s.grid, s.block, 0, stream>>>(g, static_cast<float*>(buffer));
-    }
+    launch_normal_pairs(g, w.dtype, buffer, rows, cols, count, sm_count, stream);
     PSCHED_CUDA_CHECK(cudaGetLastError());
     return;
   }

@@ -30,7 +30,35 @@ struct StoredAs<BoolByte> {
   static __device__ double value(const unsigned char* p) { return __ldg(p) != 0 ? 1.0 : 0.0; }
 };
 
-// Selected element j (row-major over the selection) of a materialized chunk. All offsets stay
+// Where selected element j (row-major over the chunk's selection) lies in it: row i, column k,
+// j = i * sel_cols + k.
+struct SelectionPos {
+  uint32_t i, k;
+};
+
+// A thread takes every kThreads-th selected element, so it divides once (at) and then steps by
+// adds and one compare (advance). A division an element was about 25 of a fused element's
+// instructions: a fused 10000² chunk took 0.330 ms stepping against 0.348 dividing (one H200).
+struct SelectionStep {
+  uint32_t rows, cols;  // by / sel_cols and by % sel_cols
+  uint32_t sel_cols;
+  __device__ SelectionStep(uint32_t by, uint32_t sel_cols_)
+      : rows(by / sel_cols_), cols(by - (by / sel_cols_) * sel_cols_), sel_cols(sel_cols_) {}
+  __device__ SelectionPos at(uint32_t j) const {
+    const uint32_t i = j / sel_cols;
+    return SelectionPos{i, j - i * sel_cols};
+  }
+  __device__ void advance(SelectionPos& p) const {
+    p.i += rows;
+    p.k += cols;
+    if (p.k >= sel_cols) {
+      p.k -= sel_cols;
+      ++p.i;
+    }
+  }
+};
+
+// The selected element at p of a materialized chunk. All offsets stay
 // inside the chunk (< 2^31 elements), so 32-bit arithmetic is exact.
 template <typename T>
 struct StoredSelection {
@@ -38,17 +66,14 @@ struct StoredSelection {
   uint32_t first;       // offset of the first selected element in the chunk
   uint32_t row_stride;  // row_step * box.cols (0 when one row is selected)
   uint32_t col_step;    // 0 when one column is selected
-  uint32_t sel_cols;
   double scale, offset;
 
-  __device__ double operator()(uint32_t j) const {
-    const uint32_t i = j / sel_cols;
-    const uint32_t k = j - i * sel_cols;
-    return mul_add_rounded(scale, StoredAs<T>::value(data + first + i * row_stride + k * col_step), offset);
+  __device__ double operator()(SelectionPos p) const {
+    return mul_add_rounded(scale, StoredAs<T>::value(data + first + p.i * row_stride + p.k * col_step), offset);
   }
 };
 
-// Selected element j generated on the spot, rounded to the stored dtype T as the materialized
+// The selected element at p generated on the spot, rounded to the stored dtype T as the materialized
 // chunk would hold it.
 template <Generator Kind, typename T>
 struct GeneratedSelection {
@@ -56,13 +81,10 @@ struct GeneratedSelection {
   uint64_t array_cols;
   uint64_t first_row, first_col;
   uint64_t row_step, col_step;
-  uint32_t sel_cols;
   double scale, offset;
 
-  __device__ double operator()(uint32_t j) const {
-    const uint32_t i = j / sel_cols;
-    const uint32_t k = j - i * sel_cols;
-    const uint64_t index = (first_row + i * row_step) * array_cols + first_col + k * col_step;
+  __device__ double operator()(SelectionPos p) const {
+    const uint64_t index = (first_row + p.i * row_step) * array_cols + first_col + p.k * col_step;
     const T stored = T(generated<Kind, ElementFormula::kFast>(gen, index));
     return mul_add_rounded(scale, double(stored), offset);
   }
@@ -70,6 +92,16 @@ struct GeneratedSelection {
 
 constexpr uint32_t kThreads = 256;
 constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they are added
+// Elements a thread generates before it adds them, in a fused job: not loads to keep in flight,
+// but independent chains to interleave; 4 made a fused 10000² chunk in 0.323 ms against 0.330 for
+// 8 and 0.338 / 0.330 for 2 / 1 (one H200, bench/README.md).
+constexpr uint32_t kUnrollFused = 4;
+// A reading var/std block's registers: held to 64 (4 blocks of 256 an SM, 280 bytes spilled) rather
+// than the 108 ptxas takes unasked (2 blocks), so that more loads are in flight: the 2 TB job with
+// var and std took 1.651 s against 1.689 held to 80 (3 blocks), same call, and 1.772 unheld in an
+// earlier call (one H200; its sum-only 1.515). Reading is latency-bound,
+// generating (fused) is not: a fused block is not held.
+constexpr uint32_t kSquaresReadBlocksPerSm = 4;
 // Elements per thread at least, reading a chunk: a block's fixed costs (its shared exact sum started,
 // then merged into its chunk's accumulator with global atomics that every block of the chunk
 // contends for) need that much work behind them. 16 left a 5000² chunk's reduce at twice its
@@ -85,6 +117,8 @@ constexpr uint32_t kWaves = 2;          // whole waves of resident blocks per la
 template <typename T>
 struct StoredBatch {
   static constexpr uint32_t kLeastPerThread = kMinPerThread;
+  static constexpr uint32_t kUnrolled = kUnroll;
+  static constexpr uint32_t kSquaresBlocksPerSm = kSquaresReadBlocksPerSm;
   const typename StoredAs<T>::Type* data;
   __device__ StoredSelection<T> for_chunk(const BatchGeometry& g, uint32_t z,
                                           const ChunkSelection& s) const {
@@ -92,7 +126,7 @@ struct StoredBatch {
     const uint64_t row_stride = s.rows.count > 1 ? g.row_sel.step * s.box.cols : 0;
     const uint64_t col_step = s.cols.count > 1 ? g.col_sel.step : 0;
     return StoredSelection<T>{data + z * g.stride, uint32_t(first), uint32_t(row_stride),
-                              uint32_t(col_step), uint32_t(s.cols.count), g.scale, g.offset};
+                              uint32_t(col_step), g.scale, g.offset};
   }
 };
 
@@ -100,19 +134,20 @@ struct StoredBatch {
 template <Generator Kind, typename T>
 struct GeneratedBatch {
   static constexpr uint32_t kLeastPerThread = kMinPerThreadFused;
+  static constexpr uint32_t kUnrolled = kUnrollFused;
+  static constexpr uint32_t kSquaresBlocksPerSm = 1;
   __device__ GeneratedSelection<Kind, T> for_chunk(const BatchGeometry& g, uint32_t,
                                                    const ChunkSelection& s) const {
     return GeneratedSelection<Kind, T>{g.gen,        g.grid.cols, s.rows.first,
                                        s.cols.first, s.rows.count > 1 ? g.row_sel.step : 0,
-                                       s.cols.count > 1 ? g.col_sel.step : 0,
-                                       uint32_t(s.cols.count), g.scale, g.offset};
+                                       s.cols.count > 1 ? g.col_sel.step : 0, g.scale, g.offset};
   }
 };
 
 // Block (x, z) adds chunk z's selected elements [x * per_block, (x + 1) * per_block), thread t
 // taking every kThreads-th from the t-th, into acc[z] (and their squares into squares[z]).
 template <typename Source, bool Squares>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, Squares ? Source::kSquaresBlocksPerSm : 1)
     accumulate_kernel(BatchGeometry g, Source source, uint32_t per_thread, bool carry_blocks,
                       ChunkAccumulator* __restrict__ acc, ExactSum* __restrict__ squares) {
   __shared__ BlockSum<kThreads> block;
@@ -127,15 +162,24 @@ __global__ void __launch_bounds__(kThreads)
   const uint64_t block_end = first + uint64_t(per_thread) * kThreads;
   const uint32_t end = uint32_t(block_end < n ? block_end : n);
   ThreadSums sums;
+  constexpr uint32_t U = Source::kUnrolled;
   uint32_t j = uint32_t(first) + threadIdx.x;
-  for (; j + (kUnroll - 1) * kThreads < end; j += kUnroll * kThreads) {
-    double v[kUnroll];
+  const SelectionStep step(kThreads, uint32_t(s.cols.count));
+  SelectionPos p = step.at(j);
+  for (; j + (U - 1) * kThreads < end; j += U * kThreads) {
+    double v[U];
 #pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) v[u] = element(j + u * kThreads);
+    for (uint32_t u = 0; u < U; ++u) {
+      v[u] = element(p);
+      step.advance(p);
+    }
 #pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) take<Squares>(v[u], sums, block.exact, block.squares);
+    for (uint32_t u = 0; u < U; ++u) take<Squares>(v[u], sums, block.exact, block.squares);
   }
-  for (; j < end; j += kThreads) take<Squares>(element(j), sums, block.exact, block.squares);
+  for (; j < end; j += kThreads) {
+    take<Squares>(element(p), sums, block.exact, block.squares);
+    step.advance(p);
+  }
   finish_block<Squares>(block, sums, threadIdx.x, carry_blocks, acc[z], Squares ? squares + z : nullptr);
 }
 

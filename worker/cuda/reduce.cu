@@ -99,9 +99,13 @@ constexpr uint32_t kUnrollFused = 4;
 // A reading var/std block's registers: held to 64 (4 blocks of 256 an SM, 280 bytes spilled) rather
 // than the 108 ptxas takes unasked (2 blocks), so that more loads are in flight: the 2 TB job with
 // var and std took 1.651 s against 1.689 held to 80 (3 blocks), same call, and 1.772 unheld in an
-// earlier call (one H200; its sum-only 1.515). Reading is latency-bound,
-// generating (fused) is not: a fused block is not held.
+// earlier call (one H200; its sum-only 1.515). Reading is latency-bound; a fused block, which
+// generates, is held less (kFusedBlocksPerSm).
 constexpr uint32_t kSquaresReadBlocksPerSm = 4;
+// A fused block's, sum or var/std: held to 80 (3 blocks an SM, 140 bytes spilled; 280 with
+// squares) rather than 108 (2 blocks): the fused 2 TB job 0.711-0.712 s against 0.759-0.760, with
+// var and std 0.955 against 1.038; 4 blocks (64 registers) 0.713-0.714 and 0.952 (one H200).
+constexpr uint32_t kFusedBlocksPerSm = 3;
 // Elements per thread at least, reading a chunk: a block's fixed costs (its shared exact sum started,
 // then merged into its chunk's accumulator with global atomics that every block of the chunk
 // contends for) need that much work behind them. 16 left a 5000² chunk's reduce at twice its
@@ -118,6 +122,7 @@ template <typename T>
 struct StoredBatch {
   static constexpr uint32_t kLeastPerThread = kMinPerThread;
   static constexpr uint32_t kUnrolled = kUnroll;
+  static constexpr uint32_t kBlocksPerSm = 1;
   static constexpr uint32_t kSquaresBlocksPerSm = kSquaresReadBlocksPerSm;
   const typename StoredAs<T>::Type* data;
   __device__ StoredSelection<T> for_chunk(const BatchGeometry& g, uint32_t z,
@@ -135,7 +140,8 @@ template <Generator Kind, typename T>
 struct GeneratedBatch {
   static constexpr uint32_t kLeastPerThread = kMinPerThreadFused;
   static constexpr uint32_t kUnrolled = kUnrollFused;
-  static constexpr uint32_t kSquaresBlocksPerSm = 1;
+  static constexpr uint32_t kBlocksPerSm = kFusedBlocksPerSm;
+  static constexpr uint32_t kSquaresBlocksPerSm = kFusedBlocksPerSm;
   __device__ GeneratedSelection<Kind, T> for_chunk(const BatchGeometry& g, uint32_t,
                                                    const ChunkSelection& s) const {
     return GeneratedSelection<Kind, T>{g.gen,        g.grid.cols, s.rows.first,
@@ -147,7 +153,7 @@ struct GeneratedBatch {
 // Block (x, z) adds chunk z's selected elements [x * per_block, (x + 1) * per_block), thread t
 // taking every kThreads-th from the t-th, into acc[z] (and their squares into squares[z]).
 template <typename Source, bool Squares>
-__global__ void __launch_bounds__(kThreads, Squares ? Source::kSquaresBlocksPerSm : 1)
+__global__ void __launch_bounds__(kThreads, Squares ? Source::kSquaresBlocksPerSm : Source::kBlocksPerSm)
     accumulate_kernel(BatchGeometry g, Source source, uint32_t per_thread, bool carry_blocks,
                       ChunkAccumulator* __restrict__ acc, ExactSum* __restrict__ squares) {
   __shared__ BlockSum<kThreads> block;

@@ -108,13 +108,11 @@ __global__ void __launch_bounds__(256) generate_normal_pairs_kernel(GenerateGeom
   make_normal_pairs<kPairs>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
 }
 
-// Of a row's `slots` pair slots, the share a launch of kPairs a thread makes: its threads a row
-// are whole blocks as wide as shape_for makes them, each thread making kPairs pairs.
+// Of a row's `slots` pair slots, the share a launch of `pairs` a thread makes: its threads a row
+// are the blocks shape_for lays along one row, each thread making `pairs` pairs.
 double made_per_slot(uint64_t slots, uint64_t pairs) {
-  const uint64_t threads = (slots + pairs - 1) / pairs;
-  uint64_t bx = 1;
-  while (bx < 256 && bx < threads) bx *= 2;
-  return double((threads + bx - 1) / bx * bx * pairs) / double(slots);
+  const LaunchShape s = shape_for(1, (slots + pairs - 1) / pairs, 1, 1);
+  return double(uint64_t(s.grid.x) * s.block.x * pairs) / double(slots);
 }
 
 template <int kPairs>

@@ -52,8 +52,9 @@ struct BatchWork {
 };
 
 // Each launcher's arguments are the backend's to get right (batches of 1 to kMaxBatchChunks
-// chunks, at most kMaxChunkElements elements per chunk): a violation is a bug, so it fails a PSCHED_REQUIRE (core/check.h) and the worker stops,
-// rather than a chunk failing and another worker hiding the bug by retrying it.
+// chunks, at most kMaxChunkElements elements per chunk): a violation is a bug, so it fails a
+// PSCHED_REQUIRE (core/check.h) and the worker stops, rather than a chunk failing and another
+// worker hiding the bug by retrying it.
 
 // kFast evaluates elements with fast_generators.h (32-bit Philox multiplies, one thread per normal
 // pair); kReference evaluates core/generators.h's element_value() verbatim. Both give the CPU

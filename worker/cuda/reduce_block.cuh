@@ -1,9 +1,9 @@
 // What a reducing block does (reduce.cu, for materialized, stored and fused chunks alike). A
-// launch's geometry and each chunk's selection in it; each thread keeps a
-// TwoSum expansion, min and max, and for a var/std job one of the squares (take); the block
-// gathers its threads' exact sums in shared memory (exact_device.cuh) and adds its digits, special
-// counts and extremes to the chunk's accumulators with global atomics (finish_block). Exact addition is associative, so neither the order nor the
-// grid shape can change a bit of the result. Kernel syntax: nvcc only.
+// launch's geometry and each chunk's selection in it; each thread keeps a TwoSum expansion, min
+// and max, and for a var/std job one of the squares (take); the block gathers its threads' exact
+// sums in shared memory (exact_device.cuh) and adds its digits, special counts and extremes to the
+// chunk's accumulators with global atomics (finish_block). Exact addition is associative, so
+// neither the order nor the grid shape can change a bit of the result. Kernel syntax: nvcc only.
 #pragma once
 
 #include <cuda_runtime_api.h>

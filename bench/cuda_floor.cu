@@ -60,11 +60,10 @@ struct StridedPlusOne {
   }
 };
 
-// What the shared element definition (core/element_math.h: log, sin and cos in explicitly rounded
-// basic operations and fmas, the same bits as the CPU) costs against CUDA's own math library: this kernel
-// makes the same Box-Muller pairs (one Philox block per pair, (2m, 2m+1) taking cos and sin, written
-// as double2) with CUDA's log, sqrt and sincospi, FMA-contracted, as the generator did before the
-// shared definition. Chunk 0 of an array with an even number of columns only.
+// A peer for the shared element definition (core/generators.h: a ziggurat in explicitly rounded
+// doubles, the same bits as the CPU): Box-Muller pairs (one Philox block per pair, (2m, 2m+1) taking
+// cos and sin, written as double2) with CUDA's own log, sqrt and sincospi, FMA-contracted, as the
+// generator did before it had a shared definition (and as cuRAND's normal2_double does). Chunk 0 of an array with an even number of columns only.
 __global__ void __launch_bounds__(256)
     generate_cuda_libm_kernel(gpu::KeyedGenerator gen, uint64_t array_cols, uint32_t rows,
                               uint32_t pair_cols, double2* __restrict__ out) {

@@ -7,10 +7,10 @@ For every function whose mangled name contains PATTERN: the longest loop (the sp
 backward branch's target to the branch) with its instruction count and the count of each opcode,
 and with --list the loop's instructions. Generation is bound by the instructions it issues
 (bench/README.md), so this count is the figure to move; cuobjdump is in the CUDA toolkit on the
-GPU machine (not on the build VM). Example, the normal generator's loop (one Box-Muller pair an
-iteration):
+GPU machine (not on the build VM). Example, the normal generator's loop (four Philox blocks, eight
+elements, an iteration):
 
-    cuobjdump -sass build/bin/cuda-floor | bench/sass_loop.py generate_normal_pairs_kernelIdE
+    cuobjdump -sass build/bin/cuda-floor | bench/sass_loop.py generate_normal_pairs_kernelILi4EdE
 """
 import collections
 import re

@@ -1,7 +1,7 @@
-// The normal generator's transcendental functions, defined once (docs/design.md, "The element
-// definition"): log(x) on (0, 1] and sin/cos(2 pi u) for a 53-bit uniform u, as fixed sequences
-// of IEEE-754 double operations (add, subtract, multiply, fused multiply-add and square root, each
-// rounded to nearest; no division), exact bit operations and loads from one table
+// The normal generator's tables and its one transcendental function, defined once (docs/design.md,
+// "The element definition"): the ziggurat's layers (core/ziggurat_table.h) and log(x) on (0, 1], a
+// fixed sequence of IEEE-754 double operations (add, subtract, multiply and fused multiply-add,
+// each rounded to nearest; no division), exact bit operations and loads from one table
 // (core/log_table.h). A multiply and an add are fused only where written as fma(): everything else
 // is rounded on its own (host code builds with -ffp-contract=off; DeviceOps rounds explicitly).
 // They are templates on the arithmetic, so the scalar host reference (core/generators.h), the
@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "core/log_table.h"
+#include "core/ziggurat_table.h"
 
 #if defined(__CUDACC__)
 #define PSCHED_ELEMENT_MATH __host__ __device__ __forceinline__
@@ -29,12 +30,8 @@ namespace psched::element_math {
 //   Ops::bits(Real) -> Bits, Ops::real(Bits) -> Real   reinterpretations (no conversion)
 //   Ops::splat(double) -> Real                         the constant in every lane
 //   Ops::fma(Real a, Real b, Real c) -> Real           a * b + c rounded once (IEEE fusedMultiplyAdd)
-//   Ops::sqrt(Real) -> Real                            IEEE square root, correctly rounded
 //   Ops::log_entry(Bits i) -> LogEntry<Real>           kLogTable[i] (i < kLogTableSize)
 //   Ops::constants() -> const Constants&               kConstants, wherever the arithmetic keeps it
-//   Ops::select_odd(Bits q, Real a, Real b) -> Real    a where q is odd, else b (a bit select: a
-//                                                      condition where a scalar has one, a mask in
-//                                                      lanes)
 // Lanes never interact, so a vector lane computes exactly what the scalar form computes.
 
 inline constexpr int kLogTableBits = PSCHED_LOG_TABLE_BITS;
@@ -45,28 +42,35 @@ struct LogTableEntry {
 };
 
 // The definition's constants that no instruction can hold as an immediate (their low 32 bits are
-// not zero): log's ln 2 parts and polynomial, the sin and cos polynomials. Each arithmetic reads
-// them through Ops::constants(): the host and the CPU lanes from this constexpr copy, the device
-// from constant memory, which ptxas loads once a thread or takes as an operand. As literals, it
-// built each from two moves again for every pair: about 40 of a pair's 250 instructions
-// (bench/README.md, "Constants from constant memory"). Same values, same operations, same bits.
+// not zero): log's ln 2 parts and polynomial. Each arithmetic reads them through Ops::constants():
+// the host and the CPU lanes from this constexpr copy, the device from constant memory, which
+// ptxas loads once a thread or takes as an operand (as literals, each took two moves again for
+// every use: bench/README.md, "Constants from constant memory"). Same values, same operations,
+// same bits.
 struct Constants {
-  double ln2_hi, ln2_lo;          // ln 2 = ln2_hi + ln2_lo; ln2_hi has 43 significant bits
-  double a1, a3, a4, a5;          // log1p's odd-numbered coefficients (A0, A2 are immediates)
-  double s0_lo;                   // pi/2 - 1.5, rounded
-  double s1, s2, s3, s4, s5, s6;  // sin(r pi/2)'s
-  double c1, c2, c3, c4, c5, c6;  // cos(r pi/2)'s
+  double ln2_hi, ln2_lo;  // ln 2 = ln2_hi + ln2_lo; ln2_hi has 43 significant bits
+  double a1, a3, a4, a5;  // log1p's odd-numbered coefficients (A0, A2 are immediates)
 };
-#define PSCHED_ELEMENT_CONSTANTS                                                                  \
-  {0x1.62e42fefa3800p-1, 0x1.ef35793c76730p-45,                                                  \
-   0x1.5555555555555p-2, 0x1.999999999999ap-3, -0x1.5555555555555p-3, 0x1.2492492492492p-3,      \
-   0x1.21fb54442d184p-4,                                                                          \
-   -0x1.4abbce625be47p-1, 0x1.466bc67758db1p-4, -0x1.32d2cce335e6fp-8, 0x1.5078301dcf6b6p-13,    \
-   -0x1.e300a85fc9574p-19, 0x1.e404742f3e351p-25,                                                 \
-   0x1.03c1f081b5abdp-2, -0x1.55d3c7e3ca6fbp-6, 0x1.e1f5068528e5ep-11, -0x1.a6d1edbbb9b9cp-16,    \
-   0x1.f9cd20b415c65p-22, -0x1.b2a21ec94163bp-28}
+#define PSCHED_ELEMENT_CONSTANTS                                                             \
+  {0x1.62e42fefa3800p-1, 0x1.ef35793c76730p-45,                                             \
+   0x1.5555555555555p-2, 0x1.999999999999ap-3, -0x1.5555555555555p-3, 0x1.2492492492492p-3}
 inline constexpr Constants kConstants = PSCHED_ELEMENT_CONSTANTS;
 alignas(16) inline constexpr LogTableEntry kLogTable[kLogTableSize] = {PSCHED_LOG_TABLE_ENTRIES};
+
+// The ziggurat's layers (core/gen_ziggurat_table.py says what each is): the fast path reads
+// ZigguratFast {k_i, w_i}, the rare wedge test ZigguratWedge {f_i, d_i}. k_i is an integer below
+// 2^53, kept as a double (exact) so that the fast test compares doubles.
+inline constexpr int kZigguratLayers = PSCHED_ZIGGURAT_LAYERS;
+inline constexpr double kZigguratR = PSCHED_ZIGGURAT_R;        // x_1: where the tail starts
+inline constexpr double kZigguratInvR = PSCHED_ZIGGURAT_INV_R;  // 1 / r, rounded
+struct ZigguratFast {
+  double k, w;
+};
+struct ZigguratWedge {
+  double f, d;
+};
+alignas(16) inline constexpr ZigguratFast kZigguratFast[kZigguratLayers] = {PSCHED_ZIGGURAT_FAST_ENTRIES};
+alignas(16) inline constexpr ZigguratWedge kZigguratWedge[kZigguratLayers] = {PSCHED_ZIGGURAT_WEDGE_ENTRIES};
 
 template <class Real>
 struct LogEntry {
@@ -128,64 +132,6 @@ PSCHED_ELEMENT_MATH typename Ops::Real log_unit(typename Ops::Real x) {
   return hi + fma<Ops>(r2, q, lo);
 }
 
-template <class Real>
-struct SinCos {
-  Real sin, cos;
-};
-
-// sin(2 pi u) and cos(2 pi u) for u = n 2^-53, 0 <= n < 2^53. The reduction is exact in u, with no
-// inexact pi: t = 4u, q = t rounded to the nearest integer (ties to even, by adding 1.5 * 2^52),
-// r = t - q in [-1/2, 1/2], so 2 pi u = q pi/2 + r pi/2. r pi/2 is carried as x_hi + x_lo, x_hi =
-// 1.5 r (exact: r has at most 50 significant bits), x_lo = r S0_lo (S0_lo = pi/2 - 1.5, rounded),
-// which is r pi/2 to about 2^-57. With z = r^2 and each polynomial by fma (Horner):
-//   sin(r pi/2) = x_hi + fma(r z, S1 + z (S2 + z (S3 + z (S4 + z (S5 + z S6)))), x_lo)
-//   cos(r pi/2) = h + fma(z z, C1 + z (C2 + ... z C6), ((1 - h) - hsq) - e - x_lo (x_hi + x_lo / 2))
-//     with hsq = x_hi^2 / 2 rounded, e = its rounding error (an fma, exact), h = 1 - hsq, since
-//     (r pi/2)^2 / 2 = hsq + e + x_lo (x_hi + x_lo / 2): the large part rounded once, and the
-//     rounding of 1 - hsq carried (as fdlibm's __kernel_cos does)
-// S_k, C_k are fdlibm's minimax coefficients of __kernel_sin and __kernel_cos (|x| <= pi/4) times
-// (pi/2)^(2k+1) and (pi/2)^(2k+2), rounded to double.
-// Then q mod 4 picks and signs them: sin = sin r', cos r', -sin r', -cos r' and cos = cos r',
-// -sin r', -cos r', sin r' for q mod 4 = 0, 1, 2, 3 (r' = r pi/2). Error < 0.75 ulp (0.72 measured;
-// tests/core/element_math_test.cpp).
-template <class Ops>
-PSCHED_ELEMENT_MATH SinCos<typename Ops::Real> sincos_2pi(typename Ops::Real u) {
-  using Real = typename Ops::Real;
-  using Bits = typename Ops::Bits;
-  const Constants& c = Ops::constants();
-  constexpr double kRoundInt = 0x1.8p52;
-  const Real t = u * 4.0;                    // exact
-  const Real rounded = t + kRoundInt;        // q in the low bits
-  const Real r = t - (rounded - kRoundInt);  // both exact
-  const Bits q = Ops::bits(rounded);
-  const Real z = r * r;
-  const Real x_hi = r * 1.5;
-  const Real x_lo = r * c.s0_lo;
-  const Real ps =
-      fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, c.s6, c.s5), c.s4), c.s3), c.s2), c.s1);
-  const Real sin_r = x_hi + fma<Ops>(r * z, ps, x_lo);
-  const Real half_x_hi = x_hi * 0.5;  // exact
-  const Real hsq = half_x_hi * x_hi;
-  const Real hsq_err = fma<Ops>(half_x_hi, x_hi, -hsq);  // exact
-  const Real h = 1.0 - hsq;
-  const Real pc =
-      fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, fma<Ops>(z, c.c6, c.c5), c.c4), c.c3), c.c2), c.c1);
-  const Real small = fma<Ops>(-x_lo, fma<Ops>(x_lo, 0.5, x_hi), ((1.0 - h) - hsq) - hsq_err);
-  const Real cos_r = h + fma<Ops>(z * z, pc, small);
-  // Odd quadrants swap sin and cos; bit 63 flips the signs.
-  const Bits sin_bits = Ops::bits(Ops::select_odd(q, cos_r, sin_r));
-  const Bits cos_bits = Ops::bits(Ops::select_odd(q, sin_r, cos_r));
-  return SinCos<Real>{Ops::real(sin_bits ^ ((q & 2u) << 62)),
-                      Ops::real(cos_bits ^ (((q + 1u) & 2u) << 62))};
-}
-
-// The Box-Muller radius sqrt(-2 log(1 - u0)) of a 53-bit uniform u0 (1 - u0 is exact and in
-// (0, 1]); the pair's elements are radius * cos(2 pi u1) and radius * sin(2 pi u1).
-template <class Ops>
-PSCHED_ELEMENT_MATH typename Ops::Real box_muller_radius(typename Ops::Real u0) {
-  return Ops::sqrt(log_unit<Ops>(1.0 - u0) * -2.0);
-}
-
 // Host scalar doubles (g++ with -ffp-contract=off; nvcc passes the flag to its host compiler).
 // __builtin_fma is the FMA instruction where the build targets one, else libm's fma(): both round
 // once.
@@ -196,10 +142,8 @@ struct HostOps {
   static inline Real real(Bits b) { return __builtin_bit_cast(Real, b); }
   static inline Real splat(double x) { return x; }
   static inline Real fma(Real a, Real b, Real c) { return __builtin_fma(a, b, c); }
-  static inline Real sqrt(Real x) { return __builtin_sqrt(x); }
   static inline LogEntry<Real> log_entry(Bits i) { return {kLogTable[i].invc, kLogTable[i].logc}; }
   static constexpr const Constants& constants() { return kConstants; }
-  static inline Real select_odd(Bits q, Real a, Real b) { return (q & 1u) != 0 ? a : b; }
   static inline Real from_double(double x) { return x; }
   static inline double to_double(Real x) { return x; }
 };
@@ -232,6 +176,10 @@ alignas(16) static __device__ const LogTableEntry kLogTableDevice[kLogTableSize]
 // The constants in constant memory, read at addresses known when compiled, so each can be an
 // operand. Not const: nvcc folds a const one's values back into literals (and moves).
 static __constant__ Constants kConstantsDevice = PSCHED_ELEMENT_CONSTANTS;
+// The ziggurat's layers, as the log table: indexed by a random byte, so read through the read-only
+// cache rather than constant memory (which serialises a warp's different addresses).
+alignas(16) static __device__ const ZigguratFast kZigguratFastDevice[kZigguratLayers] = {PSCHED_ZIGGURAT_FAST_ENTRIES};
+alignas(16) static __device__ const ZigguratWedge kZigguratWedgeDevice[kZigguratLayers] = {PSCHED_ZIGGURAT_WEDGE_ENTRIES};
 
 struct DeviceOps {
   using Real = DeviceReal;
@@ -244,17 +192,32 @@ struct DeviceOps {
   }
   static __device__ __forceinline__ Real splat(double x) { return {x}; }
   static __device__ __forceinline__ Real fma(Real a, Real b, Real c) { return {__fma_rn(a.v, b.v, c.v)}; }
-  static __device__ __forceinline__ Real sqrt(Real x) { return {__dsqrt_rn(x.v)}; }
   static __device__ __forceinline__ LogEntry<Real> log_entry(Bits i) {
     const double2 e = __ldg(reinterpret_cast<const double2*>(kLogTableDevice) + i);
     return {{e.x}, {e.y}};
   }
   static __device__ __forceinline__ const Constants& constants() { return kConstantsDevice; }
-  // A predicated select (two 32-bit SELs), not the and-or of 64-bit masks the lanes use.
-  static __device__ __forceinline__ Real select_odd(Bits q, Real a, Real b) { return (q & 1u) != 0 ? a : b; }
   static __device__ __forceinline__ Real from_double(double x) { return {x}; }
   static __device__ __forceinline__ double to_double(Real x) { return x.v; }
 };
 #endif
+
+// Layer i's entries, from the table the code runs beside (i < kZigguratLayers).
+PSCHED_ELEMENT_MATH ZigguratFast ziggurat_fast_entry(uint32_t i) {
+#if defined(__CUDA_ARCH__)
+  const double2 e = __ldg(reinterpret_cast<const double2*>(kZigguratFastDevice) + i);
+  return {e.x, e.y};
+#else
+  return kZigguratFast[i];
+#endif
+}
+PSCHED_ELEMENT_MATH ZigguratWedge ziggurat_wedge_entry(uint32_t i) {
+#if defined(__CUDA_ARCH__)
+  const double2 e = __ldg(reinterpret_cast<const double2*>(kZigguratWedgeDevice) + i);
+  return {e.x, e.y};
+#else
+  return kZigguratWedge[i];
+#endif
+}
 
 }  // namespace psched::element_math

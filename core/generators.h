@@ -1,9 +1,9 @@
 // The array's element values, a pure function of the global position (docs/design.md, "The element
 // definition"): the same array whatever the chunking and whichever backend or worker makes a chunk.
 // This is the scalar reference; the CPU's vector kernels and the CUDA kernels compute the same IEEE
-// operations in the same order (core/element_math.h for log, sin and cos; a multiply and an add
-// fused only where written as an fma, else each rounded), so every generator gives the same bits
-// on host and device.
+// operations in the same order (core/element_math.h for the normal's tables and log; a multiply
+// and an add fused only where written as an fma, else each rounded), so every generator gives the
+// same bits on host and device.
 #pragma once
 
 #include <cmath>
@@ -72,6 +72,26 @@ PSCHED_HD Philox4x32 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32
   return Philox4x32{{c0, c1, c2, c3}};
 }
 
+// philox4x32_10, its rounds in a loop on the device too (the slow path's form: few registers, and
+// it runs rarely). Integer arithmetic: the same words.
+PSCHED_HD Philox4x32 philox4x32_10_rolled(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
+                                          uint32_t k1) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
+  for (int round = 0; round < kPhiloxRounds; ++round) {
+    const uint64_t p0 = uint64_t{kPhiloxM0} * c0;
+    const uint64_t p1 = uint64_t{kPhiloxM1} * c2;
+    c0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
+    c1 = uint32_t(p1);
+    c2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
+    c3 = uint32_t(p0);
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
+  }
+  return Philox4x32{{c0, c1, c2, c3}};
+}
+
 // Philox4x32-10's round keys for one seed: k0 + r W0 and k1 + r W1 before round r. The same for every
 // element of a job, so the CPU lanes and the GPU kernels take them made once rather than adding
 // them up again for every element (on the GPU those adds were 18 of a pair's 224 instructions).
@@ -113,27 +133,112 @@ using ReferenceOps = element_math::DeviceOps;
 using ReferenceOps = element_math::HostOps;
 #endif
 
-// Standard normals by Box-Muller from one Philox block: elements 2m and 2m + 1 share block m (two
-// 53-bit uniforms u0, u1) and take the cosine and the sine branch,
-//   z(2m) = r cos(2 pi u1), z(2m + 1) = r sin(2 pi u1), r = sqrt(-2 log(1 - u0)),
-// as cuRAND's normal2 does: one block and one log per two elements. log, sin and cos are
-// element_math.h's, so every backend gets these bits.
-struct NormalPair {
-  double even, odd;
-};
+// Standard normals by a ziggurat (Marsaglia and Tsang, "The ziggurat method for generating random
+// variables", J. Stat. Softw. 5(8), 2000; 256 layers, core/gen_ziggurat_table.py). Element n takes
+// a 64-bit word w of Philox block n >> 1 (words 0 and 1 for an even n, 2 and 3 for an odd one, so
+// a block makes two elements as it makes uniform_pair's two uniforms): layer i = w's low byte, the
+// sign = bit 8, j = w >> 11 (53 bits), x = j w_i. Where j < k_i (x under the curve: about 99.3 % of
+// draws) the element is +-x. Else the slow path (ziggurat_slow) decides with more draws of its own.
+// The fast path is a table load, a conversion, a multiply and a compare; with the job's Philox it
+// is all a GPU, or a CPU lane, does for almost every element.
+inline constexpr uint64_t kNormalSignBit = uint64_t{1} << 8;
+inline constexpr int kNormalJShift = 11;
+inline constexpr uint32_t kNormalSlowTag = 0x6e6f726du;  // "norm": the slow path's Philox word 3
+inline constexpr uint32_t kNormalMostAttempts = 64;
 
-PSCHED_HD NormalPair box_muller(UniformPair u) {
-  using Real = ReferenceOps::Real;
-  const Real radius = element_math::box_muller_radius<ReferenceOps>(ReferenceOps::from_double(u.u0));
-  const element_math::SinCos<Real> angle =
-      element_math::sincos_2pi<ReferenceOps>(ReferenceOps::from_double(u.u1));
-  return NormalPair{ReferenceOps::to_double(radius * angle.cos),
-                    ReferenceOps::to_double(radius * angle.sin)};
+// Element index's word of its Philox block x.
+PSCHED_HD uint64_t normal_word(const Philox4x32& x, uint64_t index) {
+  return (index & 1) ? (uint64_t{x.v[2]} << 32 | x.v[3]) : (uint64_t{x.v[0]} << 32 | x.v[1]);
+}
+
+// +-x: x with w's sign bit (exact; -0 for j = 0 and the bit set).
+PSCHED_HD double normal_signed(double x, uint64_t w) {
+  using Ops = ReferenceOps;
+  return Ops::to_double(Ops::real(Ops::bits(Ops::from_double(x)) ^ ((w & kNormalSignBit) << 55)));
+}
+
+// The fast path: x = j w_i into z (signed) and whether j < k_i, i.e. whether z is the element.
+// layer is w's (its low byte's) entry of the table, wherever the caller keeps it.
+PSCHED_HD bool ziggurat_fast_in(const element_math::ZigguratFast& layer, uint64_t w, double& z) {
+  using Ops = ReferenceOps;
+  const double j = double(w >> kNormalJShift);  // exact: below 2^53
+  z = normal_signed(Ops::to_double(Ops::from_double(j) * layer.w), w);
+  return j < layer.k;
+}
+PSCHED_HD bool ziggurat_fast(uint64_t w, double& z) {
+  return ziggurat_fast_in(element_math::ziggurat_fast_entry(uint32_t(w & 0xff)), w, z);
+}
+
+// The rest of the ziggurat, for a word whose fast path failed. Attempt a = 1, 2, ... draws Philox
+// block (index, index >> 32, a, kNormalSlowTag) for the seed, 128 bits apart from every element's
+// own block (word 2 is 0 there), as two 53-bit uniforms u, u' (words 0-1 and 2-3):
+//   layer 0 (the tail beyond r): a = -log(1 - u) / r, b = -log(1 - u'); the element is +-(r + a)
+//     where 2b > a^2, else the next attempt draws again (the tail's own loop, same sign);
+//   layer i >= 1 (the wedge): y = f_i + u d_i is a uniform height in the layer; where
+//     log(y) < -x^2 / 2 (y < f(x)) the element is +-x, else words 2-3 become the next w and the
+//     ziggurat starts again with it (fast path included).
+// log is element_math's log_unit; every product and sum is rounded on its own. An attempt
+// succeeds with probability about 1/2 or more, so 64 always end it in practice (2^-64 or less);
+// were they used up, the last x would be the element, so the loop is bounded.
+// Ops is the arithmetic (element_math.h): ReferenceOps below. The CPU kernels instantiate it with
+// an arithmetic of their own translation unit, so that each ISA's build runs its own FMA
+// instruction rather than whichever host copy the linker kept (possibly the baseline build's,
+// whose fma() is libm's software routine). Same bits either way.
+template <class Ops>
+PSCHED_HD double ziggurat_slow_as(uint64_t seed, uint64_t index, uint64_t w) {
+  using Real = typename Ops::Real;
+  constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
+  double x = 0;
+  bool tail = false;  // in layer 0's own loop: draws again, keeps the word and its sign
+  for (uint32_t attempt = 1; attempt <= kNormalMostAttempts; ++attempt) {
+    const uint32_t i = uint32_t(w & 0xff);
+    if (!tail) {
+      if (ziggurat_fast(w, x)) return x;
+      x = normal_signed(x, w);  // unsigned again
+      tail = i == 0;
+    }
+    const Philox4x32 d = philox4x32_10_rolled(uint32_t(index), uint32_t(index >> 32), attempt, kNormalSlowTag,
+                                              uint32_t(seed), uint32_t(seed >> 32));
+    const Real u0 = Ops::from_double(double((uint64_t{d.v[0]} << 32 | d.v[1]) >> kNormalJShift) * kTwoPowMinus53);
+    const uint64_t next = uint64_t{d.v[2]} << 32 | d.v[3];
+    if (tail) {
+      const Real u1 = Ops::from_double(double(next >> kNormalJShift) * kTwoPowMinus53);
+      const Real a = element_math::log_unit<Ops>(1.0 - u0) * -element_math::kZigguratInvR;
+      const Real b2 = element_math::log_unit<Ops>(1.0 - u1) * -2.0;
+      x = Ops::to_double(element_math::kZigguratR + a);
+      if (Ops::to_double(b2) > Ops::to_double(a * a)) return normal_signed(x, w);
+    } else {
+      const element_math::ZigguratWedge layer = element_math::ziggurat_wedge_entry(i);
+      const Real y = element_math::fma<Ops>(u0, layer.d, layer.f);
+      const Real xr = Ops::from_double(x);
+      if (Ops::to_double(element_math::log_unit<Ops>(y)) < Ops::to_double(xr * xr * -0.5))
+        return normal_signed(x, w);
+      w = next;
+    }
+  }
+  return normal_signed(x, w);
+}
+
+#if defined(__CUDACC__)
+__host__ __device__ __noinline__ inline
+#else
+__attribute__((noinline)) inline
+#endif
+double ziggurat_slow(uint64_t seed, uint64_t index, uint64_t w) {
+  return ziggurat_slow_as<ReferenceOps>(seed, index, w);
+}
+
+// The standard normal of word w, element index's: the fast path, else the slow one.
+PSCHED_HD double ziggurat(uint64_t seed, uint64_t index, uint64_t w) {
+  double z;
+  if (ziggurat_fast(w, z)) return z;
+  return ziggurat_slow(seed, index, w);
 }
 
 PSCHED_HD double standard_normal(uint64_t seed, uint64_t index) {
-  const NormalPair z = box_muller(uniform_pair(seed, index >> 1));
-  return (index & 1) ? z.odd : z.even;
+  const Philox4x32 x = philox4x32_10(uint32_t(index >> 1), uint32_t(index >> 33), 0u, 0u, uint32_t(seed),
+                                     uint32_t(seed >> 32));
+  return ziggurat(seed, index, normal_word(x, index));
 }
 
 // Generator parameters in the form the per-element functions take (a POD; copied to kernels).

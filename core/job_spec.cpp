@@ -105,8 +105,9 @@ bool finite(double v) { return std::isfinite(v); }
 
 // Elements and the sum must stay finite: a job whose values can pass float64's (or float32's)
 // largest value would come back as inf or NaN (JSON null), so it is refused up front. Bounds are
-// over the selected elements, in long double: |x| (normal: Box-Muller from 53-bit uniforms stays
-// within 8.6 std of the mean), then |scale| |x| + |offset|, then count times that.
+// over the selected elements, in long double: |x| (normal: the ziggurat's farthest tail element,
+// r - log(2^-53) / r, is 13.71 std from the mean), then |scale| |x| + |offset|, then count times
+// that.
 Status check_magnitudes(const JobSpec& s) {
   const uint64_t row_stop = s.row_sel.stop == kToEnd ? s.rows : s.row_sel.stop;
   const uint64_t col_stop = s.col_sel.stop == kToEnd ? s.cols : s.col_sel.stop;
@@ -122,7 +123,7 @@ Status check_magnitudes(const JobSpec& s) {
     if (is_float(s.dtype)) return Status::ok();
     x = std::ldexp(1.0L, int(8 * element_bytes(s.dtype)));
   } else switch (s.generator) {
-    case Generator::kNormal: x = p0 + 8.6L * p1; break;
+    case Generator::kNormal: x = p0 + 13.71L * p1; break;
     case Generator::kUniform: x = p0 + std::fabs(ld(s.param1) - ld(s.param0)); break;
     case Generator::kArange: {
       const ld last = (ld(rows.first) + ld(rows.count - 1) * ld(s.row_sel.step)) * ld(s.cols) +

@@ -18,8 +18,10 @@ $import "/capnp/c++.capnp".namespace("psched::wire");
 # version is refused at Hello, naming both. 5: JobSpec.source (stored arrays), which a worker of 4
 # would ignore, generating the elements instead. 6: JobSpec.squares (var/std), which a worker of 5
 # would ignore, reporting no sum of squares. 7: JobFailed.tag, so a client with several submissions in
-# flight knows which one was refused (a client of 6 would guess).
-const protocolVersion :UInt32 = 7;
+# flight knows which one was refused (a client of 6 would guess). 8: the normal generator's element
+# definition changed again (a ziggurat in place of Box-Muller), so a worker of 7 would make other
+# elements for the same job.
+const protocolVersion :UInt32 = 8;
 
 enum Role {
   worker @0;

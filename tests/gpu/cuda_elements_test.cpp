@@ -1,7 +1,7 @@
 // The CUDA generators against the host's scalar reference (core/generators.h), element by element
 // and bit for bit: chunks generated on the device (one chunk, and batches of small chunks) for every
-// generator in float64 and float32, millions of elements at indices past 2^32, and the Box-Muller
-// pair of edge uniforms. docs/design.md, "The element definition", promises these bits everywhere.
+// generator in float64 and float32, millions of elements at indices past 2^32, and the ziggurat of
+// edge words. docs/design.md, "The element definition", promises these bits everywhere.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -13,7 +13,7 @@
 
 #include "element_kernels.h"
 #include "gpu_test_support.h"
-#include "tests/support/edge_uniforms.h"
+#include "tests/support/edge_normal_words.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/kernels.cuh"
 
@@ -137,22 +137,22 @@ TEST_CASE("batched GPU chunks hold the host reference's elements bit for bit", "
   }
 }
 
-TEST_CASE("the GPU's Box-Muller pair of edge uniforms has the host's bits", "[gpu][elements]") {
-  // The edges tests/worker/kernels_test.cpp feeds the CPU builds, and a million random pairs.
-  auto [u0, u1] = test::edge_uniform_pairs();
+TEST_CASE("the GPU's ziggurat of edge words has the host's bits", "[gpu][elements]") {
+  // The edges tests/worker/kernels_test.cpp feeds the CPU builds, and a million random words
+  // (some 7000 slow paths, a few hundred of them tails).
+  test::NormalWords words = test::edge_normal_words();
   for (uint64_t m = 0; m < 1000000; ++m) {
-    const UniformPair u = uniform_pair(77, m);
-    u0.push_back(u.u0);
-    u1.push_back(u.u1);
+    const UniformPair u = uniform_pair(77, m);  // any 53 bits: shifted up, with 11 random low bits
+    words.words.push_back(uint64_t(u.u0 * 0x1p53) << 11 | (uint64_t(u.u1 * 0x1p53) & 0x7ff));
+    words.index.push_back(m * 2 + 1);
   }
-  std::vector<double> even(u0.size()), odd(u0.size());
-  device_box_muller(u0.data(), u1.data(), u0.size(), even.data(), odd.data());
+  std::vector<double> got(words.words.size());
+  device_ziggurat(77, words.index.data(), words.words.data(), got.size(), got.data());
   uint64_t differ = 0;
   std::string first_bad;
-  for (size_t i = 0; i < u0.size(); ++i) {
-    const NormalPair want = box_muller(UniformPair{u0[i], u1[i]});
-    if ((!same_bits(even[i], want.even) || !same_bits(odd[i], want.odd)) && differ++ == 0)
-      first_bad = "u0 " + std::to_string(u0[i]) + " u1 " + std::to_string(u1[i]);
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!same_bits(got[i], ziggurat(77, words.index[i], words.words[i])) && differ++ == 0)
+      first_bad = "word " + std::to_string(words.words[i]) + " index " + std::to_string(words.index[i]);
   }
   INFO(first_bad);
   CHECK(differ == 0);

@@ -7,28 +7,26 @@
 namespace psched::gpu_test {
 namespace {
 
-__global__ void box_muller_kernel(const double* u0, const double* u1, size_t n, double* even,
-                                  double* odd) {
+__global__ void ziggurat_kernel(uint64_t seed, const uint64_t* index, const uint64_t* words, size_t n,
+                                double* out) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const NormalPair z = box_muller(UniformPair{u0[i], u1[i]});
-  even[i] = z.even;
-  odd[i] = z.odd;
+  out[i] = ziggurat(seed, index[i], words[i]);
 }
 
 }  // namespace
 
-void device_box_muller(const double* u0, const double* u1, size_t n, double* even, double* odd) {
+void device_ziggurat(uint64_t seed, const uint64_t* index, const uint64_t* words, size_t n, double* out) {
   if (n == 0) return;
-  const size_t bytes = n * sizeof(double);
-  double* d = nullptr;  // u0, u1, even, odd, one after another
-  PSCHED_CUDA_CHECK(cudaMalloc(&d, 4 * bytes));
-  PSCHED_CUDA_CHECK(cudaMemcpy(d, u0, bytes, cudaMemcpyHostToDevice));
-  PSCHED_CUDA_CHECK(cudaMemcpy(d + n, u1, bytes, cudaMemcpyHostToDevice));
-  box_muller_kernel<<<unsigned((n + 255) / 256), 256>>>(d, d + n, n, d + 2 * n, d + 3 * n);
+  const size_t bytes = n * sizeof(uint64_t);
+  uint64_t* d = nullptr;  // index, words, out, one after another
+  PSCHED_CUDA_CHECK(cudaMalloc(&d, 3 * bytes));
+  PSCHED_CUDA_CHECK(cudaMemcpy(d, index, bytes, cudaMemcpyHostToDevice));
+  PSCHED_CUDA_CHECK(cudaMemcpy(d + n, words, bytes, cudaMemcpyHostToDevice));
+  double* result = reinterpret_cast<double*>(d + 2 * n);
+  ziggurat_kernel<<<unsigned((n + 255) / 256), 256>>>(seed, d, d + n, n, result);
   PSCHED_CUDA_CHECK(cudaGetLastError());
-  PSCHED_CUDA_CHECK(cudaMemcpy(even, d + 2 * n, bytes, cudaMemcpyDeviceToHost));
-  PSCHED_CUDA_CHECK(cudaMemcpy(odd, d + 3 * n, bytes, cudaMemcpyDeviceToHost));
+  PSCHED_CUDA_CHECK(cudaMemcpy(out, result, bytes, cudaMemcpyDeviceToHost));
   PSCHED_CUDA_CHECK(cudaFree(d));
 }
 

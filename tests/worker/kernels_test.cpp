@@ -8,7 +8,7 @@
 
 #include "core/generators.h"
 #include "core/partial.h"
-#include "tests/support/edge_uniforms.h"
+#include "tests/support/edge_normal_words.h"
 #include "worker/cpu/kernels.h"
 
 using namespace psched;
@@ -61,7 +61,7 @@ TEST_CASE("CPU kernels give every generator bit for bit as element_value, float3
 
 TEST_CASE("every CPU build gives the scalar reference's normal bits on millions of (seed, index) pairs", "[kernels]") {
   // 2^20 elements from each of four (seed, first index) places, float64 and float32: the
-  // reference once, every build against it. Pairs (2m, 2m + 1) share a block: computed once.
+  // reference once, every build against it (some 7000 slow paths a place, ~260 of them tails).
   const auto builds = runnable_builds();
   const uint64_t n = uint64_t{1} << 20;
   const std::pair<uint64_t, uint64_t> places[] = {
@@ -69,11 +69,7 @@ TEST_CASE("every CPU build gives the scalar reference's normal bits on millions 
   for (const auto& [seed, first] : places) {
     const GeneratorParams g{Generator::kNormal, 10.0, 2.0, seed};
     std::vector<double> want(n);
-    for (uint64_t i = 0; i < n; i += 2) {  // first is even
-      const NormalPair z = box_muller(uniform_pair(seed, (first + i) >> 1));
-      want[i] = mul_add_rounded(g.param1, z.even, g.param0);
-      want[i + 1] = mul_add_rounded(g.param1, z.odd, g.param0);
-    }
+    for (uint64_t i = 0; i < n; ++i) want[i] = element_value(g, first + i);
     for (const CpuKernels* k : builds) {
       INFO(k->isa << " seed " << seed << " first " << first);
       const auto v = generated(*k, g, first, 1, n);
@@ -89,16 +85,14 @@ TEST_CASE("every CPU build gives the scalar reference's normal bits on millions 
   }
 }
 
-TEST_CASE("every CPU build gives the scalar reference's Box-Muller pair at the edge uniforms", "[kernels]") {
-  const auto [u0, u1] = test::edge_uniform_pairs();
+TEST_CASE("every CPU build gives the scalar reference's ziggurat at the edge words", "[kernels]") {
+  const test::NormalWords edge = test::edge_normal_words();
   for (const CpuKernels* k : runnable_builds()) {
-    std::vector<double> even(u0.size()), odd(u0.size());
-    k->box_muller(u0.data(), u1.data(), u0.size(), even.data(), odd.data());
-    for (size_t i = 0; i < u0.size(); ++i) {
-      INFO(k->isa << " u0 " << u0[i] << " u1 " << u1[i]);
-      const NormalPair want = box_muller(UniformPair{u0[i], u1[i]});
-      REQUIRE(same_bits(even[i], want.even));
-      REQUIRE(same_bits(odd[i], want.odd));
+    std::vector<double> got(edge.words.size());
+    k->ziggurat(5, edge.index.data(), edge.words.data(), edge.words.size(), got.data());
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO(k->isa << " word " << std::hex << edge.words[i] << " index " << std::dec << edge.index[i]);
+      REQUIRE(same_bits(got[i], ziggurat(5, edge.index[i], edge.words[i])));
     }
   }
 }

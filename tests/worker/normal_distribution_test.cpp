@@ -1,12 +1,14 @@
 // The normal generator's draws against the normal distribution (docs/design.md, "The element
 // definition"): 10^8 standard normals from the CPU kernels (the same bits as every backend:
 // kernels_test.cpp, tests/gpu/cuda_elements_test.cpp) have the mean, variance, skewness and
-// excess kurtosis of N(0, 1) within five standard errors, and pass a Kolmogorov-Smirnov test.
+// excess kurtosis of N(0, 1) within five standard errors, pass a Kolmogorov-Smirnov test, and put
+// as many draws beyond 2, 3, r (the ziggurat's tail), 4 and 4.5 as N(0, 1) does.
 // The seed is fixed, so the test is deterministic: it fails only when the element definition
 // stops drawing normals. Under a sanitizer it draws 10^7 (the bounds follow n).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -26,8 +28,13 @@ constexpr uint64_t kDraws = 100'000'000;
 constexpr uint64_t kBlock = uint64_t{1} << 20;
 constexpr int kCdfBins = 1 << 20;  // Phi(x) binned: the KS statistic at 2^20 points
 
+// Beyond the ziggurat's r (its tail, 2.6e-4 of the draws) and further out, where the
+// Kolmogorov-Smirnov test sees too little mass to tell.
+constexpr double kTails[] = {2.0, 3.0, 3.6541528853610088, 4.0, 4.5};
+
 struct Draws {
   long double sum[5] = {};  // sums of x^1 .. x^4 (index = power)
+  uint64_t beyond[std::size(kTails)] = {};  // |x| > kTails[t]
   std::vector<uint64_t> cdf_bins = std::vector<uint64_t>(kCdfBins, 0);
 };
 
@@ -48,6 +55,7 @@ Draws draw(uint64_t seed) {
       s[4] += v2 * v2;
       const double u = 0.5 * std::erfc(-v * M_SQRT1_2);  // Phi(v)
       ++d.cdf_bins[std::min(kCdfBins - 1, int(u * kCdfBins))];
+      for (size_t t = 0; t < std::size(kTails); ++t) d.beyond[t] += std::fabs(v) > kTails[t];
     }
     for (int p = 1; p <= 4; ++p) d.sum[p] += s[p];
   }
@@ -89,4 +97,11 @@ TEST_CASE("10^8 normal draws have N(0, 1)'s moments and pass Kolmogorov-Smirnov"
   INFO("KS statistic " << ks << " (+ at most " << worst_bin << " between edges), critical "
                        << 1.95 / root_n);
   CHECK(ks + worst_bin < 1.95 / root_n);
+
+  // The tails: each count within five standard deviations of n erfc(t / sqrt 2).
+  for (size_t t = 0; t < std::size(kTails); ++t) {
+    const double p = std::erfc(kTails[t] / std::sqrt(2.0));
+    INFO(d.beyond[t] << " draws beyond +-" << kTails[t] << ", expected " << double(kDraws) * p);
+    CHECK(std::fabs(double(d.beyond[t]) - double(kDraws) * p) < 5 * std::sqrt(double(kDraws) * p * (1 - p)));
+  }
 }

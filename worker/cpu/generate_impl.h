@@ -1,7 +1,7 @@
 // Generating a run of array elements on registers of lanes (kernels.h's `generate`, and
-// `box_muller_pairs` for the tests): Philox, the element math of core/element_math.h, and the
-// generators' element definitions, bit for bit those of element_value(). Part of the CPU kernels'
-// body (kernels_impl.h): internal linkage only.
+// `ziggurat_words` for the tests): Philox, the normal's ziggurat fast path, and the generators'
+// element definitions, bit for bit those of element_value(). Part of the CPU kernels' body
+// (kernels_impl.h): internal linkage only.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +13,10 @@
 namespace psched {
 namespace {
 
-// The two 53-bit integers of philox4x32_10(index, index >> 32, 0, 0, key) that uniform_pair()
-// scales by 2^-53: a from words 0 and 1, b from words 2 and 3. Lanes hold 32-bit words in 64-bit
-// slots; upper halves may carry garbage until the final masks (mul_lo32 ignores them).
-inline __attribute__((always_inline)) void philox_pair(vu index, const PhiloxKeys& k, vu& a,
-                                                       vu& b) {
+// The two 64-bit words of philox4x32_10(index, index >> 32, 0, 0, key): w0 from words 0 and 1, w1
+// from words 2 and 3. Lanes hold 32-bit words in 64-bit slots; upper halves may carry garbage until
+// the final masks (mul_lo32 ignores them).
+inline __attribute__((always_inline)) void philox_words(vu index, const PhiloxKeys& k, vu& w0, vu& w1) {
   constexpr uint32_t kM0 = kPhiloxM0, kM1 = kPhiloxM1;
   // Round 0 with c2 = c3 = 0: the second product is zero.
   const vu p00 = mul_lo32(index, kM0);
@@ -34,8 +33,8 @@ inline __attribute__((always_inline)) void philox_pair(vu index, const PhiloxKey
     c2 = high_half(p0) ^ c3 ^ k.k1[r];
     c3 = p0;
   }
-  a = ((c0 << 32) | (c1 & kLow32)) >> 11;
-  b = ((c2 << 32) | (c3 & kLow32)) >> 11;
+  w0 = (c0 << 32) | (c1 & kLow32);
+  w1 = (c2 << 32) | (c3 & kLow32);
 }
 
 // Exact double of a per-lane integer below 2^64, correctly rounded (as double(uint64_t)): both
@@ -51,31 +50,11 @@ inline __attribute__((always_inline)) vd to_double(vu x) {
   return hi * 4294967296.0 + lo;
 }
 
-// The arithmetic of element_math.h (log, sin, cos of the normal generator) on one register of
-// lanes. A type local to this file, so the functions instantiated with it stay internal too.
-struct VecOps {
-  using Real = vd;
-  using Bits = vu;
-  static inline __attribute__((always_inline)) Bits bits(Real x) { return (vu)x; }
-  static inline __attribute__((always_inline)) Real real(Bits b) { return (vd)b; }
-  static inline __attribute__((always_inline)) Real splat(double x) { return vd{} + x; }
-  static inline __attribute__((always_inline)) Real fma(Real a, Real b, Real c) { return fma_lanes(a, b, c); }
-  static inline __attribute__((always_inline)) Real sqrt(Real x) { return sqrt_lanes(x); }
-  static constexpr const element_math::Constants& constants() { return element_math::kConstants; }
-  static inline __attribute__((always_inline)) Real select_odd(Bits q, Real a, Real b) {
-    const Bits odd = ~((q & 1u) - 1u);  // all ones in the lanes where q is odd
-    return real((bits(a) & odd) | (bits(b) & ~odd));
-  }
-  static inline __attribute__((always_inline)) element_math::LogEntry<Real> log_entry(Bits i) {
-    return {gather_pairs(&element_math::kLogTable[0].invc, i),
-            gather_pairs(&element_math::kLogTable[0].logc, i)};
-  }
-};
-
 // kW elements (index, index + stride, ...) of generator g per call.
 struct Source {
   PhiloxKeys keys;
   double scale, offset;  // normal: std, mean; uniform: high - low, low; arange: step, start
+  uint64_t seed;         // the normal's slow path draws by seed (ziggurat_slow)
 };
 
 // normal(mean, std)'s element from its standard normal z: mean + std z rounded once, as
@@ -87,8 +66,8 @@ inline __attribute__((always_inline)) vd scale_normal_lanes(const Source& src, v
 inline __attribute__((always_inline)) vd uniform_lanes(const Source& src, vu index) {
   constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
   vu a, b;
-  philox_pair(index, src.keys, a, b);
-  return src.scale * (to_double(a) * kTwoPowMinus53) + src.offset;
+  philox_words(index, src.keys, a, b);
+  return src.scale * (to_double(a >> 11) * kTwoPowMinus53) + src.offset;
 }
 
 inline __attribute__((always_inline)) vd arange_lanes(const Source& src, vu index) {
@@ -120,14 +99,31 @@ void generate_with(const Source& src, bool to_float, uint64_t first, uint64_t st
   }
 }
 
-// normal (core/generators.h): elements 2m and 2m + 1 share Philox block m and its radius, and
-// take r cos(2 pi u1) and r sin(2 pi u1), with element_math.h's operations, so the same bits as
-// box_muller(). Computed in stages over kNormalVecs registers of blocks: Philox, then the radius
-// (log and sqrt), then sin and cos, then the scaling. Each stage's iterations are
-// independent and short, so the core overlaps many of them; one element's whole chain (~250
-// cycles of latency) run end to end lets it overlap two.
-constexpr int kNormalVecs = 16;
-constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
+// The host's scalar arithmetic as a type of this translation unit: ziggurat_slow_as<SlowOps> is
+// this ISA build's own copy, with its own FMA instruction (core/generators.h says why).
+struct SlowOps : element_math::HostOps {
+  static inline Real fma(Real a, Real b, Real c) { return __builtin_fma(a, b, c); }
+};
+
+// The normal's standard normals of words w, element index's (ziggurat(), core/generators.h): the
+// fast path in lanes (two gathers from the layer table, a conversion, a multiply, a compare), then
+// the scalar slow path for the lanes it leaves, about 0.7 % of them.
+inline __attribute__((always_inline)) vd ziggurat_lanes(const Source& src, vu index, vu w) {
+  const vu layer = w & 0xffu;
+  const vd j = to_double(w >> kNormalJShift);  // exact: below 2^53
+  const vd k = gather_pairs(&element_math::kZigguratFast[0].k, layer);
+  const vd x = j * gather_pairs(&element_math::kZigguratFast[0].w, layer);
+  vd z = (vd)((vu)x ^ ((w & kNormalSignBit) << 55));
+  const vu slow = (vu)(j >= k);
+  uint64_t any_slow = 0;
+  for (int l = 0; l < kW; ++l) any_slow |= slow[l];
+  if (__builtin_expect(any_slow != 0, 0)) {
+    for (int l = 0; l < kW; ++l) {
+      if (slow[l] != 0) z[l] = ziggurat_slow_as<SlowOps>(src.seed, index[l], w[l]);
+    }
+  }
+  return z;
+}
 
 // Lanes l < kW of a and b interleaved: a0 b0 a1 b1 ..., as two registers.
 inline __attribute__((always_inline)) void interleave(vd a, vd b, vd& lo, vd& hi) {
@@ -143,79 +139,45 @@ inline __attribute__((always_inline)) void interleave(vd a, vd b, vd& lo, vd& hi
 #endif
 }
 
+// normal (core/generators.h): elements 2m and 2m + 1 take words 0-1 and 2-3 of Philox block m.
 // Elements first, first + 1, ...: each block computed once for its two elements. first is even.
-void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, double* out,
-                  bool streaming) {
-  vd radius[kNormalVecs], u1[kNormalVecs], sines[kNormalVecs];
+void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, double* out, bool streaming) {
   vu block;
   for (int l = 0; l < kW; ++l) block[l] = first / 2 + uint64_t(l);
-  constexpr uint64_t kPerStage = 2 * kNormalVecs * kW;  // elements
-  for (uint64_t i = 0; i < n; i += kPerStage) {
-    const uint64_t left = n - i < kPerStage ? n - i : kPerStage;
-    const int vecs = int((left + 2 * kW - 1) / (2 * kW));
-    for (int v = 0; v < vecs; ++v) {
-      vu a, b;
-      philox_pair(block, src.keys, a, b);
-      radius[v] = to_double(a) * kTwoPowMinus53;
-      u1[v] = to_double(b) * kTwoPowMinus53;
-      block += kW;
-    }
-    for (int v = 0; v < vecs; ++v) radius[v] = element_math::box_muller_radius<VecOps>(radius[v]);
-    for (int v = 0; v < vecs; ++v) {
-      const element_math::SinCos<vd> angle = element_math::sincos_2pi<VecOps>(u1[v]);
-      sines[v] = angle.sin;
-      u1[v] = angle.cos;
-    }
-    for (int v = 0; v < vecs; ++v) {
-      const vd even = as_stored(scale_normal_lanes(src, radius[v] * u1[v]), to_float);
-      const vd odd = as_stored(scale_normal_lanes(src, radius[v] * sines[v]), to_float);
-      vd lo, hi;
-      interleave(even, odd, lo, hi);
-      const uint64_t at = i + uint64_t(v) * 2 * kW;
-      if (at + 2 * kW <= n) {
-        store_lanes(out + at, lo, streaming);
-        store_lanes(out + at + kW, hi, streaming);
-      } else {
-        for (uint64_t j = 0; at + j < n; ++j) out[at + j] = j < kW ? lo[j] : hi[j - kW];
-      }
+  for (uint64_t at = 0; at < n; at += 2 * kW) {
+    vu w0, w1;
+    philox_words(block, src.keys, w0, w1);
+    const vd even = as_stored(scale_normal_lanes(src, ziggurat_lanes(src, block + block, w0)), to_float);
+    const vd odd = as_stored(scale_normal_lanes(src, ziggurat_lanes(src, block + block + 1, w1)), to_float);
+    block += kW;
+    vd lo, hi;
+    interleave(even, odd, lo, hi);
+    if (at + 2 * kW <= n) {
+      store_lanes(out + at, lo, streaming);
+      store_lanes(out + at + kW, hi, streaming);
+    } else {
+      for (uint64_t j = 0; at + j < n; ++j) out[at + j] = j < kW ? lo[j] : hi[j - kW];
     }
   }
 }
 
-// Any stride (the fused path's selected columns): each lane finds its own block and branch.
+// Any stride (the fused path's selected columns): each lane finds its own block and word.
 void normal_strided(const Source& src, bool to_float, uint64_t first, uint64_t stride, uint64_t n,
                     double* out) {
-  vd radius[kNormalVecs], u1[kNormalVecs], sines[kNormalVecs];
   vu index;
   for (int l = 0; l < kW; ++l) index[l] = first + uint64_t(l) * stride;
   const uint64_t step = kW * stride;
-  for (uint64_t i = 0; i < n; i += kNormalVecs * kW) {
-    const uint64_t left = n - i;
-    const int vecs = left >= kNormalVecs * kW ? kNormalVecs : int((left + kW - 1) / kW);
-    vu odd[kNormalVecs];
-    for (int v = 0; v < vecs; ++v) {
-      vu a, b;
-      philox_pair(index >> 1, src.keys, a, b);
-      radius[v] = to_double(a) * kTwoPowMinus53;
-      u1[v] = to_double(b) * kTwoPowMinus53;
-      odd[v] = vu{} - (index & 1);
-      index += step;
-    }
-    for (int v = 0; v < vecs; ++v) radius[v] = element_math::box_muller_radius<VecOps>(radius[v]);
-    for (int v = 0; v < vecs; ++v) {
-      const element_math::SinCos<vd> angle = element_math::sincos_2pi<VecOps>(u1[v]);
-      sines[v] = angle.sin;
-      u1[v] = angle.cos;
-    }
-    for (int v = 0; v < vecs; ++v) {
-      const vd z = radius[v] * select_bits(odd[v], sines[v], u1[v]);
-      const vd x = as_stored(scale_normal_lanes(src, z), to_float);
-      const uint64_t at = i + uint64_t(v) * kW;
-      if (at + kW <= n) {
-        __builtin_memcpy(out + at, &x, sizeof(x));
-      } else {
-        for (uint64_t j = 0; at + j < n; ++j) out[at + j] = x[j];
-      }
+  for (uint64_t at = 0; at < n; at += kW) {
+    vu w0, w1;
+    philox_words(index >> 1, src.keys, w0, w1);
+    const vu odd = vu{} - (index & 1);
+    const vu w = (w1 & odd) | (w0 & ~odd);
+    const vd x = as_stored(scale_normal_lanes(src, ziggurat_lanes(src, index, w)), to_float);
+    index += step;
+    if (at + kW <= n) {
+      __builtin_memcpy(out + at, &x, sizeof(x));
+    } else {
+      for (uint64_t j = 0; at + j < n; ++j) out[at + j] = x[j];
     }
   }
 }
@@ -237,7 +199,7 @@ void generate_normal(const Source& src, bool to_float, uint64_t first, uint64_t 
 
 void generate(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t stride, uint64_t n,
               double* out, bool streaming) {
-  Source src{philox_keys(g.seed), g.param1, g.param0};
+  Source src{philox_keys(g.seed), g.param1, g.param0, g.seed};
   switch (g.kind) {
     case Generator::kNormal:
       generate_normal(src, to_float, first, stride, n, out, streaming);
@@ -256,21 +218,17 @@ void generate(const GeneratorParams& g, bool to_float, uint64_t first, uint64_t 
   }
 }
 
-// The normal generator's pair arithmetic on given uniforms, kW pairs at a time (kernels.h).
-void box_muller_pairs(const double* u0, const double* u1, uint64_t n, double* even, double* odd) {
+// The normal generator's standard normal of given words, kW at a time (kernels.h).
+void ziggurat_words(uint64_t seed, const uint64_t* index, const uint64_t* words, uint64_t n, double* out) {
+  const Source src{philox_keys(seed), 1.0, 0.0, seed};
   for (uint64_t i = 0; i < n; i += kW) {
-    vd a{}, b{};
+    vu at{}, w{};
     for (uint64_t l = 0; l < kW && i + l < n; ++l) {
-      a[l] = u0[i + l];
-      b[l] = u1[i + l];
+      at[l] = index[i + l];
+      w[l] = words[i + l];
     }
-    const vd radius = element_math::box_muller_radius<VecOps>(a);
-    const element_math::SinCos<vd> angle = element_math::sincos_2pi<VecOps>(b);
-    const vd c = radius * angle.cos, s = radius * angle.sin;
-    for (uint64_t l = 0; l < kW && i + l < n; ++l) {
-      even[i + l] = c[l];
-      odd[i + l] = s[l];
-    }
+    const vd z = ziggurat_lanes(src, at, w);
+    for (uint64_t l = 0; l < kW && i + l < n; ++l) out[i + l] = z[l];
   }
 }
 

@@ -70,9 +70,10 @@ struct CpuKernels {
   // `squares` (their min and max mean nothing): a var/std job's loop (JobSpec::squares).
   void (*reduce_squares)(const double* x, uint64_t step, uint64_t n, double scale, double offset,
                          ReduceLanes& lanes, SquareLanes& squares);
-  // For i < n: the Box-Muller pair of uniforms (u0[i], u1[i]) as the normal generator computes it
-  // (box_muller() in core/generators.h), so tests can feed edge values Philox rarely draws.
-  void (*box_muller)(const double* u0, const double* u1, uint64_t n, double* even, double* odd);
+  // For i < n: the standard normal of word words[i] as the normal generator computes it for element
+  // index[i] of seed (ziggurat() in core/generators.h), so tests can feed the words that take each
+  // of its paths (fast, wedge, tail, the top layer), which Philox draws rarely.
+  void (*ziggurat)(uint64_t seed, const uint64_t* index, const uint64_t* words, uint64_t n, double* out);
 };
 
 // Orders this thread's non-temporal stores before what follows (sfence); a no-op elsewhere.

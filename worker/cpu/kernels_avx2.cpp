@@ -4,6 +4,6 @@
 namespace psched {
 
 extern const CpuKernels kCpuKernelsAvx2;
-const CpuKernels kCpuKernelsAvx2{"avx2", generate, reduce, reduce_squares, box_muller_pairs};
+const CpuKernels kCpuKernelsAvx2{"avx2", generate, reduce, reduce_squares, ziggurat_words};
 
 }  // namespace psched

@@ -5,6 +5,6 @@
 namespace psched {
 
 extern const CpuKernels kCpuKernelsAvx512;
-const CpuKernels kCpuKernelsAvx512{"avx512", generate, reduce, reduce_squares, box_muller_pairs};
+const CpuKernels kCpuKernelsAvx512{"avx512", generate, reduce, reduce_squares, ziggurat_words};
 
 }  // namespace psched

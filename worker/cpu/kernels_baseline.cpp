@@ -4,6 +4,6 @@
 namespace psched {
 
 extern const CpuKernels kCpuKernelsBaseline;
-const CpuKernels kCpuKernelsBaseline{"baseline", generate, reduce, reduce_squares, box_muller_pairs};
+const CpuKernels kCpuKernelsBaseline{"baseline", generate, reduce, reduce_squares, ziggurat_words};
 
 }  // namespace psched

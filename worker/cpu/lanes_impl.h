@@ -107,10 +107,5 @@ inline __attribute__((always_inline)) void store_lanes(double* p, vd v, bool str
   __builtin_memcpy(p, &v, sizeof(v));
 }
 
-// Per lane: a where mask is all ones, b where it is zero.
-inline __attribute__((always_inline)) vd select_bits(vu mask, vd a, vd b) {
-  return (vd)(((vu)a & mask) | ((vu)b & ~mask));
-}
-
 }  // namespace
 }  // namespace psched

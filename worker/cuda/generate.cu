@@ -5,6 +5,7 @@
 #include "worker/cuda/kernels.cuh"
 
 #include <algorithm>
+#include <cstdint>
 #include "core/check.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/fast_generators.h"
@@ -31,35 +32,109 @@ __device__ __forceinline__ void make_elements(const KeyedGenerator& gen, const C
   }
 }
 
-// normal: Box-Muller pairs (global elements 2m, 2m + 1), each thread making both elements of
-// kPairs pairs of a row that fall in the box: half the Philox blocks and logs of one thread per
-// element. Pair slot p of a row is pair (base >> 1) + p, where base is the global index of the
-// row's first box element; a thread takes slots p, p + W, p + 2W, ... (W: the grid's width in
-// threads), so a warp's stores stay contiguous, and its pairs are independent chains the scheduler
-// interleaves (4 pairs a thread: 0.4525 against 0.4884 ms a 10000² chunk for 1 on an H200,
-// bench/README.md). A thread computes all kPairs even where the last ones fall past the row.
+// Two adjacent elements of type T as one aligned store.
+template <typename T>
+struct Pair;
+template <>
+struct Pair<double> {
+  using Type = double2;
+  static __device__ __forceinline__ double2 make(double a, double b) { return make_double2(a, b); }
+};
+template <>
+struct Pair<float> {
+  using Type = float2;
+  static __device__ __forceinline__ float2 make(float a, float b) { return make_float2(a, b); }
+};
+
+// normal: pairs (global elements 2m, 2m + 1, one Philox block), each thread making both elements
+// of kPairs pairs of a row that fall in the box: half the Philox blocks of one thread per element.
+// Pair slot p of a row is pair (base >> 1) + p, where base is the global index of the row's first
+// box element; a thread takes slots p, p + W, p + 2W, ... (W: the grid's width in threads), so a
+// warp's stores stay contiguous, and its pairs are independent chains the scheduler interleaves.
+// Each element is the ziggurat's fast path; the ~0.7 % it leaves are deferred to the block's end
+// (DeferredElements). A thread computes all kPairs even where the last ones fall past the row.
 template <int kPairs, typename T>
 __device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
-                                                  T* __restrict__ out) {
+                                                  T* __restrict__ out, DeferredElements& deferred, bool& dropped) {
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t slot_stride = gridDim.x * blockDim.x;
+  const uint32_t row_stride = gridDim.y * blockDim.y;
+  // An element the fast path left goes to the block's end; when the block's places are full, the
+  // thread makes all its elements again at the end (redo_normal_pairs).
+  auto defer = [&](uint32_t where) {
+    if (!deferred.defer(where)) dropped = true;
+  };
+  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
+    const uint64_t base = (box.row0 + r) * array_cols + box.col0;
+    const uint64_t first = (base >> 1) + p;
+    if (int64_t(2 * first - base) >= int64_t(box.cols)) continue;  // every slot past the row
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      const uint64_t pair = first + uint64_t(k) * slot_stride;
+      const NormalPair z = normal_pair_fast_path(gen, pair);
+      // Column of the pair's even element: -1 when the row starts on an odd index.
+      const int64_t c_even = int64_t(2 * pair - base);
+      const uint32_t where = uint32_t(uint64_t(r) * box.cols + c_even);  // < 2^31, or -1 + r cols
+      const T even = T(scale_normal(gen.param1, z.even, gen.param0));
+      const T odd = T(scale_normal(gen.param1, z.odd, gen.param0));
+      if (c_even >= 0 && c_even + 1 < int64_t(box.cols) &&
+          reinterpret_cast<uintptr_t>(out + where) % sizeof(typename Pair<T>::Type) == 0) {
+        // Both elements, one 16-byte (float32: 8-byte) store: a warp writes whole sectors, where
+        // two 8-byte stores each wrote half of every sector (twice the L2 traffic). A deferred
+        // element's place is written again at the block's end.
+        *reinterpret_cast<typename Pair<T>::Type*>(out + where) = Pair<T>::make(even, odd);
+        if (!z.even_done) defer(where);
+        if (!z.odd_done) defer(where + 1);
+        continue;
+      }
+      if (c_even >= 0 && c_even < int64_t(box.cols)) {
+        if (z.even_done) out[where] = even;
+        else defer(where);
+      }
+      if (c_even + 1 < int64_t(box.cols)) {
+        if (z.odd_done) out[where + 1] = odd;
+        else defer(where + 1);
+      }
+    }
+  }
+}
+
+// The elements a block deferred (make_normal_pairs): each thread takes every block-size-th place.
+template <typename T>
+__device__ __forceinline__ void finish_deferred_normals(const KeyedGenerator& gen, const ChunkBox& box,
+                                                        uint64_t array_cols, T* __restrict__ out,
+                                                        const DeferredElements& deferred) {
+  const uint32_t n = deferred.recorded();
+  const uint32_t threads = blockDim.x * blockDim.y;
+  for (uint32_t k = threadIdx.y * blockDim.x + threadIdx.x; k < n; k += threads) {
+    const uint32_t where = deferred.place[k];
+    const uint32_t r = where / box.cols, c = where - r * box.cols;
+    const uint64_t index = (box.row0 + r) * array_cols + box.col0 + c;
+    out[where] = T(scale_normal(gen.param1, standard_normal_fast(gen, index), gen.param0));
+  }
+}
+
+// Every element make_normal_pairs gave this thread, made whole (fast path and slow path in place):
+// for a thread whose block ran out of places (DeferredElements::kCapacity). launch_normal_pairs_by
+// gives a block at most kMostPerBlock elements where the grid allows (about 0.7 % of them
+// deferred: 233 expected against 2048 places), but this must be right when it happens. Apart from
+// the main loop, with its own few live values, so the slow path's registers do not weigh on the
+// loop that runs every element.
+template <int kPairs, typename T>
+__device__ __noinline__ void redo_normal_pairs(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
+                                               T* __restrict__ out) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t slot_stride = gridDim.x * blockDim.x;
   const uint32_t row_stride = gridDim.y * blockDim.y;
   for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
     const uint64_t base = (box.row0 + r) * array_cols + box.col0;
-    const uint64_t first = (base >> 1) + p;
-    if (int64_t(2 * first - base) >= int64_t(box.cols)) continue;  // every slot past the row
-    T* row = out + uint64_t(r) * box.cols;
-    NormalPair z[kPairs];
-#pragma unroll
-    for (int k = 0; k < kPairs; ++k)
-      z[k] = standard_normal_pair_fast(gen.keys, first + uint64_t(k) * slot_stride);
-#pragma unroll
     for (int k = 0; k < kPairs; ++k) {
-      // Column of the pair's even element: -1 when the row starts on an odd index.
-      const int64_t c_even = int64_t(2 * (first + uint64_t(k) * slot_stride) - base);
-      if (c_even >= 0 && c_even < int64_t(box.cols))
-        row[c_even] = T(scale_normal(gen.param1, z[k].even, gen.param0));
-      if (c_even + 1 < int64_t(box.cols)) row[c_even + 1] = T(scale_normal(gen.param1, z[k].odd, gen.param0));
+      const uint64_t pair = (base >> 1) + p + uint64_t(k) * slot_stride;
+      for (uint64_t index = 2 * pair; index < 2 * pair + 2; ++index) {
+        const int64_t c = int64_t(index - base);
+        if (c >= 0 && c < int64_t(box.cols))
+          out[uint64_t(r) * box.cols + c] = T(scale_normal(gen.param1, standard_normal_fast(gen, index), gen.param0));
+      }
     }
   }
 }
@@ -101,11 +176,25 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
   make_elements<Kind, Formula>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
 }
 
+// normal: every thread makes its pairs, deferring what the fast path leaves, then the block
+// finishes the deferred elements together. Held to 2 blocks an SM (88 registers): unheld, ptxas
+// took 80 and spilled, and a 10000² chunk took 0.484 ms against 0.430 (one H200). With the layers
+// in shared memory, 3 blocks (80, no spill) took 0.466 and 4 (64, spilling) 0.524 against 0.444
+// for 2 or fewer: more resident blocks do not help this kernel.
 template <int kPairs, typename T>
-__global__ void __launch_bounds__(256) generate_normal_pairs_kernel(GenerateGeometry g,
+__global__ void __launch_bounds__(256, 2) generate_normal_pairs_kernel(GenerateGeometry g,
                                                                      T* __restrict__ out) {
+  __shared__ DeferredElements deferred;
+  const uint32_t thread = threadIdx.y * blockDim.x + threadIdx.x;
+  deferred.start(thread);
+  __syncthreads();
   const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
-  make_normal_pairs<kPairs>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
+  T* chunk = out + blockIdx.z * g.stride;
+  bool dropped = false;
+  make_normal_pairs<kPairs>(g.gen, box, g.grid.cols, chunk, deferred, dropped);
+  __syncthreads();
+  finish_deferred_normals(g.gen, box, g.grid.cols, chunk, deferred);
+  if (dropped) redo_normal_pairs<kPairs>(g.gen, box, g.grid.cols, chunk);
 }
 
 // Of a row's `slots` pair slots, the share a launch of `pairs` a thread makes: its threads a row
@@ -118,7 +207,13 @@ double made_per_slot(uint64_t slots, uint64_t pairs) {
 template <int kPairs>
 void launch_normal_pairs_by(const GenerateGeometry& g, DType dtype, void* buffer, uint64_t rows, uint64_t slots,
                             uint32_t count, int sm_count, cudaStream_t stream) {
-  const LaunchShape s = shape_for(rows, (slots + kPairs - 1) / kPairs, count, sm_count);
+  LaunchShape s = shape_for(rows, (slots + kPairs - 1) / kPairs, count, sm_count);
+  // A block's pass over its rows makes 2 kPairs elements a thread; enough rows of blocks that it
+  // makes at most kMostPerBlock in all, so its deferred elements fit its places.
+  constexpr uint64_t kMostPerBlock = uint64_t{1} << 15;
+  constexpr uint64_t kPasses = kMostPerBlock / (256 * 2 * kPairs);
+  const uint64_t least_y = (rows + s.block.y * kPasses - 1) / (s.block.y * kPasses);
+  s.grid.y = uint32_t(std::min<uint64_t>(65535, std::max<uint64_t>(s.grid.y, least_y)));
   if (dtype == DType::kFloat64) {
     generate_normal_pairs_kernel<kPairs, double><<<s.grid, s.block, 0, stream>>>(g, static_cast<double*>(buffer));
   } else {

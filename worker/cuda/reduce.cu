@@ -83,10 +83,19 @@ struct GeneratedSelection {
   uint64_t row_step, col_step;
   double scale, offset;
 
+  __device__ uint64_t index(SelectionPos p) const {
+    return (first_row + p.i * row_step) * array_cols + first_col + p.k * col_step;
+  }
   __device__ double operator()(SelectionPos p) const {
-    const uint64_t index = (first_row + p.i * row_step) * array_cols + first_col + p.k * col_step;
-    const T stored = T(generated<Kind, ElementFormula::kFast>(gen, index));
+    const T stored = T(generated<Kind, ElementFormula::kFast>(gen, index(p)));
     return mul_add_rounded(scale, double(stored), offset);
+  }
+  // operator()(p) into v where the generator's fast path finishes it (element_value_fast_path).
+  __device__ bool fast(SelectionPos p, double& v, const ZigguratLayers& layers) const {
+    double e;
+    if (!element_value_fast_path<Kind>(gen, index(p), e, layers)) return false;
+    v = mul_add_rounded(scale, double(T(e)), offset);
+    return true;
   }
 };
 
@@ -120,6 +129,7 @@ constexpr uint32_t kWaves = 2;          // whole waves of resident blocks per la
 // Element j of chunk z's selection from the launch's buffer.
 template <typename T>
 struct StoredBatch {
+  static constexpr bool kDefers = false;
   static constexpr uint32_t kLeastPerThread = kMinPerThread;
   static constexpr uint32_t kUnrolled = kUnroll;
   static constexpr uint32_t kBlocksPerSm = 1;
@@ -138,6 +148,8 @@ struct StoredBatch {
 // Element j of chunk z's selection generated on the spot (fused).
 template <Generator Kind, typename T>
 struct GeneratedBatch {
+  // The normal's elements that its ziggurat's fast path leaves wait for the block's end.
+  static constexpr bool kDefers = Kind == Generator::kNormal;
   static constexpr uint32_t kLeastPerThread = kMinPerThreadFused;
   static constexpr uint32_t kUnrolled = kUnrollFused;
   static constexpr uint32_t kBlocksPerSm = kFusedBlocksPerSm;
@@ -150,19 +162,30 @@ struct GeneratedBatch {
   }
 };
 
+// A source that defers nothing keeps no deferred places.
+struct NoDeferred {};
+
 // Block (x, z) adds chunk z's selected elements [x * per_block, (x + 1) * per_block), thread t
-// taking every kThreads-th from the t-th, into acc[z] (and their squares into squares[z]).
+// taking every kThreads-th from the t-th, into acc[z] (and their squares into squares[z]). A
+// normal's elements that the ziggurat's fast path leaves are added at the block's end
+// (DeferredElements, kernel_support.cuh).
 template <typename Source, bool Squares>
 __global__ void __launch_bounds__(kThreads, Squares ? Source::kSquaresBlocksPerSm : Source::kBlocksPerSm)
     accumulate_kernel(BatchGeometry g, Source source, uint32_t per_thread, bool carry_blocks,
                       ChunkAccumulator* __restrict__ acc, ExactSum* __restrict__ squares) {
   __shared__ BlockSum<kThreads> block;
+  __shared__ std::conditional_t<Source::kDefers, DeferredElements, NoDeferred> deferred;
+  __shared__ std::conditional_t<Source::kDefers, ZigguratLayers, NoDeferred> layers;
   const uint32_t z = blockIdx.y;
   const ChunkSelection s = selection_of(g, z);
   const uint64_t n = s.count();
   const uint64_t first = uint64_t(blockIdx.x) * per_thread * kThreads;
   if (first >= n) return;  // the whole block
-  start_block<Squares>(block, threadIdx.x);
+  if constexpr (Source::kDefers) {
+    deferred.start(threadIdx.x);
+    layers.load(threadIdx.x, kThreads);
+  }
+  start_block<Squares>(block, threadIdx.x);  // syncs
 
   const auto element = source.for_chunk(g, z, s);
   const uint64_t block_end = first + uint64_t(per_thread) * kThreads;
@@ -174,17 +197,40 @@ __global__ void __launch_bounds__(kThreads, Squares ? Source::kSquaresBlocksPerS
   SelectionPos p = step.at(j);
   for (; j + (U - 1) * kThreads < end; j += U * kThreads) {
     double v[U];
+    if constexpr (Source::kDefers) {
+      bool done[U];
 #pragma unroll
-    for (uint32_t u = 0; u < U; ++u) {
-      v[u] = element(p);
-      step.advance(p);
+      for (uint32_t u = 0; u < U; ++u) {
+        done[u] = element.fast(p, v[u], layers);
+        step.advance(p);
+      }
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        if (done[u]) {
+          take<Squares>(v[u], sums, block.exact, block.squares);
+        } else if (!deferred.defer(j + u * kThreads)) {
+          take<Squares>(element(step.at(j + u * kThreads)), sums, block.exact, block.squares);
+        }
+      }
+    } else {
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) {
+        v[u] = element(p);
+        step.advance(p);
+      }
+#pragma unroll
+      for (uint32_t u = 0; u < U; ++u) take<Squares>(v[u], sums, block.exact, block.squares);
     }
-#pragma unroll
-    for (uint32_t u = 0; u < U; ++u) take<Squares>(v[u], sums, block.exact, block.squares);
   }
   for (; j < end; j += kThreads) {
     take<Squares>(element(p), sums, block.exact, block.squares);
     step.advance(p);
+  }
+  if constexpr (Source::kDefers) {  // exact sums: the order of the terms changes no bit
+    __syncthreads();
+    const uint32_t deferred_count = deferred.recorded();
+    for (uint32_t k = threadIdx.x; k < deferred_count; k += kThreads)
+      take<Squares>(element(step.at(deferred.place[k])), sums, block.exact, block.squares);
   }
   finish_block<Squares>(block, sums, threadIdx.x, carry_blocks, acc[z], Squares ? squares + z : nullptr);
 }

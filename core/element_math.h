@@ -4,9 +4,9 @@
 // each rounded to nearest; no division), exact bit operations and loads from one table
 // (core/log_table.h). A multiply and an add are fused only where written as fma(): everything else
 // is rounded on its own (host code builds with -ffp-contract=off; DeviceOps rounds explicitly).
-// They are templates on the arithmetic, so the scalar host reference (core/generators.h), the
-// CPU's vector lanes (worker/cpu/generate_impl.h) and CUDA device code (DeviceOps below) run the
-// same sequence and get the same bits.
+// They are templates on the arithmetic, so the scalar host reference (core/generators.h; each CPU
+// kernel build instantiates its own, worker/cpu/generate_impl.h) and CUDA device code (DeviceOps
+// below) run the same sequence and get the same bits.
 #pragma once
 
 #include <cstdint>
@@ -91,10 +91,10 @@ PSCHED_ELEMENT_MATH typename Ops::Real fma(A a, B b, C c) {
   return Ops::fma(lift<Ops>(a), lift<Ops>(b), lift<Ops>(c));
 }
 
-// log(x) for 2^-1022 <= x <= 1 (the generator calls it with x = 1 - u0 in [2^-53, 1]), by a table
-// and a polynomial, with no division (the table method of Tang, "Table-driven implementation of the
-// logarithm function in IEEE floating-point arithmetic", TOMS 16(4), 1990, in the form of ARM's
-// optimized-routines log):
+// log(x) for 2^-1022 <= x <= 1 (the ziggurat's slow path calls it with 1 - u in [2^-53, 1] and with
+// heights in [f(r), 1), f(r) = 0.0013), by a table and a polynomial, with no division (the table
+// method of Tang, "Table-driven implementation of the logarithm function in IEEE floating-point
+// arithmetic", TOMS 16(4), 1990, in the form of ARM's optimized-routines log):
 //   x = 2^k z with z in [0.6875, 1.375), exactly by bits; i = the top 8 bits of z's significand
 //   past 0x3fe6 (256 subintervals, core/gen_log_table.py); r = fma(z, invc_i, -1), |r| < 2^-8;
 //   log(x) = k ln2 + logc_i + log1p(r), with

@@ -105,19 +105,30 @@ struct SlowOps : element_math::HostOps {
   static inline Real fma(Real a, Real b, Real c) { return __builtin_fma(a, b, c); }
 };
 
-// The normal's standard normals of words w, element index's (ziggurat(), core/generators.h): the
-// fast path in lanes (two gathers from the layer table, a conversion, a multiply, a compare), then
-// the scalar slow path for the lanes it leaves, about 0.7 % of them.
-inline __attribute__((always_inline)) vd ziggurat_lanes(const Source& src, vu index, vu w) {
+// The ziggurat's fast path (ziggurat_fast, core/generators.h) in lanes: two gathers from the layer
+// table, a conversion, a multiply, a compare. z gets +-x; slow gets all ones in the lanes whose
+// element needs the slow path (about 0.7 % of them).
+inline __attribute__((always_inline)) vd ziggurat_fast_lanes(vu w, vu& slow) {
   const vu layer = w & 0xffu;
   const vd j = to_double(w >> kNormalJShift);  // exact: below 2^53
   const vd k = gather_pairs(&element_math::kZigguratFast[0].k, layer);
   const vd x = j * gather_pairs(&element_math::kZigguratFast[0].w, layer);
-  vd z = (vd)((vu)x ^ ((w & kNormalSignBit) << 55));
-  const vu slow = (vu)(j >= k);
-  uint64_t any_slow = 0;
-  for (int l = 0; l < kW; ++l) any_slow |= slow[l];
-  if (__builtin_expect(any_slow != 0, 0)) {
+  slow = (vu)(j >= k);
+  return (vd)((vu)x ^ ((w & kNormalSignBit) << 55));
+}
+
+inline __attribute__((always_inline)) bool any_lane(vu mask) {
+  uint64_t any = 0;
+  for (int l = 0; l < kW; ++l) any |= mask[l];
+  return any != 0;
+}
+
+// The normal's standard normals of words w, element index's (ziggurat(), core/generators.h): the
+// fast path in lanes, then the scalar slow path for the lanes it leaves.
+inline __attribute__((always_inline)) vd ziggurat_lanes(const Source& src, vu index, vu w) {
+  vu slow;
+  vd z = ziggurat_fast_lanes(w, slow);
+  if (__builtin_expect(any_lane(slow), 0)) {
     for (int l = 0; l < kW; ++l) {
       if (slow[l] != 0) z[l] = ziggurat_slow_as<SlowOps>(src.seed, index[l], w[l]);
     }
@@ -141,23 +152,50 @@ inline __attribute__((always_inline)) void interleave(vd a, vd b, vd& lo, vd& hi
 
 // normal (core/generators.h): elements 2m and 2m + 1 take words 0-1 and 2-3 of Philox block m.
 // Elements first, first + 1, ...: each block computed once for its two elements. first is even.
+// In stages over kNormalVecs registers of blocks (Philox, then the fast path, then the stores), so
+// that the core overlaps many blocks' chains; the lanes the fast path leaves (rare) take the
+// scalar slow path between the fast path and the stores.
+constexpr int kNormalVecs = 16;
+
 void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, double* out, bool streaming) {
   vu block;
   for (int l = 0; l < kW; ++l) block[l] = first / 2 + uint64_t(l);
-  for (uint64_t at = 0; at < n; at += 2 * kW) {
-    vu w0, w1;
-    philox_words(block, src.keys, w0, w1);
-    const vd even = as_stored(scale_normal_lanes(src, ziggurat_lanes(src, block + block, w0)), to_float);
-    const vd odd = as_stored(scale_normal_lanes(src, ziggurat_lanes(src, block + block + 1, w1)), to_float);
-    block += kW;
-    vd lo, hi;
-    interleave(even, odd, lo, hi);
-    if (at + 2 * kW <= n) {
-      store_lanes(out + at, lo, streaming);
-      store_lanes(out + at + kW, hi, streaming);
-    } else {
-      for (uint64_t j = 0; at + j < n; ++j) out[at + j] = j < kW ? lo[j] : hi[j - kW];
+  constexpr uint64_t kPerStage = 2 * kNormalVecs * kW;  // elements
+  for (uint64_t i = 0; i < n; i += kPerStage) {
+    const uint64_t left = n - i < kPerStage ? n - i : kPerStage;
+    const int vecs = int((left + 2 * kW - 1) / (2 * kW));
+    vu w0[kNormalVecs], w1[kNormalVecs], slow0[kNormalVecs], slow1[kNormalVecs];
+    vd z0[kNormalVecs], z1[kNormalVecs];
+    for (int v = 0; v < vecs; ++v) philox_words(block + uint64_t(v) * kW, src.keys, w0[v], w1[v]);
+    vu any{};
+    for (int v = 0; v < vecs; ++v) {
+      z0[v] = ziggurat_fast_lanes(w0[v], slow0[v]);
+      z1[v] = ziggurat_fast_lanes(w1[v], slow1[v]);
+      any |= slow0[v] | slow1[v];
     }
+    if (__builtin_expect(any_lane(any), 0)) {
+      for (int v = 0; v < vecs; ++v) {
+        for (int l = 0; l < kW; ++l) {
+          const uint64_t b = block[l] + uint64_t(v) * kW;
+          if (slow0[v][l] != 0) z0[v][l] = ziggurat_slow_as<SlowOps>(src.seed, 2 * b, w0[v][l]);
+          if (slow1[v][l] != 0) z1[v][l] = ziggurat_slow_as<SlowOps>(src.seed, 2 * b + 1, w1[v][l]);
+        }
+      }
+    }
+    for (int v = 0; v < vecs; ++v) {
+      const vd even = as_stored(scale_normal_lanes(src, z0[v]), to_float);
+      const vd odd = as_stored(scale_normal_lanes(src, z1[v]), to_float);
+      vd lo, hi;
+      interleave(even, odd, lo, hi);
+      const uint64_t at = i + uint64_t(v) * 2 * kW;
+      if (at + 2 * kW <= n) {
+        store_lanes(out + at, lo, streaming);
+        store_lanes(out + at + kW, hi, streaming);
+      } else {
+        for (uint64_t j = 0; at + j < n; ++j) out[at + j] = j < kW ? lo[j] : hi[j - kW];
+      }
+    }
+    block += uint64_t(kNormalVecs) * kW;
   }
 }
 

@@ -123,16 +123,19 @@ inline __attribute__((always_inline)) bool any_lane(vu mask) {
   return any != 0;
 }
 
+// z with the scalar slow path's element in each lane that slow marks (element index[l], word w[l]).
+inline void finish_slow_lanes(const Source& src, vu index, vu w, vu slow, vd& z) {
+  for (int l = 0; l < kW; ++l) {
+    if (slow[l] != 0) z[l] = ziggurat_slow_as<SlowOps>(src.seed, index[l], w[l]);
+  }
+}
+
 // The normal's standard normals of words w, element index's (ziggurat(), core/generators.h): the
 // fast path in lanes, then the scalar slow path for the lanes it leaves.
 inline __attribute__((always_inline)) vd ziggurat_lanes(const Source& src, vu index, vu w) {
   vu slow;
   vd z = ziggurat_fast_lanes(w, slow);
-  if (__builtin_expect(any_lane(slow), 0)) {
-    for (int l = 0; l < kW; ++l) {
-      if (slow[l] != 0) z[l] = ziggurat_slow_as<SlowOps>(src.seed, index[l], w[l]);
-    }
-  }
+  if (__builtin_expect(any_lane(slow), 0)) finish_slow_lanes(src, index, w, slow, z);
   return z;
 }
 
@@ -175,11 +178,9 @@ void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, 
     }
     if (__builtin_expect(any_lane(any), 0)) {
       for (int v = 0; v < vecs; ++v) {
-        for (int l = 0; l < kW; ++l) {
-          const uint64_t b = block[l] + uint64_t(v) * kW;
-          if (slow0[v][l] != 0) z0[v][l] = ziggurat_slow_as<SlowOps>(src.seed, 2 * b, w0[v][l]);
-          if (slow1[v][l] != 0) z1[v][l] = ziggurat_slow_as<SlowOps>(src.seed, 2 * b + 1, w1[v][l]);
-        }
+        const vu even = 2 * (block + uint64_t(v) * kW);
+        finish_slow_lanes(src, even, w0[v], slow0[v], z0[v]);
+        finish_slow_lanes(src, even + 1, w1[v], slow1[v], z1[v]);
       }
     }
     for (int v = 0; v < vecs; ++v) {

@@ -55,20 +55,6 @@ inline __attribute__((always_inline)) vu high_half(vu a) {
 #endif
 }
 
-// IEEE square root per lane (correctly rounded, as sqrt()).
-inline __attribute__((always_inline)) vd sqrt_lanes(vd x) {
-#if defined(__AVX512F__)
-  return (vd)_mm512_maskz_sqrt_pd(0xff, (__m512d)x);
-#elif defined(__AVX2__)
-  return (vd)_mm256_sqrt_pd((__m256d)x);
-#elif defined(__SSE2__)
-  return (vd)_mm_sqrt_pd((__m128d)x);
-#else
-  for (int l = 0; l < kW; ++l) x[l] = __builtin_sqrt(x[l]);
-  return x;
-#endif
-}
-
 // a * b + c per lane, rounded once.
 inline __attribute__((always_inline)) vd fma_lanes(vd a, vd b, vd c) {
 #if defined(__AVX512F__)

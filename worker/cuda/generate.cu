@@ -141,16 +141,28 @@ __device__ __noinline__ void redo_normal_pairs(const KeyedGenerator& gen, const 
 
 // A launch shape for `count` boxes of at most rows x cols elements: blocks of 256 threads as wide
 // as the row allows (a power of two; the rest stacked over rows so narrow chunks still write
-// contiguous memory with full blocks), about 32 blocks per SM in all (whole waves for any occupancy
+// contiguous memory with full blocks), or narrower down to a warp where that leaves fewer threads
+// idle, about 32 blocks per SM in all (whole waves for any occupancy
 // that divides 32, each block looping over rows, so the tail of the last wave is at most one row
 // per block).
 struct LaunchShape {
   dim3 grid, block;
 };
 
+// Threads blocks bx wide lay over rows x cols: whole blocks along a row, whole block heights
+// (256 / bx rows) down the columns.
+inline uint64_t threads_laid(uint64_t rows, uint64_t cols, uint32_t bx) {
+  const uint64_t by = 256 / bx;
+  return (cols + bx - 1) / bx * bx * ((rows + by - 1) / by * by);
+}
+
 inline LaunchShape shape_for(uint64_t rows, uint64_t cols, uint32_t count, int sm_count) {
   uint32_t bx = 1;
   while (bx < 256 && bx < cols) bx *= 2;
+  // Narrower blocks where they leave fewer threads idle: 626 threads a row take 768 in blocks of
+  // 256, 640 in blocks of 128 over two rows.
+  for (uint32_t w = bx / 2; w >= 32; w /= 2)
+    if (threads_laid(rows, cols, w) < threads_laid(rows, cols, bx)) bx = w;
   const uint32_t by = 256 / bx;
   const uint64_t grid_x = (cols + bx - 1) / bx;
   const uint64_t row_blocks = (rows + by - 1) / by;
@@ -197,23 +209,32 @@ __global__ void __launch_bounds__(256, 2) generate_normal_pairs_kernel(GenerateG
   if (dropped) redo_normal_pairs<kPairs>(g.gen, box, g.grid.cols, chunk);
 }
 
-// Of a row's `slots` pair slots, the share a launch of `pairs` a thread makes: its threads a row
-// are the blocks shape_for lays along one row, each thread making `pairs` pairs.
-double made_per_slot(uint64_t slots, uint64_t pairs) {
-  const LaunchShape s = shape_for(1, (slots + pairs - 1) / pairs, 1, 1);
-  return double(uint64_t(s.grid.x) * s.block.x * pairs) / double(slots);
+// Of rows x `slots` pair slots, the share a launch of `pairs` a thread makes: the threads
+// shape_for's blocks lay over them, each making `pairs` pairs.
+double made_per_slot(uint64_t rows, uint64_t slots, uint64_t pairs) {
+  const uint64_t threads = (slots + pairs - 1) / pairs;
+  const LaunchShape s = shape_for(rows, threads, 1, 1);
+  return double(threads_laid(rows, threads, s.block.x) * pairs) / double(rows * slots);
 }
 
 template <int kPairs>
 void launch_normal_pairs_by(const GenerateGeometry& g, DType dtype, void* buffer, uint64_t rows, uint64_t slots,
                             uint32_t count, int sm_count, cudaStream_t stream) {
   LaunchShape s = shape_for(rows, (slots + kPairs - 1) / kPairs, count, sm_count);
-  // A block's pass over its rows makes 2 kPairs elements a thread; enough rows of blocks that it
-  // makes at most kMostPerBlock in all, so its deferred elements fit its places.
+  // The rows of blocks are not shape_for's (about 32 blocks an SM): a block ends in its deferred
+  // tail, a round or two of the slow path with most of its warps done, while it holds one of the
+  // SM's two places, so a block wants many elements. A block's pass over its rows makes 2 kPairs
+  // elements a thread; it makes kAimPasses of them (24576 elements), never more than kMostPerBlock
+  // in all (so its deferred elements fit its places), in at least 4 blocks an SM. One H200, the
+  // 2 TB job against 32 blocks an SM: 5000² chunks 1.41 s against 1.67, batches of 2000² 1.39
+  // against 1.57 and of 500² 1.44 against 1.56; 10000² 1.35 either way (2^15 elements a block
+  // took 1.36: 11.8 waves of two blocks an SM where 24576 make 15.8).
   constexpr uint64_t kMostPerBlock = uint64_t{1} << 15;
-  constexpr uint64_t kPasses = kMostPerBlock / (256 * 2 * kPairs);
-  const uint64_t least_y = (rows + s.block.y * kPasses - 1) / (s.block.y * kPasses);
-  s.grid.y = uint32_t(std::min<uint64_t>(65535, std::max<uint64_t>(s.grid.y, least_y)));
+  constexpr uint64_t kAimPasses = kMostPerBlock / (256 * 2 * kPairs) * 3 / 4;
+  const uint64_t aim_y = (rows + s.block.y * kAimPasses - 1) / (s.block.y * kAimPasses);
+  const uint64_t fill_y = (uint64_t(std::max(sm_count, 1)) * 4 + s.grid.x * count - 1) / (s.grid.x * count);
+  const uint64_t row_blocks = (rows + s.block.y - 1) / s.block.y;
+  s.grid.y = uint32_t(std::min<uint64_t>({65535, row_blocks, std::max(aim_y, fill_y)}));
   if (dtype == DType::kFloat64) {
     generate_normal_pairs_kernel<kPairs, double><<<s.grid, s.block, 0, stream>>>(g, static_cast<double*>(buffer));
   } else {
@@ -221,17 +242,18 @@ void launch_normal_pairs_by(const GenerateGeometry& g, DType dtype, void* buffer
   }
 }
 
-// Four pairs a thread, or two, or one: the most that makes at most 5 % more pairs than the row
-// has slots (a 5000-column chunk's 2501 slots in 768 threads of four would make 23 % more, and
-// its 2 TB job took 1.19 x the 10000² one; in 1280 threads of two, 2.4 %).
+// Four pairs a thread, or two, or one: the most that makes at most 5 % more pairs than the rows
+// have slots (a 5000-column chunk's 2501 slots a row in 768 threads of four, three blocks of 256,
+// would make 23 % more, and its 2 TB job took 1.19 x the 10000² one; in 640 threads of four,
+// five blocks of 128 over two rows, 2.4 %).
 void launch_normal_pairs(const GenerateGeometry& g, DType dtype, void* buffer, uint64_t rows, uint64_t cols,
                          uint32_t count, int sm_count, cudaStream_t stream) {
   // Pair slots per row: at most cols / 2 + 1 (a row may start and end half way through a pair).
   const uint64_t slots = cols / 2 + 1;
   constexpr double kMostMade = 1.05;
-  if (made_per_slot(slots, 4) <= kMostMade)
+  if (made_per_slot(rows, slots, 4) <= kMostMade)
     launch_normal_pairs_by<4>(g, dtype, buffer, rows, slots, count, sm_count, stream);
-  else if (made_per_slot(slots, 2) <= kMostMade)
+  else if (made_per_slot(rows, slots, 2) <= kMostMade)
     launch_normal_pairs_by<2>(g, dtype, buffer, rows, slots, count, sm_count, stream);
   else
     launch_normal_pairs_by<1>(g, dtype, buffer, rows, slots, count, sm_count, stream);

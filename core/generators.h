@@ -180,12 +180,15 @@ PSCHED_HD bool ziggurat_fast(uint64_t w, double& z) {
 // log is element_math's log_unit; every product and sum is rounded on its own. An attempt
 // succeeds with probability about 1/2 or more, so 64 always end it in practice (2^-64 or less);
 // were they used up, the last x would be the element, so the loop is bounded.
-// Ops is the arithmetic (element_math.h): ReferenceOps below. The CPU kernels instantiate it with
-// an arithmetic of their own translation unit, so that each ISA's build runs its own FMA
-// instruction rather than whichever host copy the linker kept (possibly the baseline build's,
-// whose fma() is libm's software routine). Same bits either way.
-template <class Ops>
-PSCHED_HD double ziggurat_slow_as(uint64_t seed, uint64_t index, uint64_t w) {
+// The CPU lanes run the same steps on a register of lanes (worker/cpu/generate_impl.h,
+// ziggurat_slow_lanes); tests compare their bits with these.
+#if defined(__CUDACC__)
+__host__ __device__ __noinline__ inline
+#else
+__attribute__((noinline)) inline
+#endif
+double ziggurat_slow(uint64_t seed, uint64_t index, uint64_t w) {
+  using Ops = ReferenceOps;
   using Real = typename Ops::Real;
   constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
   double x = 0;
@@ -217,15 +220,6 @@ PSCHED_HD double ziggurat_slow_as(uint64_t seed, uint64_t index, uint64_t w) {
     }
   }
   return normal_signed(x, w);
-}
-
-#if defined(__CUDACC__)
-__host__ __device__ __noinline__ inline
-#else
-__attribute__((noinline)) inline
-#endif
-double ziggurat_slow(uint64_t seed, uint64_t index, uint64_t w) {
-  return ziggurat_slow_as<ReferenceOps>(seed, index, w);
 }
 
 // The standard normal of word w, element index's: the fast path, else the slow one.

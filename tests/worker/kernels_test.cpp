@@ -60,8 +60,9 @@ TEST_CASE("CPU kernels give every generator bit for bit as element_value, float3
 }
 
 TEST_CASE("every CPU build gives the scalar reference's normal bits on millions of (seed, index) pairs", "[kernels]") {
-  // 2^20 elements from each of four (seed, first index) places, float64 and float32: the
-  // reference once, every build against it (some 7000 slow paths a place, ~260 of them tails).
+  // 2^20 elements from each of four (seed, first index) places, float64 and float32, and every
+  // other one of them (stride 2): the reference once, every build against it (some 7000 slow
+  // paths a place, ~260 of them tails; the slow path runs in lanes, kW queued elements at a time).
   const auto builds = runnable_builds();
   const uint64_t n = uint64_t{1} << 20;
   const std::pair<uint64_t, uint64_t> places[] = {
@@ -74,13 +75,16 @@ TEST_CASE("every CPU build gives the scalar reference's normal bits on millions 
       INFO(k->isa << " seed " << seed << " first " << first);
       const auto v = generated(*k, g, first, 1, n);
       const auto f = generated(*k, g, first, 1, n, /*to_float=*/true);
-      uint64_t differ = 0, differ_f32 = 0;
+      const auto s = generated(*k, g, first, 2, n / 2);  // the fused path's selected columns
+      uint64_t differ = 0, differ_f32 = 0, differ_strided = 0;
       for (uint64_t i = 0; i < n; ++i) {
         differ += !same_bits(v[i], want[i]);
         differ_f32 += !same_bits(f[i], double(float(want[i])));
       }
+      for (uint64_t i = 0; i < n / 2; ++i) differ_strided += !same_bits(s[i], want[2 * i]);
       CHECK(differ == 0);
       CHECK(differ_f32 == 0);
+      CHECK(differ_strided == 0);
     }
   }
 }

@@ -80,6 +80,24 @@ inline __attribute__((always_inline)) vd gather_pairs(const double* base, vu i) 
 #endif
 }
 
+// Per lane: a where mask is all ones, else b.
+inline __attribute__((always_inline)) vd select_lanes(vu mask, vd a, vd b) {
+  return (vd)(((vu)a & mask) | ((vu)b & ~mask));
+}
+
+// Bit l set where lane l of mask (all ones or zero per lane) is set.
+inline __attribute__((always_inline)) uint32_t lane_bits(vu mask) {
+#if defined(__AVX512F__)
+  return _mm512_test_epi64_mask((__m512i)mask, (__m512i)mask);
+#elif defined(__AVX2__)
+  return uint32_t(_mm256_movemask_pd((__m256d)mask));
+#else
+  uint32_t bits = 0;
+  for (int l = 0; l < kW; ++l) bits |= uint32_t(mask[l] != 0) << l;
+  return bits;
+#endif
+}
+
 // Stores one register at p: non-temporal when streaming and p is aligned to the register width.
 inline __attribute__((always_inline)) void store_lanes(double* p, vd v, bool streaming) {
 #if defined(__AVX512F__)

@@ -49,13 +49,16 @@ inline constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
 inline constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
 inline constexpr int kPhiloxRounds = 10;
 
-// Philox4x32-10, the reference form every backend's fast form must match bit for bit.
+// Philox4x32-10, the reference form every backend's fast form must match bit for bit. The device
+// unrolls kUnroll of its rounds at a time: all of them by default, 1 for the ziggurat's slow path
+// (few registers, and it runs rarely). Integer arithmetic: the same words either way.
+template <int kUnroll = kPhiloxRounds>
 PSCHED_HD Philox4x32 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
                                    uint32_t k1) {
   constexpr uint32_t kM0 = kPhiloxM0, kM1 = kPhiloxM1;
   constexpr uint32_t kW0 = kPhiloxW0, kW1 = kPhiloxW1;
 #if defined(__CUDA_ARCH__)
-#pragma unroll
+#pragma unroll(kUnroll)
 #endif
   for (int round = 0; round < kPhiloxRounds; ++round) {
     const uint64_t p0 = uint64_t{kM0} * c0;
@@ -68,26 +71,6 @@ PSCHED_HD Philox4x32 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32
     c3 = lo0;
     k0 += kW0;
     k1 += kW1;
-  }
-  return Philox4x32{{c0, c1, c2, c3}};
-}
-
-// philox4x32_10, its rounds in a loop on the device too (the slow path's form: few registers, and
-// it runs rarely). Integer arithmetic: the same words.
-PSCHED_HD Philox4x32 philox4x32_10_rolled(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
-                                          uint32_t k1) {
-#if defined(__CUDA_ARCH__)
-#pragma unroll 1
-#endif
-  for (int round = 0; round < kPhiloxRounds; ++round) {
-    const uint64_t p0 = uint64_t{kPhiloxM0} * c0;
-    const uint64_t p1 = uint64_t{kPhiloxM1} * c2;
-    c0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
-    c1 = uint32_t(p1);
-    c2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
-    c3 = uint32_t(p0);
-    k0 += kPhiloxW0;
-    k1 += kPhiloxW1;
   }
   return Philox4x32{{c0, c1, c2, c3}};
 }
@@ -200,8 +183,8 @@ double ziggurat_slow(uint64_t seed, uint64_t index, uint64_t w) {
       x = normal_signed(x, w);  // unsigned again
       tail = i == 0;
     }
-    const Philox4x32 d = philox4x32_10_rolled(uint32_t(index), uint32_t(index >> 32), attempt, kNormalSlowTag,
-                                              uint32_t(seed), uint32_t(seed >> 32));
+    const Philox4x32 d = philox4x32_10<1>(uint32_t(index), uint32_t(index >> 32), attempt, kNormalSlowTag,
+                                          uint32_t(seed), uint32_t(seed >> 32));
     const Real u0 = Ops::from_double(double((uint64_t{d.v[0]} << 32 | d.v[1]) >> kNormalJShift) * kTwoPowMinus53);
     const uint64_t next = uint64_t{d.v[2]} << 32 | d.v[3];
     if (tail) {

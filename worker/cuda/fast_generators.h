@@ -93,11 +93,16 @@ __device__ __forceinline__ NormalPair normal_pair_fast_path(const KeyedGenerator
   return z;
 }
 
-// standard_normal(seed, index) whole: the fast path, else the slow one in place.
-__device__ __forceinline__ double standard_normal_fast(const KeyedGenerator& g, uint64_t index) {
+// Element index's word of its Philox block (normal_word, core/generators.h).
+__device__ __forceinline__ uint64_t normal_word_fast(const KeyedGenerator& g, uint64_t index) {
   uint64_t w0, w1;
   philox_words_fast(g.keys, index >> 1, w0, w1);
-  const uint64_t w = (index & 1) ? w1 : w0;
+  return (index & 1) ? w1 : w0;
+}
+
+// standard_normal(seed, index) whole: the fast path, else the slow one in place.
+__device__ __forceinline__ double standard_normal_fast(const KeyedGenerator& g, uint64_t index) {
+  const uint64_t w = normal_word_fast(g, index);
   double z;
   if (ziggurat_fast(w, z)) return z;
   return ziggurat_slow(g.seed, index, w);
@@ -124,9 +129,7 @@ template <Generator Kind>
 __device__ __forceinline__ bool element_value_fast_path(const KeyedGenerator& g, uint64_t index, double& v,
                                                         const ZigguratLayers& layers) {
   if constexpr (Kind == Generator::kNormal) {
-    uint64_t w0, w1;
-    philox_words_fast(g.keys, index >> 1, w0, w1);
-    const uint64_t w = (index & 1) ? w1 : w0;
+    const uint64_t w = normal_word_fast(g, index);
     double z;
     if (!ziggurat_fast_in(layers.of(w), w, z)) return false;
     v = scale_normal(g.param1, z, g.param0);

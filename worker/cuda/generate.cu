@@ -144,9 +144,8 @@ __device__ __noinline__ void redo_normal_pairs(const KeyedGenerator& gen, const 
 // A launch shape for `count` boxes of at most rows x cols elements: blocks of 256 threads as wide
 // as the row allows (a power of two; the rest stacked over rows so narrow chunks still write
 // contiguous memory with full blocks), or narrower down to a warp where that leaves fewer threads
-// idle, about 32 blocks per SM in all (whole waves for any occupancy
-// that divides 32, each block looping over rows, so the tail of the last wave is at most one row
-// per block).
+// idle; about 32 blocks per SM in all (whole waves for any occupancy that divides 32, each block
+// looping over rows, so the tail of the last wave is at most one row per block).
 struct LaunchShape {
   dim3 grid, block;
 };

@@ -4,9 +4,9 @@
 // each rounded to nearest; no division), exact bit operations and loads from one table
 // (core/log_table.h). A multiply and an add are fused only where written as fma(): everything else
 // is rounded on its own (host code builds with -ffp-contract=off; DeviceOps rounds explicitly).
-// They are templates on the arithmetic, so the scalar host reference (core/generators.h; each CPU
-// kernel build instantiates its own, worker/cpu/generate_impl.h) and CUDA device code (DeviceOps
-// below) run the same sequence and get the same bits.
+// They are templates on the arithmetic, so the scalar host reference (core/generators.h), the
+// CPU's vector lanes (worker/cpu/generate_impl.h, the ziggurat's slow path) and CUDA device code
+// (DeviceOps below) run the same sequence and get the same bits.
 #pragma once
 
 #include <cstdint>

@@ -140,13 +140,11 @@ inline __attribute__((always_inline)) void layer_entries(vu layer, vd& k, vd& w)
   const v4d e67 = __builtin_shufflevector(e[6], e[7], 0, 1, 2, 3);
   const vd lo = __builtin_shufflevector(e01, e23, 0, 1, 2, 3, 4, 5, 6, 7);
   const vd hi = __builtin_shufflevector(e45, e67, 0, 1, 2, 3, 4, 5, 6, 7);
-  k = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
-  w = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
 #else
   const vd lo = __builtin_shufflevector(e[0], e[1], 0, 1, 2, 3), hi = __builtin_shufflevector(e[2], e[3], 0, 1, 2, 3);
-  k = __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
-  w = __builtin_shufflevector(lo, hi, 1, 3, 5, 7);
 #endif
+  k = every_other_lane<0>(lo, hi);
+  w = every_other_lane<1>(lo, hi);
 #else
   k = gather_pairs(&element_math::kZigguratFast[0].k, layer);
   w = gather_pairs(&element_math::kZigguratFast[0].w, layer);
@@ -193,13 +191,13 @@ inline vd ziggurat_slow_lanes(const Source& src, vu index, vu w, vu todo) {
     x = select_lanes(fresh, fresh_x, x);
     tail |= fresh & ~fast & (vu)(layer == 0);
     left &= ~done;
-    if (!lane_bits(left)) return z;
+    if (!any_set(left)) return z;
     vu d0 = index, d1 = index >> 32, d2 = vu{} + attempt, d3 = vu{} + kNormalSlowTag;
     philox_rounds<0>(d0, d1, d2, d3, src.keys);  // philox4x32_10(index, index >> 32, attempt, tag)
     const vd u0 = to_double(((d0 << 32) | (d1 & kLow32)) >> kNormalJShift) * kTwoPowMinus53;
     const vu next = (d2 << 32) | (d3 & kLow32);
     const vu in_tail = left & tail, in_wedge = left & ~tail;
-    if (lane_bits(in_tail)) {
+    if (any_set(in_tail)) {
       const vd u1 = to_double(next >> kNormalJShift) * kTwoPowMinus53;
       const vd a = element_math::log_unit<VecOps>(1.0 - u0) * -element_math::kZigguratInvR;
       const vd b2 = element_math::log_unit<VecOps>(1.0 - u1) * -2.0;
@@ -209,7 +207,7 @@ inline vd ziggurat_slow_lanes(const Source& src, vu index, vu w, vu todo) {
       z = select_lanes(ok, signed_by(tail_x, w), z);
       left &= ~ok;
     }
-    if (lane_bits(in_wedge)) {
+    if (any_set(in_wedge)) {
       const vd y = fma_lanes(u0, gather_pairs(&element_math::kZigguratWedge[0].d, layer),
                              gather_pairs(&element_math::kZigguratWedge[0].f, layer));
       const vu ok = in_wedge & (vu)(element_math::log_unit<VecOps>(y) < x * x * -0.5);
@@ -317,7 +315,7 @@ void normal_pairs(const Source& src, bool to_float, uint64_t first, uint64_t n, 
         for (uint64_t j = 0; at + j < n; ++j) out[at + j] = j < kW ? lo[j] : hi[j - kW];
       }
     }
-    if (__builtin_expect(lane_bits(any) != 0, 0)) {
+    if (__builtin_expect(any_set(any), 0)) {
       for (int v = 0; v < vecs; ++v) {
         const vu even = 2 * (block + uint64_t(v) * kW);
         const uint64_t at = i + uint64_t(v) * 2 * kW;
@@ -348,7 +346,7 @@ void normal_strided(const Source& src, bool to_float, uint64_t first, uint64_t s
     } else {
       for (uint64_t j = 0; at + j < n; ++j) out[at + j] = x[j];
     }
-    if (__builtin_expect(lane_bits(slow) != 0, 0)) add_slow_lanes(slow_elements, index, w, slow, out + at, 1, n - at);
+    if (__builtin_expect(any_set(slow), 0)) add_slow_lanes(slow_elements, index, w, slow, out + at, 1, n - at);
     index += step;
   }
   slow_elements.flush();
@@ -404,7 +402,7 @@ void ziggurat_words(uint64_t seed, const uint64_t* index, const uint64_t* words,
     vu slow;
     vd z = ziggurat_fast_lanes(w, slow);
     slow &= in_run;
-    if (lane_bits(slow) != 0) z = select_lanes(slow, ziggurat_slow_lanes(src, at, w, slow), z);
+    if (any_set(slow)) z = select_lanes(slow, ziggurat_slow_lanes(src, at, w, slow), z);
     for (uint64_t l = 0; l < kW && i + l < n; ++l) out[i + l] = z[l];
   }
 }

@@ -80,6 +80,33 @@ inline __attribute__((always_inline)) vd gather_pairs(const double* base, vu i) 
 #endif
 }
 
+// Any lane nonzero (all bits compared: -0.0 counts as nonzero, which only costs a rare spill).
+inline __attribute__((always_inline)) bool any_set(vu m) {
+#if defined(__AVX512F__)
+  return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
+#elif defined(__AVX2__)
+  return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#else
+  bool any = false;
+  for (int l = 0; l < kW; ++l) any |= m[l] != 0;
+  return any;
+#endif
+}
+
+// Lanes kFirst, kFirst + 2, ... of a then of b: the even (kFirst 0) or odd (1) elements of 2 kW
+// consecutive ones.
+template <int kFirst>
+inline __attribute__((always_inline)) vd every_other_lane(vd a, vd b) {
+#if defined(__AVX512F__)
+  return __builtin_shufflevector(a, b, kFirst, kFirst + 2, kFirst + 4, kFirst + 6, kFirst + 8, kFirst + 10,
+                                 kFirst + 12, kFirst + 14);
+#elif defined(__AVX2__)
+  return __builtin_shufflevector(a, b, kFirst, kFirst + 2, kFirst + 4, kFirst + 6);
+#else
+  return __builtin_shufflevector(a, b, kFirst, kFirst + 2);
+#endif
+}
+
 // Per lane: a where mask is all ones, else b.
 inline __attribute__((always_inline)) vd select_lanes(vu mask, vd a, vd b) {
   return (vd)(((vu)a & mask) | ((vu)b & ~mask));

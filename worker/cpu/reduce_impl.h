@@ -18,30 +18,6 @@ namespace {
 // overflows; an overflow shows in e2 and sends the register here.)
 constexpr double kLaneLimit = 0x1p960;
 
-// Any lane nonzero (all bits compared: -0.0 counts as nonzero, which only costs a rare spill).
-inline __attribute__((always_inline)) bool any_set(vu m) {
-#if defined(__AVX512F__)
-  return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
-#elif defined(__AVX2__)
-  return !_mm256_testz_si256((__m256i)m, (__m256i)m);
-#else
-  bool any = false;
-  for (int l = 0; l < kW; ++l) any |= m[l] != 0;
-  return any;
-#endif
-}
-
-// Lanes 0, 2, 4, ... of a then of b: the even elements of 2 kW consecutive ones.
-inline __attribute__((always_inline)) vd even_lanes(vd a, vd b) {
-#if defined(__AVX512F__)
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-#elif defined(__AVX2__)
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
-#else
-  return __builtin_shufflevector(a, b, 0, 2);
-#endif
-}
-
 // One element into one lane, scalar: the tail of a run, and a register that needs spills.
 inline __attribute__((always_inline)) void lane_add(ReduceLanes& lanes, int l, double v) {
   lanes.min[l] = v < lanes.min[l] ? v : lanes.min[l];
@@ -68,7 +44,7 @@ inline __attribute__((always_inline)) vd load_register(const double* p, uint64_t
     vd a, b;
     __builtin_memcpy(&a, p, sizeof(a));
     __builtin_memcpy(&b, p + kW, sizeof(b));
-    v = even_lanes(a, b);
+    v = every_other_lane<0>(a, b);
   } else {
     for (int l = 0; l < kW; ++l) v[l] = p[uint64_t(l) * step];
   }

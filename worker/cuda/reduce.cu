@@ -105,12 +105,17 @@ constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they
 // but independent chains to interleave; 4 made a fused 10000² chunk in 0.323 ms against 0.330 for
 // 8 and 0.338 / 0.330 for 2 / 1 (one H200, bench/README.md).
 constexpr uint32_t kUnrollFused = 4;
-// A reading var/std block's registers: held to 64 (4 blocks of 256 an SM, 280 bytes spilled) rather
-// than the 108 ptxas takes unasked (2 blocks), so that more loads are in flight: the 2 TB job with
-// var and std took 1.651 s against 1.689 held to 80 (3 blocks), same call, and 1.772 unheld in an
-// earlier call (one H200; its sum-only 1.515). Reading is latency-bound; a fused block, which
-// generates, is held less (kFusedBlocksPerSm).
-constexpr uint32_t kSquaresReadBlocksPerSm = 4;
+// A reading block's registers, sum or var/std: held to 64 (4 blocks of 256 an SM; 136 bytes
+// spilled, 280 with squares) rather than the 108 ptxas takes unasked. A generated chunk's reduce
+// runs beside the next chunk's generate kernel on another stream, whose two blocks an SM leave
+// 20 k of the SM's 64 k registers: a block of 108 never fits there, so the reduce waited for
+// generate blocks to end; one of 64 does. The 2 TB job 1.322-1.326 s against 1.367-1.370 unheld
+// (in turns, one H200; 80 registers 1.311 against 1.348 in another call; 48 and 32 no better),
+// though the reduce alone is slower (0.141 ms a chunk against 0.131). Var/std: 1.651 s against
+// 1.689 held to 80 and 1.772 unheld (sum-only 1.515 then): reading is latency-bound, and more
+// blocks keep more loads in flight. A fused block, which generates, is held less
+// (kFusedBlocksPerSm).
+constexpr uint32_t kReadBlocksPerSm = 4;
 // A fused block's, sum or var/std: held to 80 (3 blocks an SM, 140 bytes spilled; 280 with
 // squares) rather than 108 (2 blocks): the fused 2 TB job 0.711-0.712 s against 0.759-0.760, with
 // var and std 0.955 against 1.038; 4 blocks (64 registers) 0.713-0.714 and 0.952 (one H200).
@@ -132,8 +137,8 @@ struct StoredBatch {
   static constexpr bool kDefers = false;
   static constexpr uint32_t kLeastPerThread = kMinPerThread;
   static constexpr uint32_t kUnrolled = kUnroll;
-  static constexpr uint32_t kBlocksPerSm = 1;
-  static constexpr uint32_t kSquaresBlocksPerSm = kSquaresReadBlocksPerSm;
+  static constexpr uint32_t kBlocksPerSm = kReadBlocksPerSm;
+  static constexpr uint32_t kSquaresBlocksPerSm = kReadBlocksPerSm;
   const typename StoredAs<T>::Type* data;
   __device__ StoredSelection<T> for_chunk(const BatchGeometry& g, uint32_t z,
                                           const ChunkSelection& s) const {

@@ -1,0 +1,171 @@
+// The CPU backend's stored chunks read and reduced in pieces of rows (worker/cpu/reduce.cpp,
+// kReducePieceBytes): every chunk's sum exact, its min and max, against the selected elements
+// added up here one by one, for chunks many pieces big and edge chunks, row steps that put one
+// selected row or several in a piece and rows wider than a piece, column selections, an
+// expression, int64 past 2^53 (what rounding to doubles lost, added back piece by piece), float32,
+// an npy stack whose chunks cross its files, and a Fortran-order file and a Zarr store (read whole).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/exact_sum.h"
+#include "core/generators.h"
+#include "storage/chunk_reader.h"
+#include "storage/npy.h"
+#include "storage/zarr.h"
+#include "tests/support/stored_files.h"
+#include "worker/cpu/reduce.h"
+
+using namespace psched;
+using namespace psched::stored_test;
+
+namespace {
+
+// The array's elements as doubles, row-major, and each int64 element exactly (for the reference).
+struct Elements {
+  uint64_t rows, cols;
+  std::vector<double> value;
+  std::vector<int64_t> int64;  // int64 arrays only
+};
+
+// Every chunk of s reduced by the backend against the selected elements of `e` added one by one.
+void require_exact_chunks(const JobSpec& given, const Elements& e) {
+  const Status valid = validate(given);
+  INFO(valid.message());
+  REQUIRE(valid.is_ok());
+  const JobSpec s = normalized(given);
+  ChunkReader reader;
+  std::vector<double> scratch;
+  for (uint64_t chunk = 0; chunk < s.chunks(); ++chunk) {
+    INFO("chunk " << chunk);
+    const ChunkBox box = s.grid().box(chunk);
+    const AxisRun rows = select_axis(box.row0, box.row0 + box.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
+    const AxisRun cols = select_axis(box.col0, box.col0 + box.cols, s.col_sel.start, s.col_sel.stop, s.col_sel.step);
+    ExactSum want;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (uint64_t i = 0; i < rows.count; ++i)
+      for (uint64_t j = 0; j < cols.count; ++j) {
+        const uint64_t at = (rows.first + i * s.row_sel.step) * e.cols + cols.first + j * s.col_sel.step;
+        const double v = mul_add_rounded(s.scale, e.value[at], s.offset);
+        if (!e.int64.empty()) {  // x itself: the integer, exactly (two doubles: v and what it lost)
+          want.add(v);
+          want.add(double(__int128(e.int64[at]) - __int128(v)));
+        } else {
+          want.add(v);
+        }
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    PartialSum got;
+    const Status st = reduce_stored_chunk_cpu(s, chunk, reader, scratch, got);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    CHECK(got.count == rows.count * cols.count);
+    CHECK(same_value(got.exact, want));
+    if (got.count > 0) {
+      CHECK(got.min == lo);
+      CHECK(got.max == hi);
+    }
+  }
+}
+
+template <typename T>
+Elements elements_of(const std::vector<T>& stored, uint64_t rows, uint64_t cols) {
+  Elements e{rows, cols, std::vector<double>(stored.begin(), stored.end()), {}};
+  if constexpr (std::is_same_v<T, int64_t>) e.int64 = stored;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("stored chunks read and reduced in pieces of rows sum exactly", "[cpu][stored]") {
+  TempDir dir("psched_pieces_");
+  std::mt19937_64 rng(20261129);
+  std::normal_distribution<double> normal(10, 1);
+
+  // float64, 700 x 1000 (5.6 MB) in 300 x 700 chunks (1.7 MB, under two pieces) and whole-width
+  // 350-row chunks (2.8 MB: pieces of 13 rows), rows stepped 1, 3 and 20.
+  {
+    const uint64_t rows = 700, cols = 1000;
+    std::vector<double> x(rows * cols);
+    for (double& v : x) v = normal(rng);
+    write_bytes(dir.path / "f64.npy", npy_header({DType::kFloat64, false}, false, {rows, cols}) + bytes_of(x));
+    const Elements e = elements_of(x, rows, cols);
+    for (uint64_t chunk_rows : {uint64_t{350}, uint64_t{300}, uint64_t{700}}) {
+      for (uint64_t step : {uint64_t{1}, uint64_t{3}, uint64_t{20}}) {
+        INFO("chunk rows " << chunk_rows << ", row step " << step);
+        JobSpec s = opened(dir.path / "f64.npy", chunk_rows, chunk_rows == 300 ? 700 : cols);
+        s.row_sel = Slice{1, kToEnd, step};
+        s.col_sel = Slice{0, kToEnd, 2};
+        s.scale = -3;
+        s.offset = 1;
+        require_exact_chunks(s, e);
+      }
+    }
+  }
+  // Rows wider than a piece (150000 float32 columns, 1.2 MB as doubles): a piece is one row.
+  {
+    const uint64_t rows = 9, cols = 150000;
+    std::vector<float> x(rows * cols);
+    for (float& v : x) v = float(normal(rng));
+    write_bytes(dir.path / "wide.npy", npy_header({DType::kFloat32, false}, false, {rows, cols}) + bytes_of(x));
+    JobSpec s = opened(dir.path / "wide.npy", 9, cols);
+    s.row_sel = Slice{0, kToEnd, 2};
+    require_exact_chunks(s, elements_of(x, rows, cols));
+  }
+  // int64 past 2^53, every element selected: what rounding lost is added back in every piece.
+  {
+    const uint64_t rows = 600, cols = 1000;
+    std::vector<int64_t> x(rows * cols);
+    for (int64_t& v : x) v = int64_t(rng() >> 1) - (int64_t{1} << 61);
+    write_bytes(dir.path / "i64.npy", npy_header({DType::kInt64, false}, false, {rows, cols}) + bytes_of(x));
+    require_exact_chunks(opened(dir.path / "i64.npy", 600, 1000), elements_of(x, rows, cols));
+  }
+  // An npy stack of three files (400, 250 and 350 rows of 1000), chunks of 500 rows crossing them.
+  {
+    fs::create_directories(dir.path / "stack");
+    std::vector<double> all;
+    uint64_t rows = 0;
+    int k = 0;
+    for (uint64_t n : {400, 250, 350}) {
+      std::vector<double> x(n * 1000);
+      for (double& v : x) v = normal(rng);
+      write_bytes(dir.path / "stack" / (std::to_string(k++) + ".npy"),
+                  npy_header({DType::kFloat64, false}, false, {n, 1000}) + bytes_of(x));
+      all.insert(all.end(), x.begin(), x.end());
+      rows += n;
+    }
+    JobSpec s = opened(dir.path / "stack", 500, 1000);
+    s.row_sel = Slice{2, kToEnd, 7};
+    require_exact_chunks(s, elements_of(all, rows, 1000));
+  }
+  // Read whole: a Fortran-order file and a Zarr store with chunks over two pieces.
+  {
+    const uint64_t rows = 500, cols = 800;
+    std::vector<double> x(rows * cols);  // row-major values, stored column by column
+    for (double& v : x) v = normal(rng);
+    std::vector<double> by_column(rows * cols);
+    for (uint64_t r = 0; r < rows; ++r)
+      for (uint64_t c = 0; c < cols; ++c) by_column[c * rows + r] = x[r * cols + c];
+    write_bytes(dir.path / "fortran.npy", npy_header({DType::kFloat64, false}, true, {rows, cols}) + bytes_of(by_column));
+    JobSpec s = opened(dir.path / "fortran.npy", 500, 800);
+    s.row_sel = Slice{0, kToEnd, 3};
+    require_exact_chunks(s, elements_of(x, rows, cols));
+
+    ZarrMeta m;
+    m.type = {DType::kFloat64, false};
+    m.shape = {rows, cols};
+    m.chunks = {500, 800};
+    m.compressor = Compressor::kZstd;
+    const fs::path store = dir.path / "f64.zarr";
+    fs::create_directories(store);
+    write_bytes(store / ".zarray", zarray_json(m));
+    std::string encoded;
+    REQUIRE(zarr_encode(m, x.data(), x.size() * sizeof(double), encoded).is_ok());
+    write_bytes(store / "0.0", encoded);
+    require_exact_chunks(opened(store), elements_of(x, rows, cols));
+  }
+}

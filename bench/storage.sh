@@ -11,7 +11,8 @@
 #     >= 0.9 x);
 #   - Zarr with blosc-lz4 and zstd: every chunk read and decompressed by N threads (io-floor zarr)
 #     against pbench --input on the store (target >= 0.8 x);
-#   - Dask (Debian's, threaded, da.from_zarr(...).sum()) on the same stores, 100 MB and 1 MB chunks,
+#   - Dask (Debian's, threaded, da.from_zarr / da.from_npy_stack then .sum()) on the same data:
+#     blosc-lz4 Zarr in 100 MB and 1 MB chunks, uncompressed Zarr and an npy stack in 1 MB chunks,
 #     where python3 has dask: pbench's speed-up and whether each sum is the exact one;
 #   - on a GPU host: pinned host-to-device copies (io-floor h2d) and pbench -g 1 --input against
 #     min(read floor, copy floor) (target >= 0.8 x), every GPU against one (target >= 3.5 x on 4),
@@ -90,27 +91,43 @@ for c in blosc-lz4 zstd; do
 done
 
 if $py -c 'import dask.array, zarr' 2>/dev/null; then
-  echo "== Dask (threaded) against pbench on the same Zarr stores: 100 MB and 1 MB chunks"
-  for chunk in 1250x10000 125x1000; do
+  echo "== Dask (threaded) against pbench on the same files: Zarr blosc-lz4 in 100 MB and 1 MB chunks, and in"
+  echo "   1 MB chunks an uncompressed Zarr store and an npy stack (da.to_npy_stack's layout), so a chunk's cost is"
+  echo "   the tool's own, not a decompressor's"
+  stack_rows=12  # 12 x 10000 float64: 0.96 MB a file
+  "$py" - "$data/x.npy" "$data/x-stack" "$stack_rows" <<'PY' || fail "write npy stack"
+import sys
+import dask.array as da, numpy as np
+x = np.load(sys.argv[1], mmap_mode="r")
+da.to_npy_stack(sys.argv[2], da.from_array(x, chunks=(int(sys.argv[3]), x.shape[1])), axis=0)
+PY
+  for case in zarr-blosc-lz4:1250x10000 zarr-blosc-lz4:125x1000 zarr-none:125x1000 npy-stack:${stack_rows}x10000; do
+    kind=${case%%:*}; chunk=${case#*:}
     cr=${chunk%x*}; cc=${chunk#*x}
-    store="$data/x-$chunk.zarr"
-    "$bin/pbench" "${array[@]}" --chunk-x "$cr" --chunk-y "$cc" --write-zarr "$store" --compressor blosc-lz4 >/dev/null ||
-      fail "write zarr $chunk"
-    "$bin/pbench" -c 1 --nthreads "$cores" --input "$store" --json -q --repeat 2 >"$out/pbench_$chunk.json" ||
-      fail "pbench $chunk"
-    $py - "$store" "$out/pbench_$chunk.json" "$cores" <<'PY' || fail "dask $chunk"
+    if [[ $kind == npy-stack ]]; then
+      path="$data/x-stack"
+    else
+      path="$data/x-$kind-$chunk.zarr"
+      "$bin/pbench" "${array[@]}" --chunk-x "$cr" --chunk-y "$cc" --write-zarr "$path" --compressor "${kind#zarr-}" \
+        >/dev/null || fail "write $kind $chunk"
+    fi
+    "$bin/pbench" -c 1 --nthreads "$cores" --input "$path" --chunk-x "$cr" --chunk-y "$cc" --json -q --repeat 2 \
+      >"$out/pbench_$kind-$chunk.json" || fail "pbench $kind $chunk"
+    echo "-- $kind, chunks $chunk"
+    $py - "$path" "$out/pbench_$kind-$chunk.json" "$cores" "$kind" <<'PY' || fail "dask $kind $chunk"
 import json, math, sys, time
 from fractions import Fraction
 import dask, dask.array as da, numpy as np, zarr
-store, got, cores = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
+path, got, cores, kind = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3]), sys.argv[4]
 dask.config.set(scheduler="threads", num_workers=cores)
-x = da.from_zarr(store)
+x = da.from_npy_stack(path) if kind == "npy-stack" else da.from_zarr(path)
 best = None
 for _ in range(2):
     t0 = time.perf_counter(); s = float(x.sum().compute()); t = time.perf_counter() - t0
     best = t if best is None else min(best, t)
 exact = float(sum((Fraction(v) for v in got["exact_terms"]), Fraction(0)))
-print(f"dask_seconds={best:.3f} pbench_seconds={got['seconds']:.3f} speedup={best / got['seconds']:.1f} "
+mine = min(got["runs"]) if got.get("runs") else got["seconds"]
+print(f"dask_seconds={best:.3f} pbench_seconds={mine:.3f} speedup={best / mine:.1f} chunks={got['chunks']} "
       f"dask_sum={s!r} exact={exact!r} dask_exact={s == exact} pbench_exact={got['sum'] == exact}")
 PY
   done

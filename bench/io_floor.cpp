@@ -6,7 +6,8 @@
 //                                 best rate winning; or one pass in 64 MiB blocks by THREADS
 //                                 threads (a cold cache: only the first pass is cold)
 //   io-floor zarr DIR THREADS     every chunk file of a Zarr store read and decompressed by THREADS
-//                                 threads (storage/zarr.h's decoder, as the workers use it)
+//                                 threads (storage/zarr.h's decoder, as the workers use it), the
+//                                 better of two passes
 //   io-floor h2d [GPUS]           pinned host-to-device copies of 256 MiB blocks, on each of the
 //                                 first GPUS devices at once (CUDA builds only)
 // Each prints one key=value line per figure, in GB/s (10^9 bytes a second).
@@ -97,31 +98,50 @@ int zarr_floor(const char* dir, unsigned threads) {
     if (e.path().filename().string()[0] != '.') files.push_back(e.path().string());
   uint64_t chunk_bytes = psched::element_bytes(meta->type.dtype);
   for (uint64_t c : meta->chunks) chunk_bytes *= c;
-  std::atomic<uint64_t> next{0}, failed{0};
-  const auto t0 = Clock::now();
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      psched::ZarrDecoder decoder;
-      std::string in;
-      std::vector<char> out(chunk_bytes);
-      for (uint64_t k; (k = next.fetch_add(1)) < files.size();) {
-        const int fd = ::open(files[k].c_str(), O_RDONLY | O_CLOEXEC);
-        struct stat st {};
-        if (fd < 0 || ::fstat(fd, &st) != 0) {
-          ++failed;
-          continue;
+  uint64_t largest = 0;
+  for (const std::string& f : files) largest = std::max<uint64_t>(largest, std::filesystem::file_size(f));
+  // Two passes, the better counting: each thread's buffers are its own and touched before the
+  // first (a fresh buffer's page faults made one pass 0.8 GB/s where the second ran 3.4 on this
+  // VM), and the second pass finds the files in the page cache, as a worker does.
+  struct ThreadBuffers {
+    psched::ZarrDecoder decoder;
+    std::string in;
+    std::vector<char> out;
+  };
+  std::vector<ThreadBuffers> buffers(threads);
+  for (ThreadBuffers& b : buffers) {
+    b.in.assign(largest, '\0');
+    b.out.assign(chunk_bytes, 0);
+  }
+  std::atomic<uint64_t> failed{0};
+  double best = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::atomic<uint64_t> next{0};
+    const auto t0 = Clock::now();
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        psched::ZarrDecoder& decoder = buffers[t].decoder;
+        std::string& in = buffers[t].in;
+        std::vector<char>& out = buffers[t].out;
+        for (uint64_t k; (k = next.fetch_add(1)) < files.size();) {
+          const int fd = ::open(files[k].c_str(), O_RDONLY | O_CLOEXEC);
+          struct stat st {};
+          if (fd < 0 || ::fstat(fd, &st) != 0) {
+            ++failed;
+            continue;
+          }
+          in.resize(uint64_t(st.st_size));  // within its capacity: no new pages
+          if (::pread(fd, in.data(), in.size(), 0) != ssize_t(in.size())) ++failed;
+          ::close(fd);
+          if (!decoder.decode(meta->compressor, in, out.data(), chunk_bytes)) ++failed;
         }
-        in.resize(uint64_t(st.st_size));
-        if (::pread(fd, in.data(), in.size(), 0) != ssize_t(in.size())) ++failed;
-        ::close(fd);
-        if (!decoder.decode(meta->compressor, in, out.data(), chunk_bytes)) ++failed;
-      }
-    });
-  for (auto& t : pool) t.join();
-  const double s = seconds_since(t0);
+      });
+    for (auto& t : pool) t.join();
+    best = std::max(best, double(files.size() * chunk_bytes) / seconds_since(t0) / 1e9);
+  }
   std::printf("zarr_chunks=%zu\nzarr_failed=%llu\nzarr_decode_gbps=%.2f\n", files.size(),
-              (unsigned long long)failed.load(), double(files.size() * chunk_bytes) / s / 1e9);
+              (unsigned long long)failed.load(), best);
   return failed == 0 ? 0 : 1;
 }
 

@@ -291,6 +291,11 @@ Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun row
     if (rows.count == 0 || here.count == 0) continue;
     for (uint64_t sj = box.col0 / cc; sj * cc < box.col0 + box.cols; ++sj) {
       const std::string path = a.path + "/" + zarr_chunk_key(a, si, sj);
+      // A store chunk whose rows are all selected whole rows of the box, in the output's own form
+      // (float64 in the host's byte order), is decoded straight into its place: no staging copy.
+      const bool in_place = form_ == ElementForm::kFloat64 && s.dtype == DType::kFloat64 && !a.big_endian &&
+                            !keep64 && s.row_sel.step == 1 && cc == box.cols && sj * cc == box.col0 &&
+                            here.first == si * cr && here.count == cr && a.compressor != Compressor::kNone;
       Status st;
       File& f = open(path, st);
       if (!st) {
@@ -304,8 +309,11 @@ Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun row
       } else {
         compressed_.resize(f.size);
         if (Status e = pread_all(f, compressed_.data(), f.size, 0); !e) return e;
-        if (Status e = zarr_->decode(a.compressor, compressed_, staging_.data(), chunk_bytes); !e)
+        unsigned char* to = in_place ? static_cast<unsigned char*>(out) + (here.first - box.row0) * box.cols * eb
+                                     : staging_.data();
+        if (Status e = zarr_->decode(a.compressor, compressed_, to, chunk_bytes); !e)
           return Status::error(fmt::format("{}: {}", path, e.message()));
+        if (in_place) continue;
       }
       // The store chunk's part of the box, row by row (its elements are little-endian unless the
       // dtype says otherwise; missing chunks' fill bits are little-endian).

@@ -3,7 +3,8 @@
 // added up here one by one, for chunks many pieces big and edge chunks, row steps that put one
 // selected row or several in a piece and rows wider than a piece, column selections, an
 // expression, int64 past 2^53 (what rounding to doubles lost, added back piece by piece), float32,
-// an npy stack whose chunks cross its files, and a Fortran-order file and a Zarr store (read whole).
+// an npy stack whose chunks cross its files, and a Fortran-order file and Zarr stores (read whole;
+// a Zarr chunk decoded straight into the job's chunk where it can be).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -155,17 +156,33 @@ TEST_CASE("stored chunks read and reduced in pieces of rows sum exactly", "[cpu]
     s.row_sel = Slice{0, kToEnd, 3};
     require_exact_chunks(s, elements_of(x, rows, cols));
 
-    ZarrMeta m;
-    m.type = {DType::kFloat64, false};
-    m.shape = {rows, cols};
-    m.chunks = {500, 800};
-    m.compressor = Compressor::kZstd;
-    const fs::path store = dir.path / "f64.zarr";
-    fs::create_directories(store);
-    write_bytes(store / ".zarray", zarray_json(m));
-    std::string encoded;
-    REQUIRE(zarr_encode(m, x.data(), x.size() * sizeof(double), encoded).is_ok());
-    write_bytes(store / "0.0", encoded);
-    require_exact_chunks(opened(store), elements_of(x, rows, cols));
+    // Zarr stores of the same elements: chunks as wide as the job's (decoded straight into the
+    // job's chunk where every row is selected) and half as wide (through the staging), every row
+    // selected or every other.
+    for (const uint64_t store_cols : {uint64_t{800}, uint64_t{400}}) {
+      ZarrMeta m;
+      m.type = {DType::kFloat64, false};
+      m.shape = {rows, cols};
+      m.chunks = {250, store_cols};
+      m.compressor = Compressor::kZstd;
+      const fs::path store = dir.path / ("f64-" + std::to_string(store_cols) + ".zarr");
+      fs::create_directories(store);
+      write_bytes(store / ".zarray", zarray_json(m));
+      for (uint64_t i = 0; i < 2; ++i)
+        for (uint64_t j = 0; j < cols / store_cols; ++j) {
+          std::vector<double> part(250 * store_cols);
+          for (uint64_t r = 0; r < 250; ++r)
+            for (uint64_t c = 0; c < store_cols; ++c) part[r * store_cols + c] = x[(i * 250 + r) * cols + j * store_cols + c];
+          std::string encoded;
+          REQUIRE(zarr_encode(m, part.data(), part.size() * sizeof(double), encoded).is_ok());
+          write_bytes(store / (std::to_string(i) + "." + std::to_string(j)), encoded);
+        }
+      for (const uint64_t step : {uint64_t{1}, uint64_t{2}}) {
+        INFO("store chunks 250 x " << store_cols << ", row step " << step);
+        JobSpec z = opened(store, 500, 800);
+        z.row_sel = Slice{0, kToEnd, step};
+        require_exact_chunks(z, elements_of(x, rows, cols));
+      }
+    }
   }
 }

@@ -1,10 +1,10 @@
 // io-floor: the floors under a stored array's job (bench/storage.sh), measured on the same machine
 // in the same run, without psched:
 //   io-floor read FILE [THREADS]  plain pread of the whole file in 64 MiB blocks, then in 1 MiB
-//                                 blocks (which stay in a core's cache: on a 16-core host, 1.8 x
-//                                 the rate of 64 MiB), by 1, 2, 4, ... threads up to the cores, the
-//                                 best rate winning; or one pass in 64 MiB blocks by THREADS
-//                                 threads (a cold cache: only the first pass is cold)
+//                                 blocks (which stay in a core's cache: 2.4-3 x the rate of 64
+//                                 MiB on a 16-core H200 host), by 1, 2, 4, ... threads up to the
+//                                 cores, the best rate winning; or one pass in 64 MiB blocks by
+//                                 THREADS threads (a cold cache: only the first pass is cold)
 //   io-floor zarr DIR THREADS     every chunk file of a Zarr store read and decompressed by THREADS
 //                                 threads (storage/zarr.h's decoder, as the workers use it), the
 //                                 better of two passes

@@ -304,7 +304,8 @@ Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun row
                                                : st.message());
         for (uint64_t k = 0; k < cr * cc; ++k) std::memcpy(staging_.data() + k * eb, &a.fill_bits, eb);
       } else if (a.compressor == Compressor::kNone) {  // read in place: no copy to decode
-        if (f.size != chunk_bytes) return Status::error(fmt::format("{}: holds {} bytes, a chunk {}", path, f.size, chunk_bytes));
+        if (f.size != chunk_bytes)
+          return Status::error(fmt::format("{}: holds {} bytes, a chunk {}", path, f.size, chunk_bytes));
         if (Status e = pread_all(f, staging_.data(), chunk_bytes, 0); !e) return e;
       } else {
         compressed_.resize(f.size);

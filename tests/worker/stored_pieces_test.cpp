@@ -151,7 +151,8 @@ TEST_CASE("stored chunks read and reduced in pieces of rows sum exactly", "[cpu]
     std::vector<double> by_column(rows * cols);
     for (uint64_t r = 0; r < rows; ++r)
       for (uint64_t c = 0; c < cols; ++c) by_column[c * rows + r] = x[r * cols + c];
-    write_bytes(dir.path / "fortran.npy", npy_header({DType::kFloat64, false}, true, {rows, cols}) + bytes_of(by_column));
+    write_bytes(dir.path / "fortran.npy",
+                npy_header({DType::kFloat64, false}, true, {rows, cols}) + bytes_of(by_column));
     JobSpec s = opened(dir.path / "fortran.npy", 500, 800);
     s.row_sel = Slice{0, kToEnd, 3};
     require_exact_chunks(s, elements_of(x, rows, cols));
@@ -172,7 +173,8 @@ TEST_CASE("stored chunks read and reduced in pieces of rows sum exactly", "[cpu]
         for (uint64_t j = 0; j < cols / store_cols; ++j) {
           std::vector<double> part(250 * store_cols);
           for (uint64_t r = 0; r < 250; ++r)
-            for (uint64_t c = 0; c < store_cols; ++c) part[r * store_cols + c] = x[(i * 250 + r) * cols + j * store_cols + c];
+            for (uint64_t c = 0; c < store_cols; ++c)
+              part[r * store_cols + c] = x[(i * 250 + r) * cols + j * store_cols + c];
           std::string encoded;
           REQUIRE(zarr_encode(m, part.data(), part.size() * sizeof(double), encoded).is_ok());
           write_bytes(store / (std::to_string(i) + "." + std::to_string(j)), encoded);

@@ -51,18 +51,23 @@ inline __attribute__((always_inline)) vd load_register(const double* p, uint64_t
   return v;
 }
 
-// Register q's elements v one by one through lane_add, from the lanes as they were (hi, lo), which
-// then take what lane_add left. Lane by lane, never through the registers' addresses, so that the
-// caller's registers stay registers.
-inline __attribute__((always_inline)) void register_by_lanes(ReduceLanes& lanes, int q, vd v, vd& hi,
-                                                             vd& lo) {
-  for (int l = 0; l < kW; ++l) {
-    lanes.hi[q * kW + l] = hi[l];
-    lanes.lo[q * kW + l] = lo[l];
-    lane_add(lanes, q * kW + l, v[l]);
-    hi[l] = lanes.hi[q * kW + l];
-    lo[l] = lanes.lo[q * kW + l];
-  }
+// A register's expansion as the slow path leaves it.
+struct LanePair {
+  vd hi, lo;
+};
+
+// Register q's elements v one by one through lane_add, from the lanes as they were (hi, lo);
+// returns the lanes as lane_add left them. Out of line, and every register by value: with the
+// caller's registers passed by reference (and written lane by lane), GCC kept the hot loop's
+// expansion in memory, a store and a reload every iteration on its critical path.
+[[gnu::noinline]] LanePair register_by_lanes(ReduceLanes& lanes, int q, vd v, vd hi, vd lo) {
+  __builtin_memcpy(&lanes.hi[q * kW], &hi, sizeof(hi));
+  __builtin_memcpy(&lanes.lo[q * kW], &lo, sizeof(lo));
+  for (int l = 0; l < kW; ++l) lane_add(lanes, q * kW + l, v[l]);
+  LanePair out;
+  __builtin_memcpy(&out.hi, &lanes.hi[q * kW], sizeof(out.hi));
+  __builtin_memcpy(&out.lo, &lanes.lo[q * kW], sizeof(out.lo));
+  return out;
 }
 
 // One element's square into one lane of `squares`, scalar: x*x into the high lanes and its exact
@@ -83,6 +88,27 @@ inline __attribute__((always_inline)) Added two_sum_lanes(vd hi, vd lo, vd v) {
   const vd t = hi + v, bv = t - hi, e = (hi - (t - bv)) + (v - bv);
   const vd t2 = lo + e, be = t2 - lo, e2 = (lo - (t2 - be)) + (e - be);
   return Added{t, t2, e2};
+}
+
+// A register's two square expansions as the slow path leaves them.
+struct SquarePairs {
+  vd shi, slo, lhi, llo;
+};
+
+// Register q's squares one by one through square_lane_add, from `squares`' lanes as they were;
+// returns them as it left them. Out of line and by value, as register_by_lanes.
+[[gnu::noinline]] SquarePairs squares_by_lanes(SquareLanes& squares, int q, vd v, SquarePairs was) {
+  __builtin_memcpy(&squares.high.hi[q * kW], &was.shi, sizeof(vd));
+  __builtin_memcpy(&squares.high.lo[q * kW], &was.slo, sizeof(vd));
+  __builtin_memcpy(&squares.low.hi[q * kW], &was.lhi, sizeof(vd));
+  __builtin_memcpy(&squares.low.lo[q * kW], &was.llo, sizeof(vd));
+  for (int k = 0; k < kW; ++k) square_lane_add(squares, q * kW + k, v[k]);
+  SquarePairs out;
+  __builtin_memcpy(&out.shi, &squares.high.hi[q * kW], sizeof(vd));
+  __builtin_memcpy(&out.slo, &squares.high.lo[q * kW], sizeof(vd));
+  __builtin_memcpy(&out.lhi, &squares.low.hi[q * kW], sizeof(vd));
+  __builtin_memcpy(&out.llo, &squares.low.lo[q * kW], sizeof(vd));
+  return out;
 }
 
 // The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8. Per
@@ -119,7 +145,9 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
       mx[q] = v > mx[q] ? v : mx[q];
       const Added a = two_sum_lanes(hi[q], lo[q], v);
       if (__builtin_expect(any_set((vu)a.e2 & kAbs), 0)) {
-        register_by_lanes(lanes, q, v, hi[q], lo[q]);
+        const LanePair slow = register_by_lanes(lanes, q, v, hi[q], lo[q]);
+        hi[q] = slow.hi;
+        lo[q] = slow.lo;
       } else {
         hi[q] = a.hi;
         lo[q] = a.lo;
@@ -129,18 +157,11 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
         const Added sh = two_sum_lanes(shi[q], slo[q], h);
         const Added sl = two_sum_lanes(lhi[q], llo[q], l);
         if (__builtin_expect(any_set(((vu)sh.e2 | (vu)sl.e2) & kAbs), 0)) {
-          for (int k = 0; k < kW; ++k) {
-            const int lane = q * kW + k;
-            squares->high.hi[lane] = shi[q][k];
-            squares->high.lo[lane] = slo[q][k];
-            squares->low.hi[lane] = lhi[q][k];
-            squares->low.lo[lane] = llo[q][k];
-            square_lane_add(*squares, lane, v[k]);
-            shi[q][k] = squares->high.hi[lane];
-            slo[q][k] = squares->high.lo[lane];
-            lhi[q][k] = squares->low.hi[lane];
-            llo[q][k] = squares->low.lo[lane];
-          }
+          const SquarePairs slow = squares_by_lanes(*squares, q, v, SquarePairs{shi[q], slo[q], lhi[q], llo[q]});
+          shi[q] = slow.shi;
+          slo[q] = slow.slo;
+          lhi[q] = slow.lhi;
+          llo[q] = slow.llo;
         } else {
           shi[q] = sh.hi;
           slo[q] = sh.lo;

@@ -292,10 +292,13 @@ Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun row
     for (uint64_t sj = box.col0 / cc; sj * cc < box.col0 + box.cols; ++sj) {
       const std::string path = a.path + "/" + zarr_chunk_key(a, si, sj);
       // A store chunk whose rows are all selected whole rows of the box, in the output's own form
-      // (float64 in the host's byte order), is decoded straight into its place: no staging copy.
+      // (float64 in the host's byte order), is read or decoded straight into its place: no staging
+      // copy. Any other goes to the staging first.
       const bool in_place = form_ == ElementForm::kFloat64 && s.dtype == DType::kFloat64 && !a.big_endian &&
                             !keep64 && s.row_sel.step == 1 && cc == box.cols && sj * cc == box.col0 &&
-                            here.first == si * cr && here.count == cr && a.compressor != Compressor::kNone;
+                            here.first == si * cr && here.count == cr;
+      unsigned char* const to =
+          in_place ? static_cast<unsigned char*>(out) + (here.first - box.row0) * box.cols * eb : staging_.data();
       Status st;
       File& f = open(path, st);
       if (!st) {
@@ -303,15 +306,14 @@ Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun row
           return Status::error(open_errno_ == ENOENT ? fmt::format("{}: missing, and the store has no fill_value", path)
                                                : st.message());
         for (uint64_t k = 0; k < cr * cc; ++k) std::memcpy(staging_.data() + k * eb, &a.fill_bits, eb);
-      } else if (a.compressor == Compressor::kNone) {  // read in place: no copy to decode
+      } else if (a.compressor == Compressor::kNone) {  // the file is the chunk: no decoder copy
         if (f.size != chunk_bytes)
           return Status::error(fmt::format("{}: holds {} bytes, a chunk {}", path, f.size, chunk_bytes));
-        if (Status e = pread_all(f, staging_.data(), chunk_bytes, 0); !e) return e;
+        if (Status e = pread_all(f, to, chunk_bytes, 0); !e) return e;
+        if (in_place) continue;
       } else {
         compressed_.resize(f.size);
         if (Status e = pread_all(f, compressed_.data(), f.size, 0); !e) return e;
-        unsigned char* to = in_place ? static_cast<unsigned char*>(out) + (here.first - box.row0) * box.cols * eb
-                                     : staging_.data();
         if (Status e = zarr_->decode(a.compressor, compressed_, to, chunk_bytes); !e)
           return Status::error(fmt::format("{}: {}", path, e.message()));
         if (in_place) continue;

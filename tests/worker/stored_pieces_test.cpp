@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/exact_sum.h"
@@ -157,16 +158,19 @@ TEST_CASE("stored chunks read and reduced in pieces of rows sum exactly", "[cpu]
     s.row_sel = Slice{0, kToEnd, 3};
     require_exact_chunks(s, elements_of(x, rows, cols));
 
-    // Zarr stores of the same elements: chunks as wide as the job's (decoded straight into the
-    // job's chunk where every row is selected) and half as wide (through the staging), every row
-    // selected or every other.
-    for (const uint64_t store_cols : {uint64_t{800}, uint64_t{400}}) {
+    // Zarr stores of the same elements: chunks as wide as the job's (decoded, or read when not
+    // compressed, straight into the job's chunk where every row is selected) and half as wide
+    // (through the staging), every row selected or every other.
+    for (const auto& [store_cols, compressor] : {std::pair{uint64_t{800}, Compressor::kZstd},
+                                                 std::pair{uint64_t{400}, Compressor::kZstd},
+                                                 std::pair{uint64_t{800}, Compressor::kNone}}) {
       ZarrMeta m;
       m.type = {DType::kFloat64, false};
       m.shape = {rows, cols};
       m.chunks = {250, store_cols};
-      m.compressor = Compressor::kZstd;
-      const fs::path store = dir.path / ("f64-" + std::to_string(store_cols) + ".zarr");
+      m.compressor = compressor;
+      const fs::path store =
+          dir.path / ("f64-" + std::to_string(store_cols) + "-" + compressor_name(compressor) + ".zarr");
       fs::create_directories(store);
       write_bytes(store / ".zarray", zarray_json(m));
       for (uint64_t i = 0; i < 2; ++i)
@@ -180,7 +184,7 @@ TEST_CASE("stored chunks read and reduced in pieces of rows sum exactly", "[cpu]
           write_bytes(store / (std::to_string(i) + "." + std::to_string(j)), encoded);
         }
       for (const uint64_t step : {uint64_t{1}, uint64_t{2}}) {
-        INFO("store chunks 250 x " << store_cols << ", row step " << step);
+        INFO("store chunks 250 x " << store_cols << ", " << compressor_name(compressor) << ", row step " << step);
         JobSpec z = opened(store, 500, 800);
         z.row_sel = Slice{0, kToEnd, step};
         require_exact_chunks(z, elements_of(x, rows, cols));

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/reader_share.h"
+
 namespace pclient {
 
 namespace {
@@ -32,7 +34,7 @@ std::vector<std::string> visible_gpus() {
 }
 
 // Worker i of n: a CPU worker with its share of the cores, or GPU i of those visible (-g N: GPUs
-// 0..N-1).
+// 0..N-1) with its share of the readers (core/reader_share.h).
 LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::string>& shared,
                         const std::vector<std::string>& visible, int i, int n) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -40,7 +42,7 @@ LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::str
   LocalChild w{"pcuda-worker", shared, {}};
   w.args.insert(w.args.end(), {"--name", fmt::format("local-{}", i)});
   if (o.gpu_workers > 0) {
-    w.args.insert(w.args.end(), {"--backend", "cuda"});
+    w.args.insert(w.args.end(), {"--backend", "cuda", "--readers", std::to_string(psched::readers_per_gpu(unsigned(n)))});
     w.env["CUDA_VISIBLE_DEVICES"] = size_t(i) < visible.size() ? visible[size_t(i)] : std::to_string(i);
   } else {
     w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});

@@ -20,6 +20,7 @@
 #include "app/exit_codes.h"
 #include "app/logging.h"
 #include "app/process.h"
+#include "core/reader_share.h"
 #include "core/worker_info.h"
 #include "net/event_loop.h"
 #include "net/scheduler_file.h"
@@ -92,7 +93,8 @@ void add_flags(CLI::App& app, Flags& f) {
       ->transform(psched::cli::unsigned_in(1, 32));
   app.add_option("--readers", f.backend.readers,
                  "CUDA backend, stored arrays (--input): chunks read or decompressed at once, each "
-                 "by a thread of its own sharing the cores (default: one per core, 4 to 32)")
+                 "by a thread of its own sharing the cores (default: one per core of the GPU's share "
+                 "of the host, cores / GPUs with --gpus, 4 to 32)")
       ->transform(psched::cli::unsigned_in(1, 32));
   app.add_option("--pinned-limit", f.backend.pinned_limit_bytes,
                  "CUDA backend, stored arrays: pinned host memory the readers may hold, e.g. 4GB; "
@@ -217,8 +219,10 @@ psched::StatusOr<std::vector<psched::SupervisedChild>> children_to_supervise(con
               gpu < int(visible_ids.size()) ? visible_ids[size_t(gpu)] : std::to_string(gpu);
           if (f.backend.streams > 0)
             c.spec.args.insert(c.spec.args.end(), {"--streams", std::to_string(f.backend.streams)});
-          if (f.backend.readers > 0)
-            c.spec.args.insert(c.spec.args.end(), {"--readers", std::to_string(f.backend.readers)});
+          // Each GPU's worker reads with its share of the cores unless --readers says otherwise.
+          const unsigned readers = f.backend.readers > 0 ? unsigned(f.backend.readers)
+                                                         : psched::readers_per_gpu(unsigned(selected->size()));
+          c.spec.args.insert(c.spec.args.end(), {"--readers", std::to_string(readers)});
           if (f.backend.pinned_limit_bytes > 0)
             c.spec.args.insert(c.spec.args.end(), {"--pinned-limit", std::to_string(f.backend.pinned_limit_bytes)});
           children.push_back(std::move(c));

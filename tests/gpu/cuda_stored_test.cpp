@@ -230,7 +230,7 @@ TEST_CASE("stored arrays: a pinned limit of one chunk reads one at a time, to th
 
 TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device in pieces of rows, to the CPU's bits",
           "[gpu][stored]") {
-  // Chunks of 40 MB and more (cuda_dispatch.cpp's kStagingPieceBytes: 8 MiB, two a slot): edge
+  // Chunks of 40 MB and more (cuda_dispatch.cpp's kStagingPieceBytes: 2 MiB, two a slot): edge
   // chunks narrower than the full chunk's rows, row steps that put one selected row in a piece or
   // many, a Fortran-order file, 64-bit integers whose rounding the host measures piece by piece, and
   // a stack whose chunks cross its files.

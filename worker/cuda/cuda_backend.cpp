@@ -12,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/chunk_grid.h"
+#include "core/reader_share.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/cuda_backend_impl.h"
 
@@ -23,7 +24,7 @@ namespace {
 constexpr uint64_t kFreeMemoryReserve = uint64_t{256} << 20;
 constexpr int kMaxStreams = 32;
 
-// Every core, 4 to 32: the stored arrays' readers and reading threads by default.
+// Every core, 4 to 32: the stored arrays' reading threads by default.
 unsigned every_core() { return std::clamp(std::thread::hardware_concurrency(), 4u, 32u); }
 
 uint64_t pinned_limit_of(const CudaBackendOptions& options) {
@@ -33,7 +34,7 @@ uint64_t pinned_limit_of(const CudaBackendOptions& options) {
 }
 
 unsigned readers_of(const CudaBackendOptions& options) {
-  return options.readers != 0 ? std::min(options.readers, unsigned(kMaxStreams)) : every_core();
+  return options.readers != 0 ? std::min(options.readers, unsigned(kMaxStreams)) : readers_per_gpu(1);
 }
 
 }  // namespace

@@ -28,8 +28,9 @@ void lanes_init(ReduceLanes& lanes) {
 }
 
 void lanes_spill(ReduceLanes& lanes, double x) {
-  // One spill per element at most (a chunk has under 2^31), plus the lanes' final 16: normalising
-  // every 2^30 keeps every digit far inside int64.
+  // Three spills per element at most (an error and the lane's two emptied terms: lane_add; a chunk
+  // has under 2^31 elements), plus the lanes' final 16: whatever their number, normalising every
+  // 2^30 keeps every digit far inside int64.
   if (++lanes.spills == (uint64_t{1} << 30)) {
     lanes.exact.normalize();
     lanes.spills = 0;

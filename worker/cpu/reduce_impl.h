@@ -26,9 +26,20 @@ inline __attribute__((always_inline)) void lane_add(ReduceLanes& lanes, int l, d
   // TwoSum (Knuth): hi + v = t + e exactly; then lo + e = t2 + e2 exactly.
   const double hi = lanes.hi[l], t = hi + v, bv = t - hi, e = (hi - (t - bv)) + (v - bv);
   const double lo = lanes.lo[l], t2 = lo + e, be = t2 - lo, e2 = (lo - (t2 - be)) + (e - be);
+  if (e2 != 0) {
+    // lo cannot hold this error beside what it holds: the lane's terms go to the exact sum with it
+    // and the lane starts again from zero. Left as it was, one huge element among ordinary ones (a
+    // fill value such as netCDF's 9.97e36) made nearly every later element of its lane a spill and
+    // its register the slow path: 0.01 % of them took a 2 GB .npy about 11 x as long
+    // (bench/fill_values.sh).
+    lanes_spill(lanes, e2);
+    lanes_spill(lanes, t);
+    lanes_spill(lanes, t2);
+    lanes.hi[l] = lanes.lo[l] = 0.0;
+    return;
+  }
   lanes.hi[l] = t;
   lanes.lo[l] = t2;
-  if (e2 != 0) lanes_spill(lanes, e2);
 }
 
 // One register's worth of a run's elements at p, `step` apart. `beyond` says an element of the run

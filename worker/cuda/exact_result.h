@@ -107,6 +107,22 @@ struct Expansion {
     lo = t;
     return f;
   }
+
+  // add(v), and where it hands something back, the expansion's own terms after it, the expansion
+  // left empty: `spill` takes each (three finite values, zeros included). Left as it was, an
+  // expansion that cannot hold an element beside what it holds hands one back for nearly every
+  // element after it: one huge element among ordinary ones (a fill value such as netCDF's 9.97e36)
+  // made each later element of its thread an add to the block's shared sum. Emptied, it costs that
+  // element's add and at most one more.
+  template <typename Spill>
+  PSCHED_HD void add_or_empty(double v, Spill&& spill) {
+    const double rest = add(v);
+    if (rest == 0.0) return;
+    spill(rest);
+    spill(hi);
+    spill(lo);
+    hi = lo = 0.0;
+  }
 };
 
 // Order keys for min and max kept by 64-bit atomicMax (NaN never reaches them): order_key(x) is

@@ -65,11 +65,12 @@ inline BatchGeometry batch_geometry(const BatchWork& b) {
   return BatchGeometry{w.gen, w.grid, w.row_sel, w.col_sel, w.chunk, b.stride_elements, w.scale, w.offset};
 }
 
-// A digit of a chunk's accumulator takes at most one piece (< 2^32) per element and two per
-// thread, so int64 holds the block-level sums without carrying below 2^30 selected elements per
-// chunk; above that each block carries its digits before adding them (kernels.cuh's limit is 2^31).
-// A var/std job's squares take two terms per element, so such a job carries above half that.
-constexpr uint64_t kCarryBlocksAbove = uint64_t{1} << 30;
+// A digit of a chunk's accumulator takes at most three pieces (< 2^32) per element (an expansion's
+// spill and its emptied terms: Expansion::add_or_empty) and two per thread, so int64 holds the
+// block-level sums without carrying below 2^28 selected elements per chunk (3 x 2^28 x 2^32 <
+// 2^62); above that each block carries its digits before adding them (kernels.cuh's limit is
+// 2^31). A var/std job's squares take two terms per element, so such a job carries above half that.
+constexpr uint64_t kCarryBlocksAbove = uint64_t{1} << 28;
 inline bool carry_blocks(uint64_t selected, bool squares) {
   return selected > (squares ? kCarryBlocksAbove / 2 : kCarryBlocksAbove);
 }
@@ -107,8 +108,7 @@ __device__ __forceinline__ void start_block(BlockSum<Threads>& b, uint32_t t) {
 
 // A finite v into an expansion; what it cannot hold into the block's exact sum.
 __device__ __forceinline__ void add_to(Expansion& e, double v, BlockExact& b) {
-  const double rest = e.add(v);
-  if (rest != 0.0) add_exact(b, rest);  // rare: see Expansion::add
+  e.add_or_empty(v, [&](double x) { add_exact(b, x); });  // spills are rare: see Expansion::add
 }
 
 // One element v into a thread's sums; what an expansion cannot hold, and NaN and infinities, into

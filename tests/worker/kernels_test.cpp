@@ -128,10 +128,12 @@ PartialSum reference_total(const std::vector<double>& x, uint64_t step, uint64_t
 }
 
 // Smooth data (no spills), data over the whole exponent range (lo's own error spills), data
-// with NaN, infinities and huge values, and data whose lane sums overflow (they spill).
+// with NaN, infinities and huge values, data whose lane sums overflow (they spill), and zeros of
+// both signs (a job of scale 1 and offset +0.0 takes the elements as loaded, and its min and max
+// must still be x + 0.0's: +0.0).
 std::vector<std::vector<double>> reduce_test_data() {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> data(4, std::vector<double>(1000));
+  std::vector<std::vector<double>> data(6, std::vector<double>(1000));
   for (size_t i = 0; i < 1000; ++i) {
     data[0][i] = std::sin(double(i)) * 1e3;
     data[1][i] = std::ldexp(std::sin(double(i)), int(i % 200) * 10 - 1000);
@@ -139,28 +141,37 @@ std::vector<std::vector<double>> reduce_test_data() {
                : i % 7 == 0 ? 1e300 : std::cos(double(i));
     // Values that overflow a lane's hi on the way (2 x 0.6e308 - 1 twice is past DBL_MAX).
     data[3][i] = i % 3 == 0 ? 0.6e308 : i % 3 == 1 ? -0.2e308 : 1e-300 * std::sin(double(i));
+    data[4][i] = i % 2 == 1 ? -0.0 : i % 4 == 0 ? 0.0 : std::fabs(std::sin(double(i)));
+    data[5][i] = -0.0;
   }
   return data;
 }
 
 }  // namespace
 
+// (scale, offset): a general one, the identity the kernels take elements as loaded for, and one
+// that only looks like it (offset -0.0 keeps -0.0).
+const std::pair<double, double> kTransforms[] = {{2.0, -1.0}, {1.0, 0.0}, {1.0, -0.0}};
+
 TEST_CASE("CPU kernels reduce a strided run exactly, the same bits on every build", "[kernels]") {
   const std::vector<std::vector<double>> data = reduce_test_data();
-  for (size_t d = 0; d < data.size(); ++d) {
-    for (uint64_t step : {1, 2, 7}) {
-      for (uint64_t n : {0, 5, 8, 13, 100}) {
-        const PartialSum want = reference_total(data[d], step, n, 2.0, -1.0);
-        for (const CpuKernels* k : runnable_builds()) {
-          INFO(k->isa << " data " << d << " step " << step << " n " << n);
-          ReduceLanes lanes;
-          lanes_init(lanes);
-          // In two calls, as rows of a chunk arrive.
-          k->reduce(data[d].data(), step, n / 2, 2.0, -1.0, lanes);
-          k->reduce(data[d].data() + n / 2 * step, step, n - n / 2, 2.0, -1.0, lanes);
-          PartialSum got;
-          lanes_total(lanes, got);
-          CHECK(same_bits(got, want));
+  for (const auto& [scale, offset] : kTransforms) {
+    for (size_t d = 0; d < data.size(); ++d) {
+      for (uint64_t step : {1, 2, 7}) {
+        for (uint64_t n : {0, 5, 8, 13, 100}) {
+          const PartialSum want = reference_total(data[d], step, n, scale, offset);
+          for (const CpuKernels* k : runnable_builds()) {
+            INFO(k->isa << " data " << d << " step " << step << " n " << n << " scale " << scale << " offset "
+                        << offset << (std::signbit(offset) ? " (-0.0)" : ""));
+            ReduceLanes lanes;
+            lanes_init(lanes);
+            // In two calls, as rows of a chunk arrive.
+            k->reduce(data[d].data(), step, n / 2, scale, offset, lanes);
+            k->reduce(data[d].data() + n / 2 * step, step, n - n / 2, scale, offset, lanes);
+            PartialSum got;
+            lanes_total(lanes, got);
+            CHECK(same_bits(got, want));
+          }
         }
       }
     }
@@ -175,23 +186,26 @@ TEST_CASE("reduce_squares adds each square split exactly in the same pass, the s
   for (size_t i = 0; i < wide.size(); ++i)
     wide[i] = std::ldexp(std::sin(double(i) + 0.5), int(i % 98) * 10 - 480) * (i % 13 == 0 ? 0x1p10 : 1.0);
   data.push_back(wide);
-  for (size_t d = 0; d < data.size(); ++d) {
-    for (uint64_t step : {1, 2, 7}) {
-      for (uint64_t n : {0, 5, 8, 13, 100}) {
-        const PartialSum want = reference_total(data[d], step, n, 2.0, -1.0, /*squares=*/true);
-        for (const CpuKernels* k : runnable_builds()) {
-          INFO(k->isa << " data " << d << " step " << step << " n " << n);
-          ReduceLanes lanes;
-          SquareLanes squares;
-          lanes_init(lanes);
-          lanes_init(squares.high);
-          lanes_init(squares.low);
-          k->reduce_squares(data[d].data(), step, n / 2, 2.0, -1.0, lanes, squares);
-          k->reduce_squares(data[d].data() + n / 2 * step, step, n - n / 2, 2.0, -1.0, lanes, squares);
-          PartialSum got;
-          lanes_total(lanes, got);
-          lanes_squares_total(squares, got);
-          CHECK(same_bits(got, want));
+  for (const auto& [scale, offset] : kTransforms) {
+    for (size_t d = 0; d < data.size(); ++d) {
+      for (uint64_t step : {1, 2, 7}) {
+        for (uint64_t n : {0, 5, 8, 13, 100}) {
+          const PartialSum want = reference_total(data[d], step, n, scale, offset, /*squares=*/true);
+          for (const CpuKernels* k : runnable_builds()) {
+            INFO(k->isa << " data " << d << " step " << step << " n " << n << " scale " << scale << " offset "
+                        << offset << (std::signbit(offset) ? " (-0.0)" : ""));
+            ReduceLanes lanes;
+            SquareLanes squares;
+            lanes_init(lanes);
+            lanes_init(squares.high);
+            lanes_init(squares.low);
+            k->reduce_squares(data[d].data(), step, n / 2, scale, offset, lanes, squares);
+            k->reduce_squares(data[d].data() + n / 2 * step, step, n - n / 2, scale, offset, lanes, squares);
+            PartialSum got;
+            lanes_total(lanes, got);
+            lanes_squares_total(squares, got);
+            CHECK(same_bits(got, want));
+          }
         }
       }
     }

@@ -89,7 +89,10 @@ void add_job_flags(CLI::App& app, Flags& f) {
   app.add_option("--seed", job.seed, "Generator seed (normal, uniform)")->capture_default_str()
       ->transform(psched::cli::unsigned_in(0, UINT64_MAX));
   app.add_option("--scale", job.scale, "Expression: scale * x + offset")->capture_default_str();
-  app.add_option("--offset", job.offset, "Expression: scale * x + offset")->capture_default_str();
+  app.add_option("--offset", job.offset,
+                 "Expression: scale * x + offset (DeepOps' x + 1; with --input the default is 0, the "
+                 "stored elements themselves)")
+      ->capture_default_str();
   app.add_option("--row-start", f.row_start, "Selection: first row (negative: counted from the end)")
       ->transform(index);
   app.add_option("--row-stop", f.row_stop, "Selection: row stop (default: end; negative: from the end)")

@@ -350,12 +350,10 @@ void ChunkReader::residuals(const JobSpec& s, const ChunkBox& box, AxisRun rows,
 }
 
 Status ChunkReader::read(const JobSpec& s, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,
-                         void* out, ExactSum* residual, ElementForm form) {
+                         void* out, ExactSum* residual, ElementForm form, Piece piece) {
   PSCHED_REQUIRE(form == ElementForm::kFloat64 || stored_on_device(s.dtype), int(s.dtype));
   form_ = form;
-  // Files are opened afresh for each chunk: a file replaced since (renamed over, as a writer that
-  // is careful does) must never be read through the old one's descriptor.
-  file_ = std::make_unique<File>();
+  if (piece == Piece::kFirst) file_ = std::make_unique<File>();  // afresh for each chunk (read's comment)
   const bool want64 = residual != nullptr && is_int64(s.dtype);
   if (want64) raw64_.assign(box.rows * box.cols, 0);
   else raw64_.clear();

@@ -4,9 +4,11 @@
 // selected row or several in a piece and rows wider than a piece, column selections, an
 // expression, int64 past 2^53 (what rounding to doubles lost, added back piece by piece), float32,
 // an npy stack whose chunks cross its files, and a Fortran-order file and Zarr stores (read whole;
-// a Zarr chunk decoded straight into the job's chunk where it can be).
+// a Zarr chunk decoded straight into the job's chunk where it can be); and the file a chunk's
+// first piece opened read by its later pieces, a new chunk's opened afresh.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -191,4 +193,30 @@ TEST_CASE("stored chunks read and reduced in pieces of rows sum exactly", "[cpu]
       }
     }
   }
+}
+
+TEST_CASE("a chunk's later pieces read the file its first piece opened, the next chunk opens it afresh") {
+  // A careful writer replaces a file by renaming a new one over it: a chunk begun on the old file
+  // ends on it (ChunkReader::Piece::kLater keeps the descriptor), the next chunk reads the new one.
+  TempDir dir("psched-reader-pieces-");
+  const auto write = [&](const fs::path& p, double value) {
+    write_bytes(p, npy_header({DType::kFloat64, false}, false, {40, 8}) + bytes_of(std::vector<double>(320, value)));
+  };
+  write(dir.path / "x.npy", 1.0);
+  write(dir.path / "new.npy", 2.0);
+  const JobSpec s = normalized(opened(dir.path / "x.npy", 20, 8));
+  ChunkReader reader;
+  const auto piece = [&](uint64_t chunk, uint64_t row0, ChunkReader::Piece which) {
+    std::vector<double> out(10 * 8, -1.0);
+    const ChunkBox box{row0, 10, 0, 8};
+    REQUIRE(reader.read(s, chunk, box, AxisRun{row0, 10}, AxisRun{0, 8}, out.data(), nullptr, ElementForm::kFloat64,
+                        which).is_ok());
+    REQUIRE(std::all_of(out.begin(), out.end(), [&](double v) { return v == out[0]; }));
+    return out[0];
+  };
+  CHECK(piece(0, 0, ChunkReader::Piece::kFirst) == 1.0);
+  fs::rename(dir.path / "new.npy", dir.path / "x.npy");
+  CHECK(piece(0, 10, ChunkReader::Piece::kLater) == 1.0);
+  CHECK(piece(1, 20, ChunkReader::Piece::kFirst) == 2.0);
+  CHECK(piece(1, 30, ChunkReader::Piece::kLater) == 2.0);
 }

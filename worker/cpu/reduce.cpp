@@ -124,7 +124,10 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buff
     for (uint64_t done = 0; done < rsel.count;) {
       const AxisRun rows{rsel.first + done * step, std::min(per_piece, rsel.count - done)};
       const ChunkBox piece = in_pieces ? ChunkBox{rows.first, (rows.count - 1) * step + 1, box.col0, box.cols} : box;
-      if (Status st = reader.read(s, chunk, piece, rows, csel, data, exact_integers ? &residual : nullptr); !st)
+      const auto which = done == 0 ? ChunkReader::Piece::kFirst : ChunkReader::Piece::kLater;
+      if (Status st = reader.read(s, chunk, piece, rows, csel, data, exact_integers ? &residual : nullptr,
+                                  ElementForm::kFloat64, which);
+          !st)
         return st;
       for (uint64_t i = 0; i < rows.count; ++i) {
         const double* row = data + (rows.first + i * step - piece.row0) * box.cols;

@@ -181,7 +181,8 @@ Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
           const ChunkBox box{rows.first, (rows.count - 1) * step + 1, w.box.col0, w.box.cols};
           unsigned char* half = static_cast<unsigned char*>(host) + (k % 2) * piece_bytes;
           if (k >= 2) PSCHED_CUDA_CHECK(cudaEventSynchronize(s.piece_copied[k % 2]));
-          st = reader.read(spec, first, box, rows, w.cols, half, entry.residual.get(), form);
+          st = reader.read(spec, first, box, rows, w.cols, half, entry.residual.get(), form,
+                           k == 0 ? ChunkReader::Piece::kFirst : ChunkReader::Piece::kLater);
           if (!st) break;
           done += rows.count;
           copy_from = half;

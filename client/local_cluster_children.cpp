@@ -42,7 +42,8 @@ LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::str
   LocalChild w{"pcuda-worker", shared, {}};
   w.args.insert(w.args.end(), {"--name", fmt::format("local-{}", i)});
   if (o.gpu_workers > 0) {
-    w.args.insert(w.args.end(), {"--backend", "cuda", "--readers", std::to_string(psched::readers_per_gpu(unsigned(n)))});
+    const unsigned readers = psched::readers_per_gpu(unsigned(n));
+    w.args.insert(w.args.end(), {"--backend", "cuda", "--readers", std::to_string(readers)});
     w.env["CUDA_VISIBLE_DEVICES"] = size_t(i) < visible.size() ? visible[size_t(i)] : std::to_string(i);
   } else {
     w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});

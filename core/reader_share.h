@@ -2,7 +2,7 @@
 // its share of the host (the host's cores / the GPU workers on it), 4 to 32. pcuda-worker's
 // --readers default is this for one GPU; pbench -g N, Python's LocalCluster and pcuda-worker
 // --gpus give each of their N workers its share, so that N readers per core do not compete for
-// the host's memory bandwidth (bench/README.md, "Four GPUs reading one file").
+// the host's memory bandwidth (bench/README.md, "Several GPUs reading one file").
 #pragma once
 
 #include <algorithm>

@@ -56,7 +56,8 @@ class ChunkReader {
   // piece's ~100 us of read and reduce (a 2 GB .npy on this VM's two threads: 1.04 x kept).
   enum class Piece { kFirst, kLater };
   Status read(const JobSpec& spec, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,
-              void* out, ExactSum* residual, ElementForm form = ElementForm::kFloat64, Piece piece = Piece::kFirst);
+              void* out, ExactSum* residual, ElementForm form = ElementForm::kFloat64,
+              Piece piece = Piece::kFirst);
 
   // Reads of at least kParallelReadBytes are split among this many threads (1: the caller's alone):
   // one thread's pread from the page cache moves 6-7 GB/s, a GPU takes 55 (GPU.md), so a GPU

@@ -200,7 +200,8 @@ TEST_CASE("a chunk's later pieces read the file its first piece opened, the next
   // ends on it (ChunkReader::Piece::kLater keeps the descriptor), the next chunk reads the new one.
   TempDir dir("psched-reader-pieces-");
   const auto write = [&](const fs::path& p, double value) {
-    write_bytes(p, npy_header({DType::kFloat64, false}, false, {40, 8}) + bytes_of(std::vector<double>(320, value)));
+    const std::vector<double> elements(320, value);
+    write_bytes(p, npy_header({DType::kFloat64, false}, false, {40, 8}) + bytes_of(elements));
   };
   write(dir.path / "x.npy", 1.0);
   write(dir.path / "new.npy", 2.0);
@@ -209,8 +210,9 @@ TEST_CASE("a chunk's later pieces read the file its first piece opened, the next
   const auto piece = [&](uint64_t chunk, uint64_t row0, ChunkReader::Piece which) {
     std::vector<double> out(10 * 8, -1.0);
     const ChunkBox box{row0, 10, 0, 8};
-    REQUIRE(reader.read(s, chunk, box, AxisRun{row0, 10}, AxisRun{0, 8}, out.data(), nullptr, ElementForm::kFloat64,
-                        which).is_ok());
+    const Status st = reader.read(s, chunk, box, AxisRun{row0, 10}, AxisRun{0, 8}, out.data(), nullptr,
+                                  ElementForm::kFloat64, which);
+    REQUIRE(st.is_ok());
     REQUIRE(std::all_of(out.begin(), out.end(), [&](double v) { return v == out[0]; }));
     return out[0];
   };

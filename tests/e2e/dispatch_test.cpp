@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "dashboard/http_probe.h"
 #include "support/job_helpers.h"
 #include "support/test_cluster.h"
 
@@ -30,7 +31,7 @@ TEST_CASE("a small job of small chunks spreads over every worker, not one wide w
 }
 
 TEST_CASE("a tiny job is not cut into parts: it stays on one worker", "[e2e][dispatch]") {
-  TestCluster cluster;
+  TestCluster cluster({.dashboard = "127.0.0.1:0"});
   cluster.add_worker({.threads = 1});
   cluster.add_worker({.threads = 1});
   cluster.wait_for_workers(2);
@@ -38,7 +39,14 @@ TEST_CASE("a tiny job is not cut into parts: it stays on one worker", "[e2e][dis
   const pclient::Job job = arange_job(1, 1000, 1, 100);  // 10 chunks, 1000 elements in all
   const pclient::Result r = client.run(job);
   CHECK(check(job, r) == "");
-  CHECK(r.workers == 1u);
+  // One part, on one worker. Only a tail split may move chunks to the other (the idle worker asks
+  // for the back half of a share after 1 ms: on an overloaded machine the tiny job can take
+  // that long), and /metrics counts what it gave back.
+  const HttpReply metrics = http_request(port_of(cluster.dashboard()), "GET", "/metrics");
+  REQUIRE(metrics.body.find("\npsched_tasks_total{state=\"given_back\"} ") != std::string::npos);
+  const bool split = metrics.body.find("\npsched_tasks_total{state=\"given_back\"} 0\n") == std::string::npos;
+  INFO(metrics.body);
+  CHECK((r.workers == 1u || split));
 }
 
 TEST_CASE("a big job of one-element chunks keeps every worker busy to the end and is exact", "[e2e][dispatch]") {

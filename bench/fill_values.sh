@@ -18,8 +18,10 @@ data=$out/data
 mkdir -p "$data"
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-py=/usr/bin/python3  # Debian's, with numpy: another python3 may come first on PATH
-[[ -x $py ]] || py=python3
+# Debian's, with numpy (deploy/install-deps.sh): another python3 may come first on PATH. Where
+# Debian's has no numpy (a GPU host set up otherwise), the python3 on PATH, if it has.
+py=/usr/bin/python3
+{ [[ -x $py ]] && $py -c 'import numpy' 2>/dev/null; } || py=python3
 # shellcheck source=bench/lib/json.sh
 source "$(dirname "$0")/lib/json.sh"
 best() { $py -c 'import json,sys; print("%.4f" % min(json.load(open(sys.argv[1]))["runs"]))' "$1"; }

@@ -133,8 +133,8 @@ PartialSum reference_total(const std::vector<double>& x, uint64_t step, uint64_t
 // must still be x + 0.0's: +0.0).
 std::vector<std::vector<double>> reduce_test_data() {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> data(6, std::vector<double>(1000));
-  for (size_t i = 0; i < 1000; ++i) {
+  std::vector<std::vector<double>> data(6, std::vector<double>(1200));
+  for (size_t i = 0; i < 1200; ++i) {
     data[0][i] = std::sin(double(i)) * 1e3;
     data[1][i] = std::ldexp(std::sin(double(i)), int(i % 200) * 10 - 1000);
     data[2][i] = i % 97 == 3 ? std::nan("") : i % 89 == 1 ? inf : i % 83 == 2 ? -inf
@@ -158,7 +158,10 @@ TEST_CASE("CPU kernels reduce a strided run exactly, the same bits on every buil
   for (const auto& [scale, offset] : kTransforms) {
     for (size_t d = 0; d < data.size(); ++d) {
       for (uint64_t step : {1, 2, 7}) {
-        for (uint64_t n : {0, 5, 8, 13, 100}) {
+        // 600 and 140: runs of 300 and 70, long enough for the plain lo additions to be tried and
+        // too short (reduce_impl.h, kOptimisticLeast).
+        for (uint64_t n : {0, 5, 8, 13, 100, 140, 600}) {
+          if (n > 0 && (n - 1) * step >= data[d].size()) continue;
           const PartialSum want = reference_total(data[d], step, n, scale, offset);
           for (const CpuKernels* k : runnable_builds()) {
             INFO(k->isa << " data " << d << " step " << step << " n " << n << " scale " << scale << " offset "
@@ -225,6 +228,138 @@ TEST_CASE("the lanes stay exact where a plain double sum loses everything", "[ke
     PartialSum got;
     lanes_total(lanes, got);
     CHECK(got.sum == 1000.0);
+  }
+}
+
+namespace {
+
+// The exact sum the lanes would give with every lo addition plain (TwoSum's first step only, no
+// check), element j of the runs, one after the other, in lane j % 8 of its run: what an
+// optimistic run accepted without its proof would give.
+ExactSum plain_lanes_sum(const std::vector<std::vector<double>>& runs) {
+  double hi[8] = {}, lo[8] = {};
+  for (const std::vector<double>& run : runs) {
+    for (size_t i = 0; i < run.size(); ++i) {
+      const double v = run[i], h = hi[i % 8], t = h + v, bv = t - h, e = (h - (t - bv)) + (v - bv);
+      hi[i % 8] = t;
+      lo[i % 8] += e;
+    }
+  }
+  ExactSum out;
+  for (int l = 0; l < 8; ++l) {
+    out.add(hi[l]);
+    out.add(lo[l]);
+  }
+  out.normalize();
+  return out;
+}
+
+// The runs reduced by k one call each, from fresh lanes; the lanes afterwards.
+ReduceLanes reduced(const CpuKernels& k, const std::vector<std::vector<double>>& runs, PartialSum& got) {
+  ReduceLanes lanes;
+  lanes_init(lanes);
+  for (const std::vector<double>& run : runs) k.reduce(run.data(), 1, run.size(), 1.0, 0.0, lanes);
+  lanes_total(lanes, got);
+  return lanes;
+}
+
+std::vector<double> joined(const std::vector<std::vector<double>>& runs) {
+  std::vector<double> all;
+  for (const std::vector<double>& run : runs) all.insert(all.end(), run.begin(), run.end());
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("the bound behind plain lo additions counts the lanes' start and the sums' growth", "[kernels]") {
+  std::mt19937_64 rng(47);
+  std::uniform_real_distribution<double> unit(1.0, 2.0);
+  // Growth: values near 1 (lowest bits 2^-52) and near 2^-40 (2^-92) in one run of 10,000. Over
+  // the run a lane's hi grows to ~2^11 and its lo past 2^-39 = 2^53 x 2^-92: bounded by the run's
+  // first |hi| instead of its last, the proof would pass.
+  std::vector<double> growth(10000);
+  for (size_t i = 0; i < growth.size(); ++i) growth[i] = (i % 7 == 0 ? 0x1p-40 : 1.0) * unit(rng);
+  // The lanes' start: a run of ones and 2^-80s (done the exact way: its own bound fails), leaving
+  // each lane hi a whole number and lo a multiple of 2^-80; 15 runs of zeros (the rest after a
+  // failed proof); then values near 2^30 (lowest bits 2^-22), whose errors join lo's 2^-80s:
+  // counted without lo's own lowest bit, the proof would pass.
+  std::vector<std::vector<double>> start{std::vector<double>(10000)};
+  for (size_t i = 0; i < start[0].size(); ++i) start[0][i] = i % 16 < 8 ? 1.0 : 0x1p-80;  // each lane both
+  for (int r = 0; r < 15; ++r) start.emplace_back(300, 0.0);
+  start.emplace_back(10000);
+  for (double& v : start.back()) v = 0x1p30 * unit(rng);
+  for (const std::vector<std::vector<double>>& runs : {std::vector<std::vector<double>>{growth}, start}) {
+    const std::vector<double> all = joined(runs);
+    const PartialSum want = reference_total(all, 1, all.size(), 1.0, 0.0);
+    REQUIRE_FALSE(same_value(plain_lanes_sum(runs), want.exact));  // plain would have rounded
+    for (const CpuKernels* k : runnable_builds()) {
+      INFO(k->isa << " runs " << runs.size());
+      PartialSum got;
+      const ReduceLanes lanes = reduced(*k, runs, got);
+      CHECK(lanes.optimistic_runs == 0u);
+      CHECK(same_bits(got, want));
+    }
+  }
+}
+
+TEST_CASE("the lanes' lo additions go plain only where a bound proves them exact afterwards", "[kernels]") {
+  std::mt19937_64 rng(46);
+  std::normal_distribution<double> normal(10.0, 1.0);
+  std::uniform_real_distribution<double> unit(1.0, 2.0);
+  // Rows of 10,000 elements. normal(10, 1): the bound proves every run. `mixed`: values near 2^30
+  // and near 2^-40, so lo holds TwoSum's errors of both, multiples of 2^-92 up to 2^-11 and more,
+  // more bits than a double holds: lo added plainly would round (checked first), and the run must
+  // go the exact way.
+  const uint64_t row = 10000;
+  std::vector<double> smooth(row * 20), mixed(row);
+  for (double& v : smooth) v = normal(rng);
+  for (size_t i = 0; i < mixed.size(); ++i)
+    mixed[i] = (i % 3 == 0 ? 0x1p-40 : 0x1p30) * unit(rng) * (i % 5 == 0 ? -1.0 : 1.0);
+  const PartialSum want_mixed = reference_total(mixed, 1, row, 1.0, 0.0);
+  {
+    double hi[8] = {}, lo[8] = {};
+    for (size_t i = 0; i < mixed.size(); ++i) {
+      const double v = mixed[i], h = hi[i % 8], t = h + v, bv = t - h, e = (h - (t - bv)) + (v - bv);
+      hi[i % 8] = t;
+      lo[i % 8] += e;
+    }
+    PartialSum plain = want_mixed;
+    plain.exact = ExactSum{};
+    for (int l = 0; l < 8; ++l) {
+      plain.exact.add(hi[l]);
+      plain.exact.add(lo[l]);
+    }
+    plain.exact.normalize();
+    REQUIRE_FALSE(same_value(plain.exact, want_mixed.exact));
+  }
+  for (const CpuKernels* k : runnable_builds()) {
+    INFO(k->isa);
+    // Smooth rows: all proven.
+    ReduceLanes lanes;
+    lanes_init(lanes);
+    for (uint64_t r = 0; r < 20; ++r) k->reduce(smooth.data() + r * row, 1, row, 1.0, 0.0, lanes);
+    CHECK(lanes.optimistic_runs == 20u);
+    PartialSum got;
+    lanes_total(lanes, got);
+    CHECK(same_bits(got, reference_total(smooth, 1, smooth.size(), 1.0, 0.0)));
+    // The mixed row: not proven, added the exact way; the next kOptimismRest (15) rows go the
+    // exact way without trying, then the last four are tried and proven.
+    lanes_init(lanes);
+    k->reduce(mixed.data(), 1, row, 1.0, 0.0, lanes);
+    CHECK(lanes.optimistic_runs == 0u);
+    PartialSum got_mixed;
+    lanes_total(lanes, got_mixed);
+    CHECK(same_bits(got_mixed, want_mixed));
+    lanes_init(lanes);
+    std::vector<double> all(mixed);
+    k->reduce(mixed.data(), 1, row, 1.0, 0.0, lanes);
+    for (uint64_t r = 0; r < 19; ++r) {
+      k->reduce(smooth.data() + r * row, 1, row, 1.0, 0.0, lanes);
+      all.insert(all.end(), smooth.begin() + long(r * row), smooth.begin() + long((r + 1) * row));
+    }
+    CHECK(lanes.optimistic_runs == 4u);
+    lanes_total(lanes, got);
+    CHECK(same_bits(got, reference_total(all, 1, all.size(), 1.0, 0.0)));
   }
 }
 

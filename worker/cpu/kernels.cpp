@@ -25,6 +25,8 @@ void lanes_init(ReduceLanes& lanes) {
   }
   lanes.exact = ExactSum{};
   lanes.spills = 0;
+  lanes.optimistic_runs = 0;
+  lanes.optimism_rest = 0;
 }
 
 void lanes_spill(ReduceLanes& lanes, double x) {

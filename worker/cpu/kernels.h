@@ -30,6 +30,10 @@ struct ReduceLanes {
   double max[8];
   ExactSum exact;
   uint64_t spills;  // adds into `exact` since it was last normalised
+  // Runs whose lo additions were left plain and proven exact afterwards (reduce_impl.h,
+  // optimistic_registers), and how many runs still go the exact way after one that was not.
+  uint64_t optimistic_runs;
+  uint32_t optimism_rest;
 };
 
 // A var/std job's squares, each split exactly as h + l (h = v*v, l = fma(v, v, -h)): the h go into

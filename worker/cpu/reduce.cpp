@@ -120,6 +120,9 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buff
     // where one row fits.
     const uint64_t rows_fit = std::max<uint64_t>(1, kReducePieceBytes / row_bytes);
     const uint64_t per_piece = in_pieces ? (rows_fit - 1) / step + 1 : rsel.count;
+    // Every element of consecutive rows: one run (the kernels' runs pay a check each, and runs
+    // below reduce_impl.h's kOptimisticLeast go the slower exact way: narrow rows did).
+    const bool whole_rows = step == 1 && csel.first == box.col0 && csel.count == box.cols;
     double* const data = buffer(in_pieces ? ((per_piece - 1) * step + 1) * box.cols : box.rows * box.cols);
     for (uint64_t done = 0; done < rsel.count;) {
       const AxisRun rows{rsel.first + done * step, std::min(per_piece, rsel.count - done)};
@@ -129,9 +132,13 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buff
                                   ElementForm::kFloat64, which);
           !st)
         return st;
-      for (uint64_t i = 0; i < rows.count; ++i) {
-        const double* row = data + (rows.first + i * step - piece.row0) * box.cols;
-        reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count);
+      if (whole_rows) {
+        reduce(data + (rows.first - piece.row0) * box.cols, 1, rows.count * box.cols);
+      } else {
+        for (uint64_t i = 0; i < rows.count; ++i) {
+          const double* row = data + (rows.first + i * step - piece.row0) * box.cols;
+          reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count);
+        }
       }
       done += rows.count;
     }

@@ -62,6 +62,15 @@ inline __attribute__((always_inline)) vd load_register(const double* p, uint64_t
   return v;
 }
 
+// Register q of the 8 elements from j of a run, as the sums take them: scale * x + offset, or x
+// as loaded (Identity).
+template <bool Identity>
+inline __attribute__((always_inline)) vd run_register(const double* x, uint64_t step, uint64_t n, uint64_t j, int q,
+                                                      double scale, double offset) {
+  const vd loaded = load_register(x + (j + uint64_t(q) * kW) * step, step, j + uint64_t(q + 1) * kW < n);
+  return Identity ? loaded : loaded * scale + offset;
+}
+
 // A register's expansion as the slow path leaves it.
 struct LanePair {
   vd hi, lo;
@@ -122,6 +131,128 @@ struct SquarePairs {
   return out;
 }
 
+// The exponent of x's lowest set bit (x finite, nonzero): x is a whole multiple of 2 to that.
+inline int lowest_bit_exponent(double x) {
+  uint64_t bits;
+  __builtin_memcpy(&bits, &x, sizeof(bits));
+  const int biased = int((bits >> 52) & 0x7ff);
+  const uint64_t mantissa = (bits & ((uint64_t{1} << 52) - 1)) | (biased ? uint64_t{1} << 52 : 0);
+  return (biased ? biased : 1) - 1075 + __builtin_ctzll(mantissa);
+}
+
+// Whether optimistic_registers' plain additions to lo were all exact, from what it saw: the lanes
+// as they were (`was`), m registers' elements in each lane, their largest magnitude `largest` and
+// the bits of their least nonzero magnitude `least_bits` (0: every element was zero).
+//
+// Let Q be a power of two that hi, lo and every element started as whole multiples of (the least of
+// their lowest bits; an element's lowest bit is at least 2^(its exponent - 52)). Then each t =
+// fl(hi + v) is a multiple of Q (hi + v is; below 2^53 Q it is t itself, and from 2^53 Q up t's
+// own last place is 2Q or more), so TwoSum's error e = hi + v - t is too, and lo + e is a
+// multiple of Q, which a double holds exactly while |lo + e| <= 2^53 Q: every addition to lo was
+// exact if |lo| plus the sum of every |e| stays there. Rounding to nearest gives |e| <= 2^-53 |t|,
+// and |t| <= (|hi| + m largest)(1 + 2^-53)^m, under (|hi| + m largest)(1 + 2^-21) for any run
+// below 2^31 registers; the bound is computed with that margin, which also covers its own
+// roundings. NaNs and infinities (which min and max do not see) leave hi or lo NaN or infinite.
+inline bool lo_adds_exact(const ReduceLanes& was, const double* hi, const double* lo, uint64_t m, double largest,
+                          uint64_t least_bits) {
+  constexpr int kNone = 2000;
+  int quantum = kNone;  // log2 Q
+  if (least_bits != 0) {
+    const int biased = int(least_bits >> 52);
+    quantum = (biased ? biased : 1) - 1075;
+  }
+  double start_hi = 0, start_lo = 0;
+  for (int l = 0; l < 8; ++l) {
+    if (!(__builtin_fabs(hi[l]) <= 0x1.fffffffffffffp1023) || !(__builtin_fabs(lo[l]) <= 0x1.fffffffffffffp1023))
+      return false;
+    if (was.hi[l] != 0) {
+      const int q = lowest_bit_exponent(was.hi[l]);
+      quantum = q < quantum ? q : quantum;
+    }
+    if (was.lo[l] != 0) {
+      const int q = lowest_bit_exponent(was.lo[l]);
+      quantum = q < quantum ? q : quantum;
+    }
+    start_hi = __builtin_fabs(was.hi[l]) > start_hi ? __builtin_fabs(was.hi[l]) : start_hi;
+    start_lo = __builtin_fabs(was.lo[l]) > start_lo ? __builtin_fabs(was.lo[l]) : start_lo;
+  }
+  if (quantum == kNone) return true;  // every term zero: nothing was added
+  constexpr double kMargin = 1 + 0x1p-21;
+  const double t_bound = (start_hi + double(m) * largest) * kMargin;
+  const double lo_bound = (start_lo + double(m) * 0x1p-53 * t_bound) * kMargin;
+  // 2^53 Q as a double (Q is at least 2^-1074, so this is at least 2^-1021; above 2^1023, 2^1023).
+  const uint64_t limit_bits = uint64_t((quantum + 53 < 1023 ? quantum + 53 : 1023) + 1023) << 52;
+  double limit;
+  __builtin_memcpy(&limit, &limit_bits, sizeof(limit));
+  return t_bound <= 0x1.fffffffffffffp1023 && lo_bound <= limit;
+}
+
+// Runs at least this long try optimistic_registers first: below, its check would cost more than
+// the adds it saves. After a run it could not prove, the next kOptimismRest runs go the exact way
+// at once, so data that keeps failing (magnitudes over tens of decades, a fill value in most rows)
+// pays for a second pass one run in 16; then it is tried again.
+constexpr uint64_t kOptimisticLeast = 256;
+// ... and below this: lo_adds_exact's margin covers runs of fewer than 2^31 registers.
+constexpr uint64_t kOptimisticMost = uint64_t{1} << 32;
+constexpr uint32_t kOptimismRest = 15;
+
+// The whole registers of a run with lo's addition left plain: per register min, max, TwoSum's
+// first step, lo += e and the least nonzero magnitude as bits (an integer min of |v| - 1, which
+// takes zero to the largest): four vector operations where lo's TwoSum and its test are eight.
+// Afterwards lo_adds_exact proves every lo addition exact, or the run is done again by the exact
+// loop from the lanes as they were (left in `lanes` until then). Returns whether the registers
+// now hold the run's whole registers.
+template <bool Identity, int kRegs>
+inline __attribute__((always_inline)) bool optimistic_registers(const double* x, uint64_t step, uint64_t n,
+                                                                double scale, double offset, const ReduceLanes& lanes,
+                                                                vd* hi, vd* lo, vd* mn, vd* mx) {
+  constexpr uint64_t kAbs = ~(uint64_t{1} << 63);
+  vd h[kRegs], l[kRegs], rmn[kRegs], rmx[kRegs];
+  vu least[kRegs];
+  for (int q = 0; q < kRegs; ++q) {
+    h[q] = hi[q];
+    l[q] = lo[q];
+    rmn[q] = vd{} + __builtin_inf();
+    rmx[q] = vd{} - __builtin_inf();
+    least[q] = vu{} + ~uint64_t{0};
+  }
+  uint64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+#pragma GCC unroll 4
+    for (int q = 0; q < kRegs; ++q) {
+      const vd v = run_register<Identity>(x, step, n, j, q, scale, offset);
+      rmn[q] = v < rmn[q] ? v : rmn[q];
+      rmx[q] = v > rmx[q] ? v : rmx[q];
+      const vu magnitude = ((vu)v & kAbs) - 1;
+      least[q] = magnitude < least[q] ? magnitude : least[q];
+      const vd t = h[q] + v, bv = t - h[q], e = (h[q] - (t - bv)) + (v - bv);
+      h[q] = t;
+      l[q] = l[q] + e;
+    }
+  }
+  double largest = 0;
+  uint64_t least_bits = ~uint64_t{0};
+  double hs[8], ls[8];
+  for (int q = 0; q < kRegs; ++q) {
+    for (int k = 0; k < kW; ++k) {
+      const double a = __builtin_fabs(rmn[q][k]), b = __builtin_fabs(rmx[q][k]);
+      largest = a > largest ? a : largest;
+      largest = b > largest ? b : largest;
+      least_bits = least[q][k] < least_bits ? least[q][k] : least_bits;
+      hs[q * kW + k] = h[q][k];
+      ls[q * kW + k] = l[q][k];
+    }
+  }
+  if (!lo_adds_exact(lanes, hs, ls, j / 8, largest, least_bits + 1)) return false;
+  for (int q = 0; q < kRegs; ++q) {
+    hi[q] = h[q];
+    lo[q] = l[q];
+    mn[q] = rmn[q] < mn[q] ? rmn[q] : mn[q];
+    mx[q] = rmx[q] > mx[q] ? rmx[q] : mx[q];
+  }
+  return true;
+}
+
 // The eight lanes of ReduceLanes live in 8 / kW registers; element j goes to lane j % 8. Per
 // register both TwoSums run on the elements as they are, and one test of e2 (lo's own error) finds
 // the rare register that needs the scalar path: a nonzero e2 is something to spill, and a NaN,
@@ -152,12 +283,22 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
     __builtin_memcpy(llo, squares->low.lo, sizeof(llo));
   }
   uint64_t j = 0;
+  if constexpr (!Squares) {
+    if (n >= kOptimisticLeast && n < kOptimisticMost) {
+      if (lanes.optimism_rest > 0) {
+        --lanes.optimism_rest;
+      } else if (optimistic_registers<Identity, kRegs>(x, step, n, scale, offset, lanes, hi, lo, mn, mx)) {
+        j = n / 8 * 8;
+        ++lanes.optimistic_runs;
+      } else {
+        lanes.optimism_rest = kOptimismRest;
+      }
+    }
+  }
   for (; j + 8 <= n; j += 8) {
 #pragma GCC unroll 4
     for (int q = 0; q < kRegs; ++q) {
-      const double* p = x + (j + uint64_t(q) * kW) * step;
-      const vd loaded = load_register(p, step, j + uint64_t(q + 1) * kW < n);
-      const vd v = Identity ? loaded : loaded * scale + offset;
+      const vd v = run_register<Identity>(x, step, n, j, q, scale, offset);
       mn[q] = v < mn[q] ? v : mn[q];
       mx[q] = v > mx[q] ? v : mx[q];
       const Added a = two_sum_lanes(hi[q], lo[q], v);

@@ -128,13 +128,16 @@ PartialSum reference_total(const std::vector<double>& x, uint64_t step, uint64_t
 }
 
 // Smooth data (no spills), data over the whole exponent range (lo's own error spills), data
-// with NaN, infinities and huge values, data whose lane sums overflow (they spill), and zeros of
+// with NaN, infinities and huge values, data whose lane sums overflow (they spill), zeros of
 // both signs (a job of scale 1 and offset +0.0 takes the elements as loaded, and its min and max
-// must still be x + 0.0's: +0.0).
+// must still be x + 0.0's: +0.0), and tiny values.
 std::vector<std::vector<double>> reduce_test_data() {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> data(6, std::vector<double>(1200));
+  std::vector<std::vector<double>> data(7, std::vector<double>(1200));
   for (size_t i = 0; i < 1200; ++i) {
+    // Tiny values with whole mantissas, whose squares are subnormal (h rounded, l the fma's
+    // rounding of the rest): the plain adds' bounds must hold at the bottom of the range too.
+    data[6][i] = std::ldexp(1.0 + std::fabs(std::sin(double(i))), -530 - int(i % 5));
     data[0][i] = std::sin(double(i)) * 1e3;
     data[1][i] = std::ldexp(std::sin(double(i)), int(i % 200) * 10 - 1000);
     data[2][i] = i % 97 == 3 ? std::nan("") : i % 89 == 1 ? inf : i % 83 == 2 ? -inf
@@ -192,7 +195,8 @@ TEST_CASE("reduce_squares adds each square split exactly in the same pass, the s
   for (const auto& [scale, offset] : kTransforms) {
     for (size_t d = 0; d < data.size(); ++d) {
       for (uint64_t step : {1, 2, 7}) {
-        for (uint64_t n : {0, 5, 8, 13, 100}) {
+        for (uint64_t n : {0, 5, 8, 13, 100, 140, 600}) {  // as in the test above
+          if (n > 0 && (n - 1) * step >= data[d].size()) continue;
           const PartialSum want = reference_total(data[d], step, n, scale, offset, /*squares=*/true);
           for (const CpuKernels* k : runnable_builds()) {
             INFO(k->isa << " data " << d << " step " << step << " n " << n << " scale " << scale << " offset "
@@ -254,6 +258,26 @@ ExactSum plain_lanes_sum(const std::vector<std::vector<double>>& runs) {
   return out;
 }
 
+// n elements of normal(10, 1).
+std::vector<double> normal_data(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(10.0, 1.0);
+  std::vector<double> out(n);
+  for (double& v : out) v = normal(rng);
+  return out;
+}
+
+// n elements of two magnitudes with whole random mantissas (U(1, 2) times each): every
+// `every`-th `small` times one, the others `big` times one; with `signs`, every fifth negative.
+std::vector<double> two_magnitudes(size_t n, size_t every, double small, double big, bool signs, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(1.0, 2.0);
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = (i % every == 0 ? small : big) * unit(rng) * (signs && i % 5 == 0 ? -1.0 : 1.0);
+  return out;
+}
+
 // The runs reduced by k one call each, from fresh lanes; the lanes afterwards.
 ReduceLanes reduced(const CpuKernels& k, const std::vector<std::vector<double>>& runs, PartialSum& got) {
   ReduceLanes lanes;
@@ -272,13 +296,10 @@ std::vector<double> joined(const std::vector<std::vector<double>>& runs) {
 }  // namespace
 
 TEST_CASE("the bound behind plain lo additions counts the lanes' start and the sums' growth", "[kernels]") {
-  std::mt19937_64 rng(47);
-  std::uniform_real_distribution<double> unit(1.0, 2.0);
   // Growth: values near 1 (lowest bits 2^-52) and near 2^-40 (2^-92) in one run of 10,000. Over
   // the run a lane's hi grows to ~2^11 and its lo past 2^-39 = 2^53 x 2^-92: bounded by the run's
   // first |hi| instead of its last, the proof would pass.
-  std::vector<double> growth(10000);
-  for (size_t i = 0; i < growth.size(); ++i) growth[i] = (i % 7 == 0 ? 0x1p-40 : 1.0) * unit(rng);
+  const std::vector<double> growth = two_magnitudes(10000, 7, 0x1p-40, 1.0, false, 47);
   // The lanes' start: a run of ones and 2^-80s (done the exact way: its own bound fails), leaving
   // each lane hi a whole number and lo a multiple of 2^-80; 15 runs of zeros (the rest after a
   // failed proof); then values near 2^30 (lowest bits 2^-22), whose errors join lo's 2^-80s:
@@ -286,8 +307,7 @@ TEST_CASE("the bound behind plain lo additions counts the lanes' start and the s
   std::vector<std::vector<double>> start{std::vector<double>(10000)};
   for (size_t i = 0; i < start[0].size(); ++i) start[0][i] = i % 16 < 8 ? 1.0 : 0x1p-80;  // each lane both
   for (int r = 0; r < 15; ++r) start.emplace_back(300, 0.0);
-  start.emplace_back(10000);
-  for (double& v : start.back()) v = 0x1p30 * unit(rng);
+  start.push_back(two_magnitudes(10000, 1, 0x1p30, 0x1p30, false, 47));
   for (const std::vector<std::vector<double>>& runs : {std::vector<std::vector<double>>{growth}, start}) {
     const std::vector<double> all = joined(runs);
     const PartialSum want = reference_total(all, 1, all.size(), 1.0, 0.0);
@@ -303,18 +323,13 @@ TEST_CASE("the bound behind plain lo additions counts the lanes' start and the s
 }
 
 TEST_CASE("the lanes' lo additions go plain only where a bound proves them exact afterwards", "[kernels]") {
-  std::mt19937_64 rng(46);
-  std::normal_distribution<double> normal(10.0, 1.0);
-  std::uniform_real_distribution<double> unit(1.0, 2.0);
   // Rows of 10,000 elements. normal(10, 1): the bound proves every run. `mixed`: values near 2^30
   // and near 2^-40, so lo holds TwoSum's errors of both, multiples of 2^-92 up to 2^-11 and more,
   // more bits than a double holds: lo added plainly would round (checked first), and the run must
   // go the exact way.
   const uint64_t row = 10000;
-  std::vector<double> smooth(row * 20), mixed(row);
-  for (double& v : smooth) v = normal(rng);
-  for (size_t i = 0; i < mixed.size(); ++i)
-    mixed[i] = (i % 3 == 0 ? 0x1p-40 : 0x1p30) * unit(rng) * (i % 5 == 0 ? -1.0 : 1.0);
+  const std::vector<double> smooth = normal_data(row * 20, 46);
+  const std::vector<double> mixed = two_magnitudes(row, 3, 0x1p-40, 0x1p30, true, 46);
   const PartialSum want_mixed = reference_total(mixed, 1, row, 1.0, 0.0);
   {
     double hi[8] = {}, lo[8] = {};
@@ -363,15 +378,51 @@ TEST_CASE("the lanes' lo additions go plain only where a bound proves them exact
   }
 }
 
+TEST_CASE("var/std's square expansions go plain only where their own bounds prove them", "[kernels]") {
+  const uint64_t row = 10000;
+  // Values near 1 and near 2^-26: the sum's bound holds (its errors are multiples of 2^-78 and
+  // lo stays far below 2^-25), the squares' high parts' does not (multiples of 2^-104 beside sums
+  // near 2^11): their lo added plainly would round (checked first).
+  const std::vector<double> smooth = normal_data(row * 4, 48);
+  const std::vector<double> mixed = two_magnitudes(row, 7, 0x1p-26, 1.0, false, 48);
+  {
+    std::vector<double> squares(mixed.size());
+    for (size_t i = 0; i < mixed.size(); ++i) squares[i] = mixed[i] * mixed[i];
+    ExactSum exact;
+    for (const double h : squares) exact.add(h);
+    exact.normalize();
+    REQUIRE_FALSE(same_value(plain_lanes_sum({squares}), exact));
+  }
+  for (const CpuKernels* k : runnable_builds()) {
+    INFO(k->isa);
+    for (const bool is_mixed : {false, true}) {
+      const std::vector<double>& x = is_mixed ? mixed : smooth;
+      ReduceLanes lanes, sum_only;
+      SquareLanes squares;
+      lanes_init(lanes);
+      lanes_init(sum_only);
+      lanes_init(squares.high);
+      lanes_init(squares.low);
+      for (uint64_t r = 0; r < x.size() / row; ++r) {
+        k->reduce_squares(x.data() + r * row, 1, row, 1.0, 0.0, lanes, squares);
+        k->reduce(x.data() + r * row, 1, row, 1.0, 0.0, sum_only);
+      }
+      CHECK(sum_only.optimistic_runs == x.size() / row);
+      CHECK(lanes.optimistic_runs == (is_mixed ? 0u : x.size() / row));
+      PartialSum got;
+      lanes_total(lanes, got);
+      lanes_squares_total(squares, got);
+      CHECK(same_bits(got, reference_total(x, 1, x.size(), 1.0, 0.0, /*squares=*/true)));
+    }
+  }
+}
+
 TEST_CASE("a huge element among ordinary ones costs its lane a spill or two, not one per later element",
           "[kernels]") {
   // normal(10, 1) with 20 elements of netCDF's fill value: a lane that kept 9.97e36 beside its
   // ordinary sum would spill nearly every later element of the lane (thousands here); emptied after
   // a spill, it spills a few times per fill value. The sum stays exact either way.
-  std::mt19937_64 rng(44);
-  std::normal_distribution<double> normal(10.0, 1.0);
-  std::vector<double> x(100000);
-  for (double& v : x) v = normal(rng);
+  std::vector<double> x = normal_data(100000, 44);
   const int fills = 20;
   for (int f = 0; f < fills; ++f) x[size_t(f) * 4999 + 17] = 9.96921e36;
   const PartialSum want = reference_total(x, 1, x.size(), 1.0, 0.0);

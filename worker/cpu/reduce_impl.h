@@ -140,9 +140,13 @@ inline int lowest_bit_exponent(double x) {
   return (biased ? biased : 1) - 1075 + __builtin_ctzll(mantissa);
 }
 
-// Whether optimistic_registers' plain additions to lo were all exact, from what it saw: the lanes
-// as they were (`was`), m registers' elements in each lane, their largest magnitude `largest` and
-// the bits of their least nonzero magnitude `least_bits` (0: every element was zero).
+// What lo_adds_exact takes for "no element was nonzero".
+constexpr int kNoQuantum = 2000;
+
+// Whether optimistic_registers' plain additions to one expansion's lo were all exact, from what it
+// saw: the lanes as they were (`was`) and as they are (hi, lo), m registers' elements in each lane,
+// a bound on their magnitude `largest`, and `quantum`: log2 of a power of two every element is a
+// whole multiple of (kNoQuantum: every element was zero).
 //
 // Let Q be a power of two that hi, lo and every element started as whole multiples of (the least of
 // their lowest bits; an element's lowest bit is at least 2^(its exponent - 52)). Then each t =
@@ -154,13 +158,7 @@ inline int lowest_bit_exponent(double x) {
 // below 2^31 registers; the bound is computed with that margin, which also covers its own
 // roundings. NaNs and infinities (which min and max do not see) leave hi or lo NaN or infinite.
 inline bool lo_adds_exact(const ReduceLanes& was, const double* hi, const double* lo, uint64_t m, double largest,
-                          uint64_t least_bits) {
-  constexpr int kNone = 2000;
-  int quantum = kNone;  // log2 Q
-  if (least_bits != 0) {
-    const int biased = int(least_bits >> 52);
-    quantum = (biased ? biased : 1) - 1075;
-  }
+                          int quantum) {
   double start_hi = 0, start_lo = 0;
   for (int l = 0; l < 8; ++l) {
     if (!(__builtin_fabs(hi[l]) <= 0x1.fffffffffffffp1023) || !(__builtin_fabs(lo[l]) <= 0x1.fffffffffffffp1023))
@@ -176,7 +174,7 @@ inline bool lo_adds_exact(const ReduceLanes& was, const double* hi, const double
     start_hi = __builtin_fabs(was.hi[l]) > start_hi ? __builtin_fabs(was.hi[l]) : start_hi;
     start_lo = __builtin_fabs(was.lo[l]) > start_lo ? __builtin_fabs(was.lo[l]) : start_lo;
   }
-  if (quantum == kNone) return true;  // every term zero: nothing was added
+  if (quantum == kNoQuantum) return true;  // every term zero: nothing was added
   constexpr double kMargin = 1 + 0x1p-21;
   const double t_bound = (start_hi + double(m) * largest) * kMargin;
   const double lo_bound = (start_lo + double(m) * 0x1p-53 * t_bound) * kMargin;
@@ -196,25 +194,64 @@ constexpr uint64_t kOptimisticLeast = 256;
 constexpr uint64_t kOptimisticMost = uint64_t{1} << 32;
 constexpr uint32_t kOptimismRest = 15;
 
+// A run's registers of lanes as reduce_run keeps them: the sum's expansions, min and max, and a
+// var/std job's two square expansions (high and low parts).
+struct RunRegisters {
+  vd* hi;
+  vd* lo;
+  vd* mn;
+  vd* mx;
+  vd* shi;
+  vd* slo;
+  vd* lhi;
+  vd* llo;
+};
+
+// One expansion's registers as eight doubles each (lane q * kW + k).
+template <int kRegs>
+inline __attribute__((always_inline)) void lanes_of(const vd* r, double* out) {
+  for (int q = 0; q < kRegs; ++q)
+    for (int k = 0; k < kW; ++k) out[q * kW + k] = r[q][k];
+}
+
+// TwoSum's first step into (hi, lo) with lo's addition plain.
+inline __attribute__((always_inline)) void add_plain(vd& hi, vd& lo, vd v) {
+  const vd t = hi + v, bv = t - hi, e = (hi - (t - bv)) + (v - bv);
+  hi = t;
+  lo = lo + e;
+}
+
 // The whole registers of a run with lo's addition left plain: per register min, max, TwoSum's
 // first step, lo += e and the least nonzero magnitude as bits (an integer min of |v| - 1, which
 // takes zero to the largest): four vector operations where lo's TwoSum and its test are eight.
-// Afterwards lo_adds_exact proves every lo addition exact, or the run is done again by the exact
-// loop from the lanes as they were (left in `lanes` until then). Returns whether the registers
-// now hold the run's whole registers.
-template <bool Identity, int kRegs>
+// With Squares, each v's square split as h + l (h = v*v, l = fma(v, v, -h)) into its two
+// expansions the same way. Afterwards lo_adds_exact proves every lo addition of every expansion
+// exact, or the run is done again by the exact loop from the lanes as they were (left in `lanes`
+// and `squares` until then). Returns whether `r` now holds the run's whole registers.
+//
+// The squares' bounds come from the elements': with |v| at least 2^e (e: the least nonzero
+// magnitude's exponent) and at most `largest`, h is a multiple of 2^(2e - 52) (or of 2^-1074,
+// every double's) and at most fl(largest^2); l, the exact rest v^2 - h, of 2^(2e - 104) (where
+// that is below 2^-1074, the fma rounds l to a multiple of 2^-1074) and at most 2^-53 h + 2^-1074.
+template <bool Squares, bool Identity, int kRegs>
 inline __attribute__((always_inline)) bool optimistic_registers(const double* x, uint64_t step, uint64_t n,
                                                                 double scale, double offset, const ReduceLanes& lanes,
-                                                                vd* hi, vd* lo, vd* mn, vd* mx) {
+                                                                const SquareLanes* squares, RunRegisters r) {
   constexpr uint64_t kAbs = ~(uint64_t{1} << 63);
-  vd h[kRegs], l[kRegs], rmn[kRegs], rmx[kRegs];
+  vd h[kRegs], l[kRegs], rmn[kRegs], rmx[kRegs], sh[kRegs], sl[kRegs], lh[kRegs], ll[kRegs];
   vu least[kRegs];
   for (int q = 0; q < kRegs; ++q) {
-    h[q] = hi[q];
-    l[q] = lo[q];
+    h[q] = r.hi[q];
+    l[q] = r.lo[q];
     rmn[q] = vd{} + __builtin_inf();
     rmx[q] = vd{} - __builtin_inf();
     least[q] = vu{} + ~uint64_t{0};
+    if constexpr (Squares) {
+      sh[q] = r.shi[q];
+      sl[q] = r.slo[q];
+      lh[q] = r.lhi[q];
+      ll[q] = r.llo[q];
+    }
   }
   uint64_t j = 0;
   for (; j + 8 <= n; j += 8) {
@@ -225,30 +262,58 @@ inline __attribute__((always_inline)) bool optimistic_registers(const double* x,
       rmx[q] = v > rmx[q] ? v : rmx[q];
       const vu magnitude = ((vu)v & kAbs) - 1;
       least[q] = magnitude < least[q] ? magnitude : least[q];
-      const vd t = h[q] + v, bv = t - h[q], e = (h[q] - (t - bv)) + (v - bv);
-      h[q] = t;
-      l[q] = l[q] + e;
+      add_plain(h[q], l[q], v);
+      if constexpr (Squares) {
+        const vd square = v * v;
+        add_plain(sh[q], sl[q], square);
+        add_plain(lh[q], ll[q], fma_lanes(v, v, -square));
+      }
     }
   }
   double largest = 0;
   uint64_t least_bits = ~uint64_t{0};
-  double hs[8], ls[8];
   for (int q = 0; q < kRegs; ++q) {
     for (int k = 0; k < kW; ++k) {
       const double a = __builtin_fabs(rmn[q][k]), b = __builtin_fabs(rmx[q][k]);
       largest = a > largest ? a : largest;
       largest = b > largest ? b : largest;
       least_bits = least[q][k] < least_bits ? least[q][k] : least_bits;
-      hs[q * kW + k] = h[q][k];
-      ls[q * kW + k] = l[q][k];
     }
   }
-  if (!lo_adds_exact(lanes, hs, ls, j / 8, largest, least_bits + 1)) return false;
+  least_bits += 1;  // the least nonzero magnitude's bits; 0: every element was zero
+  const int biased = int(least_bits >> 52);
+  const int quantum = least_bits == 0 ? kNoQuantum : (biased ? biased : 1) - 1075;
+  const uint64_t m = j / 8;
+  double his[8], los[8];
+  lanes_of<kRegs>(h, his);
+  lanes_of<kRegs>(l, los);
+  if (!lo_adds_exact(lanes, his, los, m, largest, quantum)) return false;
+  if constexpr (Squares) {
+    const int exponent = biased ? biased - 1023 : -1074;  // |v| >= 2^exponent
+    const int high_quantum = 2 * exponent - 52 > -1074 ? 2 * exponent - 52 : -1074;
+    const int low_quantum = 2 * exponent - 104 > -1074 ? 2 * exponent - 104 : -1074;
+    const double largest_high = largest * largest;
+    lanes_of<kRegs>(sh, his);
+    lanes_of<kRegs>(sl, los);
+    if (!lo_adds_exact(squares->high, his, los, m, largest_high, least_bits == 0 ? kNoQuantum : high_quantum))
+      return false;
+    lanes_of<kRegs>(lh, his);
+    lanes_of<kRegs>(ll, los);
+    if (!lo_adds_exact(squares->low, his, los, m, largest_high * 0x1p-53 + 0x1p-1074,
+                       least_bits == 0 ? kNoQuantum : low_quantum))
+      return false;
+  }
   for (int q = 0; q < kRegs; ++q) {
-    hi[q] = h[q];
-    lo[q] = l[q];
-    mn[q] = rmn[q] < mn[q] ? rmn[q] : mn[q];
-    mx[q] = rmx[q] > mx[q] ? rmx[q] : mx[q];
+    r.hi[q] = h[q];
+    r.lo[q] = l[q];
+    r.mn[q] = rmn[q] < r.mn[q] ? rmn[q] : r.mn[q];
+    r.mx[q] = rmx[q] > r.mx[q] ? rmx[q] : r.mx[q];
+    if constexpr (Squares) {
+      r.shi[q] = sh[q];
+      r.slo[q] = sl[q];
+      r.lhi[q] = lh[q];
+      r.llo[q] = ll[q];
+    }
   }
   return true;
 }
@@ -283,16 +348,15 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
     __builtin_memcpy(llo, squares->low.lo, sizeof(llo));
   }
   uint64_t j = 0;
-  if constexpr (!Squares) {
-    if (n >= kOptimisticLeast && n < kOptimisticMost) {
-      if (lanes.optimism_rest > 0) {
-        --lanes.optimism_rest;
-      } else if (optimistic_registers<Identity, kRegs>(x, step, n, scale, offset, lanes, hi, lo, mn, mx)) {
-        j = n / 8 * 8;
-        ++lanes.optimistic_runs;
-      } else {
-        lanes.optimism_rest = kOptimismRest;
-      }
+  if (n >= kOptimisticLeast && n < kOptimisticMost) {
+    if (lanes.optimism_rest > 0) {
+      --lanes.optimism_rest;
+    } else if (optimistic_registers<Squares, Identity, kRegs>(x, step, n, scale, offset, lanes, squares,
+                                                               RunRegisters{hi, lo, mn, mx, shi, slo, lhi, llo})) {
+      j = n / 8 * 8;
+      ++lanes.optimistic_runs;
+    } else {
+      lanes.optimism_rest = kOptimismRest;
     }
   }
   for (; j + 8 <= n; j += 8) {

@@ -27,6 +27,7 @@ void lanes_init(ReduceLanes& lanes) {
   lanes.spills = 0;
   lanes.optimistic_runs = 0;
   lanes.optimism_rest = 0;
+  lanes.quantum = kQuantumNone;
 }
 
 void lanes_spill(ReduceLanes& lanes, double x) {
@@ -51,6 +52,7 @@ void lanes_gather(ReduceLanes& lanes, Partial& out) {
     lanes.hi[l] = lanes.lo[l] = 0.0;
   }
   lanes.spills = 0;
+  lanes.quantum = kQuantumNone;
   out.min = lanes.min[0];
   out.max = lanes.max[0];
   for (int l = 1; l < 8; ++l) {

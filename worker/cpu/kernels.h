@@ -34,7 +34,13 @@ struct ReduceLanes {
   // optimistic_registers), and how many runs still go the exact way after one that was not.
   uint64_t optimistic_runs;
   uint32_t optimism_rest;
+  // log2 of a power of two that every lane's hi and lo are whole multiples of, as the last run
+  // that proved its adds left them (the next run's proof starts from it): kQuantumNone while
+  // every lane is zero, kQuantumUnknown after a run that went the exact way.
+  int32_t quantum;
 };
+inline constexpr int32_t kQuantumNone = 2000;
+inline constexpr int32_t kQuantumUnknown = -2000;
 
 // A var/std job's squares, each split exactly as h + l (h = v*v, l = fma(v, v, -h)): the h go into
 // `high`, the l into `low`. Two expansions, not one: l is some 2^-52 of h, and one lane holding

@@ -140,13 +140,28 @@ inline int lowest_bit_exponent(double x) {
   return (biased ? biased : 1) - 1075 + __builtin_ctzll(mantissa);
 }
 
-// What lo_adds_exact takes for "no element was nonzero".
-constexpr int kNoQuantum = 2000;
+// log2 of the least of the lowest bits of the lanes' hi and lo (kQuantumNone: all zero).
+inline int lanes_quantum(const ReduceLanes& lanes) {
+  int quantum = kQuantumNone;
+  for (int l = 0; l < 8; ++l) {
+    if (lanes.hi[l] != 0) {
+      const int q = lowest_bit_exponent(lanes.hi[l]);
+      quantum = q < quantum ? q : quantum;
+    }
+    if (lanes.lo[l] != 0) {
+      const int q = lowest_bit_exponent(lanes.lo[l]);
+      quantum = q < quantum ? q : quantum;
+    }
+  }
+  return quantum;
+}
 
 // Whether optimistic_registers' plain additions to one expansion's lo were all exact, from what it
-// saw: the lanes as they were (`was`) and as they are (hi, lo), m registers' elements in each lane,
-// a bound on their magnitude `largest`, and `quantum`: log2 of a power of two every element is a
-// whole multiple of (kNoQuantum: every element was zero).
+// saw: the lanes as they were (`was`; their quantum from the run before, or from their lanes) and
+// as they are (hi, lo), m registers' elements in each lane, a bound on their magnitude `largest`,
+// and `quantum`: log2 of a power of two every element is a whole multiple of (kQuantumNone: every
+// element was zero). On success, `quantum` is the Q the proof used, which hi and lo now are
+// multiples of.
 //
 // Let Q be a power of two that hi, lo and every element started as whole multiples of (the least of
 // their lowest bits; an element's lowest bit is at least 2^(its exponent - 52)). Then each t =
@@ -158,23 +173,17 @@ constexpr int kNoQuantum = 2000;
 // below 2^31 registers; the bound is computed with that margin, which also covers its own
 // roundings. NaNs and infinities (which min and max do not see) leave hi or lo NaN or infinite.
 inline bool lo_adds_exact(const ReduceLanes& was, const double* hi, const double* lo, uint64_t m, double largest,
-                          int quantum) {
+                          int& quantum) {
+  const int start = was.quantum != kQuantumUnknown ? was.quantum : lanes_quantum(was);
+  quantum = start < quantum ? start : quantum;
   double start_hi = 0, start_lo = 0;
   for (int l = 0; l < 8; ++l) {
     if (!(__builtin_fabs(hi[l]) <= 0x1.fffffffffffffp1023) || !(__builtin_fabs(lo[l]) <= 0x1.fffffffffffffp1023))
       return false;
-    if (was.hi[l] != 0) {
-      const int q = lowest_bit_exponent(was.hi[l]);
-      quantum = q < quantum ? q : quantum;
-    }
-    if (was.lo[l] != 0) {
-      const int q = lowest_bit_exponent(was.lo[l]);
-      quantum = q < quantum ? q : quantum;
-    }
     start_hi = __builtin_fabs(was.hi[l]) > start_hi ? __builtin_fabs(was.hi[l]) : start_hi;
     start_lo = __builtin_fabs(was.lo[l]) > start_lo ? __builtin_fabs(was.lo[l]) : start_lo;
   }
-  if (quantum == kNoQuantum) return true;  // every term zero: nothing was added
+  if (quantum == kQuantumNone) return true;  // every term zero: nothing was added
   constexpr double kMargin = 1 + 0x1p-21;
   const double t_bound = (start_hi + double(m) * largest) * kMargin;
   const double lo_bound = (start_lo + double(m) * 0x1p-53 * t_bound) * kMargin;
@@ -193,6 +202,20 @@ constexpr uint64_t kOptimisticLeast = 256;
 // ... and below this: lo_adds_exact's margin covers runs of fewer than 2^31 registers.
 constexpr uint64_t kOptimisticMost = uint64_t{1} << 32;
 constexpr uint32_t kOptimismRest = 15;
+
+// log2 of powers of two that elements of at least a magnitude are whole multiples of, and their
+// squares' high and low parts (with |v| >= 2^e: h of 2^(2e - 52), l of 2^(2e - 104), each at least
+// 2^-1074, every double's), from that magnitude's bits (0: no nonzero element: kQuantumNone).
+struct ElementQuanta {
+  int sum, high, low;
+};
+inline ElementQuanta element_quanta(uint64_t least_bits) {
+  if (least_bits == 0) return ElementQuanta{kQuantumNone, kQuantumNone, kQuantumNone};
+  const int biased = int(least_bits >> 52);
+  const int exponent = biased ? biased - 1023 : -1074;  // |v| >= 2^exponent
+  return ElementQuanta{(biased ? biased : 1) - 1075, 2 * exponent - 52 > -1074 ? 2 * exponent - 52 : -1074,
+                       2 * exponent - 104 > -1074 ? 2 * exponent - 104 : -1074};
+}
 
 // A run's registers of lanes as reduce_run keeps them: the sum's expansions, min and max, and a
 // var/std job's two square expansions (high and low parts).
@@ -235,8 +258,8 @@ inline __attribute__((always_inline)) void add_plain(vd& hi, vd& lo, vd v) {
 // that is below 2^-1074, the fma rounds l to a multiple of 2^-1074) and at most 2^-53 h + 2^-1074.
 template <bool Squares, bool Identity, int kRegs>
 inline __attribute__((always_inline)) bool optimistic_registers(const double* x, uint64_t step, uint64_t n,
-                                                                double scale, double offset, const ReduceLanes& lanes,
-                                                                const SquareLanes* squares, RunRegisters r) {
+                                                                double scale, double offset, ReduceLanes& lanes,
+                                                                SquareLanes* squares, RunRegisters r) {
   constexpr uint64_t kAbs = ~(uint64_t{1} << 63);
   vd h[kRegs], l[kRegs], rmn[kRegs], rmx[kRegs], sh[kRegs], sl[kRegs], lh[kRegs], ll[kRegs];
   vu least[kRegs];
@@ -281,28 +304,24 @@ inline __attribute__((always_inline)) bool optimistic_registers(const double* x,
     }
   }
   least_bits += 1;  // the least nonzero magnitude's bits; 0: every element was zero
-  const int biased = int(least_bits >> 52);
-  const int quantum = least_bits == 0 ? kNoQuantum : (biased ? biased : 1) - 1075;
+  ElementQuanta quanta = element_quanta(least_bits);
   const uint64_t m = j / 8;
   double his[8], los[8];
   lanes_of<kRegs>(h, his);
   lanes_of<kRegs>(l, los);
-  if (!lo_adds_exact(lanes, his, los, m, largest, quantum)) return false;
+  if (!lo_adds_exact(lanes, his, los, m, largest, quanta.sum)) return false;
   if constexpr (Squares) {
-    const int exponent = biased ? biased - 1023 : -1074;  // |v| >= 2^exponent
-    const int high_quantum = 2 * exponent - 52 > -1074 ? 2 * exponent - 52 : -1074;
-    const int low_quantum = 2 * exponent - 104 > -1074 ? 2 * exponent - 104 : -1074;
     const double largest_high = largest * largest;
     lanes_of<kRegs>(sh, his);
     lanes_of<kRegs>(sl, los);
-    if (!lo_adds_exact(squares->high, his, los, m, largest_high, least_bits == 0 ? kNoQuantum : high_quantum))
-      return false;
+    if (!lo_adds_exact(squares->high, his, los, m, largest_high, quanta.high)) return false;
     lanes_of<kRegs>(lh, his);
     lanes_of<kRegs>(ll, los);
-    if (!lo_adds_exact(squares->low, his, los, m, largest_high * 0x1p-53 + 0x1p-1074,
-                       least_bits == 0 ? kNoQuantum : low_quantum))
-      return false;
+    if (!lo_adds_exact(squares->low, his, los, m, largest_high * 0x1p-53 + 0x1p-1074, quanta.low)) return false;
+    squares->high.quantum = quanta.high;
+    squares->low.quantum = quanta.low;
   }
+  lanes.quantum = quanta.sum;
   for (int q = 0; q < kRegs; ++q) {
     r.hi[q] = h[q];
     r.lo[q] = l[q];
@@ -359,6 +378,10 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
       lanes.optimism_rest = kOptimismRest;
     }
   }
+  if (j + 8 <= n) {  // the exact way: what the lanes are multiples of is no longer known
+    lanes.quantum = kQuantumUnknown;
+    if constexpr (Squares) squares->high.quantum = squares->low.quantum = kQuantumUnknown;
+  }
   for (; j + 8 <= n; j += 8) {
 #pragma GCC unroll 4
     for (int q = 0; q < kRegs; ++q) {
@@ -403,10 +426,23 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
     __builtin_memcpy(squares->low.hi, lhi, sizeof(lhi));
     __builtin_memcpy(squares->low.lo, llo, sizeof(llo));
   }
+  // The tail, one element at a time. lane_add keeps each lane a multiple of what it and the
+  // element were (or empties it): the lanes' quantum takes the elements' in.
+  uint64_t least = ~uint64_t{0};
   for (int l = 0; j < n; ++j, ++l) {
     const double v = Identity ? x[j * step] : x[j * step] * scale + offset;
     lane_add(lanes, l, v);
     if constexpr (Squares) square_lane_add(*squares, l, v);
+    uint64_t bits;
+    __builtin_memcpy(&bits, &v, sizeof(bits));
+    bits = (bits & kAbs) - 1;
+    least = bits < least ? bits : least;
+  }
+  const ElementQuanta tail = element_quanta(least + 1);
+  lanes.quantum = tail.sum < lanes.quantum ? tail.sum : lanes.quantum;
+  if constexpr (Squares) {
+    squares->high.quantum = tail.high < squares->high.quantum ? tail.high : squares->high.quantum;
+    squares->low.quantum = tail.low < squares->low.quantum ? tail.low : squares->low.quantum;
   }
   if constexpr (Identity) {
     for (int l = 0; l < 8; ++l) {

@@ -429,6 +429,62 @@ TEST_CASE("var/std's square expansions go plain only where their own bounds prov
   }
 }
 
+TEST_CASE("random runs over random windows of magnitude: plain or exact, the reference's bits", "[kernels]") {
+  // Each case: a few runs of random lengths whose elements are U(1, 2) x 2^e with e drawn from a
+  // window of random place and width (0 to 120 binades, anywhere from the subnormals to near
+  // overflow), random signs or one sign, some zeros, every element or every other, through one of
+  // the transforms; summed, and with their squares, on every build, against the scalar reference. Windows narrow enough for the plain adds' proofs and
+  // wide enough to fail them both come up (counted).
+  std::mt19937_64 rng(51);
+  std::uniform_real_distribution<double> unit(1.0, 2.0);
+  uint64_t proven = 0, runs_in_all = 0;
+  for (int c = 0; c < 300; ++c) {
+    const int width = int(rng() % 121);
+    const int low = -1074 + int(rng() % (1023 + 1074 - width - 1));
+    const bool signs = rng() % 2 == 0;
+    const bool zeros = rng() % 4 == 0;
+    const auto& [scale, offset] = kTransforms[rng() % 3];
+    const uint64_t step = 1 + rng() % 2;
+    std::vector<std::vector<double>> runs(1 + rng() % 4);
+    for (std::vector<double>& run : runs) {
+      run.resize(rng() % 3000 * step);
+      for (double& v : run) {
+        v = zeros && rng() % 10 == 0 ? 0.0 : std::ldexp(unit(rng), low + int(rng() % uint64_t(width + 1)));
+        if (signs && rng() % 2 == 0) v = -v;
+      }
+    }
+    const std::vector<double> all = joined(runs);
+    const PartialSum want = reference_total(all, step, all.size() / step, scale, offset);
+    const PartialSum want_squares = reference_total(all, step, all.size() / step, scale, offset, /*squares=*/true);
+    for (const CpuKernels* k : runnable_builds()) {
+      INFO(k->isa << " case " << c << " window 2^" << low << " + " << width << (signs ? " signs" : "")
+                  << (zeros ? " zeros" : "") << " step " << step << " scale " << scale << " offset " << offset);
+      ReduceLanes lanes, with_squares;
+      SquareLanes squares;
+      lanes_init(lanes);
+      lanes_init(with_squares);
+      lanes_init(squares.high);
+      lanes_init(squares.low);
+      for (const std::vector<double>& run : runs) {
+        k->reduce(run.data(), step, run.size() / step, scale, offset, lanes);
+        k->reduce_squares(run.data(), step, run.size() / step, scale, offset, with_squares, squares);
+      }
+      proven += lanes.optimistic_runs;
+      runs_in_all += runs.size();
+      PartialSum got;
+      lanes_total(lanes, got);
+      CHECK(same_bits(got, want));
+      PartialSum got_squares;
+      lanes_total(with_squares, got_squares);
+      lanes_squares_total(squares, got_squares);
+      CHECK(same_bits(got_squares, want_squares));
+    }
+  }
+  INFO("proven runs " << proven << " of " << runs_in_all);
+  CHECK(proven > runs_in_all / 10);
+  CHECK(proven < runs_in_all * 9 / 10);
+}
+
 TEST_CASE("a huge element among ordinary ones costs its lane a spill or two, not one per later element",
           "[kernels]") {
   // normal(10, 1) with 20 elements of netCDF's fill value: a lane that kept 9.97e36 beside its

@@ -390,6 +390,23 @@ TEST_CASE("the lanes' lo additions go plain only where a bound proves them exact
   }
 }
 
+TEST_CASE("a long run is proven in blocks: one of 2^20 normal(0, 1) elements would fail as a whole",
+          "[kernels]") {
+  // The bound grows with the square of a run's length: 2^17 registers of normal(0, 1), whose least
+  // magnitude is ~2^-20, need lo within ~2^-19 and are bounded near 2^-17. In blocks of 2^14
+  // elements (2^11 registers) each proof passes with room to spare.
+  std::vector<double> x = normal_data(uint64_t{1} << 20, 53);
+  for (double& v : x) v -= 10.0;
+  const PartialSum want = reference_total(x, 1, x.size(), 1.0, 0.0);
+  for (const CpuKernels* k : runnable_builds()) {
+    INFO(k->isa);
+    PartialSum got;
+    const ReduceLanes lanes = reduced(*k, {x}, got);
+    CHECK(lanes.optimistic_runs == 64u);
+    CHECK(same_bits(got, want));
+  }
+}
+
 TEST_CASE("var/std's square expansions go plain only where their own bounds prove them", "[kernels]") {
   const uint64_t row = 10000;
   // Values near 1 and near 2^-26: the sum's bound holds (its errors are multiples of 2^-78 and

@@ -87,6 +87,7 @@ ExactSum& squares_gathered(SquareLanes& squares) {
       half->hi[l] = half->lo[l] = 0.0;
     }
     half->spills = 0;
+    half->quantum = kQuantumNone;
     half->exact.normalize();
   }
   squares.high.exact.add(squares.low.exact);

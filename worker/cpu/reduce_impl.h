@@ -170,8 +170,8 @@ inline int lanes_quantum(const ReduceLanes& lanes) {
 // multiple of Q, which a double holds exactly while |lo + e| <= 2^53 Q: every addition to lo was
 // exact if |lo| plus the sum of every |e| stays there. Rounding to nearest gives |e| <= 2^-53 |t|,
 // and |t| <= (|hi| + m largest)(1 + 2^-53)^m, under (|hi| + m largest)(1 + 2^-21) for any run
-// below 2^31 registers; the bound is computed with that margin, which also covers its own
-// roundings. NaNs and infinities (which min and max do not see) leave hi or lo NaN or infinite.
+// below 2^31 registers (runs are at most kOptimisticBlock elements); the bound is computed with
+// that margin, which also covers its own roundings. NaNs and infinities (which min and max do not see) leave hi or lo NaN or infinite.
 inline bool lo_adds_exact(const ReduceLanes& was, const double* hi, const double* lo, uint64_t m, double largest,
                           int& quantum) {
   const int start = was.quantum != kQuantumUnknown ? was.quantum : lanes_quantum(was);
@@ -199,9 +199,11 @@ inline bool lo_adds_exact(const ReduceLanes& was, const double* hi, const double
 // at once, so data that keeps failing (magnitudes over tens of decades, a fill value in most rows)
 // pays for a second pass one run in 16; then it is tried again.
 constexpr uint64_t kOptimisticLeast = 256;
-// ... and below this: lo_adds_exact's margin covers runs of fewer than 2^31 registers.
-constexpr uint64_t kOptimisticMost = uint64_t{1} << 32;
 constexpr uint32_t kOptimismRest = 15;
+// A longer run is reduced (and proven) in runs of this many elements, a multiple of 8 so each
+// element keeps its lane: the bound grows with the square of a run's length, and a whole 80 MB
+// chunk as one run of normal(0, 1) elements failed it where its 1 MiB pieces pass.
+constexpr uint64_t kOptimisticBlock = uint64_t{1} << 14;
 
 // log2 of powers of two that elements of at least a magnitude are whole multiples of, and their
 // squares' high and low parts (with |v| >= 2^e: h of 2^(2e - 52), l of 2^(2e - 104), each at least
@@ -367,7 +369,7 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
     __builtin_memcpy(llo, squares->low.lo, sizeof(llo));
   }
   uint64_t j = 0;
-  if (n >= kOptimisticLeast && n < kOptimisticMost) {
+  if (n >= kOptimisticLeast) {
     if (lanes.optimism_rest > 0) {
       --lanes.optimism_rest;
     } else if (optimistic_registers<Squares, Identity, kRegs>(x, step, n, scale, offset, lanes, squares,
@@ -459,15 +461,25 @@ inline bool is_identity(double scale, double offset) {
   return scale == 1.0 && bits == 0;
 }
 
+// A run in runs of at most kOptimisticBlock elements.
+template <bool Squares, bool Identity>
+void reduce_blocks(const double* x, uint64_t step, uint64_t n, double scale, double offset, ReduceLanes& lanes,
+                   SquareLanes* squares) {
+  for (uint64_t done = 0; done < n; done += kOptimisticBlock) {
+    const uint64_t count = n - done < kOptimisticBlock ? n - done : kOptimisticBlock;
+    reduce_run<Squares, Identity>(x + done * step, step, count, scale, offset, lanes, squares);
+  }
+}
+
 void reduce(const double* x, uint64_t step, uint64_t n, double scale, double offset, ReduceLanes& lanes) {
-  if (is_identity(scale, offset)) reduce_run<false, true>(x, step, n, scale, offset, lanes, nullptr);
-  else reduce_run<false, false>(x, step, n, scale, offset, lanes, nullptr);
+  if (is_identity(scale, offset)) reduce_blocks<false, true>(x, step, n, scale, offset, lanes, nullptr);
+  else reduce_blocks<false, false>(x, step, n, scale, offset, lanes, nullptr);
 }
 
 void reduce_squares(const double* x, uint64_t step, uint64_t n, double scale, double offset,
                     ReduceLanes& lanes, SquareLanes& squares) {
-  if (is_identity(scale, offset)) reduce_run<true, true>(x, step, n, scale, offset, lanes, &squares);
-  else reduce_run<true, false>(x, step, n, scale, offset, lanes, &squares);
+  if (is_identity(scale, offset)) reduce_blocks<true, true>(x, step, n, scale, offset, lanes, &squares);
+  else reduce_blocks<true, false>(x, step, n, scale, offset, lanes, &squares);
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 // rounds identically.
 //
 // The body is in three parts: the registers of lanes and their operations (lanes_impl.h), element
-// generation (generate_impl.h) and reduction (reduce_impl.h).
+// generation (generate_impl.h) and reduction (reduce_impl.h, with plain_adds_impl.h's proof that
+// lets its lo additions go plain).
 #pragma once
 
 #include "worker/cpu/generate_impl.h"

@@ -51,7 +51,8 @@ inline int lanes_quantum(const ReduceLanes& lanes) {
 // exact if |lo| plus the sum of every |e| stays there. Rounding to nearest gives |e| <= 2^-53 |t|,
 // and |t| <= (|hi| + m largest)(1 + 2^-53)^m, under (|hi| + m largest)(1 + 2^-21) for any run
 // below 2^31 registers (runs are at most kOptimisticBlock elements); the bound is computed with
-// that margin, which also covers its own roundings. NaNs and infinities (which min and max do not see) leave hi or lo NaN or infinite.
+// that margin, which also covers its own roundings. NaNs and infinities (which min and max do not
+// see) leave hi or lo NaN or infinite.
 inline bool lo_adds_exact(const ReduceLanes& was, const double* hi, const double* lo, uint64_t m, double largest,
                           int& quantum) {
   const int start = was.quantum != kQuantumUnknown ? was.quantum : lanes_quantum(was);

@@ -67,8 +67,8 @@ inline __attribute__((always_inline)) vd load_register(const double* p, uint64_t
 // Register q of the 8 elements from j of a run, as the sums take them: scale * x + offset, or x
 // as loaded (Identity).
 template <bool Identity>
-inline __attribute__((always_inline)) vd run_register(const double* x, uint64_t step, uint64_t n, uint64_t j, int q,
-                                                      double scale, double offset) {
+inline __attribute__((always_inline)) vd run_register(const double* x, uint64_t step, uint64_t n, uint64_t j,
+                                                      int q, double scale, double offset) {
   const vd loaded = load_register(x + (j + uint64_t(q) * kW) * step, step, j + uint64_t(q + 1) * kW < n);
   return Identity ? loaded : loaded * scale + offset;
 }
@@ -259,8 +259,8 @@ inline __attribute__((always_inline)) void reduce_run(const double* x, uint64_t 
   if (n >= kOptimisticLeast) {
     if (lanes.optimism_rest > 0) {
       --lanes.optimism_rest;
-    } else if (optimistic_registers<Squares, Identity, kRegs>(x, step, n, scale, offset, lanes, squares,
-                                                               RunRegisters{hi, lo, mn, mx, shi, slo, lhi, llo})) {
+    } else if (const RunRegisters r{hi, lo, mn, mx, shi, slo, lhi, llo};
+               optimistic_registers<Squares, Identity, kRegs>(x, step, n, scale, offset, lanes, squares, r)) {
       j = n / 8 * 8;
       ++lanes.optimistic_runs;
     } else {

@@ -91,10 +91,19 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
     return;
   }
   Job& job = *it->second;
+  // The failures are read first, whole: one whose message is malformed throws (the connection
+  // answers "malformed message" and closes) before anything is applied. Read as they were applied,
+  // it left the worker's window counted down with the chunk still running on it (the scheduler
+  // fuzzer's find), or a job whose results had just completed it never completed.
+  std::vector<ReportedFailure> failures;
+  failures.reserve(batch.getFailures().size());
+  for (auto f : batch.getFailures())
+    failures.push_back(ReportedFailure{f.getChunk(), printable(f.getMessage().cStr(), 1000)});
   progress_from(worker);
   // A worker's own figure: NaN, infinite or negative would poison the job's total.
   const double energy = batch.getEnergyJoules();
-  const Reported reported{batch.getResults(), batch.getFailures(), std::isfinite(energy) && energy > 0 ? energy : 0.0};
+  const Reported reported{batch.getResults(), std::move(failures),
+                          std::isfinite(energy) && energy > 0 ? energy : 0.0};
   const double busy = observe_busy(worker, job, reported, batch.getBusySeconds());
   // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
   // good results first would keep a liar's partials, and could leave a job with every chunk done
@@ -185,14 +194,14 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, const Reported& b
 
 std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, const Reported& batch) {
   bool requeued = false;
-  for (auto f : batch.failures) {
-    const uint64_t chunk = f.getChunk();
+  for (const ReportedFailure& f : batch.failures) {
+    const uint64_t chunk = f.chunk;
     if (chunk >= job.chunks()) continue;
     const bool copy = job.verify.running_here(ChunkRange{chunk, 1}, worker.id);
     if (!copy && !job.ranges().running_here(ChunkRange{chunk, 1}, worker.id)) continue;
     worker.in_flight.remove(job.id(), 1);
     ++counters_.tasks_failed;
-    const std::string message = printable(f.getMessage().cStr(), 1000);
+    const std::string& message = f.message;
     spdlog::warn("job {} chunk {} {}failed on worker '{}': {}", job.id(), chunk, copy ? "(verify copy) " : "",
                  worker.name, message);
     const uint32_t failures = copy ? on_verify_failure(job, worker, chunk)

@@ -184,9 +184,15 @@ class Scheduler {
   // gone).
   void on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch);
   // A ResultBatch's lists, read once: each read of a list checks its pointer again.
+  // A ChunkFailure as read off the wire, its message made printable (at most 1000 bytes).
+  struct ReportedFailure {
+    uint64_t chunk = 0;
+    std::string message;
+  };
   struct Reported {
     capnp::List<wire::ChunkPartial>::Reader results;
-    capnp::List<wire::ChunkFailure>::Reader failures;
+    // Read whole before anything of the batch is applied: a malformed one throws there.
+    std::vector<ReportedFailure> failures;
     double energy_joules = 0;  // finite and not negative
   };
   double observe_busy(WorkerRecord& worker, const Job& job, const Reported& batch, double reported_busy);

@@ -2,6 +2,7 @@
 // DIR/fuzz_tls/* and DIR/fuzz_job_spec/*. Their output is kept in tests/fuzz/corpus/ (regenerate after a protocol
 // change: build-fuzz/bin/make_corpus tests/fuzz/corpus). Each seed is one conversation a peer
 // could have with psched, so the fuzzer starts from messages the scheduler understands.
+#include <capnp/any.h>
 #include <openssl/bio.h>
 #include <openssl/ssl.h>
 #include <sys/stat.h>
@@ -225,6 +226,24 @@ int main(int argc, char** argv) {
     in.role_b = Role::kClient;
     in.records = {{true, submit(small_job())}, {false, results(1, 9, 1)}, {false, results(5, 0, 1)}};
     write(sched, "worker_bad_results", encode_input(in));
+  }
+  // A worker's failure whose message is a struct where Text belongs: reading it throws, and
+  // nothing of the batch may have been applied by then (the scheduler fuzzer's 2026-11-30 find: a
+  // one-chunk job's chunk was left running on a worker whose window no longer counted it).
+  {
+    psched::JobSpec one_chunk = small_job();
+    one_chunk.chunk_rows = one_chunk.chunk_cols = 8;
+    Input in;
+    in.role_a = Role::kWorker;
+    in.role_b = Role::kClient;
+    in.records = {{true, submit(one_chunk)}, {false, simple([](wire::Message::Builder m) {
+                     auto b = m.initResultBatch();
+                     b.setJobId(1);
+                     auto f = b.initFailures(1)[0];
+                     f.setChunk(0);
+                     capnp::toAny(f).getPointerSection()[0].initAs<wire::TaskRange>();
+                   })}};
+    write(sched, "worker_malformed_failure", encode_input(in));
   }
   // Hellos of all kinds as the first message: wrong token, wrong version, unknown role, worker.
   {

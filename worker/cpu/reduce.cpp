@@ -28,6 +28,19 @@ struct RunReducer {
     if (spec.squares) kernels.reduce_squares(x, step, n, spec.scale, spec.offset, lanes, squares);
     else kernels.reduce(x, step, n, spec.scale, spec.offset, lanes);
   }
+  // The selected columns `csel` of rows `rows` (every row step-th) from a buffer of whole rows of
+  // `box`, its first row `row0`. Every element of consecutive rows is one run: the kernels' runs
+  // pay a check each, and runs below reduce_impl.h's kOptimisticLeast go the slower exact way
+  // (narrow rows did).
+  void selected_rows(const double* data, uint64_t row0, const ChunkBox& box, AxisRun rows, AxisRun csel) {
+    const uint64_t step = spec.row_sel.step;
+    if (step == 1 && csel.first == box.col0 && csel.count == box.cols)
+      return (*this)(data + (rows.first - row0) * box.cols, 1, rows.count * box.cols);
+    for (uint64_t i = 0; i < rows.count; ++i) {
+      const double* row = data + (rows.first + i * step - row0) * box.cols;
+      (*this)(row + (csel.first - box.col0), spec.col_sel.step, csel.count);
+    }
+  }
   template <typename Partial>
   void total(Partial& out) {
     lanes_total(lanes, out);
@@ -78,10 +91,7 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
                        data + r * box.cols, streaming);
     if (streaming) streaming_fence();
     // Reduce the selection, read back from the buffer.
-    for (uint64_t i = 0; i < rsel.count; ++i) {
-      const double* row = data + (rsel.first + i * s.row_sel.step - box.row0) * box.cols;
-      reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count);
-    }
+    reduce.selected_rows(data, box.row0, box, rsel, csel);
   }
 
   Partial p;
@@ -120,9 +130,6 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buff
     // where one row fits.
     const uint64_t rows_fit = std::max<uint64_t>(1, kReducePieceBytes / row_bytes);
     const uint64_t per_piece = in_pieces ? (rows_fit - 1) / step + 1 : rsel.count;
-    // Every element of consecutive rows: one run (the kernels' runs pay a check each, and runs
-    // below reduce_impl.h's kOptimisticLeast go the slower exact way: narrow rows did).
-    const bool whole_rows = step == 1 && csel.first == box.col0 && csel.count == box.cols;
     double* const data = buffer(in_pieces ? ((per_piece - 1) * step + 1) * box.cols : box.rows * box.cols);
     for (uint64_t done = 0; done < rsel.count;) {
       const AxisRun rows{rsel.first + done * step, std::min(per_piece, rsel.count - done)};
@@ -132,14 +139,7 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buff
                                   ElementForm::kFloat64, which);
           !st)
         return st;
-      if (whole_rows) {
-        reduce(data + (rows.first - piece.row0) * box.cols, 1, rows.count * box.cols);
-      } else {
-        for (uint64_t i = 0; i < rows.count; ++i) {
-          const double* row = data + (rows.first + i * step - piece.row0) * box.cols;
-          reduce(row + (csel.first - box.col0), s.col_sel.step, csel.count);
-        }
-      }
+      reduce.selected_rows(data, piece.row0, box, rows, csel);
       done += rows.count;
     }
     if (!residual.finite_is_zero()) {

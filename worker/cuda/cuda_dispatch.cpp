@@ -20,10 +20,10 @@ namespace {
 // GB/s whatever the thread (an H200 host, bench/README.md), so whole-chunk staging for 16 readers
 // of 160 MB chunks cost a fresh worker's first job a second. A piece is one thread's read (under
 // ChunkReader::kParallelReadBytes, it is never split), and a small one stays in the host's caches
-// between its read and its copy: a 24 GB .npy in the page cache on the four-H200 host, in turns, one GPU 44.6-45.4 GB/s
-// with 2 MiB pieces against 40.6-41.7 with 8 MiB, two GPUs 73-78.5 against 63-64; 1 MiB pieces
-// were slower on one GPU (31-39: a copy and an event a MiB). A Zarr chunk is decompressed whole,
-// so it keeps whole-chunk staging.
+// between its read and its copy: a 24 GB .npy in the page cache on the four-H200 host, in turns,
+// one GPU 44.6-45.4 GB/s with 2 MiB pieces against 40.6-41.7 with 8 MiB, two GPUs 73-78.5 against
+// 63-64; 1 MiB pieces were slower on one GPU (31-39: a copy and an event a MiB). A Zarr chunk is
+// decompressed whole, so it keeps whole-chunk staging.
 constexpr uint64_t kStagingPieceBytes = uint64_t{2} << 20;
 
 // The pinned staging a slot needs for a job's chunks (buffer_bytes: its full chunk as copied).

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -288,27 +290,51 @@ constexpr std::chrono::seconds kStopDeadline{3};
 
 // After the first stop signal, nothing may wait for the event loop, which a hung stop blocks: a
 // second SIGINT/SIGTERM/SIGHUP ends the process at once (a plain handler, not the loop's), and a
-// stop still running after kStopDeadline ends it with kExitDeviceHung.
-void arm_stop_deadline(boost::asio::signal_set& signals) {
-  boost::system::error_code ignored;
-  signals.clear(ignored);
-  struct sigaction at_once = {};
-  at_once.sa_handler = [](int) { _exit(psched::kExitFailure); };
-  sigemptyset(&at_once.sa_mask);
-  for (const int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &at_once, nullptr);
-  std::thread([] {
-    std::this_thread::sleep_for(kStopDeadline);
-    spdlog::error("the stop did not finish within {} s: a device call does not return; exiting {}",
-                  kStopDeadline.count(), int(psched::kExitDeviceHung));
-    spdlog::shutdown();
-    _exit(psched::kExitDeviceHung);
-  }).detach();
-}
+// stop still running after kStopDeadline ends it with kExitDeviceHung. The watchdog thread is
+// joined when the stop finishes in time: a thread left running while main returns races the exit
+// (LeakSanitizer's stop-the-world reports it, and nothing of ours should outlive run_worker).
+class StopDeadline {
+ public:
+  ~StopDeadline() {
+    if (!watchdog_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = true;
+    }
+    done_.notify_one();
+    watchdog_.join();
+  }
+
+  void arm(boost::asio::signal_set& signals) {
+    boost::system::error_code ignored;
+    signals.clear(ignored);
+    struct sigaction at_once = {};
+    at_once.sa_handler = [](int) { _exit(psched::kExitFailure); };
+    sigemptyset(&at_once.sa_mask);
+    for (const int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &at_once, nullptr);
+    if (watchdog_.joinable()) return;
+    watchdog_ = std::thread([this] {
+      std::unique_lock lock(mutex_);
+      if (done_.wait_for(lock, kStopDeadline, [this] { return stopped_; })) return;
+      spdlog::error("the stop did not finish within {} s: a device call does not return; exiting {}",
+                    kStopDeadline.count(), int(psched::kExitDeviceHung));
+      spdlog::shutdown();
+      _exit(psched::kExitDeviceHung);
+    });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  bool stopped_ = false;
+  std::thread watchdog_;
+};
 
 // This process is the worker: backend + Worker on one event loop until it leaves.
 int run_worker(const Flags& f) {
   auto made = psched::make_backend(f.backend);
   if (!made) return psched::exit_on("pcuda-worker", made.status());
+  StopDeadline deadline;  // destroyed after the worker: a backend whose threads hang is still watched
   boost::asio::io_context io;
   psched::WorkerConfig config = f.config;
   std::unique_ptr<psched::NvmlDevice> nvml = open_nvml(**made);
@@ -319,7 +345,7 @@ int run_worker(const Flags& f) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
-    arm_stop_deadline(signals);
+    deadline.arm(signals);
     worker.leave(signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "SIGHUP: a hang-up stops a worker",
                  [&io] { io.stop(); });
   });

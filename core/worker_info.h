@@ -31,6 +31,7 @@ struct WorkerInfo : DeviceInfo {
   uint32_t pid = 0;
   uint32_t slots = 1;            // chunks in flight the worker asks for
   uint64_t window_elements = 0;  // ... and elements, when chunks are small (0: slots only)
+  uint32_t readers = 0;          // stored-array chunks it reads at once, beside its slots
   // Filled by the scheduler from the worker's results.
   uint64_t chunks_done = 0;
   uint64_t bytes_reduced = 0;  // array bytes created + reduced

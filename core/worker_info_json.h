@@ -69,6 +69,7 @@ void write_worker_info_members(Out& out, const Info& w) {
   out.key("memory_limit_bytes").value(w.memory_limit_bytes);
   out.key("threads").value(w.threads);
   out.key("slots").value(w.slots);
+  out.key("readers").value(w.readers);
   out.key("chunks_done").value(w.chunks_done);
   out.key("bytes_reduced").value(w.bytes_reduced);
   out.key("busy_seconds").value(w.busy_seconds);

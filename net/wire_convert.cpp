@@ -283,6 +283,7 @@ void to_wire(const WorkerInfo& w, wire::WorkerInfo::Builder out) {
   out.setComputeMinor(w.compute_minor);
   out.setThreads(w.threads);
   out.setSlots(w.slots);
+  out.setReaders(w.readers);
   out.setWindowElements(w.window_elements);
   out.setChunksDone(w.chunks_done);
   out.setBytesReduced(w.bytes_reduced);

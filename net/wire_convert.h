@@ -97,6 +97,7 @@ void read_worker_info(wire::WorkerInfo::Reader in, Info& w) {
   w.compute_minor = in.getComputeMinor();
   w.threads = in.getThreads();
   w.slots = in.getSlots();
+  w.readers = in.getReaders();
   w.window_elements = in.getWindowElements();
   w.chunks_done = in.getChunksDone();
   w.bytes_reduced = in.getBytesReduced();

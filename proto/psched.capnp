@@ -141,6 +141,9 @@ struct WorkerInfo {
                                # ("": not pinned)
   gpu @17 :GpuHealth;          # the latest GPU health (from heartbeats), filled by the scheduler
                                # in ClusterInfo; absent without NVML
+  readers @18 :UInt32;         # stored-array chunks the worker reads at once (a CUDA worker's
+                               # reading dispatchers); a stored job's window holds slots + readers
+                               # (0: slots alone, as a CPU worker's 2 x threads already cover its)
 }
 
 struct Hello {

@@ -60,6 +60,7 @@ void Scheduler::admit_worker(const std::shared_ptr<FramedConnection>& conn, Work
   w->cpu_affinity = printable(w->cpu_affinity, 256);
   w->gpu.reset();  // GPU health comes from heartbeats only, checked there (performance.cpp)
   w->slots = std::clamp<uint32_t>(w->slots, 1, 4096);
+  w->readers = std::min<uint32_t>(w->readers, 4096);
   // Totals are ours to count, whatever the Hello said.
   w->chunks_done = 0;
   w->bytes_reduced = 0;
@@ -68,9 +69,9 @@ void Scheduler::admit_worker(const std::shared_ptr<FramedConnection>& conn, Work
   dispatcher_.worker_joined(*w);
   conn->set_idle_timeout(std::chrono::milliseconds(config_.worker_timeout_ms), watchdog_);
   if (w->backend == "cuda") {
-    spdlog::info("worker {} '{}' joined from {}: cuda {} (sm_{}{}), {:.1f} GiB, window {}", id, name,
-                 conn->remote(), w->device_name, w->compute_major, w->compute_minor,
-                 double(w->memory_total_bytes) / double(1ull << 30), w->slots);
+    spdlog::info("worker {} '{}' joined from {}: cuda {} (sm_{}{}), {:.1f} GiB, window {} (+{} reading)", id,
+                 name, conn->remote(), w->device_name, w->compute_major, w->compute_minor,
+                 double(w->memory_total_bytes) / double(1ull << 30), w->slots, w->readers);
   } else {
     spdlog::info("worker {} '{}' joined from {}: {} {}, window {}", id, name, conn->remote(), w->backend,
                  counted(w->threads, "thread"), w->slots);

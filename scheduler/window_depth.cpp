@@ -38,14 +38,20 @@ uint64_t window_for(const WorkerRecord& worker, const WorkerPace& pace, const Jo
   uint64_t window = worker.window_elements / chunk_elements;
   window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
   window = window > worker.slots ? window : worker.slots;
-  if (worker.backend != "cuda" || share_elements <= double(window) * double(chunk_elements)) return window;
+  // A stored job's chunk is held for its whole read by one of the worker's readers: one each, beside
+  // the slots. (The timed window counts device time; a window of it held only ~24 chunks for 32
+  // readers of a Zarr store on a two-H200 host, bench/README.md.)
+  const bool stored = job.spec()->stored.kind != SourceKind::kGenerator;
+  const uint64_t reading = stored ? uint64_t(worker.slots) + worker.readers : 0;
+  if (worker.backend != "cuda" || share_elements <= double(window) * double(chunk_elements))
+    return std::max(window, reading);
   const double per_element = pace.seconds_per_element > 0 ? pace.seconds_per_element : kind_seconds_per_element;
   const double deep = per_element > 0 ? kWindowIntervals * std::chrono::duration<double>(report_interval).count() /
                                             pace.chunk_seconds(chunk_elements, per_element)
                       : report_interval > kReportInterval ? double(kMaxTimedWindowChunks)
                                                           : kWindowIntervals * double(window);
   const double capped = std::min(deep, double(kMaxTimedWindowChunks));
-  return capped > double(window) ? uint64_t(capped) : window;
+  return std::max(capped > double(window) ? uint64_t(capped) : window, reading);
 }
 
 const WorkerPace& WorkerPace::unmeasured() {

@@ -50,6 +50,9 @@ class Backend {
   // past slots() to cover this many elements (0: slots() only), so cheap chunks travel in batches
   // large enough to amortise a round trip.
   virtual uint64_t window_elements() const { return 0; }
+  // Stored-array chunks the backend reads at once, each for as long as its read (and decompression)
+  // takes: a stored job's window holds these beside slots() (0: slots() already cover them).
+  virtual uint32_t readers() const { return 0; }
   // Called once before the first enqueue; on_done runs on a backend thread.
   virtual void start(OnDone on_done) = 0;
   // Thread-safe and non-blocking; every enqueued task yields exactly one outcome unless its job is

@@ -114,6 +114,7 @@ void Worker::on_connected(FramedConnection& conn) {
     self.host = host;
     self.pid = uint32_t(getpid());
     self.slots = uint32_t(backend_->slots());
+    self.readers = backend_->readers();
     self.window_elements = backend_->window_elements();
     self.cpu_affinity = config_.cpu_affinity;
     to_wire(self, hello.initWorker());

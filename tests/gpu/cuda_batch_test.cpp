@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/reader_share.h"
 #include "gpu_test_support.h"
 #include "worker/cuda/kernels.cuh"
 
@@ -151,4 +152,12 @@ TEST_CASE("batched jobs fused and materialized agree; fused batches keep their b
 TEST_CASE("the CUDA backend asks for a window of elements that covers a batch per slot", "[gpu]") {
   auto backend = backend_with();
   CHECK(backend->window_elements() >= uint64_t(backend->slots()) * gpu::kBatchMaxChunkElements);
+}
+
+TEST_CASE("the CUDA backend announces its stored-array readers: the scheduler gives a stored job a chunk each",
+          "[gpu]") {
+  CHECK(backend_with()->readers() == psched::readers_per_gpu(1));
+  CudaBackendOptions options;
+  options.readers = 5;
+  CHECK(backend_with(options)->readers() == 5);
 }

@@ -25,6 +25,7 @@ TEST_CASE("a WorkerInfo survives to_wire and from_wire field for field", "[wire_
   in.pid = 4242;
   in.slots = 8;
   in.window_elements = 1 << 20;
+  in.readers = 32;
   in.chunks_done = 2500;
   in.bytes_reduced = 2000000000000;
   in.busy_seconds = 1.625;
@@ -46,6 +47,7 @@ TEST_CASE("a WorkerInfo survives to_wire and from_wire field for field", "[wire_
   CHECK(out.pid == 4242);
   CHECK(out.slots == 8);
   CHECK(out.window_elements == 1 << 20);
+  CHECK(out.readers == 32);
   CHECK(out.chunks_done == 2500);
   CHECK(out.bytes_reduced == 2000000000000);
   CHECK(out.busy_seconds == 1.625);

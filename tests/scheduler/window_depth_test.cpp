@@ -10,8 +10,9 @@ using namespace psched;
 
 namespace {
 
-Job job_with_chunks_of(uint64_t chunk_rows, uint64_t chunk_cols) {
+Job job_with_chunks_of(uint64_t chunk_rows, uint64_t chunk_cols, SourceKind source = SourceKind::kGenerator) {
   JobSpec s;
+  s.stored.kind = source;
   s.rows = 2 * chunk_rows;  // four chunks: the window depends on their size, not their number
   s.cols = 2 * chunk_cols;
   s.chunk_rows = chunk_rows;
@@ -142,4 +143,31 @@ TEST_CASE("the dispatcher's window depth keeps each joined worker's pace, times 
   depth.reported(measured, 1.0, 1, 1);
   CHECK(depth.pace(1).seconds_per_element == 0);
   CHECK(depth.kind_seconds_per_element("H200") == 1e-3 / 10000);
+}
+
+TEST_CASE("a stored job's window holds a chunk for each of the worker's readers beside its slots whatever its "
+          "timed depth and a generated job's window ignores them",
+          "[window]") {
+  WorkerRecord w = gpu();
+  w.readers = 32;
+  WorkerPace pace;
+  const Job stored = job_with_chunks_of(1000, 10000, SourceKind::kZarr);  // 10^7 elements a chunk
+  const Job generated = job_with_chunks_of(1000, 10000);
+  const auto interval = std::chrono::milliseconds(5);
+  CHECK(window_for(w, pace, stored, interval, 0) == 36);  // nothing queued: still every reader's chunk
+  CHECK(window_for(w, pace, generated, interval, 0) == 4);
+  CHECK(window_for(w, pace, stored, interval, 1e9) == 36);    // unmeasured: four plain windows are fewer
+  CHECK(window_for(w, pace, generated, interval, 1e9) == 16);
+  // Measured: 2 ms of device time a chunk and 3 ms of the host's, as 32 readers of 80 MB Zarr chunks
+  // deliver them: four intervals are 4 chunks, the plain window 4, the readers' 36.
+  pace.observe_speed(w, 2e-3, 10000000);
+  pace.seconds_per_chunk = 3e-3;
+  CHECK(window_for(w, pace, generated, interval, 1e9) == 4);
+  CHECK(window_for(w, pace, stored, interval, 1e9) == 36);
+  WorkerPace fast;  // 0.1 us a chunk: four intervals are more than the readers' part
+  fast.observe_speed(w, 1e-7, 10000000);
+  CHECK(window_for(w, fast, stored, interval, 1e12) == 200000);
+  w.backend = "cpu";  // a CPU's slots (2 x its threads) already hold its readers' chunks: it announces none
+  w.readers = 0;
+  CHECK(window_for(w, pace, stored, interval, 1e9) == 4);
 }

@@ -58,6 +58,8 @@ class CudaBackend final : public Backend {
   int slots() const override { return options_.streams + 2; }
   // Small chunks travel in batches: a window of a batch per slot.
   uint64_t window_elements() const override { return uint64_t(slots()) * kBatchTargetElements; }
+  // Each dispatcher reads a stored chunk of its own (cuda_dispatch.cpp) before a slot copies it.
+  uint32_t readers() const override { return dispatchers_; }
   void start(OnDone on_done) override;
   void enqueue(ChunkTask task) override { enqueue_run(task.job_id, task.chunk, 1, task.spec); }
   void enqueue_run(uint64_t job_id, uint64_t first, uint64_t count,

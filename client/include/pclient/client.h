@@ -237,6 +237,7 @@ struct WorkerInfo {
   uint32_t compute_major = 0, compute_minor = 0, threads = 0;
   uint32_t slots = 0;            // chunks the worker wants in flight
   uint64_t window_elements = 0;  // ... and elements, when chunks are small (0: slots only)
+  uint32_t readers = 0;          // stored-array chunks it reads at once, beside its slots
   uint64_t chunks_done = 0, bytes_reduced = 0;
   double busy_seconds = 0;  // compute time the worker reported so far (its own timings)
   std::string cpu_affinity;  // CPUs the worker is pinned to ("": not pinned)

@@ -291,8 +291,8 @@ constexpr std::chrono::seconds kStopDeadline{3};
 // After the first stop signal, nothing may wait for the event loop, which a hung stop blocks: a
 // second SIGINT/SIGTERM/SIGHUP ends the process at once (a plain handler, not the loop's), and a
 // stop still running after kStopDeadline ends it with kExitDeviceHung. The watchdog thread is
-// joined when the stop finishes in time: a thread left running while main returns races the exit
-// (LeakSanitizer's stop-the-world reports it, and nothing of ours should outlive run_worker).
+// joined when the stop finishes in time: nothing of ours outlives run_worker (a thread still starting
+// as main returns races the exit, and LeakSanitizer's exit-time check, which may see it come).
 class StopDeadline {
  public:
   ~StopDeadline() {

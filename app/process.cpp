@@ -83,8 +83,12 @@ bool wait_child(pid_t pid, int timeout_ms, int* status) {
 }
 
 int stop_child(pid_t pid, int grace_ms) {
-  int status = 0;
   kill(pid, SIGTERM);
+  return reap_child(pid, grace_ms);
+}
+
+int reap_child(pid_t pid, int grace_ms) {
+  int status = 0;
   if (wait_child(pid, grace_ms, &status)) return status;
   kill(pid, SIGKILL);
   waitpid(pid, &status, 0);

@@ -37,6 +37,10 @@ bool wait_child(pid_t pid, int timeout_ms, int* status);
 // SIGTERM, then SIGKILL after grace_ms; reaps the child. Returns its wait status.
 int stop_child(pid_t pid, int grace_ms);
 
+// For a child already sent SIGTERM (several stopped at once): waits, SIGKILL after grace_ms; reaps
+// it. Never a second SIGTERM: to pcuda-worker that means "end at once", cutting its stop short.
+int reap_child(pid_t pid, int grace_ms);
+
 // A wait status in words: "exited with status 3", "killed by signal 9 (Killed)".
 std::string describe_exit_status(int status);
 

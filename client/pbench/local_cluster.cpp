@@ -134,7 +134,7 @@ std::vector<LocalCluster::WorkerExit> LocalCluster::reap_exited_workers() {
 void LocalCluster::stop() {
   // Workers first (they say goodbye), then the scheduler.
   for (size_t i = pids_.size(); i-- > 1;) kill(pids_[i], SIGTERM);
-  for (size_t i = pids_.size(); i-- > 1;) psched::stop_child(pids_[i], 3000);
+  for (size_t i = pids_.size(); i-- > 1;) psched::reap_child(pids_[i], 3000);
   if (!pids_.empty()) psched::stop_child(pids_[0], 3000);
   pids_.clear();
   names_.clear();

@@ -83,7 +83,7 @@ void TestCluster::restart_scheduler(const SchedulerOptions& options) { start_sch
 
 TestCluster::~TestCluster() {
   for (pid_t pid : workers_) kill(pid, SIGTERM);
-  for (pid_t pid : workers_) stop_child(pid, 5000);
+  for (pid_t pid : workers_) reap_child(pid, 5000);
   if (scheduler_pid_ > 0) stop_child(scheduler_pid_, 5000);
   if (std::getenv("PSCHED_TEST_KEEP") == nullptr) {
     std::error_code ec;

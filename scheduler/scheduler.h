@@ -183,12 +183,12 @@ class Scheduler {
   // failures; apply_failures returns whether it re-queued any, nullopt when the job failed (and is
   // gone).
   void on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch);
-  // A ResultBatch's lists, read once: each read of a list checks its pointer again.
   // A ChunkFailure as read off the wire, its message made printable (at most 1000 bytes).
   struct ReportedFailure {
     uint64_t chunk = 0;
     std::string message;
   };
+  // A ResultBatch's lists, read once: each read of a list checks its pointer again.
   struct Reported {
     capnp::List<wire::ChunkPartial>::Reader results;
     // Read whole before anything of the batch is applied: a malformed one throws there.

@@ -4,8 +4,9 @@
 // selected row or several in a piece and rows wider than a piece, column selections, an
 // expression, int64 past 2^53 (what rounding to doubles lost, added back piece by piece), float32,
 // an npy stack whose chunks cross its files, and a Fortran-order file and Zarr stores (read whole;
-// a Zarr chunk decoded straight into the job's chunk where it can be); and the file a chunk's
-// first piece opened read by its later pieces, a new chunk's opened afresh.
+// a Zarr chunk decoded straight into the job's chunk where it can be); each chunk cut in bands and
+// merged (the CPU backend's threads sharing a chunk); and the file a chunk's first piece opened
+// read by its later pieces, a new chunk's opened afresh.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -72,6 +73,30 @@ void require_exact_chunks(const JobSpec& given, const Elements& e) {
     if (got.count > 0) {
       CHECK(got.min == lo);
       CHECK(got.max == hi);
+    }
+    // Cut in bands of rows as the CPU backend shares a chunk among threads (bands of about 64 KiB
+    // and 300 KiB: one row or more each, several pieces each), merged in reverse: the same bits.
+    for (const uint64_t band_bytes : {uint64_t{64} << 10, uint64_t{300} << 10}) {
+      const uint32_t bands = stored_bands(s, chunk, band_bytes);
+      INFO(bands << " bands of " << band_bytes << " bytes");
+      const uint64_t rows_per_band = std::max<uint64_t>(1, band_bytes / (box.cols * sizeof(double)));
+      if (s.stored.kind == SourceKind::kZarr || s.stored.fortran_order) CHECK(bands == 1);
+      else CHECK(bands == std::min<uint64_t>(1024, (box.rows + rows_per_band - 1) / rows_per_band));
+      PartialSum merged;
+      ChunkBuffer buffer;
+      uint64_t rows_covered = 0;
+      for (uint32_t b = bands; b-- > 0;) {
+        const ChunkBox band = stored_band(s, chunk, b, bands);
+        CHECK(band.row0 == box.row0 + box.rows * b / bands);
+        rows_covered += band.rows;
+        PartialSum part;
+        const Status bs = reduce_stored_band_cpu(s, chunk, band, reader, buffer, part);
+        INFO(bs.message());
+        REQUIRE(bs.is_ok());
+        merge(merged, part);
+      }
+      CHECK(rows_covered == box.rows);
+      CHECK(same_bits(merged, got));
     }
   }
 }

@@ -97,7 +97,16 @@ class CpuBackend final : public Backend {
     std::lock_guard<std::mutex> lock(mutex_);
     auto job = std::find_if(queue_.begin(), queue_.end(), [&](const JobRuns& j) { return j.job_id == job_id; });
     if (job == queue_.end()) return out;
-    cut_runs(job->runs, [](const Run&) { return true; }, first, first + count, out);
+    const uint64_t end = first + count;
+    if (const Run& head = job->runs.front(); head.shared) {
+      // The head chunk's first bands are taken: it is started, and stays (the cuts around it).
+      const uint64_t started = head.next;
+      cut_runs(job->runs, [](const Run&) { return true; }, first, std::min(end, started), out);
+      cut_runs(job->runs, [](const Run&) { return true; }, std::max(first, started + 1), end, out);
+      for (size_t i = 1; i < job->runs.size(); ++i) job->runs[i].shared.reset();  // a cut's copy of the head
+    } else {
+      cut_runs(job->runs, [](const Run&) { return true; }, first, end, out);
+    }
     if (job->runs.empty()) queue_.erase(job);
     has_work_.store(!queue_.empty(), std::memory_order_release);
     return out;
@@ -128,6 +137,8 @@ class CpuBackend final : public Backend {
     ChunkBuffer scratch;
     ChunkReader reader;  // stored arrays: this thread's open file and staging buffer
     ChunkTask task;  // its spec is kept from chunk to chunk: copied only when the job changes
+    std::shared_ptr<Shared> shared;  // the chunk's bands, when the chunk is taken a band at a time
+    uint32_t band = 0;
     for (;;) {
       // Poll a moment before sleeping: the next run usually arrives within a round trip, and
       // waking a sleeping thread (on a VM especially) costs more than that.
@@ -139,8 +150,20 @@ class CpuBackend final : public Backend {
         JobRuns& job = queue_.front();
         Run& front = job.runs.front();
         task.job_id = job.job_id;
-        task.chunk = front.next++;
+        task.chunk = front.next;
         if (task.spec != front.spec) task.spec = front.spec;
+        // A big stored chunk is taken a band at a time (Shared): the threads free at a job's end
+        // share its last chunks instead of waiting for the few threads that hold them.
+        if (!front.shared) {
+          const uint32_t bands = options_.band_bytes == 0 ? 1 : stored_bands(*task.spec, task.chunk, options_.band_bytes);
+          if (bands > 1) front.shared = std::make_shared<Shared>(bands);
+        }
+        shared = front.shared;
+        band = shared ? shared->taken++ : 0;
+        if (!shared || shared->taken == shared->bands) {
+          front.shared.reset();
+          ++front.next;
+        }
         if (front.next == front.end) job.runs.pop_front();
         if (job.runs.empty()) {
           queue_.pop_front();
@@ -152,6 +175,7 @@ class CpuBackend final : public Backend {
         }
       }
       ChunkOutcome out;
+      PartialSum band_partial;
       out.job_id = task.job_id;
       out.chunk = task.chunk;
       const auto t0 = std::chrono::steady_clock::now();
@@ -169,7 +193,13 @@ class CpuBackend final : public Backend {
         out.device_lost = true;
       } else {
         try {
-          if (task.spec->stored.stored()) {
+          if (shared) {
+            const ChunkBox box = stored_band(*task.spec, task.chunk, band, shared->bands);
+            if (Status st = reduce_stored_band_cpu(*task.spec, task.chunk, box, reader, scratch, band_partial); !st) {
+              out.ok = false;
+              out.error = st.message();
+            }
+          } else if (task.spec->stored.stored()) {
             if (Status st = reduce_stored_chunk_cpu(*task.spec, task.chunk, reader, scratch, out.partial); !st) {
               out.ok = false;
               out.error = st.message();
@@ -185,9 +215,42 @@ class CpuBackend final : public Backend {
       if (options_.test_delay_ms > 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(options_.test_delay_ms));
       out.busy_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (shared && !shared->done(band, out, band_partial)) continue;  // another thread's band ends it
+      shared.reset();
       on_done_(std::move(out));
     }
   }
+
+  // A chunk taken a band at a time: the bands' partials merged as they end (exactly, so the
+  // order does not matter), and the thread whose band ends last reports the chunk.
+  struct Shared {
+    explicit Shared(uint32_t n) : bands(n) {}
+    const uint32_t bands;
+    uint32_t taken = 0;  // under the backend's mutex_
+    // Band `band` ended as `out` says (its partial in `partial` when ok): true for the last, whose
+    // `out` becomes the chunk's outcome (busy time the bands' sum, the failed band first in order's
+    // error where any failed).
+    bool done(uint32_t band, ChunkOutcome& out, const PartialSum& partial) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (out.ok) merge(sum, partial);
+      else if (band < failed_band) failed_band = band, error = out.error, device_lost = out.device_lost;
+      busy += out.busy_seconds;
+      if (++ended < bands) return false;
+      out.ok = failed_band == kNone;
+      out.error = error;
+      out.device_lost = device_lost;
+      out.busy_seconds = busy;
+      if (out.ok) out.partial = compact(sum);
+      return true;
+    }
+    std::mutex mutex;
+    static constexpr uint32_t kNone = ~uint32_t{0};
+    uint32_t ended = 0, failed_band = kNone;
+    PartialSum sum;
+    std::string error;
+    bool device_lost = false;
+    double busy = 0;
+  };
 
   CpuBackendOptions options_;
   DeviceInfo info_;
@@ -201,6 +264,7 @@ class CpuBackend final : public Backend {
   struct Run {
     uint64_t next, end;
     std::shared_ptr<const JobSpec> spec;
+    std::shared_ptr<Shared> shared = nullptr;  // chunk `next`, when its first bands are taken
   };
   struct JobRuns {
     uint64_t job_id;

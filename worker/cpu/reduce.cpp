@@ -100,20 +100,31 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
   return p;
 }
 
-// A flat file's or a stack's chunk bigger than two of these is read and reduced in pieces of whole
-// selected rows, each reduced while it is still in the core's cache. Read whole, an 80 MB chunk
-// went out to memory in the pread's copy and came back for the reduce: a 16 GB .npy on a 16-core
-// H200 host read at 27.5-29.5 GB/s whole against 64-72 in pieces (bench/README.md). A Zarr chunk
-// is decompressed whole (a piece would decompress it again), and a Fortran-order file's piece
-// would be a read per column: those stay whole.
+// A stored chunk bigger than two of these is read and reduced in pieces of whole selected rows,
+// each reduced while it is still in the core's cache, where reads_in_pieces() says it can be. Read
+// whole, an 80 MB chunk went out to memory in the pread's copy and came back for the reduce: a
+// 16 GB .npy on a 16-core H200 host read at 27.5-29.5 GB/s whole against 64-72 in pieces
+// (bench/README.md).
 constexpr uint64_t kReducePieceBytes = uint64_t{1} << 20;
+
+// Whether a stored chunk can be read a piece of rows at a time: flat C-order files and stacks of
+// them. A Zarr chunk is decompressed whole (a piece would decompress it again), and a
+// Fortran-order file's piece would be a read per column: those stay whole.
+bool reads_in_pieces(const JobSpec& s) { return s.stored.kind != SourceKind::kZarr && !s.stored.fortran_order; }
+
+// Rows of a band of about band_bytes (of doubles in the buffer), one at least.
+uint64_t band_rows(const ChunkBox& box, uint64_t band_bytes) {
+  return std::max<uint64_t>(1, band_bytes / std::max<uint64_t>(1, box.cols * sizeof(double)));
+}
+constexpr uint64_t kMaxBands = 1024;
 
 // A stored array's chunk: its selected rows read into the buffer (storage/chunk_reader.h), then
 // reduced as a created chunk is. With the expression x itself, what rounding 64-bit integers to
 // doubles lost is added back exactly, so their sum is the integers' exact sum.
+// `box`: the chunk's box, or a band of its rows (stored_band()).
 template <typename Partial, typename Buffer>
-Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buffer&& buffer, Partial& out) {
-  const ChunkBox box = s.grid().box(chunk);
+Status reduce_stored(const JobSpec& s, uint64_t chunk, const ChunkBox& box, ChunkReader& reader, Buffer&& buffer,
+                     Partial& out) {
   const AxisRun rsel =
       select_axis(box.row0, box.row0 + box.rows, s.row_sel.start, s.row_sel.stop, s.row_sel.step);
   const AxisRun csel =
@@ -124,8 +135,7 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buff
     ExactSum residual;
     const uint64_t step = s.row_sel.step;
     const uint64_t row_bytes = box.cols * sizeof(double);
-    const bool in_pieces = s.stored.kind != SourceKind::kZarr && !s.stored.fortran_order &&
-                           box.rows * row_bytes > 2 * kReducePieceBytes;
+    const bool in_pieces = reads_in_pieces(s) && box.rows * row_bytes > 2 * kReducePieceBytes;
     // Selected rows a piece holds: its span of rows, (n - 1) step + 1, within kReducePieceBytes
     // where one row fits.
     const uint64_t rows_fit = std::max<uint64_t>(1, kReducePieceBytes / row_bytes);
@@ -157,7 +167,7 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, ChunkReader& reader, Buff
 
 Status reduce_stored_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkReader& reader, std::vector<double>& scratch,
                                PartialSum& out) {
-  return reduce_stored(s, chunk, reader, [&](uint64_t n) {
+  return reduce_stored(s, chunk, s.grid().box(chunk), reader, [&](uint64_t n) {
     scratch.resize(n);
     return scratch.data();
   }, out);
@@ -165,7 +175,30 @@ Status reduce_stored_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkReader& re
 
 Status reduce_stored_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkReader& reader, ChunkBuffer& buffer,
                                CompactPartial& out) {
-  return reduce_stored(s, chunk, reader, [&](uint64_t n) { return buffer.reserve(n); }, out);
+  return reduce_stored(s, chunk, s.grid().box(chunk), reader, [&](uint64_t n) { return buffer.reserve(n); }, out);
+}
+
+uint32_t stored_bands(const JobSpec& s, uint64_t chunk, uint64_t band_bytes) {
+  // A Zarr chunk is one file, compressed whole: a band would read all of it for its rows.
+  if (!s.stored.stored() || !reads_in_pieces(s) || s.stored.kind == SourceKind::kZarr) return 1;
+  const ChunkBox box = s.grid().box(chunk);
+  const uint64_t rows = band_rows(box, band_bytes);
+  return uint32_t(std::min<uint64_t>((box.rows + rows - 1) / rows, kMaxBands));
+}
+
+ChunkBox stored_band(const JobSpec& s, uint64_t chunk, uint32_t band, uint32_t bands) {
+  ChunkBox box = s.grid().box(chunk);
+  if (bands <= 1) return box;
+  // Rows as evenly as whole rows go: band b has rows [b R / n, (b + 1) R / n) of the box's R.
+  const uint64_t lo = box.rows * band / bands, hi = box.rows * (band + 1) / bands;
+  box.row0 += lo;
+  box.rows = hi - lo;
+  return box;
+}
+
+Status reduce_stored_band_cpu(const JobSpec& s, uint64_t chunk, const ChunkBox& band, ChunkReader& reader,
+                              ChunkBuffer& buffer, PartialSum& out) {
+  return reduce_stored(s, chunk, band, reader, [&](uint64_t n) { return buffer.reserve(n); }, out);
 }
 
 PartialSum reduce_chunk_cpu(const JobSpec& s, uint64_t chunk, std::vector<double>& scratch) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/chunk_grid.h"
 #include "core/job_spec.h"
 #include "core/partial.h"
 #include "core/status.h"
@@ -29,5 +30,15 @@ Status reduce_stored_chunk_cpu(const JobSpec& spec, uint64_t chunk, ChunkReader&
                                PartialSum& out);
 Status reduce_stored_chunk_cpu(const JobSpec& spec, uint64_t chunk, ChunkReader& reader, ChunkBuffer& buffer,
                                CompactPartial& out);
+
+// A stored chunk shared by several threads: the bands of rows of about band_bytes each (as doubles)
+// that its chunk is cut into (1 where the array is read whole: Zarr, Fortran order; 1024 at most),
+// band `band` of `bands` as a box, and one band reduced. The bands' partials merged (merge(), exact)
+// are the chunk's partial, bit for bit, however the bands are cut. The CPU backend cuts big chunks
+// so that a job of few chunks keeps every thread busy to its end (worker/cpu/cpu_backend.cpp).
+uint32_t stored_bands(const JobSpec& spec, uint64_t chunk, uint64_t band_bytes);
+ChunkBox stored_band(const JobSpec& spec, uint64_t chunk, uint32_t band, uint32_t bands);
+Status reduce_stored_band_cpu(const JobSpec& spec, uint64_t chunk, const ChunkBox& band, ChunkReader& reader,
+                              ChunkBuffer& buffer, PartialSum& out);
 
 }  // namespace psched

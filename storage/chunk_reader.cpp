@@ -277,45 +277,75 @@ Status ChunkReader::read_stack(const JobSpec& s, const ChunkBox& box, AxisRun ro
   return Status::ok();
 }
 
-Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun rows, void* out) {
+Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun rows, void* out, Piece piece) {
   const StoredArray& a = s.stored;
   const uint64_t eb = element_bytes(s.dtype);
   const uint64_t cr = a.store_chunk_rows, cc = a.store_chunk_cols;
   const uint64_t chunk_bytes = cr * cc * eb;
-  staging_.resize(chunk_bytes);
   const bool keep64 = !raw64_.empty();
+  if (piece == Piece::kFirst) compressed_path_.clear();  // afresh for each chunk (read's comment)
   for (uint64_t si = box.row0 / cr; si * cr < box.row0 + box.rows; ++si) {
     const AxisRun here = select_axis(std::max(si * cr, box.row0), std::min((si + 1) * cr, box.row0 + box.rows),
                                      rows.first, rows.count == 0 ? rows.first : rows.first + (rows.count - 1) * s.row_sel.step + 1,
                                      s.row_sel.step);
     if (rows.count == 0 || here.count == 0) continue;
+    // The store chunk's rows this read needs, [r0, r1) of its cr, as bytes [begin, end) of the
+    // chunk decoded: all of them where the box holds the store chunk's rows (a chunk read whole),
+    // else from the first selected row to the last (a piece of rows: decode_blosc_range decodes a
+    // blosc chunk's blocks of those rows alone).
+    const bool whole = si * cr >= box.row0 && (si + 1) * cr <= box.row0 + box.rows;
+    const uint64_t r0 = whole ? 0 : here.first - si * cr;
+    const uint64_t r1 = whole ? cr : r0 + (here.count - 1) * s.row_sel.step + 1;
+    const uint64_t begin = r0 * cc * eb, end = r1 * cc * eb;
     for (uint64_t sj = box.col0 / cc; sj * cc < box.col0 + box.cols; ++sj) {
       const std::string path = a.path + "/" + zarr_chunk_key(a, si, sj);
-      // A store chunk whose rows are all selected whole rows of the box, in the output's own form
-      // (float64 in the host's byte order), is read or decoded straight into its place: no staging
-      // copy. Any other goes to the staging first.
-      const bool in_place = form_ == ElementForm::kFloat64 && s.dtype == DType::kFloat64 && !a.big_endian &&
-                            !keep64 && s.row_sel.step == 1 && cc == box.cols && sj * cc == box.col0 &&
-                            here.first == si * cr && here.count == cr;
-      unsigned char* const to =
-          in_place ? static_cast<unsigned char*>(out) + (here.first - box.row0) * box.cols * eb : staging_.data();
+      // Rows of a store chunk that are all selected whole rows of the box, in the output's own form
+      // (float64 in the host's byte order), are read or decoded straight into their place: no
+      // staging copy. Any other go to the staging first, which holds the chunk's decoded bytes
+      // from `base` on.
+      bool in_place = form_ == ElementForm::kFloat64 && s.dtype == DType::kFloat64 && !a.big_endian && !keep64 &&
+                      s.row_sel.step == 1 && here.first == si * cr + r0 && here.count == r1 - r0 &&
+                      cc == box.cols && sj * cc == box.col0;
+      uint64_t base = begin;
+      auto target = [&]() -> unsigned char* {
+        if (in_place) return static_cast<unsigned char*>(out) + (here.first - box.row0) * box.cols * eb;
+        staging_.resize(std::max<size_t>(staging_.size(), end - begin));
+        return staging_.data();
+      };
       Status st;
       File& f = open(path, st);
       if (!st) {
         if (open_errno_ != ENOENT || !a.has_fill_value)
           return Status::error(open_errno_ == ENOENT ? fmt::format("{}: missing, and the store has no fill_value", path)
                                                : st.message());
-        for (uint64_t k = 0; k < cr * cc; ++k) std::memcpy(staging_.data() + k * eb, &a.fill_bits, eb);
+        in_place = false;
+        unsigned char* const to = target();
+        for (uint64_t k = 0; k < (end - begin) / eb; ++k) std::memcpy(to + k * eb, &a.fill_bits, eb);
       } else if (a.compressor == Compressor::kNone) {  // the file is the chunk: no decoder copy
         if (f.size != chunk_bytes)
           return Status::error(fmt::format("{}: holds {} bytes, a chunk {}", path, f.size, chunk_bytes));
-        if (Status e = pread_all(f, to, chunk_bytes, 0); !e) return e;
+        if (Status e = pread_all(f, target(), end - begin, begin); !e) return e;
         if (in_place) continue;
       } else {
-        compressed_.resize(f.size);
-        if (Status e = pread_all(f, compressed_.data(), f.size, 0); !e) return e;
-        if (Status e = zarr_->decode(a.compressor, compressed_, to, chunk_bytes); !e)
-          return Status::error(fmt::format("{}: {}", path, e.message()));
+        if (compressed_path_ != path) {  // a chunk's later pieces decode the bytes its first read
+          compressed_path_.clear();
+          compressed_.resize(f.size);
+          if (Status e = pread_all(f, compressed_.data(), f.size, 0); !e) return e;
+          compressed_path_ = path;
+          zarr_->new_chunk();
+        }
+        Status e;
+        if (whole) {
+          e = zarr_->decode(a.compressor, compressed_, target(), chunk_bytes);
+        } else if (a.compressor == Compressor::kBlosc) {
+          e = zarr_->decode_blosc_range(compressed_, chunk_bytes, begin, end, target());
+        } else {  // decoded whole into the staging, the rows placed from there
+          in_place = false;
+          base = 0;
+          staging_.resize(std::max<size_t>(staging_.size(), chunk_bytes));
+          e = zarr_->decode(a.compressor, compressed_, staging_.data(), chunk_bytes);
+        }
+        if (!e) return Status::error(fmt::format("{}: {}", path, e.message()));
         if (in_place) continue;
       }
       // The store chunk's part of the box, row by row (its elements are little-endian unless the
@@ -323,7 +353,7 @@ Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun row
       const uint64_t c0 = std::max(sj * cc, box.col0), c1 = std::min((sj + 1) * cc, box.col0 + box.cols);
       for (uint64_t i = 0; i < here.count; ++i) {
         const uint64_t r = here.first + i * s.row_sel.step;
-        const unsigned char* src = staging_.data() + ((r - si * cr) * cc + (c0 - sj * cc)) * eb;
+        const unsigned char* src = staging_.data() + (((r - si * cr) * cc + (c0 - sj * cc)) * eb - base);
         const uint64_t at = (r - box.row0) * box.cols + (c0 - box.col0);
         const bool big = f.fd >= 0 && a.big_endian;
         place(s, big, src, c1 - c0, out, at);
@@ -364,7 +394,7 @@ Status ChunkReader::read(const JobSpec& s, uint64_t chunk, const ChunkBox& box, 
       st = read_flat(s, s.stored.path, s.stored.data_offset, s.stored.fortran_order, s.rows, 0, box, rows, out);
       break;
     case SourceKind::kNpyStack: st = read_stack(s, box, rows, out); break;
-    case SourceKind::kZarr: st = read_zarr(s, box, rows, out); break;
+    case SourceKind::kZarr: st = read_zarr(s, box, rows, out, piece); break;
     case SourceKind::kGenerator: st = Status::error("not a stored array"); break;
   }
   if (!st) return Status::error(fmt::format("chunk {}: {}", chunk, st.message()));

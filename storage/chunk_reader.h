@@ -53,7 +53,9 @@ class ChunkReader {
   // a careful writer does) must never be read through the old one's descriptor. A caller reading
   // a chunk in pieces of rows passes kLater for the pieces after its first, and the files that
   // piece opened are read again: an open, fstat and close a piece cost 2.7-4 us against a 1 MiB
-  // piece's ~100 us of read and reduce (a 2 GB .npy on this VM's two threads: 1.04 x kept).
+  // piece's ~100 us of read and reduce (a 2 GB .npy on this VM's two threads: 1.04 x kept). A
+  // Zarr chunk's file is read by the first piece that needs it and its later pieces decode those
+  // bytes (a blosc chunk only the blocks of their rows: ZarrDecoder::decode_blosc_range).
   enum class Piece { kFirst, kLater };
   Status read(const JobSpec& spec, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,
               void* out, ExactSum* residual, ElementForm form = ElementForm::kFloat64,
@@ -71,7 +73,7 @@ class ChunkReader {
   Status read_flat(const JobSpec& spec, const std::string& path, uint64_t data_offset, bool fortran,
                    uint64_t file_rows, uint64_t row0, const ChunkBox& box, AxisRun rows, void* out);
   Status read_stack(const JobSpec& spec, const ChunkBox& box, AxisRun rows, void* out);
-  Status read_zarr(const JobSpec& spec, const ChunkBox& box, AxisRun rows, void* out);
+  Status read_zarr(const JobSpec& spec, const ChunkBox& box, AxisRun rows, void* out, Piece piece);
   // n elements as stored at src (byte order as given) into out from element `at` on, in form_.
   void place(const JobSpec& spec, bool big_endian, const unsigned char* src, uint64_t n, void* out,
              uint64_t at) const;
@@ -88,6 +90,7 @@ class ChunkReader {
   std::unique_ptr<ZarrDecoder> zarr_;
   std::vector<unsigned char> staging_;
   std::string compressed_;
+  std::string compressed_path_;  // the Zarr chunk file compressed_ holds, "" for none
   // 64-bit integers of the selected rows as read (before rounding), for the residual.
   std::vector<uint64_t> raw64_;
 };

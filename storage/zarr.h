@@ -44,9 +44,21 @@ class ZarrDecoder {
   // (corrupt, or of another size).
   Status decode(Compressor compressor, const std::string& in, void* out, size_t bytes);
 
+  // Bytes [begin, end) of what a blosc chunk `in` decodes to (`bytes` in all) into out, for a
+  // chunk read a piece of rows at a time: only the blosc blocks the range covers are decompressed,
+  // and a block the range ends inside is kept, so the next range (the chunk's next piece) does not
+  // decompress it again (blosc items that do not fit the range: the chunk decoded whole once).
+  // Call new_chunk() when `in` holds another chunk. Checks as decode() does.
+  Status decode_blosc_range(const std::string& in, size_t bytes, size_t begin, size_t end, void* out);
+  void new_chunk() { block_index_ = kNoBlock; }
+
  private:
   struct Zstd;
   std::unique_ptr<Zstd> zstd_;
+  static constexpr size_t kNoBlock = ~size_t{0}, kWholeChunk = kNoBlock - 1;
+  // The blosc block in block_ (or the whole chunk), of the chunk decode_blosc_range last saw.
+  size_t block_index_ = kNoBlock;
+  std::vector<unsigned char> block_;
 };
 
 // Compresses `bytes` at `in` as `meta` says, into out.

@@ -3,10 +3,10 @@
 // added up here one by one, for chunks many pieces big and edge chunks, row steps that put one
 // selected row or several in a piece and rows wider than a piece, column selections, an
 // expression, int64 past 2^53 (what rounding to doubles lost, added back piece by piece), float32,
-// an npy stack whose chunks cross its files, and a Fortran-order file and Zarr stores (read whole;
-// a Zarr chunk decoded straight into the job's chunk where it can be); each chunk cut in bands and
-// merged (the CPU backend's threads sharing a chunk); and the file a chunk's first piece opened
-// read by its later pieces, a new chunk's opened afresh.
+// an npy stack whose chunks cross its files, a Fortran-order file (read whole) and Zarr stores
+// (zstd read whole, uncompressed and blosc in pieces; decoded straight into the job's chunk where
+// it can be); each chunk cut in bands and merged (the CPU backend's threads sharing a chunk); and
+// the file a chunk's first piece opened read by its later pieces, a new chunk's opened afresh.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -186,11 +186,14 @@ TEST_CASE("stored chunks read and reduced in pieces of rows sum exactly", "[cpu]
     require_exact_chunks(s, elements_of(x, rows, cols));
 
     // Zarr stores of the same elements: chunks as wide as the job's (decoded, or read when not
-    // compressed, straight into the job's chunk where every row is selected) and half as wide
-    // (through the staging), every row selected or every other.
+    // compressed, straight into the job's chunk where every row is selected; uncompressed and
+    // blosc ones in pieces of rows, a blosc piece decoding its own blocks) and half as wide
+    // (whole, through the staging), every row selected or every other.
     for (const auto& [store_cols, compressor] : {std::pair{uint64_t{800}, Compressor::kZstd},
                                                  std::pair{uint64_t{400}, Compressor::kZstd},
-                                                 std::pair{uint64_t{800}, Compressor::kNone}}) {
+                                                 std::pair{uint64_t{800}, Compressor::kNone},
+                                                 std::pair{uint64_t{800}, Compressor::kBlosc},
+                                                 std::pair{uint64_t{400}, Compressor::kBlosc}}) {
       ZarrMeta m;
       m.type = {DType::kFloat64, false};
       m.shape = {rows, cols};

@@ -108,9 +108,15 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
 constexpr uint64_t kReducePieceBytes = uint64_t{1} << 20;
 
 // Whether a stored chunk can be read a piece of rows at a time: flat C-order files and stacks of
-// them. A Zarr chunk is decompressed whole (a piece would decompress it again), and a
-// Fortran-order file's piece would be a read per column: those stay whole.
-bool reads_in_pieces(const JobSpec& s) { return s.stored.kind != SourceKind::kZarr && !s.stored.fortran_order; }
+// them, and Zarr stores whose chunks span the job chunk's columns, uncompressed or blosc (its
+// blocks of the piece's rows alone decoded, storage/zarr.h's decode_blosc_range). Not a
+// Fortran-order file (a read per column), nor zstd (one stream, decoded from its start).
+bool reads_in_pieces(const JobSpec& s) {
+  if (s.stored.fortran_order) return false;
+  if (s.stored.kind != SourceKind::kZarr) return true;
+  return s.chunk_cols <= s.stored.store_chunk_cols &&
+         (s.stored.compressor == Compressor::kBlosc || s.stored.compressor == Compressor::kNone);
+}
 
 // Rows of a band of about band_bytes (of doubles in the buffer), one at least.
 uint64_t band_rows(const ChunkBox& box, uint64_t band_bytes) {

@@ -286,6 +286,7 @@ JobSpec normalized(const JobSpec& spec) {
   if (s.col_sel.stop == kToEnd || s.col_sel.stop > s.cols) s.col_sel.stop = s.cols;
   if (s.chunk_rows > s.rows) s.chunk_rows = s.rows;
   if (s.chunk_cols > s.cols) s.chunk_cols = s.cols;
+  if (s.offset == 0.0) s.offset = 0.0;  // -0.0 too (the header says why)
   return s;
 }
 

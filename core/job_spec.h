@@ -106,7 +106,11 @@ Status validate(const JobSpec& spec);
 // 0 (off) to 1 (every chunk).
 Status validate_verify_fraction(double fraction);
 
-// Selection stops clamped to the array ("to the end" made concrete). Call after validate().
+// Selection stops clamped to the array ("to the end" made concrete), and an offset of -0.0 made
+// +0.0, so that no element is ever -0.0 (x * scale + 0.0 is +0.0 where the product is a zero of
+// either sign): the min or max of elements that are zeros would otherwise take the sign of
+// whichever zero a chunking met first, and a job's bits must not depend on its chunks. Call after
+// validate().
 JobSpec normalized(const JobSpec& spec);
 
 std::string describe(const JobSpec& spec);

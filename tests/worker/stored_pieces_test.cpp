@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -249,4 +250,35 @@ TEST_CASE("a chunk's later pieces read the file its first piece opened, the next
   CHECK(piece(0, 10, ChunkReader::Piece::kLater) == 1.0);
   CHECK(piece(1, 20, ChunkReader::Piece::kFirst) == 2.0);
   CHECK(piece(1, 30, ChunkReader::Piece::kLater) == 2.0);
+}
+
+TEST_CASE("zeros of both signs: the min and max have the same bits on every chunking, bands and offset -0.0 too",
+          "[cpu][stored]") {
+  // 2 x + (-0.0) was -0.0 for x = -0.0 and +0.0 for x = +0.0, and a max of zeros took the sign of
+  // whichever the chunking met first. normalized() makes the offset +0.0, so every zero is +0.0.
+  TempDir dir("psched-signed-zeros-");
+  std::vector<double> x(64 * 64, -1.0);
+  for (const auto& [at, v] : {std::pair{3 * 64 + 5, 0.0}, {10 * 64 + 10, -0.0}, {40 * 64 + 7, -0.0}, {63 * 64, 0.0}})
+    x[size_t(at)] = v;
+  write_bytes(dir.path / "z.npy", npy_header({DType::kFloat64, false}, false, {64, 64}) + bytes_of(x));
+  for (const uint64_t chunk_rows : {uint64_t{64}, uint64_t{8}, uint64_t{3}, uint64_t{1}}) {
+    INFO(chunk_rows << "-row chunks");
+    JobSpec given = opened(dir.path / "z.npy", chunk_rows, 64);
+    given.scale = 2;
+    given.offset = -0.0;
+    REQUIRE(validate(given).is_ok());
+    const JobSpec s = normalized(given);
+    CHECK_FALSE(std::signbit(s.offset));
+    ChunkReader reader;
+    std::vector<double> scratch;
+    PartialSum total;
+    for (uint64_t chunk = 0; chunk < s.chunks(); ++chunk) {
+      PartialSum p;
+      REQUIRE(reduce_stored_chunk_cpu(s, chunk, reader, scratch, p).is_ok());
+      merge(total, p);
+    }
+    CHECK(total.max == 0.0);
+    CHECK_FALSE(std::signbit(total.max));
+    CHECK(total.min == -2.0);
+  }
 }

@@ -67,6 +67,7 @@ Status ZarrDecoder::decode_blosc_range(const std::string& in, size_t bytes, size
   if (typesize == 0 || blocksize % typesize != 0 || begin % typesize != 0 ||
       end % typesize != 0) {  // blosc's items do not fit the range: the chunk decoded whole, once
     if (block_index_ != kWholeChunk) {
+      block_index_ = kNoBlock;
       block_.resize(bytes);
       if (Status st = decode(Compressor::kBlosc, in, block_.data(), bytes); !st) return st;
       block_index_ = kWholeChunk;

@@ -58,6 +58,7 @@ StatusOr<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
   options.test_delay_ms = choice.test_delay_ms;
   options.spin = choice.spin;
   options.test_fault_on_chunk = choice.test_fault_on_chunk;
+  if (choice.band_bytes != 0) options.band_bytes = choice.band_bytes;
   return make_cpu_backend(options);
 }
 

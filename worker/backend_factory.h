@@ -21,6 +21,9 @@ struct BackendChoice {
   int test_delay_ms = 0;  // test-only, CPU backend
   std::chrono::microseconds spin{0};  // CPU backend threads poll this long before sleeping
   int64_t test_fault_on_chunk = -1;    // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK)
+  // CPU backend: CpuBackendOptions::band_bytes; 0 = its default (test only: PSCHED_TEST_BAND_BYTES,
+  // so that small files are shared in bands as big ones are)
+  uint64_t band_bytes = 0;
 };
 
 // "cpu cuda" or "cpu": what this binary was built with.

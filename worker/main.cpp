@@ -158,6 +158,7 @@ std::optional<int> complete(Flags& f) {
   if (const char* crash = std::getenv("PSCHED_TEST_CRASH_ON_CHUNK")) f.config.crash_on_chunk = std::atoll(crash);
   if (const char* delay = std::getenv("PSCHED_TEST_CHUNK_DELAY_MS")) f.backend.test_delay_ms = std::atoi(delay);
   if (const char* fault = std::getenv("PSCHED_TEST_DEVICE_FAULT_ON_CHUNK")) f.backend.test_fault_on_chunk = std::atoll(fault);
+  if (const char* band = std::getenv("PSCHED_TEST_BAND_BYTES")) f.backend.band_bytes = std::strtoull(band, nullptr, 10);
   if (const char* flip = std::getenv("PSCHED_TEST_FLIP_CHUNK")) f.config.flip_chunk = std::atoll(flip);
   if (const char* flip = std::getenv("PSCHED_TEST_FLIP_SQUARES_CHUNK")) f.config.flip_squares_chunk = std::atoll(flip);
   if (const char* lie = std::getenv("PSCHED_TEST_LIE_FROM_CHUNK")) f.config.lie_from_chunk = std::atoll(lie);

@@ -182,19 +182,25 @@ def test_unreadable_chunks_fail_the_job_naming_the_file(cluster, tmp_path):
     assert "1.0" in line and "missing" in line and "fill_value" in line
 
 
+@pytest.mark.parametrize("bands", [False, True])
 @pytest.mark.parametrize("workers", [1, 3, 7])
-def test_a_written_file_gives_the_generator_bits_on_any_worker_count_and_after_a_kill(tmp_path, monkeypatch, workers):
+def test_a_written_file_gives_the_generator_bits_on_any_worker_count_and_after_a_kill(tmp_path, monkeypatch, workers,
+                                                                                       bands):
     """A file written by --write-npy, summed on 1, 3 and 7 CPU workers (one of them killed -9 mid-job
-    when there are several), gives the generator job's exact terms."""
+    when there are several), gives the generator job's exact terms; with bands, each worker's two
+    threads share every chunk a band of two rows at a time (PSCHED_TEST_BAND_BYTES: 4 KiB of a
+    chunk's 20 KB), as they share a big file's chunks."""
     psched = pytest.importorskip("psched")
     from conftest import api_status
     job = ["--generator", "uniform", "--seed", "11", "-x", "600", "-y", "500", "--chunk-x", "10", "--chunk-y", "250"]
     plain = ["--row-step", "1", "--col-step", "1", "--offset", "0"]
     subprocess.run([os.path.join(BIN_DIR, "pbench"), *job, "--write-npy", str(tmp_path / "u.npy")], check=True,
                    capture_output=True, timeout=60)
-    # Each chunk takes 10 ms on a worker, so the 120-chunk job is still running when the kill lands.
+    # Each chunk (each band) takes 10 ms on a worker, so the 120-chunk job is still running when the kill lands.
     monkeypatch.setenv("PSCHED_TEST_CHUNK_DELAY_MS", "10")
-    with psched.LocalCluster(cpus=workers, threads_per_worker=1) as c:
+    if bands:
+        monkeypatch.setenv("PSCHED_TEST_BAND_BYTES", "4096")
+    with psched.LocalCluster(cpus=workers, threads_per_worker=2 if bands else 1) as c:
         want = pbench_json(c.scheduler_file, *job, *plain)
         run = subprocess.Popen([os.path.join(BIN_DIR, "pbench"), "-d", "--scheduler-file", c.scheduler_file, "-q",
                                 "--json", "--input", str(tmp_path / "u.npy"), "--chunk-x", "10", "--chunk-y", "250"],

@@ -19,10 +19,10 @@ struct CpuBackendOptions {
   // host summing a 100-chunk .npy (80 MB chunks) waited on its last round: 76-83 GB/s whole, 84-87
   // in bands (bench/README.md).
   uint64_t band_bytes = uint64_t{8} << 20;
-  int test_delay_ms = 0;
+  int test_delay_ms = 0;  // test only (PSCHED_TEST_CHUNK_DELAY_MS), after each chunk or band: makes "mid-job" last
   // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): this chunk fails as a lost device would
   // (device_lost), so the worker's reaction to a sticky GPU error is tested without a GPU
-  int64_t test_fault_on_chunk = -1;  // test-only (PSCHED_TEST_CHUNK_DELAY_MS): makes "mid-job" last
+  int64_t test_fault_on_chunk = -1;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);

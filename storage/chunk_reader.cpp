@@ -277,6 +277,12 @@ Status ChunkReader::read_stack(const JobSpec& s, const ChunkBox& box, AxisRun ro
   return Status::ok();
 }
 
+bool ChunkReader::reads_pieces(const JobSpec& s) {
+  if (s.stored.kind != SourceKind::kZarr) return true;
+  return s.chunk_cols <= s.stored.store_chunk_cols &&
+         (s.stored.compressor == Compressor::kBlosc || s.stored.compressor == Compressor::kNone);
+}
+
 Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun rows, void* out, Piece piece) {
   const StoredArray& a = s.stored;
   const uint64_t eb = element_bytes(s.dtype);

@@ -61,6 +61,12 @@ class ChunkReader {
               void* out, ExactSum* residual, ElementForm form = ElementForm::kFloat64,
               Piece piece = Piece::kFirst);
 
+  // Whether a read() of a piece of a chunk's rows costs that piece alone for this array, so that a
+  // caller may read a big chunk in pieces: flat files and stacks, and Zarr stores whose chunks span
+  // the job chunk's columns, uncompressed or blosc (ZarrDecoder::decode_blosc_range). Not zstd: its
+  // chunk is one stream, and each piece would decode it whole.
+  static bool reads_pieces(const JobSpec& spec);
+
   // Reads of at least kParallelReadBytes are split among this many threads (1: the caller's alone):
   // one thread's pread from the page cache moves 6-7 GB/s, a GPU takes 55 (GPU.md), so a GPU
   // worker, which reads on one dispatcher thread, asks for several.

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "gpu_test_support.h"
 #include "storage/chunk_reader.h"
 #include "storage/npy.h"
@@ -250,8 +252,8 @@ TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device
           "[gpu][stored]") {
   // Chunks of 40 MB and more (cuda_dispatch.cpp's kStagingPieceBytes: 2 MiB, two a slot): edge
   // chunks narrower than the full chunk's rows, row steps that put one selected row in a piece or
-  // many, a Fortran-order file, 64-bit integers whose rounding the host measures piece by piece, and
-  // a stack whose chunks cross its files.
+  // many, a Fortran-order file, 64-bit integers whose rounding the host measures piece by piece, a
+  // stack whose chunks cross its files, and big Zarr chunks (staged whole).
   CudaBackendOptions options;
   options.readers = 4;
   auto backend = backend_with(options);
@@ -284,5 +286,45 @@ TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device
 
   write_normal_stack(dir.path / "stack", {1500, 1507, 1514}, 2000, rng);
   require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "stack", 2500, 2000), job++);
+
+  // Zarr stores in 1200 x 2000 chunks (19 MB as float64), staged whole (float64 straight into the
+  // staging, int64 with its residual, float32 as stored); job chunks of one store chunk and of
+  // two, rows stepped.
+  const std::pair<DType, Compressor> stores[] = {{DType::kFloat64, Compressor::kBlosc},
+                                                 {DType::kInt64, Compressor::kBlosc},
+                                                 {DType::kFloat32, Compressor::kBlosc},
+                                                 {DType::kFloat64, Compressor::kZstd}};
+  for (const auto& [dtype, compressor] : stores) {
+    ZarrMeta m;
+    m.type = {dtype, false};
+    m.shape = {3000, 2000};
+    m.chunks = {1200, 2000};
+    m.compressor = compressor;
+    m.blosc_cname = "lz4";
+    const fs::path store = dir.path / fmt::format("{}-{}.zarr", dtype_name(dtype), compressor_name(compressor));
+    fs::create_directories(store);
+    write_bytes(store / ".zarray", zarray_json(m));
+    for (uint64_t i = 0; i < 3; ++i) {
+      std::vector<double> x(1200 * 2000);
+      for (double& v : x) v = normal(rng);
+      std::string raw;
+      if (dtype == DType::kFloat64) raw = bytes_of(x);
+      if (dtype == DType::kFloat32) raw = bytes_of(std::vector<float>(x.begin(), x.end()));
+      if (dtype == DType::kInt64) {
+        std::vector<int64_t> n(x.size());
+        for (int64_t& v : n) v = int64_t(rng());  // most past 2^53: the residual path
+        raw = bytes_of(n);
+      }
+      std::string encoded;
+      REQUIRE(zarr_encode(m, raw.data(), raw.size(), encoded).is_ok());
+      write_bytes(store / (std::to_string(i) + ".0"), encoded);
+    }
+    INFO(store.filename().string());
+    require_gpu_equals_cpu(*backend, outcomes, opened(store), job++);
+    JobSpec s = opened(store, 2400, 2000);
+    s.row_sel = Slice{5, kToEnd, 3};
+    s.scale = 2;
+    require_gpu_equals_cpu(*backend, outcomes, s, job++);
+  }
   backend->stop();
 }

@@ -107,16 +107,10 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
 // (bench/README.md).
 constexpr uint64_t kReducePieceBytes = uint64_t{1} << 20;
 
-// Whether a stored chunk can be read a piece of rows at a time: flat C-order files and stacks of
-// them, and Zarr stores whose chunks span the job chunk's columns, uncompressed or blosc (its
-// blocks of the piece's rows alone decoded, storage/zarr.h's decode_blosc_range). Not a
-// Fortran-order file (a read per column), nor zstd (one stream, decoded from its start).
-bool reads_in_pieces(const JobSpec& s) {
-  if (s.stored.fortran_order) return false;
-  if (s.stored.kind != SourceKind::kZarr) return true;
-  return s.chunk_cols <= s.stored.store_chunk_cols &&
-         (s.stored.compressor == Compressor::kBlosc || s.stored.compressor == Compressor::kNone);
-}
+// Whether a stored chunk is read a piece of rows at a time: where a piece's read costs the piece
+// alone (ChunkReader::reads_pieces: flat files, stacks, blosc and uncompressed Zarr chunks as wide
+// as the job's), but not a Fortran-order file (a read per column of each piece).
+bool reads_in_pieces(const JobSpec& s) { return !s.stored.fortran_order && ChunkReader::reads_pieces(s); }
 
 // Rows of a band of about band_bytes (of doubles in the buffer), one at least.
 uint64_t band_rows(const ChunkBox& box, uint64_t band_bytes) {

@@ -23,7 +23,9 @@ namespace {
 // between its read and its copy: a 24 GB .npy in the page cache on the four-H200 host, in turns,
 // one GPU 44.6-45.4 GB/s with 2 MiB pieces against 40.6-41.7 with 8 MiB, two GPUs 73-78.5 against
 // 63-64; 1 MiB pieces were slower on one GPU (31-39: a copy and an event a MiB). A Zarr chunk is
-// decompressed whole, so it keeps whole-chunk staging.
+// decompressed whole into its staging: blosc pieces (ChunkReader::reads_pieces) made a fresh
+// worker's first job 1.6 x faster (less to pin) but warm jobs 0.93 x, each piece's blocks going
+// through blosc_getitem's own buffer (one H200, 16 cores, bench/README.md).
 constexpr uint64_t kStagingPieceBytes = uint64_t{2} << 20;
 
 // The pinned staging a slot needs for a job's chunks (buffer_bytes: its full chunk as copied).

@@ -179,8 +179,9 @@ Status reduce_stored_chunk_cpu(const JobSpec& s, uint64_t chunk, ChunkReader& re
 }
 
 uint32_t stored_bands(const JobSpec& s, uint64_t chunk, uint64_t band_bytes) {
-  // A Zarr chunk is one file, compressed whole: a band would read all of it for its rows.
-  if (!s.stored.stored() || !reads_in_pieces(s) || s.stored.kind == SourceKind::kZarr) return 1;
+  // Flat files and stacks in C order only: a Zarr chunk is one file, compressed whole (a band would
+  // read all of it for its rows), and a Fortran-order file's band would be a read per column.
+  if (!s.stored.stored() || s.stored.kind == SourceKind::kZarr || s.stored.fortran_order) return 1;
   const ChunkBox box = s.grid().box(chunk);
   const uint64_t rows = band_rows(box, band_bytes);
   return uint32_t(std::min<uint64_t>((box.rows + rows - 1) / rows, kMaxBands));

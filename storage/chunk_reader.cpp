@@ -147,6 +147,9 @@ struct ChunkReader::File {
   std::string path;
   int fd = -1;
   uint64_t size = 0;
+  struct stat st {};
+  std::shared_ptr<const MappedFile> map;  // view()'s, once asked for
+  bool map_tried = false;
   ~File() {
     if (fd >= 0) ::close(fd);
   }
@@ -168,6 +171,7 @@ ChunkReader::File& ChunkReader::open(const std::string& path, Status& status) {
   }
   file_->path = path;
   file_->size = uint64_t(st.st_size);
+  file_->st = st;
   return *file_;
 }
 
@@ -383,6 +387,64 @@ void ChunkReader::residuals(const JobSpec& s, const ChunkBox& box, AxisRun rows,
       if (lost != 0) residual.add(double(lost));
     }
   }
+}
+
+bool ChunkReader::views(const JobSpec& s) {
+  const StoredArray& a = s.stored;
+  const bool flat = a.kind == SourceKind::kNpy || a.kind == SourceKind::kRaw || a.kind == SourceKind::kNpyStack;
+  return flat && s.dtype == DType::kFloat64 && !a.big_endian &&
+         (a.kind == SourceKind::kNpyStack || (!a.fortran_order && a.data_offset % sizeof(double) == 0));
+}
+
+Status ChunkReader::view(const JobSpec& s, uint64_t chunk, const ChunkBox& box, Piece piece, const double*& at,
+                         uint64_t& ld) {
+  at = nullptr;
+  ld = s.cols;
+  if (piece == Piece::kFirst) file_ = std::make_unique<File>();  // afresh for each chunk (read's comment)
+  if (box.rows == 0 || box.cols == 0) return Status::ok();
+  std::string path = s.stored.path;
+  uint64_t data_offset = s.stored.data_offset, row0 = 0;
+  if (s.stored.kind == SourceKind::kNpyStack) {
+    const StackFile* in = nullptr;
+    for (const StackFile& file : s.stored.files) {
+      if (box.row0 < row0 + file.rows) {
+        in = &file;
+        break;
+      }
+      row0 += file.rows;
+    }
+    if (in == nullptr || box.row0 + box.rows > row0 + in->rows || in->fortran_order ||
+        in->data_offset % sizeof(double) != 0)
+      return Status::ok();
+    path += "/" + in->name;
+    data_offset = in->data_offset;
+  }
+  Status st;
+  File& f = open(path, st);
+  if (!st) return Status::error(fmt::format("chunk {}: {}", chunk, st.message()));
+  if (!f.map_tried) {
+    f.map_tried = true;
+    Status why;  // a file the system will not map is read
+    f.map = map_file(path, f.fd, f.st, why);
+  }
+  if (!f.map) return Status::ok();
+  const uint64_t first = data_offset + ((box.row0 - row0) * s.cols + box.col0) * sizeof(double);
+  const uint64_t end = first + ((box.rows - 1) * s.cols + box.cols) * sizeof(double);
+  if (end > f.map->size)
+    return Status::error(fmt::format("chunk {}: {}: truncated: needs bytes up to {}, the file has {}", chunk, path,
+                                     end, f.map->size));
+  at = reinterpret_cast<const double*>(f.map->data + first);
+  return Status::ok();
+}
+
+void ChunkReader::release() {
+  file_ = std::make_unique<File>();
+  compressed_path_.clear();
+}
+
+Status ChunkReader::cut_short(uint64_t chunk) const {
+  return Status::error(fmt::format("chunk {}: {}: cut short while being read (SIGBUS on its mapping)", chunk,
+                                   file_->path));
 }
 
 Status ChunkReader::read(const JobSpec& s, uint64_t chunk, const ChunkBox& box, AxisRun rows, AxisRun cols,

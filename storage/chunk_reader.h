@@ -19,6 +19,7 @@
 #include "core/exact_sum.h"
 #include "core/job_spec.h"
 #include "core/status.h"
+#include "storage/mapped_file.h"
 
 namespace psched {
 
@@ -67,6 +68,23 @@ class ChunkReader {
   // chunk is one stream, and each piece would decode it whole.
   static bool reads_pieces(const JobSpec& spec);
 
+  // A piece of a chunk's rows (`box`, every column of the chunk) where it lies in the file, to be
+  // reduced there instead of read (storage/mapped_file.h): float64 elements in the host's byte
+  // order, C order, 8-byte aligned, all the rows in one file (views(spec), and a stack's piece not
+  // crossing its files). `at` becomes the element (box.row0, box.col0) in the file's mapping, each
+  // next row `ld` elements on; null where the piece cannot be viewed (the caller reads it). Files
+  // are opened as read() opens them (`piece`); errors are read()'s. The caller reduces the piece
+  // under read_mapped(), and where that reports SIGBUS returns cut_short(chunk).
+  Status view(const JobSpec& spec, uint64_t chunk, const ChunkBox& box, Piece piece, const double*& at,
+              uint64_t& ld);
+  static bool views(const JobSpec& spec);
+  Status cut_short(uint64_t chunk) const;
+  // Lets go of the file (and mapping) the last chunk read, so that an idle reader holds no file:
+  // a deleted one's disk space comes back. The next chunk opens its files afresh anyway.
+  void release();
+  // This reader's choice between pread and its files' mappings (the CPU backend's pieces).
+  ReadWays& ways() { return ways_; }
+
   // Reads of at least kParallelReadBytes are split among this many threads (1: the caller's alone):
   // one thread's pread from the page cache moves 6-7 GB/s, a GPU takes 55 (GPU.md), so a GPU
   // worker, which reads on one dispatcher thread, asks for several.
@@ -89,6 +107,7 @@ class ChunkReader {
                  ExactSum& residual);
 
   std::unique_ptr<File> file_;
+  ReadWays ways_;
   int open_errno_ = 0;  // why the last open() failed
   unsigned read_threads_ = 1;
   ElementForm form_ = ElementForm::kFloat64;  // of the read under way

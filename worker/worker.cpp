@@ -15,6 +15,7 @@
 #include "net/scheduler_file.h"
 #include "net/tls.h"
 #include "net/wire_convert.h"
+#include "storage/mapped_file.h"
 
 namespace psched {
 
@@ -180,6 +181,7 @@ void Worker::heartbeat() {
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !scheduler_.open_conn() || link_ != Link::kWelcomed) return;
     const uint64_t used = backend_->memory_used_bytes();
+    unmap_idle_files(std::chrono::seconds(kIdleMappingSeconds));  // stored arrays' (storage/mapped_file.h)
     const std::optional<GpuHealth> gpu = gpu_ ? std::optional(gpu_->take()) : std::nullopt;
     send_message(*conn(), [&](wire::Message::Builder m) {
       auto hb = m.initHeartbeat();

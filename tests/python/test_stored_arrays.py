@@ -182,14 +182,15 @@ def test_unreadable_chunks_fail_the_job_naming_the_file(cluster, tmp_path):
     assert "1.0" in line and "missing" in line and "fill_value" in line
 
 
-@pytest.mark.parametrize("bands", [False, True])
+@pytest.mark.parametrize("reads", ["whole", "bands", "mapped bands"])
 @pytest.mark.parametrize("workers", [1, 3, 7])
 def test_a_written_file_gives_the_generator_bits_on_any_worker_count_and_after_a_kill(tmp_path, monkeypatch, workers,
-                                                                                       bands):
+                                                                                       reads):
     """A file written by --write-npy, summed on 1, 3 and 7 CPU workers (one of them killed -9 mid-job
     when there are several), gives the generator job's exact terms; with bands, each worker's two
     threads share every chunk a band of two rows at a time (PSCHED_TEST_BAND_BYTES: 4 KiB of a
-    chunk's 20 KB), as they share a big file's chunks."""
+    chunk's 20 KB), as they share a big file's chunks; mapped, every band is reduced where it lies
+    in the file's mapping (PSCHED_TEST_READ_WAY=map), as a reader that finds mapping cheaper does."""
     psched = pytest.importorskip("psched")
     from conftest import api_status
     job = ["--generator", "uniform", "--seed", "11", "-x", "600", "-y", "500", "--chunk-x", "10", "--chunk-y", "250"]
@@ -198,8 +199,11 @@ def test_a_written_file_gives_the_generator_bits_on_any_worker_count_and_after_a
                    capture_output=True, timeout=60)
     # Each chunk (each band) takes 10 ms on a worker, so the 120-chunk job is still running when the kill lands.
     monkeypatch.setenv("PSCHED_TEST_CHUNK_DELAY_MS", "10")
+    bands = reads != "whole"
     if bands:
         monkeypatch.setenv("PSCHED_TEST_BAND_BYTES", "4096")
+    if reads == "mapped bands":
+        monkeypatch.setenv("PSCHED_TEST_READ_WAY", "map")
     with psched.LocalCluster(cpus=workers, threads_per_worker=2 if bands else 1) as c:
         want = pbench_json(c.scheduler_file, *job, *plain)
         run = subprocess.Popen([os.path.join(BIN_DIR, "pbench"), "-d", "--scheduler-file", c.scheduler_file, "-q",

@@ -7,6 +7,7 @@
 // (zstd read whole, uncompressed and blosc in pieces; decoded straight into the job's chunk where
 // it can be); each chunk cut in bands and merged (the CPU backend's threads sharing a chunk); and
 // the file a chunk's first piece opened read by its later pieces, a new chunk's opened afresh.
+// Each read by pread, through the file's mapping, and both (ReadWays).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -37,13 +38,25 @@ struct Elements {
   std::vector<int64_t> int64;  // int64 arrays only
 };
 
-// Every chunk of s reduced by the backend against the selected elements of `e` added one by one.
+void require_exact_chunks(const JobSpec& given, const Elements& e, ReadWays::Policy policy);
+
+// Every chunk of s reduced by the backend against the selected elements of `e` added one by one,
+// its pieces read by pread, reduced in the file's mapping (flat float64 files: ChunkReader::views),
+// and each way in turn as a reader choosing between them takes them.
 void require_exact_chunks(const JobSpec& given, const Elements& e) {
+  for (const auto policy : {ReadWays::Policy::kPread, ReadWays::Policy::kMap, ReadWays::Policy::kChoose}) {
+    INFO("read way policy " << int(policy));
+    require_exact_chunks(given, e, policy);
+  }
+}
+
+void require_exact_chunks(const JobSpec& given, const Elements& e, ReadWays::Policy policy) {
   const Status valid = validate(given);
   INFO(valid.message());
   REQUIRE(valid.is_ok());
   const JobSpec s = normalized(given);
   ChunkReader reader;
+  reader.ways() = ReadWays(policy);
   std::vector<double> scratch;
   for (uint64_t chunk = 0; chunk < s.chunks(); ++chunk) {
     INFO("chunk " << chunk);

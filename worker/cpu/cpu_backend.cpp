@@ -112,11 +112,13 @@ class CpuBackend final : public Backend {
     return out;
   }
 
+  // Resident memory less its file pages: a stored array's mapped pages (storage/mapped_file.h) are
+  // the page cache's, not the worker's.
   uint64_t memory_used_bytes() const override {
     std::ifstream statm("/proc/self/statm");
-    uint64_t size_pages = 0, resident_pages = 0;
-    statm >> size_pages >> resident_pages;
-    return resident_pages * uint64_t(sysconf(_SC_PAGESIZE));
+    uint64_t size_pages = 0, resident_pages = 0, shared_pages = 0;
+    statm >> size_pages >> resident_pages >> shared_pages;
+    return (resident_pages - std::min(resident_pages, shared_pages)) * uint64_t(sysconf(_SC_PAGESIZE));
   }
 
   void stop() override {
@@ -143,6 +145,8 @@ class CpuBackend final : public Backend {
       // Poll a moment before sleeping: the next run usually arrives within a round trip, and
       // waking a sleeping thread (on a VM especially) costs more than that.
       spin_until([&] { return has_work_.load(std::memory_order_acquire); }, options_.spin);
+      // Going to sleep: hold no file (a stored array deleted meanwhile gets its disk space back).
+      if (!has_work_.load(std::memory_order_acquire)) reader.release();
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

@@ -1,10 +1,12 @@
 #include "worker/cpu/reduce.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/chunk_grid.h"
 #include "core/generators.h"
 #include "storage/chunk_reader.h"
+#include "storage/mapped_file.h"
 #include "worker/cpu/kernels.h"
 
 namespace psched {
@@ -28,16 +30,18 @@ struct RunReducer {
     if (spec.squares) kernels.reduce_squares(x, step, n, spec.scale, spec.offset, lanes, squares);
     else kernels.reduce(x, step, n, spec.scale, spec.offset, lanes);
   }
-  // The selected columns `csel` of rows `rows` (every row step-th) from a buffer of whole rows of
-  // `box`, its first row `row0`. Every element of consecutive rows is one run: the kernels' runs
-  // pay a check each, and runs below reduce_impl.h's kOptimisticLeast go the slower exact way
-  // (narrow rows did).
-  void selected_rows(const double* data, uint64_t row0, const ChunkBox& box, AxisRun rows, AxisRun csel) {
+  // The selected columns `csel` of rows `rows` (every row step-th) from rows of `box` (its columns
+  // from box.col0 on) `ld` elements apart (box.cols in a buffer, the array's width in a mapped
+  // file), row `row0` at `data`. Every element of consecutive rows is one run where the rows are
+  // contiguous: the kernels' runs pay a check each, and runs below reduce_impl.h's kOptimisticLeast
+  // go the slower exact way (narrow rows did).
+  void selected_rows(const double* data, uint64_t row0, const ChunkBox& box, AxisRun rows, AxisRun csel,
+                     uint64_t ld) {
     const uint64_t step = spec.row_sel.step;
-    if (step == 1 && csel.first == box.col0 && csel.count == box.cols)
+    if (step == 1 && csel.first == box.col0 && csel.count == box.cols && ld == box.cols)
       return (*this)(data + (rows.first - row0) * box.cols, 1, rows.count * box.cols);
     for (uint64_t i = 0; i < rows.count; ++i) {
-      const double* row = data + (rows.first + i * step - row0) * box.cols;
+      const double* row = data + (rows.first + i * step - row0) * ld;
       (*this)(row + (csel.first - box.col0), spec.col_sel.step, csel.count);
     }
   }
@@ -91,7 +95,7 @@ Partial reduce_chunk(const JobSpec& s, uint64_t chunk, Buffer&& buffer) {
                        data + r * box.cols, streaming);
     if (streaming) streaming_fence();
     // Reduce the selection, read back from the buffer.
-    reduce.selected_rows(data, box.row0, box, rsel, csel);
+    reduce.selected_rows(data, box.row0, box, rsel, csel, box.cols);
   }
 
   Partial p;
@@ -111,6 +115,21 @@ constexpr uint64_t kReducePieceBytes = uint64_t{1} << 20;
 // alone (ChunkReader::reads_pieces: flat files, stacks, blosc and uncompressed Zarr chunks as wide
 // as the job's), but not a Fortran-order file (a read per column of each piece).
 bool reads_in_pieces(const JobSpec& s) { return !s.stored.fortran_order && ChunkReader::reads_pieces(s); }
+
+// A piece reduced where it lies in a file's mapping, through read_mapped() (a plain function of a
+// context: the reduce a SIGBUS abandons holds nothing).
+struct MappedPiece {
+  RunReducer* reduce;
+  const double* at;
+  uint64_t row0;
+  const ChunkBox* box;
+  AxisRun rows, csel;
+  uint64_t ld;
+  static void reduce_it(void* context) {
+    const auto& m = *static_cast<const MappedPiece*>(context);
+    m.reduce->selected_rows(m.at, m.row0, *m.box, m.rows, m.csel, m.ld);
+  }
+};
 
 // Rows of a band of about band_bytes (of doubles in the buffer), one at least.
 uint64_t band_rows(const ChunkBox& box, uint64_t band_bytes) {
@@ -136,6 +155,7 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, const ChunkBox& box, Chun
     const uint64_t step = s.row_sel.step;
     const uint64_t row_bytes = box.cols * sizeof(double);
     const bool in_pieces = reads_in_pieces(s) && box.rows * row_bytes > 2 * kReducePieceBytes;
+    const bool mapped = ChunkReader::views(s);  // its pieces may be reduced where they lie in the file
     // Selected rows a piece holds: its span of rows, (n - 1) step + 1, within kReducePieceBytes
     // where one row fits.
     const uint64_t rows_fit = std::max<uint64_t>(1, kReducePieceBytes / row_bytes);
@@ -145,11 +165,27 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, const ChunkBox& box, Chun
       const AxisRun rows{rsel.first + done * step, std::min(per_piece, rsel.count - done)};
       const ChunkBox piece = in_pieces ? ChunkBox{rows.first, (rows.count - 1) * step + 1, box.col0, box.cols} : box;
       const auto which = done == 0 ? ChunkReader::Piece::kFirst : ChunkReader::Piece::kLater;
-      if (Status st = reader.read(s, chunk, piece, rows, csel, data, exact_integers ? &residual : nullptr,
-                                  ElementForm::kFloat64, which);
-          !st)
-        return st;
-      reduce.selected_rows(data, piece.row0, box, rows, csel);
+      // A piece is read into the buffer, or reduced where it lies in the file's mapping, whichever
+      // this thread's reader has found cheaper (storage/mapped_file.h, ReadWays).
+      const ReadWays::Way way = mapped ? reader.ways().next() : ReadWays::Way::kPread;
+      const auto t0 = mapped ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      const double* at = nullptr;
+      uint64_t ld = 0;
+      if (way == ReadWays::Way::kMap)
+        if (Status st = reader.view(s, chunk, piece, which, at, ld); !st) return st;
+      if (at != nullptr) {
+        MappedPiece m{&reduce, at, piece.row0, &box, rows, csel, ld};
+        if (!read_mapped(&MappedPiece::reduce_it, &m)) return reader.cut_short(chunk);
+      } else {
+        if (Status st = reader.read(s, chunk, piece, rows, csel, data, exact_integers ? &residual : nullptr,
+                                    ElementForm::kFloat64, which);
+            !st)
+          return st;
+        reduce.selected_rows(data, piece.row0, box, rows, csel, box.cols);
+      }
+      if (mapped)
+        reader.ways().took(at != nullptr ? ReadWays::Way::kMap : ReadWays::Way::kPread, piece.rows * row_bytes,
+                           std::chrono::steady_clock::now() - t0);
       done += rows.count;
     }
     if (!residual.finite_is_zero()) {

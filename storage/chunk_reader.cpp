@@ -424,6 +424,7 @@ Status ChunkReader::view(const JobSpec& s, uint64_t chunk, const ChunkBox& box, 
   if (!st) return Status::error(fmt::format("chunk {}: {}", chunk, st.message()));
   if (!f.map_tried) {
     f.map_tried = true;
+    if (!ways_.maps(f.size)) return Status::ok();
     Status why;  // a file the system will not map is read
     f.map = map_file(path, f.fd, f.st, why);
   }

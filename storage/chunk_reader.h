@@ -71,7 +71,8 @@ class ChunkReader {
   // A piece of a chunk's rows (`box`, every column of the chunk) where it lies in the file, to be
   // reduced there instead of read (storage/mapped_file.h): float64 elements in the host's byte
   // order, C order, 8-byte aligned, all the rows in one file (views(spec), and a stack's piece not
-  // crossing its files). `at` becomes the element (box.row0, box.col0) in the file's mapping, each
+  // crossing its files; a file the reader's ReadWays::maps(), 64 MiB at least unless told).
+  // `at` becomes the element (box.row0, box.col0) in the file's mapping, each
   // next row `ld` elements on; null where the piece cannot be viewed (the caller reads it). Files
   // are opened as read() opens them (`piece`); errors are read()'s. The caller reduces the piece
   // under read_mapped(), and where that reports SIGBUS returns cut_short(chunk).

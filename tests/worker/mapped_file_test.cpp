@@ -55,8 +55,10 @@ struct Viewed {
   uint64_t ld = 0;
 };
 
+// The files here are small: a reader maps them where its policy is kMap (ReadWays::kMinMappedBytes).
 Viewed view(ChunkReader& reader, const JobSpec& s, uint64_t chunk, const ChunkBox& box,
             ChunkReader::Piece piece = ChunkReader::Piece::kFirst) {
+  reader.ways() = ReadWays(ReadWays::Policy::kMap);
   Viewed v;
   v.status = reader.view(s, chunk, box, piece, v.at, v.ld);
   return v;
@@ -103,6 +105,18 @@ TEST_CASE("a reader views a float64 file's rows in its mapping, at the box's fir
   CHECK(past.status.message().find("chunk 4: ") == 0);
   CHECK(past.status.message().find("truncated: needs bytes up to") != std::string::npos);
   CHECK(past.at == nullptr);
+}
+
+TEST_CASE("a reader that chooses maps no file under 64 MiB", "[stored][mapped]") {
+  TempDir dir("psched-mapped-small-");
+  write_npy(dir.path / "x.npy", 40, 8, 0.0);
+  const JobSpec s = normalized(opened(dir.path / "x.npy", 20, 8));
+  ChunkReader reader;
+  reader.ways() = ReadWays(ReadWays::Policy::kChoose);
+  const double* at = &s.scale;
+  uint64_t ld = 0;
+  REQUIRE(reader.view(s, 0, ChunkBox{0, 20, 0, 8}, ChunkReader::Piece::kFirst, at, ld).is_ok());
+  CHECK(at == nullptr);
 }
 
 TEST_CASE("only flat float64 files in the host's order are viewed, and a stack's piece inside one file",

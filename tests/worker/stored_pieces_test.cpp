@@ -42,7 +42,8 @@ void require_exact_chunks(const JobSpec& given, const Elements& e, ReadWays::Pol
 
 // Every chunk of s reduced by the backend against the selected elements of `e` added one by one,
 // its pieces read by pread, reduced in the file's mapping (flat float64 files: ChunkReader::views),
-// and each way in turn as a reader choosing between them takes them.
+// and each way in turn as a reader choosing between them takes them (the first pieces of a chunk
+// read one way and the next the other).
 void require_exact_chunks(const JobSpec& given, const Elements& e) {
   for (const auto policy : {ReadWays::Policy::kPread, ReadWays::Policy::kMap, ReadWays::Policy::kChoose}) {
     INFO("read way policy " << int(policy));
@@ -56,7 +57,7 @@ void require_exact_chunks(const JobSpec& given, const Elements& e, ReadWays::Pol
   REQUIRE(valid.is_ok());
   const JobSpec s = normalized(given);
   ChunkReader reader;
-  reader.ways() = ReadWays(policy);
+  reader.ways() = ReadWays(policy, 0);  // small files mapped too
   std::vector<double> scratch;
   for (uint64_t chunk = 0; chunk < s.chunks(); ++chunk) {
     INFO("chunk " << chunk);

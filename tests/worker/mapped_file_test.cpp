@@ -224,7 +224,7 @@ TEST_CASE("a file cut short under its mapping fails the read with its path, and 
   Touch whole{v.at, 1024 * 256};
   REQUIRE(read_mapped(&Touch::read, &whole));
   // Cut to its first page while mapped: the pages past it raise SIGBUS when read, twice over (the
-  // handler's mask is given back each time).
+  // jump out of the handler leaves SIGBUS unblocked: a fault with it blocked would kill the process).
   REQUIRE(::truncate(path.c_str(), 4096) == 0);
   for (int round = 0; round < 2; ++round) {
     Touch cut{v.at, 1024 * 256};

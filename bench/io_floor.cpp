@@ -10,8 +10,16 @@
 //                                 better of two passes
 //   io-floor h2d [GPUS]           pinned host-to-device copies of 256 MiB blocks, on each of the
 //                                 first GPUS devices at once (CUDA builds only)
+//   io-floor h2d-mapped FILE [GPUS [BLOCK_MIB]]
+//                                 the file mapped, each GPU's share of it registered with CUDA
+//                                 where it lies (read-only: the page cache's own pages pinned) and
+//                                 copied from there, no host copy: the register's rate apart from
+//                                 the copies', blocks registered one at a time, then the whole
+//                                 share registered once (CUDA builds only; a probe of a road the
+//                                 workers do not take yet: bench/README.md)
 // Each prints one key=value line per figure, in GB/s (10^9 bytes a second).
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,6 +195,97 @@ int h2d_floor(int gpus) {
   std::printf("h2d_gbps_all=%.2f\nh2d_gpus=%d\n", total, gpus);
   return failed ? 1 : 0;
 }
+
+// A file's pages sent to the GPUs with no host copy: the file mapped, each GPU's share registered
+// with CUDA (cudaHostRegister, read-only: the page cache's pages pinned where they lie) a block at a
+// time and copied from there; the register's cost apart from the copies'. Two passes: blocks
+// registered and unregistered each time, then the whole share registered once and copied twice.
+int h2d_mapped(const char* path, int gpus, uint64_t block) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "io-floor h2d-mapped: no CUDA device\n");
+    return 2;
+  }
+  gpus = std::min(gpus <= 0 ? count : gpus, count);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    std::perror(path);
+    return 2;
+  }
+  const uint64_t size = uint64_t(st.st_size) / 4096 * 4096;  // whole pages
+  void* const map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    std::perror("mmap");
+    return 2;
+  }
+  unsigned char* const base = static_cast<unsigned char*>(map);
+  int read_only = 0;
+  cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, 0);
+  std::printf("host_register_read_only_supported=%d\n", read_only);
+  const size_t n_gpus = static_cast<size_t>(gpus);
+  // Seconds per GPU: registering blocks, copying them; registering the whole share, copying it.
+  std::vector<double> reg_s(n_gpus), copy_s(n_gpus), whole_reg_s(n_gpus), whole_copy_s(n_gpus);
+  std::vector<uint64_t> bytes(n_gpus);
+  std::atomic<int> errors{0};
+  const auto ok = [&](cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return true;
+    if (errors++ == 0) std::fprintf(stderr, "io-floor h2d-mapped: %s: %s\n", what, cudaGetErrorString(e));
+    return false;
+  };
+  std::vector<std::thread> pool;
+  for (int g = 0; g < gpus; ++g)
+    pool.emplace_back([&, g] {
+      const size_t i = size_t(g);
+      const uint64_t lo = size / n_gpus * i / 4096 * 4096;
+      const uint64_t hi = i + 1 == n_gpus ? size : size / n_gpus * (i + 1) / 4096 * 4096;
+      bytes[i] = hi - lo;
+      void* device = nullptr;
+      cudaStream_t stream = nullptr;
+      if (!ok(cudaSetDevice(g), "cudaSetDevice") || !ok(cudaMalloc(&device, block), "cudaMalloc") ||
+          !ok(cudaStreamCreate(&stream), "cudaStreamCreate"))
+        return;
+      for (uint64_t at = lo; at < hi; at += block) {
+        const uint64_t n = std::min(block, hi - at);
+        auto t0 = Clock::now();
+        if (!ok(cudaHostRegister(base + at, n, cudaHostRegisterReadOnly), "cudaHostRegister")) return;
+        reg_s[i] += seconds_since(t0);
+        t0 = Clock::now();
+        ok(cudaMemcpyAsync(device, base + at, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+        ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        copy_s[i] += seconds_since(t0);
+        ok(cudaHostUnregister(base + at), "cudaHostUnregister");
+      }
+      auto t0 = Clock::now();
+      if (!ok(cudaHostRegister(base + lo, hi - lo, cudaHostRegisterReadOnly), "cudaHostRegister")) return;
+      whole_reg_s[i] = seconds_since(t0);
+      for (int pass = 0; pass < 2; ++pass) {  // the second pass counts
+        t0 = Clock::now();
+        for (uint64_t at = lo; at < hi; at += block)
+          ok(cudaMemcpyAsync(device, base + at, std::min(block, hi - at), cudaMemcpyHostToDevice, stream),
+             "cudaMemcpyAsync");
+        ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        whole_copy_s[i] = seconds_since(t0);
+      }
+      ok(cudaHostUnregister(base + lo), "cudaHostUnregister");
+      ok(cudaStreamDestroy(stream), "cudaStreamDestroy");
+      ok(cudaFree(device), "cudaFree");
+    });
+  for (auto& t : pool) t.join();
+  double registered_all = 0, blocks_all = 0;
+  for (size_t i = 0; i < n_gpus; ++i) {
+    const double b = double(bytes[i]) / 1e9;
+    std::printf("mapped_gpu%zu: register %.2f GB/s, copy %.2f GB/s, register+copy %.2f GB/s; whole share register "
+                "%.2f GB/s, copy from it %.2f GB/s\n",
+                i, b / reg_s[i], b / copy_s[i], b / (reg_s[i] + copy_s[i]), b / whole_reg_s[i], b / whole_copy_s[i]);
+    registered_all += b / whole_copy_s[i];
+    blocks_all += b / (reg_s[i] + copy_s[i]);
+  }
+  std::printf("mapped_h2d_registered_gbps_all=%.2f\nmapped_h2d_blocks_gbps_all=%.2f\n", registered_all, blocks_all);
+  ::munmap(map, size);
+  ::close(fd);
+  return errors == 0 ? 0 : 1;
+}
 #endif
 
 }  // namespace
@@ -198,7 +297,11 @@ int main(int argc, char** argv) {
   if (what == "zarr" && argc == 4) return zarr_floor(argv[2], unsigned(std::max(1, std::atoi(argv[3]))));
 #ifdef PSCHED_HAVE_CUDA
   if (what == "h2d") return h2d_floor(argc > 2 ? std::atoi(argv[2]) : 0);
+  if (what == "h2d-mapped" && argc >= 3)
+    return h2d_mapped(argv[2], argc > 3 ? std::atoi(argv[3]) : 0,
+                      (argc > 4 ? uint64_t(std::atoll(argv[4])) : 64) << 20);
 #endif
-  std::fprintf(stderr, "usage: io-floor read FILE [THREADS] | zarr DIR THREADS | h2d [GPUS]\n");
+  std::fprintf(stderr,
+               "usage: io-floor read FILE [THREADS] | zarr DIR THREADS | h2d [GPUS] | h2d-mapped FILE [GPUS [BLOCK_MIB]]\n");
   return 2;
 }

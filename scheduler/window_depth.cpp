@@ -35,13 +35,14 @@ uint64_t window_for(const WorkerRecord& worker, const WorkerPace& pace, const Jo
                     std::chrono::microseconds report_interval, double share_elements,
                     double kind_seconds_per_element) {
   const uint64_t chunk_elements = job.spec()->chunk_elements();
+  const bool stored = job.spec()->stored.kind != SourceKind::kGenerator;
   uint64_t window = worker.window_elements / chunk_elements;
+  if (stored && worker.backend != "cuda") window *= kStoredWindowScale;
   window = window < kMaxWindowChunks ? window : kMaxWindowChunks;
   window = window > worker.slots ? window : worker.slots;
   // A stored job's chunk is held for its whole read by one of the worker's readers: one each, beside
   // the slots. (The timed window counts device time; a window of it held only ~24 chunks for 32
   // readers of a Zarr store on a two-H200 host, bench/README.md.)
-  const bool stored = job.spec()->stored.kind != SourceKind::kGenerator;
   const uint64_t reading = stored ? uint64_t(worker.slots) + worker.readers : 0;
   if (worker.backend != "cuda" || share_elements <= double(window) * double(chunk_elements))
     return std::max(window, reading);

@@ -29,6 +29,15 @@ constexpr double kWindowIntervals = 4;
 constexpr uint64_t kMaxTimedWindowChunks = uint64_t{1} << 22;
 static_assert(Job::kSuspectsOneByOne == kMaxWindowChunks, "a plain window lost twice runs chunk by chunk");
 
+// A CPU worker's windowElements are counted for generated elements (~1 ms of normal() a thread:
+// worker/cpu/cpu_backend.cpp); it reads and reduces a stored array's elements several times as fast
+// (5-10 GB/s a thread), so a stored job's plain window on it is this many times as deep. At 1 x, the
+// half window left when it reports (net/report_pacer.h) did not outlast the round trip to its
+// top-up: 1 MB chunks of a .npy on a 16-core H200 host kept its threads busy 80-86 % of the job
+// (bench/README.md). How small a part of a job is worth splitting off stays as announced
+// (least_worth_splitting): small jobs still spread over every worker.
+constexpr uint64_t kStoredWindowScale = 4;
+
 // What the Dispatcher measured of one worker's pace, from its reports.
 struct WorkerPace {
   // A worker's pace before any report: nothing measured.
@@ -73,7 +82,8 @@ struct WorkerPace {
 };
 
 // The window for chunks of `job` on `worker`, at `pace`: slots, widened to cover window_elements
-// when its chunks are small, at most kMaxWindowChunks. A GPU's window deepens while its share of
+// (kStoredWindowScale times that for a stored job on a CPU) when its chunks are small, at most
+// kMaxWindowChunks. A GPU's window deepens while its share of
 // all the work queued (`share_elements`: every job's queued elements over the workers sharing
 // them) is more than that: once its speed is measured, to kWindowIntervals report intervals of its
 // work (kMaxTimedWindowChunks at most), so that reporting once an interval (net/report_pacer.h)

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "scheduler/top_up.h"
 #include "scheduler/window_depth.h"
 
 using namespace psched;
@@ -170,4 +171,23 @@ TEST_CASE("a stored job's window holds a chunk for each of the worker's readers 
   w.backend = "cpu";  // a CPU's slots (2 x its threads) already hold its readers' chunks: it announces none
   w.readers = 0;
   CHECK(window_for(w, pace, stored, interval, 1e9) == 4);
+}
+
+TEST_CASE("a CPU's window for a stored job's small chunks is four times its element budget, and how much of a "
+          "job is worth splitting off is not",
+          "[window]") {
+  WorkerRecord w;
+  WorkerPace pace;
+  w.backend = "cpu";
+  w.slots = 4;
+  w.window_elements = 1 << 20;
+  CHECK(window_for(w, pace, job_with_chunks_of(100, 100, SourceKind::kNpy)) == 4 * 104);
+  CHECK(window_for(w, pace, job_with_chunks_of(100, 100, SourceKind::kZarr)) == 4 * 104);
+  CHECK(window_for(w, pace, job_with_chunks_of(100, 100)) == 104);  // generated
+  CHECK(window_for(w, pace, job_with_chunks_of(4000, 4000, SourceKind::kNpy)) == 4);  // large chunks: slots
+  CHECK(window_for(w, pace, job_with_chunks_of(1, 1, SourceKind::kNpy)) == kMaxWindowChunks);
+  CHECK(least_worth_splitting(w, job_with_chunks_of(100, 100, SourceKind::kNpy)) ==
+        least_worth_splitting(w, job_with_chunks_of(100, 100)));
+  w.backend = "cuda";  // a GPU's stored windows are timed and held for its readers instead
+  CHECK(window_for(w, pace, job_with_chunks_of(100, 100, SourceKind::kNpy)) == 104);
 }

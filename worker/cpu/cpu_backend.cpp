@@ -58,13 +58,10 @@ class CpuBackend final : public Backend {
 
   DeviceInfo info() const override { return info_; }
   int slots() const override { return 2 * options_.threads; }
-  // A million elements per thread: ~4 ms of normal() per thread, and about 1 ms of a stored
-  // array's (read and reduced at 5-10 GB/s a thread), so that the half of a window left when the
-  // worker reports (net/report_pacer.h) outlasts the round trip to its top-up. A quarter of that
-  // starved small stored chunks: 1 MB chunks of a .npy on a 16-core H200 host kept the threads
-  // busy 80-86 % of the job, 67-70 GB/s against 80-81 now (bench/README.md). Chunks of that size or
-  // more get slots() alone.
-  uint64_t window_elements() const override { return uint64_t(options_.threads) << 20; }
+  // A quarter of a million elements per thread: ~1 ms of normal() per thread, enough to hide a
+  // round trip; chunks of that size or more get slots() alone. A stored array's elements cost a
+  // quarter of that or less: the scheduler deepens its windows (kStoredWindowScale, window_depth.h).
+  uint64_t window_elements() const override { return uint64_t(options_.threads) << 18; }
 
   void start(OnDone on_done) override {
     on_done_ = std::move(on_done);

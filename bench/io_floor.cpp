@@ -221,8 +221,8 @@ int h2d_mapped(const char* path, int gpus, uint64_t block) {
   }
   unsigned char* const base = static_cast<unsigned char*>(map);
   int read_only = 0;
-  cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, 0);
-  std::printf("host_register_read_only_supported=%d\n", read_only);
+  if (cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, 0) != cudaSuccess) read_only = -1;
+  std::printf("host_register_read_only_supported=%d\n", read_only);  // -1: not told
   const size_t n_gpus = static_cast<size_t>(gpus);
   // Seconds per GPU: registering blocks, copying them; registering the whole share, copying it.
   std::vector<double> reg_s(n_gpus), copy_s(n_gpus), whole_reg_s(n_gpus), whole_copy_s(n_gpus);

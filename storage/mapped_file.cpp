@@ -90,7 +90,6 @@ class MappingCache {
       status = Status::error(fmt::format("{}: mmap: {}", path, std::strerror(errno)));
       return nullptr;
     }
-    std::call_once(g_bus_installed, install_bus_handler);
     auto map = std::make_shared<const MappedFile>(static_cast<const unsigned char*>(p), uint64_t(st.st_size));
     std::lock_guard<std::mutex> lock(mutex_);
     std::erase_if(entries_, [&](const Entry& e) { return e.path == path; });  // another thread's, meanwhile

@@ -177,8 +177,11 @@ Status reduce_stored(const JobSpec& s, uint64_t chunk, const ChunkBox& box, Chun
         MappedPiece m{&reduce, at, piece.row0, &box, rows, csel, ld};
         if (!read_mapped(&MappedPiece::reduce_it, &m)) return reader.cut_short(chunk);
       } else {
+        // A piece view() could not give (a small file, rows across a stack's files) is read through
+        // the files view() opened for it: this chunk's, afresh where it was the first piece.
+        const auto read_which = way == ReadWays::Way::kMap ? ChunkReader::Piece::kLater : which;
         if (Status st = reader.read(s, chunk, piece, rows, csel, data, exact_integers ? &residual : nullptr,
-                                    ElementForm::kFloat64, which);
+                                    ElementForm::kFloat64, read_which);
             !st)
           return st;
         reduce.selected_rows(data, piece.row0, box, rows, csel, box.cols);

@@ -7,14 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <condition_variable>
-#include <functional>
-#include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "storage/read_pool.h"
 #include "storage/zarr.h"
 
 namespace psched {
@@ -80,67 +77,9 @@ void widen_elements(DType d, bool big_endian, const unsigned char* src, uint64_t
   }
 }
 
-// Threads kept for the pieces of big reads (spawning 31 threads per 80 MB chunk cost more than a
-// millisecond of a 2 ms read). run() hands piece k to thread k - 1 and does piece 0 itself.
-class ChunkReader::Pool {
- public:
-  explicit Pool(unsigned threads) {
-    for (unsigned t = 0; t < threads; ++t) threads_.emplace_back([this, t] { loop(t + 1); });
-  }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  // Calls piece(k) for k < pieces (at most threads + 1), and returns when all have returned.
-  void run(unsigned pieces, const std::function<void(unsigned)>& piece) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      piece_ = &piece;
-      pieces_ = pieces;
-      pieces_left_ = pieces - 1;
-      ++generation_;
-    }
-    wake_.notify_all();
-    piece(0);
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return pieces_left_ == 0; });
-  }
-
- private:
-  void loop(unsigned k) {
-    uint64_t seen = 0;
-    for (;;) {
-      const std::function<void(unsigned)>* piece = nullptr;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
-        if (k >= pieces_) continue;
-        piece = piece_;
-      }
-      (*piece)(k);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pieces_left_ == 0) done_.notify_one();
-    }
-  }
-
-  std::vector<std::thread> threads_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  const std::function<void(unsigned)>* piece_ = nullptr;
-  unsigned pieces_ = 0, pieces_left_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
-};
-
 void ChunkReader::set_read_threads(unsigned n) {
   read_threads_ = n == 0 ? 1 : n;
-  pool_ = read_threads_ > 1 ? std::make_unique<Pool>(read_threads_ - 1) : nullptr;
+  pool_ = read_threads_ > 1 ? std::make_unique<ReadPool>(read_threads_ - 1) : nullptr;
 }
 
 struct ChunkReader::File {

@@ -23,6 +23,7 @@
 
 namespace psched {
 
+class ReadPool;
 class ZarrDecoder;
 
 // How read() leaves the elements: widened to doubles (the CPU backend's form, and every dtype's),
@@ -94,7 +95,6 @@ class ChunkReader {
 
  private:
   struct File;
-  class Pool;
   Status read_flat(const JobSpec& spec, const std::string& path, uint64_t data_offset, bool fortran,
                    uint64_t file_rows, uint64_t row0, const ChunkBox& box, AxisRun rows, void* out);
   Status read_stack(const JobSpec& spec, const ChunkBox& box, AxisRun rows, void* out);
@@ -112,7 +112,7 @@ class ChunkReader {
   int open_errno_ = 0;  // why the last open() failed
   unsigned read_threads_ = 1;
   ElementForm form_ = ElementForm::kFloat64;  // of the read under way
-  std::unique_ptr<Pool> pool_;  // read_threads_ - 1 threads kept for the pieces of big reads
+  std::unique_ptr<ReadPool> pool_;  // read_threads_ - 1 threads kept for the pieces of big reads
   std::unique_ptr<ZarrDecoder> zarr_;
   std::vector<unsigned char> staging_;
   std::string compressed_;

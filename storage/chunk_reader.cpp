@@ -377,6 +377,9 @@ Status ChunkReader::view(const JobSpec& s, uint64_t chunk, const ChunkBox& box, 
   return Status::ok();
 }
 
+const std::shared_ptr<const MappedFile>& ChunkReader::mapping() const { return file_->map; }
+const std::string& ChunkReader::path() const { return file_->path; }
+
 void ChunkReader::release() {
   file_ = std::make_unique<File>();
   compressed_path_.clear();

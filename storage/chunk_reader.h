@@ -80,6 +80,10 @@ class ChunkReader {
   Status view(const JobSpec& spec, uint64_t chunk, const ChunkBox& box, Piece piece, const double*& at,
               uint64_t& ld);
   static bool views(const JobSpec& spec);
+  // The mapping the last view() gave a piece in, and its file's path (a GPU copies the piece from
+  // there where CUDA has registered those pages: worker/cuda/registered_files.h).
+  const std::shared_ptr<const MappedFile>& mapping() const;
+  const std::string& path() const;
   Status cut_short(uint64_t chunk) const;
   // Lets go of the file (and mapping) the last chunk read, so that an idle reader holds no file:
   // a deleted one's disk space comes back. The next chunk opens its files afresh anyway.

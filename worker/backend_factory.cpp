@@ -43,6 +43,7 @@ StatusOr<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
       if (choice.streams > 0) options.streams = choice.streams;
       if (choice.readers > 0) options.readers = unsigned(choice.readers);
       options.pinned_limit_bytes = choice.pinned_limit_bytes;
+      options.register_limit_bytes = choice.register_limit_bytes;
       auto backend = make_cuda_backend(options);
       if (backend || choice.kind == "cuda") return backend;
       why = backend.message();

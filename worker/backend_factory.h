@@ -17,6 +17,8 @@ struct BackendChoice {
   int streams = 0;            // cuda stream slots; 0 = the backend's default
   int readers = 0;            // cuda: stored chunks read at once; 0 = the backend's default
   uint64_t pinned_limit_bytes = 0;  // cuda: pinned host memory for stored chunks; 0 = the default
+  // cuda: stored files' pages registered with CUDA at once; 0 = none, UINT64_MAX = the default
+  uint64_t register_limit_bytes = UINT64_MAX;
   uint64_t memory_limit_bytes = 0;
   int test_delay_ms = 0;  // test-only, CPU backend
   std::chrono::microseconds spin{0};  // CPU backend threads poll this long before sleeping

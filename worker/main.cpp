@@ -102,6 +102,11 @@ void add_flags(CLI::App& app, Flags& f) {
                  "CUDA backend, stored arrays: pinned host memory the readers may hold, e.g. 4GB; "
                  "fewer chunks are read at once when it is short (default: an eighth of the host's memory)")
       ->transform(CLI::AsSizeValue(true));
+  app.add_option("--register-limit", f.backend.register_limit_bytes,
+                 "CUDA backend, float64 .npy, raw and npy stack files: how much of them may be registered "
+                 "with CUDA at once, their chunks then copied from the page cache with no staging; "
+                 "0 stages every chunk (default: half the host's memory)")
+      ->transform(CLI::AsSizeValue(true));
   app.add_option("--nworkers", f.nworkers, "CPU backend: number of worker processes to supervise")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1024));
   app.add_option("--name", f.config.name, "Worker name shown by the scheduler (default HOST-PID)")
@@ -228,6 +233,8 @@ psched::StatusOr<std::vector<psched::SupervisedChild>> children_to_supervise(con
           c.spec.args.insert(c.spec.args.end(), {"--readers", std::to_string(readers)});
           if (f.backend.pinned_limit_bytes > 0)
             c.spec.args.insert(c.spec.args.end(), {"--pinned-limit", std::to_string(f.backend.pinned_limit_bytes)});
+          if (f.backend.register_limit_bytes != UINT64_MAX)
+            c.spec.args.insert(c.spec.args.end(), {"--register-limit", std::to_string(f.backend.register_limit_bytes)});
           children.push_back(std::move(c));
         }
       }

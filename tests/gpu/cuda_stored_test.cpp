@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "storage/open.h"
 #include "storage/zarr.h"
 #include "tests/support/stored_files.h"
+#include "worker/cuda/registered_files.h"
 
 using namespace psched;
 using namespace psched::gpu_test;
@@ -62,6 +64,21 @@ void write_normal_stack(const fs::path& dir, const std::vector<uint64_t>& rows, 
                         std::mt19937_64& rng) {
   fs::create_directories(dir);
   for (size_t k = 0; k < rows.size(); ++k) write_normal_npy(dir / (std::to_string(k) + ".npy"), rows[k], cols, rng);
+}
+
+// Every file mapped whatever its size (PSCHED_TEST_READ_WAY=map), while it lives: read by the
+// readers' threads as a backend starts them.
+struct MapEveryFile {
+  MapEveryFile() { ::setenv("PSCHED_TEST_READ_WAY", "map", 1); }
+  ~MapEveryFile() { ::unsetenv("PSCHED_TEST_READ_WAY"); }
+};
+
+// Four readers, files registered in blocks of 1 MiB (a test's files are small).
+CudaBackendOptions registering_in_mib_blocks() {
+  CudaBackendOptions options;
+  options.readers = 4;
+  options.test_register_block_bytes = uint64_t{1} << 20;
+  return options;
 }
 
 }  // namespace
@@ -326,5 +343,75 @@ TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device
     s.scale = 2;
     require_gpu_equals_cpu(*backend, outcomes, s, job++);
   }
+  backend->stop();
+}
+
+TEST_CASE("stored arrays: float64 files copied from their registered pages give the CPU's bits",
+          "[gpu][stored][registered]") {
+  // Every file mapped whatever its size (MapEveryFile), registered by the dispatcher asking
+  // (test_register_at_once), in blocks of 1 MiB: rows of 72-160 KB, after the npy header's 128
+  // bytes, make runs of rows inside a block (one 2D copy each) and rows across a block's end
+  // (copied in two: cuda_dispatch.cpp's copy_registered). Edge chunks narrower than kMinRegisteredRowBytes, stack chunks across two
+  // files, and, under a limit of five blocks, all but a file's first chunks go through the
+  // staging: jobs of both kinds of chunk.
+  const MapEveryFile map_files;
+  TempDir dir("psched-gpu-stored-");
+  std::mt19937_64 rng(20261130);
+  write_normal_npy(dir.path / "wide.npy", 400, 20000, rng);  // 64 MB
+  write_normal_stack(dir.path / "stack", {150, 157, 164}, 10000, rng);
+  std::vector<double> raw(size_t(301) * 9001);
+  std::normal_distribution<double> normal(11, 1);
+  for (double& x : raw) x = normal(rng);
+  write_bytes(dir.path / "f64.raw", std::string(8 * 3, '\0') + bytes_of(raw));  // 24 bytes before element 0
+  auto raw_array = open_array(raw_input(dir.path / "f64.raw", "float64", {301, 9001}, 24));
+  REQUIRE(raw_array.is_ok());
+
+  for (const uint64_t limit : {UINT64_MAX, uint64_t{5} << 20}) {
+    INFO("register limit " << limit);
+    CudaBackendOptions options = registering_in_mib_blocks();
+    options.test_register_at_once = true;
+    options.register_limit_bytes = limit;
+    auto backend = backend_with(options);
+    Outcomes outcomes;
+    backend->start(outcomes.callback());
+    const uint64_t copies = gpu::registered_chunk_copies();
+    uint64_t job = 1;
+    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 4, 20000), job++);  // the first in the limit
+    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 100, 20000), job++);  // whole rows
+    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 150, 9000), job++);   // boxes, edges
+    for (const uint64_t step : {uint64_t{3}, uint64_t{101}}) {
+      JobSpec s = opened(dir.path / "wide.npy", 300, 10000);
+      s.offset = 1;
+      s.row_sel = Slice{7, kToEnd, step};
+      s.col_sel = Slice{3, kToEnd, 2};
+      require_gpu_equals_cpu(*backend, outcomes, s, job++);
+    }
+    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "stack", 100, 10000), job++);
+    JobSpec r = whole_array_job(*raw_array);
+    r.chunk_rows = 40;
+    r.scale = 3;
+    require_gpu_equals_cpu(*backend, outcomes, r, job++);
+    CHECK(gpu::registered_chunk_copies() > copies);
+    backend->stop();
+  }
+}
+
+TEST_CASE("stored arrays: a file's pages are registered while the backend is idle, then copied from, to the CPU's bits",
+          "[gpu][stored][registered]") {
+  // The registry's own thread (registered_files.h): a job's chunks ask for their blocks and go
+  // through the staging; once the backend is idle the blocks are registered, and a later job is
+  // copied from them. Jobs are run until one is (each checked), a few hundred at most.
+  const MapEveryFile map_files;
+  TempDir dir("psched-gpu-stored-");
+  std::mt19937_64 rng(20261201);
+  write_normal_npy(dir.path / "wide.npy", 200, 20000, rng);  // 32 MB
+  auto backend = backend_with(registering_in_mib_blocks());
+  Outcomes outcomes;
+  backend->start(outcomes.callback());
+  const uint64_t copies = gpu::registered_chunk_copies();
+  uint64_t job = 1;
+  while (gpu::registered_chunk_copies() == copies && job < 600)
+    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 50, 20000), job++);
+  CHECK(gpu::registered_chunk_copies() > copies);
   backend->stop();
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "storage/open.h"
@@ -48,6 +49,18 @@ inline JobSpec opened(const fs::path& path, uint64_t chunk_rows = 0, uint64_t ch
   if (chunk_rows) s.chunk_rows = chunk_rows;
   if (chunk_cols) s.chunk_cols = chunk_cols;
   return s;
+}
+
+// A raw file as a user names it (pbench --input PATH --format raw --dtype D --shape R,C --data-offset N).
+inline ArrayInput raw_input(const fs::path& path, const std::string& dtype, std::vector<uint64_t> shape,
+                            uint64_t offset) {
+  ArrayInput input;
+  input.path = path.string();
+  input.format = "raw";
+  input.dtype = dtype;
+  input.shape = std::move(shape);
+  input.offset = offset;
+  return input;
 }
 
 }  // namespace psched::stored_test

@@ -130,12 +130,7 @@ TEST_CASE("only flat float64 files in the host's order are viewed, and a stack's
   CHECK_FALSE(ChunkReader::views(normalized(opened(dir.path / "fortran.npy"))));
   // Raw elements 4 bytes into the file: not aligned for doubles, read instead.
   write_bytes(dir.path / "x.raw", std::string(4 + 16 * 8, '\0'));
-  ArrayInput raw;
-  raw.path = (dir.path / "x.raw").string();
-  raw.format = "raw";
-  raw.dtype = "float64";
-  raw.shape = {4, 4};
-  raw.offset = 4;
+  ArrayInput raw = raw_input(dir.path / "x.raw", "float64", {4, 4}, 4);
   auto opened_raw = open_array(raw);
   REQUIRE(opened_raw.is_ok());
   CHECK_FALSE(ChunkReader::views(normalized(whole_array_job(*opened_raw))));

@@ -33,6 +33,12 @@ uint64_t pinned_limit_of(const CudaBackendOptions& options) {
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 8 : uint64_t{4} << 30;
 }
 
+uint64_t register_limit_of(const CudaBackendOptions& options) {
+  if (options.register_limit_bytes != UINT64_MAX) return options.register_limit_bytes;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 2 : 0;
+}
+
 unsigned readers_of(const CudaBackendOptions& options) {
   return options.readers != 0 ? std::min(options.readers, unsigned(kMaxStreams)) : readers_per_gpu(1);
 }
@@ -45,7 +51,11 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp
                          uint64_t budget_bytes)
     : options_(options),
       dispatchers_(readers_of(options)),
-      pool_(std::max(options.streams, int(dispatchers_)), budget_bytes, pinned_limit_of(options)) {
+      pool_(std::max(options.streams, int(dispatchers_)), budget_bytes, pinned_limit_of(options)),
+      registry_(options.device, register_limit_of(options),
+                [this] { return idle(); },
+                options.test_register_at_once ? FileRegistry::Mode::kAtOnce : FileRegistry::Mode::kBackground,
+                options.test_register_block_bytes != 0 ? options.test_register_block_bytes : kRegisterBlockBytes) {
   info_.backend = "cuda";
   info_.device_name = prop.name;
   info_.memory_total_bytes = prop.totalGlobalMem;
@@ -66,6 +76,11 @@ void CudaBackend::transition(Life to) {
   PSCHED_ASSERT(uint8_t(to) > uint8_t(life_) && !(life_ == Life::kCreated && to == Life::kStopped), int(life_),
                 int(to));
   life_ = to;
+}
+
+bool CudaBackend::idle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.empty() && runs_in_flight_ == 0;
 }
 
 void CudaBackend::start(OnDone on_done) {
@@ -126,6 +141,7 @@ void CudaBackend::stop() {
   for (std::thread& t : dispatcher_threads_)
     if (t.joinable()) t.join();
   if (completer_.joinable()) completer_.join();  // it waits for whatever was launched
+  registry_.shut_down();  // its thread asks idle(), which needs members that go before it
   if (cudaSetDevice(options_.device) != cudaSuccess) (void)cudaGetLastError();
   pool_.destroy();
   std::lock_guard<std::mutex> lock(mutex_);

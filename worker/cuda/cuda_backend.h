@@ -36,6 +36,15 @@ struct CudaBackendOptions {
   // read, until its copy to the device is done); fewer chunks are read at once when it is short,
   // one at least. 0: an eighth of the host's memory.
   uint64_t pinned_limit_bytes = 0;
+  // Stored float64 .npy, raw and npy stack files: bytes of their pages the backend may register
+  // with CUDA at once, so that their chunks are copied to the device from the page cache itself,
+  // with no pread into the staging (worker/cuda/registered_files.h). 0: none, every chunk staged.
+  // UINT64_MAX: half of the host's memory.
+  uint64_t register_limit_bytes = UINT64_MAX;
+  // Tests: files registered by the dispatcher asking, before its copy (not by a thread of their
+  // own, whose progress a test cannot know), in blocks of this many bytes (0: kRegisterBlockBytes).
+  bool test_register_at_once = false;
+  uint64_t test_register_block_bytes = 0;
   int64_t test_trap_on_chunk = -1;  // test only (PSCHED_TEST_DEVICE_FAULT_ON_CHUNK): fault the
                                     // GPU on this chunk (a trap), as a hardware error would
 };

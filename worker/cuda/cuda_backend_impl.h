@@ -22,6 +22,7 @@
 #include "worker/cuda/cuda_backend.h"
 #include "worker/cuda/kernels.cuh"
 #include "storage/chunk_reader.h"
+#include "worker/cuda/registered_files.h"
 #include "worker/cuda/slot_pool.h"
 #include "worker/run_queue.h"
 
@@ -43,6 +44,8 @@ struct Launch {
   // Stored 64-bit integers: what rounding them to doubles lost (storage/chunk_reader.h), added to
   // the chunk's exact sum once the device's part is in.
   std::unique_ptr<ExactSum> residual;
+  // A chunk copied from a file's registered pages holds them until its copy is done.
+  std::shared_ptr<RegisteredFile> source;
 };
 
 // The backend's life: created, running (threads started), stopping (stop() has begun), stopped.
@@ -72,6 +75,8 @@ class CudaBackend final : public Backend {
 
  private:
   void transition(Life to);  // mutex_ held
+  // Nothing queued, read, copied or computed: the registry's time to register (registered_files.h).
+  bool idle();
   uint64_t batch_chunks(const JobSpec& spec) const;
 
   // stored_only: one of the extra dispatchers, which take runs of stored arrays only.
@@ -97,6 +102,7 @@ class CudaBackend final : public Backend {
   std::string pci_bus_id_;
   int sm_count_ = 1;
   SlotPool pool_;  // max(options_.streams, dispatchers_) slots
+  FileRegistry registry_;  // stored files' pages registered with CUDA (after pool_: goes first)
 
   unsigned reader_threads_ = 1;  // threads of each dispatcher's ChunkReader
   // Held by a dispatcher while it claims and sizes a slot (SlotPool::claim and prepare), so that
@@ -120,6 +126,7 @@ class CudaBackend final : public Backend {
   std::deque<Launch> launches_;
   Life life_ = Life::kCreated;
   unsigned dispatchers_running_ = 0;  // dispatcher threads started and not yet finished
+  unsigned runs_in_flight_ = 0;  // runs taken by a dispatcher whose launch the completer has not finished
 };
 
 }  // namespace psched::gpu

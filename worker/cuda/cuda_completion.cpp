@@ -31,8 +31,10 @@ void CudaBackend::complete_loop() {
       launches_.pop_front();
     }
     finish(entry);
+    entry.source.reset();  // its copy is done (or failed): its pages may be unregistered
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      --runs_in_flight_;
       if (life_ >= Life::kStopping) continue;  // drain the GPU, deliver nothing more
     }
     try {

@@ -34,7 +34,7 @@ std::vector<std::string> visible_gpus() {
 }
 
 // Worker i of n: a CPU worker with its share of the cores, or GPU i of those visible (-g N: GPUs
-// 0..N-1) with its share of the readers (core/reader_share.h).
+// 0..N-1) with its share of the readers and of the pages it may register (core/reader_share.h).
 LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::string>& shared,
                         const std::vector<std::string>& visible, int i, int n) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -43,7 +43,8 @@ LocalChild worker_child(const LocalClusterOptions& o, const std::vector<std::str
   w.args.insert(w.args.end(), {"--name", fmt::format("local-{}", i)});
   if (o.gpu_workers > 0) {
     const unsigned readers = psched::readers_per_gpu(unsigned(n));
-    w.args.insert(w.args.end(), {"--backend", "cuda", "--readers", std::to_string(readers)});
+    w.args.insert(w.args.end(), {"--backend", "cuda", "--readers", std::to_string(readers), "--register-limit",
+                                 std::to_string(psched::register_limit_per_gpu(unsigned(n)))});
     w.env["CUDA_VISIBLE_DEVICES"] = size_t(i) < visible.size() ? visible[size_t(i)] : std::to_string(i);
   } else {
     w.args.insert(w.args.end(), {"--backend", "cpu", "--nthreads", std::to_string(threads)});

@@ -3,9 +3,15 @@
 // --readers default is this for one GPU; pbench -g N, Python's LocalCluster and pcuda-worker
 // --gpus give each of their N workers its share, so that N readers per core do not compete for
 // the host's memory bandwidth (bench/README.md, "Several GPUs reading one file").
+// Likewise the pages of stored files a GPU worker may register with CUDA at once (pcuda-worker
+// --register-limit, worker/cuda/registered_files.h): half the host's memory shared by its GPU
+// workers, so that N workers reading N files cannot pin more than half of it between them.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <thread>
 
 namespace psched {
@@ -13,6 +19,12 @@ namespace psched {
 inline unsigned readers_per_gpu(unsigned gpus_on_host) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   return std::clamp(cores / std::max(1u, gpus_on_host), 4u, 32u);
+}
+
+inline uint64_t register_limit_per_gpu(unsigned gpus_on_host) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+  return memory / 2 / std::max(1u, gpus_on_host);
 }
 
 }  // namespace psched

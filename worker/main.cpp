@@ -105,7 +105,7 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--register-limit", f.backend.register_limit_bytes,
                  "CUDA backend, float64 .npy, raw and npy stack files: how much of them may be registered "
                  "with CUDA at once, their chunks then copied from the page cache with no staging; "
-                 "0 stages every chunk (default: half the host's memory)")
+                 "0 stages every chunk (default: half the host's memory, shared by the GPUs of --gpus)")
       ->transform(CLI::AsSizeValue(true));
   app.add_option("--nworkers", f.nworkers, "CPU backend: number of worker processes to supervise")
       ->capture_default_str()->transform(psched::cli::unsigned_in(1, 1024));
@@ -233,8 +233,11 @@ psched::StatusOr<std::vector<psched::SupervisedChild>> children_to_supervise(con
           c.spec.args.insert(c.spec.args.end(), {"--readers", std::to_string(readers)});
           if (f.backend.pinned_limit_bytes > 0)
             c.spec.args.insert(c.spec.args.end(), {"--pinned-limit", std::to_string(f.backend.pinned_limit_bytes)});
-          if (f.backend.register_limit_bytes != UINT64_MAX)
-            c.spec.args.insert(c.spec.args.end(), {"--register-limit", std::to_string(f.backend.register_limit_bytes)});
+          // And its share of what may be registered (half the host's memory among the GPUs).
+          const uint64_t register_limit = f.backend.register_limit_bytes != UINT64_MAX
+                                              ? f.backend.register_limit_bytes
+                                              : psched::register_limit_per_gpu(unsigned(selected->size()));
+          c.spec.args.insert(c.spec.args.end(), {"--register-limit", std::to_string(register_limit)});
           children.push_back(std::move(c));
         }
       }

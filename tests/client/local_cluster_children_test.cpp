@@ -32,9 +32,13 @@ TEST_CASE("readers_per_gpu: one per core of a GPU share of the host (4 to 32)") 
   }
   CHECK(psched::readers_per_gpu(10000) == 4);
   CHECK(psched::readers_per_gpu(0) == psched::readers_per_gpu(1));
+  // Half the host's memory, shared: N workers' limits add up to one worker's.
+  CHECK(psched::register_limit_per_gpu(1) > 0);
+  CHECK(psched::register_limit_per_gpu(0) == psched::register_limit_per_gpu(1));
+  CHECK(psched::register_limit_per_gpu(1) - 4 * psched::register_limit_per_gpu(4) < 4);
 }
 
-TEST_CASE("local_cluster_children: GPU workers get their share of the readers, CPU workers none") {
+TEST_CASE("local_cluster_children: GPU workers get their share of the readers and registered pages, CPU workers none") {
   for (int n : {1, 2, 4, 7}) {
     LocalClusterOptions o;
     o.gpu_workers = n;
@@ -45,9 +49,14 @@ TEST_CASE("local_cluster_children: GPU workers get their share of the readers, C
       INFO("GPU worker " << i << " of " << n);
       CHECK(arg_after(children[size_t(i)], "--backend") == "cuda");
       CHECK(arg_after(children[size_t(i)], "--readers") == std::to_string(psched::readers_per_gpu(unsigned(n))));
+      CHECK(arg_after(children[size_t(i)], "--register-limit") ==
+            std::to_string(psched::register_limit_per_gpu(unsigned(n))));
     }
   }
   LocalClusterOptions cpu;
   cpu.cpu_workers = 3;
-  for (const LocalChild& w : local_cluster_children(cpu, "/tmp/s.json")) CHECK(arg_after(w, "--readers").empty());
+  for (const LocalChild& w : local_cluster_children(cpu, "/tmp/s.json")) {
+    CHECK(arg_after(w, "--readers").empty());
+    CHECK(arg_after(w, "--register-limit").empty());
+  }
 }

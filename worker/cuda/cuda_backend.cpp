@@ -34,9 +34,7 @@ uint64_t pinned_limit_of(const CudaBackendOptions& options) {
 }
 
 uint64_t register_limit_of(const CudaBackendOptions& options) {
-  if (options.register_limit_bytes != UINT64_MAX) return options.register_limit_bytes;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 2 : 0;
+  return options.register_limit_bytes != UINT64_MAX ? options.register_limit_bytes : register_limit_per_gpu(1);
 }
 
 unsigned readers_of(const CudaBackendOptions& options) {

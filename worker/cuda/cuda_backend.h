@@ -39,7 +39,7 @@ struct CudaBackendOptions {
   // Stored float64 .npy, raw and npy stack files: bytes of their pages the backend may register
   // with CUDA at once, so that their chunks are copied to the device from the page cache itself,
   // with no pread into the staging (worker/cuda/registered_files.h). 0: none, every chunk staged.
-  // UINT64_MAX: half of the host's memory.
+  // UINT64_MAX: half of the host's memory (register_limit_per_gpu(1), core/reader_share.h).
   uint64_t register_limit_bytes = UINT64_MAX;
   // Tests: files registered by the dispatcher asking, before its copy (not by a thread of their
   // own, whose progress a test cannot know), in blocks of this many bytes (0: kRegisterBlockBytes).

@@ -328,15 +328,27 @@ void ChunkReader::residuals(const JobSpec& s, const ChunkBox& box, AxisRun rows,
   }
 }
 
-bool ChunkReader::views(const JobSpec& s) {
+bool ChunkReader::views(const JobSpec& s) { return s.dtype == DType::kFloat64 && views_as_stored(s); }
+
+bool ChunkReader::views_as_stored(const JobSpec& s) {
   const StoredArray& a = s.stored;
   const bool flat = a.kind == SourceKind::kNpy || a.kind == SourceKind::kRaw || a.kind == SourceKind::kNpyStack;
-  return flat && s.dtype == DType::kFloat64 && !a.big_endian &&
-         (a.kind == SourceKind::kNpyStack || (!a.fortran_order && a.data_offset % sizeof(double) == 0));
+  const uint64_t eb = element_bytes(s.dtype);
+  return flat && (s.dtype == DType::kFloat64 || stored_on_device(s.dtype)) && (!a.big_endian || eb == 1) &&
+         (a.kind == SourceKind::kNpyStack || (!a.fortran_order && a.data_offset % eb == 0));
 }
 
 Status ChunkReader::view(const JobSpec& s, uint64_t chunk, const ChunkBox& box, Piece piece, const double*& at,
                          uint64_t& ld) {
+  const void* bytes = nullptr;
+  const Status st = view_as_stored(s, chunk, box, piece, bytes, ld);
+  at = static_cast<const double*>(bytes);
+  return st;
+}
+
+Status ChunkReader::view_as_stored(const JobSpec& s, uint64_t chunk, const ChunkBox& box, Piece piece,
+                                   const void*& at, uint64_t& ld) {
+  const uint64_t eb = element_bytes(s.dtype);
   at = nullptr;
   ld = s.cols;
   if (piece == Piece::kFirst) file_ = std::make_unique<File>();  // afresh for each chunk (read's comment)
@@ -352,8 +364,7 @@ Status ChunkReader::view(const JobSpec& s, uint64_t chunk, const ChunkBox& box, 
       }
       row0 += file.rows;
     }
-    if (in == nullptr || box.row0 + box.rows > row0 + in->rows || in->fortran_order ||
-        in->data_offset % sizeof(double) != 0)
+    if (in == nullptr || box.row0 + box.rows > row0 + in->rows || in->fortran_order || in->data_offset % eb != 0)
       return Status::ok();
     path += "/" + in->name;
     data_offset = in->data_offset;
@@ -368,12 +379,12 @@ Status ChunkReader::view(const JobSpec& s, uint64_t chunk, const ChunkBox& box, 
     f.map = map_file(path, f.fd, f.st, why);
   }
   if (!f.map) return Status::ok();
-  const uint64_t first = data_offset + ((box.row0 - row0) * s.cols + box.col0) * sizeof(double);
-  const uint64_t end = first + ((box.rows - 1) * s.cols + box.cols) * sizeof(double);
+  const uint64_t first = data_offset + ((box.row0 - row0) * s.cols + box.col0) * eb;
+  const uint64_t end = first + ((box.rows - 1) * s.cols + box.cols) * eb;
   if (end > f.map->size)
     return Status::error(fmt::format("chunk {}: {}: truncated: needs bytes up to {}, the file has {}", chunk, path,
                                      end, f.map->size));
-  at = reinterpret_cast<const double*>(f.map->data + first);
+  at = f.map->data + first;
   return Status::ok();
 }
 

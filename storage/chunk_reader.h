@@ -80,6 +80,12 @@ class ChunkReader {
   Status view(const JobSpec& spec, uint64_t chunk, const ChunkBox& box, Piece piece, const double*& at,
               uint64_t& ld);
   static bool views(const JobSpec& spec);
+  // The same for a GPU, which widens what it is copied (ElementForm::kStored): any dtype the device
+  // takes as stored, or float64, in the host's byte order, each element aligned in the file; `at`
+  // is the element's first byte, rows `ld` elements apart.
+  Status view_as_stored(const JobSpec& spec, uint64_t chunk, const ChunkBox& box, Piece piece, const void*& at,
+                        uint64_t& ld);
+  static bool views_as_stored(const JobSpec& spec);
   // The mapping the last view() gave a piece in, and its file's path (a GPU copies the piece from
   // there where CUDA has registered those pages: worker/cuda/registered_files.h).
   const std::shared_ptr<const MappedFile>& mapping() const;

@@ -103,7 +103,7 @@ void add_flags(CLI::App& app, Flags& f) {
                  "fewer chunks are read at once when it is short (default: an eighth of the host's memory)")
       ->transform(CLI::AsSizeValue(true));
   app.add_option("--register-limit", f.backend.register_limit_bytes,
-                 "CUDA backend, float64 .npy, raw and npy stack files: how much of them may be registered "
+                 "CUDA backend, .npy, raw and npy stack files (not 64-bit integers): how much of them may be registered "
                  "with CUDA at once, their chunks then copied from the page cache with no staging; "
                  "0 stages every chunk (default: half the host's memory, shared by the GPUs of --gpus)")
       ->transform(CLI::AsSizeValue(true));

@@ -349,11 +349,12 @@ TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device
 TEST_CASE("stored arrays: float64 files copied from their registered pages give the CPU's bits",
           "[gpu][stored][registered]") {
   // Every file mapped whatever its size (MapEveryFile), registered by the dispatcher asking
-  // (test_register_at_once), in blocks of 1 MiB: rows of 72-160 KB, after the npy header's 128
-  // bytes, make runs of rows inside a block (one 2D copy each) and rows across a block's end
-  // (copied in two: cuda_dispatch.cpp's copy_registered). Edge chunks narrower than kMinRegisteredRowBytes, stack chunks across two
-  // files, and, under a limit of five blocks, all but a file's first chunks go through the
-  // staging: jobs of both kinds of chunk.
+  // (test_register_at_once), in blocks of 1 MiB: rows of 68-160 KB, after the npy header's 128
+  // bytes or a raw file's offset, make runs of rows inside a block (one 2D copy each) and rows
+  // across a block's end (copied in two: cuda_dispatch.cpp's copy_registered), float64 and narrow
+  // dtypes (copied as stored, widened on the device). Edge chunks narrower than
+  // kMinRegisteredRowBytes, stack chunks across two files, and, under a limit of five blocks, all
+  // but a file's first chunks go through the staging: jobs of both kinds of chunk.
   const MapEveryFile map_files;
   TempDir dir("psched-gpu-stored-");
   std::mt19937_64 rng(20261130);
@@ -365,6 +366,17 @@ TEST_CASE("stored arrays: float64 files copied from their registered pages give 
   write_bytes(dir.path / "f64.raw", std::string(8 * 3, '\0') + bytes_of(raw));  // 24 bytes before element 0
   auto raw_array = open_array(raw_input(dir.path / "f64.raw", "float64", {301, 9001}, 24));
   REQUIRE(raw_array.is_ok());
+  std::vector<float> f32(size_t(300) * 20000);
+  for (float& x : f32) x = float(normal(rng));
+  write_bytes(dir.path / "f32.npy", npy_header({DType::kFloat32, false}, false, {300, 20000}) + bytes_of(f32));
+  std::vector<int16_t> i16(size_t(200) * 40000);
+  for (int16_t& x : i16) x = int16_t(rng());
+  write_bytes(dir.path / "i16.raw", std::string(6, '\0') + bytes_of(i16));  // 6 bytes before element 0
+  auto i16_array = open_array(raw_input(dir.path / "i16.raw", "int16", {200, 40000}, 6));
+  REQUIRE(i16_array.is_ok());
+  std::vector<uint8_t> u8(size_t(300) * 70000);
+  for (uint8_t& x : u8) x = uint8_t(rng());
+  write_bytes(dir.path / "u8.npy", npy_header({DType::kUInt8, false}, false, {300, 70000}) + bytes_of(u8));
 
   for (const uint64_t limit : {UINT64_MAX, uint64_t{5} << 20}) {
     INFO("register limit " << limit);
@@ -391,6 +403,15 @@ TEST_CASE("stored arrays: float64 files copied from their registered pages give 
     r.chunk_rows = 40;
     r.scale = 3;
     require_gpu_equals_cpu(*backend, outcomes, r, job++);
+    // Narrow dtypes, copied as stored and widened on the device.
+    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f32.npy", 64, 20000), job++);
+    JobSpec f32 = opened(dir.path / "f32.npy", 100, 17000);  // 68 KB rows, an edge chunk staged
+    f32.row_sel = Slice{1, kToEnd, 2};
+    require_gpu_equals_cpu(*backend, outcomes, f32, job++);
+    JobSpec i16 = whole_array_job(*i16_array);
+    i16.chunk_rows = 33;
+    require_gpu_equals_cpu(*backend, outcomes, i16, job++);
+    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "u8.npy", 50, 70000), job++);
     CHECK(gpu::registered_chunk_copies() > copies);
     backend->stop();
   }

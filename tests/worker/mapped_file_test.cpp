@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -119,7 +120,7 @@ TEST_CASE("a reader that chooses maps no file under 64 MiB", "[stored][mapped]")
   CHECK(at == nullptr);
 }
 
-TEST_CASE("only flat float64 files in the host's order are viewed, and a stack's piece inside one file",
+TEST_CASE("only flat float64 files in the host's order are viewed (narrower dtypes too, for a GPU), and a stack's piece inside one file",
           "[stored][mapped]") {
   TempDir dir("psched-mapped-which-");
   write_npy(dir.path / "f.npy", 40, 8, 0.0, DType::kFloat32);
@@ -139,6 +140,25 @@ TEST_CASE("only flat float64 files in the host's order are viewed, and a stack's
   opened_raw = open_array(raw);
   REQUIRE(opened_raw.is_ok());
   CHECK(ChunkReader::views(normalized(whole_array_job(*opened_raw))));
+
+  // A GPU takes narrower dtypes as stored (views_as_stored): in the host's order (any order for
+  // a byte), aligned for their own size; not 64-bit integers, whose rounding the host measures.
+  CHECK(ChunkReader::views_as_stored(normalized(opened(dir.path / "f.npy"))));
+  CHECK(ChunkReader::views_as_stored(normalized(whole_array_job(*opened_raw))));
+  CHECK_FALSE(ChunkReader::views_as_stored(normalized(opened(dir.path / "big.npy"))));
+  CHECK_FALSE(ChunkReader::views_as_stored(normalized(opened(dir.path / "fortran.npy"))));
+  for (const auto& [dtype, order, offset, viewed] :
+       {std::tuple{"int16", "little", 2, true}, std::tuple{"int16", "big", 2, false}, std::tuple{"int16", "little", 1, false},
+        std::tuple{"uint8", "big", 1, true}, std::tuple{"bool", "little", 3, true}, std::tuple{"int64", "little", 8, false},
+        std::tuple{"float32", "little", 6, false}}) {
+    INFO(dtype << " " << order << " at " << offset);
+    write_bytes(dir.path / "n.raw", std::string(size_t(offset) + 16 * 8, '\0'));
+    ArrayInput narrow = raw_input(dir.path / "n.raw", dtype, {4, 4}, uint64_t(offset));
+    narrow.byte_order = order;
+    auto opened_narrow = open_array(narrow);
+    REQUIRE(opened_narrow.is_ok());
+    CHECK(ChunkReader::views_as_stored(normalized(whole_array_job(*opened_narrow))) == viewed);
+  }
 
   fs::create_directories(dir.path / "stack");
   write_npy(dir.path / "stack" / "0.npy", 10, 8, 0.0);

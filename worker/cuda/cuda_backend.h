@@ -36,9 +36,10 @@ struct CudaBackendOptions {
   // read, until its copy to the device is done); fewer chunks are read at once when it is short,
   // one at least. 0: an eighth of the host's memory.
   uint64_t pinned_limit_bytes = 0;
-  // Stored float64 .npy, raw and npy stack files: bytes of their pages the backend may register
-  // with CUDA at once, so that their chunks are copied to the device from the page cache itself,
-  // with no pread into the staging (worker/cuda/registered_files.h). 0: none, every chunk staged.
+  // Stored .npy, raw and npy stack files (ChunkReader::views_as_stored): bytes of their pages the
+  // backend may register with CUDA at once, so that their chunks are copied to the device from the
+  // page cache itself, with no pread into the staging (worker/cuda/registered_files.h). 0: none,
+  // every chunk staged.
   // UINT64_MAX: half of the host's memory (register_limit_per_gpu(1), core/reader_share.h).
   uint64_t register_limit_bytes = UINT64_MAX;
   // Tests: files registered by the dispatcher asking, before its copy (not by a thread of their

@@ -48,14 +48,15 @@ constexpr uint64_t kMaxCopyPitch = uint64_t{1} << 30;
 // ChunkReader::read lays them (row r at (r - box.row0) * box.cols). A copy from host memory must
 // lie in one registration, so each run of rows inside one block is one 2D copy, and a row across
 // a block's end is copied in two.
-void copy_registered(const RegisteredFile& file, const double* at, uint64_t ld, const ChunkWork& w, uint64_t step,
+void copy_registered(const RegisteredFile& file, const void* at, uint64_t ld, const ChunkWork& w, uint64_t step,
                      void* buffer, cudaStream_t stream) {
   const uint64_t block = file.block_bytes();
-  const uint64_t width = w.box.cols * sizeof(double);
-  const uint64_t spitch = step * ld * sizeof(double), dpitch = step * width;
+  const uint64_t eb = w.element_bytes();  // as the device takes them: float64, or as stored
+  const uint64_t width = w.box.cols * eb;
+  const uint64_t spitch = step * ld * eb, dpitch = step * width;
   const bool pitched = spitch <= kMaxCopyPitch && dpitch <= kMaxCopyPitch;
   const unsigned char* base = file.data();
-  const uint64_t src0 = uint64_t(reinterpret_cast<const unsigned char*>(at) - base);
+  const uint64_t src0 = uint64_t(static_cast<const unsigned char*>(at) - base);
   unsigned char* dst0 = static_cast<unsigned char*>(buffer) + (w.rows.first - w.box.row0) * width;
   const uint64_t n = w.rows.count;
   for (uint64_t i = 0; i < n;) {
@@ -190,23 +191,25 @@ Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
       return entry;
     }
 
-    // A float64 flat file's chunk whose pages CUDA has registered is copied from them: no staging.
-    const double* at = nullptr;  // its first selected row's first element there
+    // A flat file's chunk whose pages CUDA has registered is copied from them, as the device takes
+    // its elements (float64, or as stored): no staging.
+    const void* at = nullptr;  // its first selected row's first element there
     uint64_t ld = 0;
     bool viewed = false;  // the reader has opened the chunk's file
     const ChunkWork& w = work.first;
     const bool contiguous = w.box.cols == spec.cols && spec.row_sel.step == 1;
-    if (stored && registry_.enabled() && ChunkReader::views(spec) &&
-        (contiguous || w.box.cols * sizeof(double) >= kMinRegisteredRowBytes)) {
+    if (stored && registry_.enabled() && ChunkReader::views_as_stored(spec) &&
+        (form == ElementForm::kStored || spec.dtype == DType::kFloat64) &&
+        (contiguous || w.box.cols * w.element_bytes() >= kMinRegisteredRowBytes)) {
       const ChunkBox span{w.rows.first, (w.rows.count - 1) * spec.row_sel.step + 1, w.box.col0, w.box.cols};
-      if (Status st = reader.view(spec, first, span, ChunkReader::Piece::kFirst, at, ld); !st) {
+      if (Status st = reader.view_as_stored(spec, first, span, ChunkReader::Piece::kFirst, at, ld); !st) {
         fail(st.message());
         return entry;
       }
       viewed = true;
       if (at != nullptr) {
-        const uint64_t begin = uint64_t(reinterpret_cast<const unsigned char*>(at) - reader.mapping()->data);
-        const uint64_t end = begin + ((span.rows - 1) * ld + span.cols) * sizeof(double);
+        const uint64_t begin = uint64_t(static_cast<const unsigned char*>(at) - reader.mapping()->data);
+        const uint64_t end = begin + ((span.rows - 1) * ld + span.cols) * w.element_bytes();
         entry.source = registry_.lease(reader.path(), reader.mapping(), begin, end);
       }
     }

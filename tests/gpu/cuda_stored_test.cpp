@@ -6,6 +6,8 @@
 // the device.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,10 +18,12 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include "gpu_test_support.h"
 #include "storage/chunk_reader.h"
+#include "storage/mapped_file.h"
 #include "storage/npy.h"
 #include "storage/open.h"
 #include "storage/zarr.h"
@@ -435,4 +439,53 @@ TEST_CASE("stored arrays: a file's pages are registered while the backend is idl
     require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 50, 20000), job++);
   CHECK(gpu::registered_chunk_copies() > copies);
   backend->stop();
+}
+
+TEST_CASE("stored arrays: a file renamed over, or whose pages CUDA refuses to register, is read as it is now, to the CPU's bits",
+          "[gpu][stored][registered]") {
+  const MapEveryFile map_files;
+  TempDir dir("psched-gpu-stored-");
+  std::mt19937_64 rng(20261202);
+  const fs::path path = dir.path / "wide.npy";
+  write_normal_npy(path, 200, 20000, rng);
+  CudaBackendOptions options = registering_in_mib_blocks();
+  options.test_register_at_once = true;
+  uint64_t job = 1;
+  {
+    // Registered by the first job; a new file renamed over it (as a careful writer replaces one)
+    // is a new mapping, registered afresh: the second job sums the new elements.
+    auto backend = backend_with(options);
+    Outcomes outcomes;
+    backend->start(outcomes.callback());
+    const uint64_t copies = gpu::registered_chunk_copies();
+    require_gpu_equals_cpu(*backend, outcomes, opened(path, 50, 20000), job++);
+    CHECK(gpu::registered_chunk_copies() > copies);
+    write_normal_npy(dir.path / "new.npy", 200, 20000, rng);
+    fs::rename(dir.path / "new.npy", path);
+    require_gpu_equals_cpu(*backend, outcomes, opened(path, 50, 20000), job++);
+    backend->stop();
+  }
+  // The file's pages already registered by someone else in this process: CUDA refuses the
+  // backend's blocks ("already registered"), and every chunk goes through the staging.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  struct stat st {};
+  REQUIRE(::fstat(fd, &st) == 0);
+  Status why;
+  const auto map = map_file(path.string(), fd, st, why);  // the mapping the readers get
+  ::close(fd);
+  REQUIRE(map != nullptr);
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  void* base = const_cast<unsigned char*>(map->data);
+  REQUIRE(cudaHostRegister(base, (map->size + page - 1) / page * page, cudaHostRegisterReadOnly) == cudaSuccess);
+  {
+    auto backend = backend_with(options);
+    Outcomes outcomes;
+    backend->start(outcomes.callback());
+    const uint64_t copies = gpu::registered_chunk_copies();
+    require_gpu_equals_cpu(*backend, outcomes, opened(path, 50, 20000), job++);
+    CHECK(gpu::registered_chunk_copies() == copies);
+    backend->stop();
+  }
+  CHECK(cudaHostUnregister(base) == cudaSuccess);
 }

@@ -41,6 +41,7 @@ struct StreamSlot {
   // turn, each copied while the other is read (piece_copied[i]: piece i's last copy is done).
   void* host_staging = nullptr;
   uint64_t host_staging_bytes = 0;
+  bool staging_registered = false;  // anonymous pages registered with CUDA, else cudaMallocHost's
   cudaEvent_t piece_copied[2] = {nullptr, nullptr};
 
   uint64_t footprint() const { return buffer_bytes; }

@@ -134,7 +134,7 @@ std::shared_ptr<RegisteredFile> FileRegistry::lease(const std::string& path,
   return file;
 }
 
-// Registers block k (queued, by this thread alone) read-only where it lies. A refusal leaves the
+// Registers block k (queued by the caller, registered by it alone) read-only where it lies. A refusal leaves the
 // file's other blocks to the staging too: the next would most likely be refused as well, at a
 // call's cost each (blocks already queued are given up as their turn comes).
 void FileRegistry::register_block(RegisteredFile& file, size_t k) {
@@ -158,14 +158,20 @@ void FileRegistry::register_block(RegisteredFile& file, size_t k) {
 
 void FileRegistry::run() {
   if (cudaSetDevice(device_) != cudaSuccess) (void)cudaGetLastError();
+  auto dropped = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    if (requests_.empty()) {
-      wake_.wait_for(lock, std::chrono::seconds(1));
-      std::vector<std::shared_ptr<RegisteredFile>> idle = drop_idle(std::chrono::steady_clock::now());
+    const auto now = std::chrono::steady_clock::now();
+    if (now - dropped >= std::chrono::seconds(1)) {  // idle files let go of, busy or not
+      dropped = now;
+      std::vector<std::shared_ptr<RegisteredFile>> idle = drop_idle(now);
       lock.unlock();
       idle.clear();  // unregisters those no launch holds: not under the lock
       lock.lock();
+      continue;
+    }
+    if (requests_.empty()) {
+      wake_.wait_for(lock, std::chrono::seconds(1));
       continue;
     }
     // Only while the backend is idle (the header says why), checked again before each block.

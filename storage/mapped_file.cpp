@@ -43,21 +43,6 @@ void install_bus_handler() {
   sigaction(SIGBUS, &a, &g_old_bus);
 }
 
-// The file a mapping was made of: a file replaced (a new inode), rewritten or cut short (size,
-// times) is mapped afresh.
-struct Identity {
-  dev_t dev;
-  ino_t ino;
-  off_t size;
-  timespec mtime, ctime;
-  explicit Identity(const struct stat& st)
-      : dev(st.st_dev), ino(st.st_ino), size(st.st_size), mtime(st.st_mtim), ctime(st.st_ctim) {}
-  bool operator==(const Identity& o) const {
-    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
-           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
-  }
-};
-
 // The process's mappings, most recently used first. A mapping costs address space and page
 // tables (2 MB a mapped GB), not memory: the pages are the page cache's. 16 files: an npy stack's
 // readers move through its files, and a file left behind is unmapped once its readers let go. A
@@ -67,7 +52,7 @@ class MappingCache {
  public:
   static constexpr size_t kFiles = 16;
   std::shared_ptr<const MappedFile> get(const std::string& path, int fd, const struct stat& st, Status& status) {
-    const Identity id(st);
+    const FileIdentity id(st);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
@@ -90,7 +75,7 @@ class MappingCache {
       status = Status::error(fmt::format("{}: mmap: {}", path, std::strerror(errno)));
       return nullptr;
     }
-    auto map = std::make_shared<const MappedFile>(static_cast<const unsigned char*>(p), uint64_t(st.st_size));
+    auto map = std::make_shared<const MappedFile>(static_cast<const unsigned char*>(p), uint64_t(st.st_size), id);
     std::lock_guard<std::mutex> lock(mutex_);
     std::erase_if(entries_, [&](const Entry& e) { return e.path == path; });  // another thread's, meanwhile
     entries_.push_front(Entry{path, id, map, std::chrono::steady_clock::now()});
@@ -106,7 +91,7 @@ class MappingCache {
  private:
   struct Entry {
     std::string path;
-    Identity id;
+    FileIdentity id;
     std::shared_ptr<const MappedFile> map;
     std::chrono::steady_clock::time_point used;
   };

@@ -19,14 +19,30 @@
 
 namespace psched {
 
+// The file a mapping was made of: a file replaced (a new inode), rewritten or cut short (size,
+// times) is mapped afresh.
+struct FileIdentity {
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  timespec mtime, ctime;
+  explicit FileIdentity(const struct stat& st)
+      : dev(st.st_dev), ino(st.st_ino), size(st.st_size), mtime(st.st_mtim), ctime(st.st_ctim) {}
+  bool operator==(const FileIdentity& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+  }
+};
+
 // A whole file mapped read-only, unmapped when the last holder lets go.
 struct MappedFile {
-  MappedFile(const unsigned char* d, uint64_t n) : data(d), size(n) {}
+  MappedFile(const unsigned char* d, uint64_t n, const FileIdentity& i) : data(d), size(n), id(i) {}
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   const unsigned char* const data;
   const uint64_t size;
+  const FileIdentity id;  // two mappings of one identity hold the same bytes
 };
 
 // The mapping of the file open at `fd` (`st`: its fstat, taken when it was opened for this chunk;

@@ -489,3 +489,27 @@ TEST_CASE("stored arrays: a file renamed over, or whose pages CUDA refuses to re
   }
   CHECK(cudaHostUnregister(base) == cudaSuccess);
 }
+
+TEST_CASE("stored arrays: an npy stack of more files than the process keeps mapped is copied from its registered pages",
+          "[gpu][stored][registered]") {
+  // 20 files, a chunk each: the process's mappings keep 16 (storage/mapped_file.cpp), so every job
+  // maps each file again; the registry keeps the mapping it registered (the same file), and once
+  // the backend has been idle every chunk of a job is copied from registered pages.
+  const MapEveryFile map_files;
+  TempDir dir("psched-gpu-stored-");
+  std::mt19937_64 rng(20261203);
+  write_normal_stack(dir.path / "stack", std::vector<uint64_t>(20, 12), 20000, rng);  // 1.9 MB a file
+  auto backend = backend_with(registering_in_mib_blocks());
+  Outcomes outcomes;
+  backend->start(outcomes.callback());
+  const JobSpec spec = opened(dir.path / "stack", 12, 20000);
+  REQUIRE(spec.chunks() == 20);
+  uint64_t job = 1, copied = 0;
+  while (copied < 2 * 20 && job < 600) {  // a sum job and a var/std job each call
+    const uint64_t before = gpu::registered_chunk_copies();
+    require_gpu_equals_cpu(*backend, outcomes, spec, job++);
+    copied = gpu::registered_chunk_copies() - before;
+  }
+  CHECK(copied == 2 * 20);
+  backend->stop();
+}

@@ -43,12 +43,12 @@ constexpr uint64_t kMinRegisteredRowBytes = uint64_t{64} << 10;
 // apart are copied one by one.
 constexpr uint64_t kMaxCopyPitch = uint64_t{1} << 30;
 
-// The chunk's selected rows from a file's registered pages (`at`: the element at the first
-// selected row and the box's first column, rows `ld` elements apart) to `buffer`, laid out as
+// The chunk's selected rows from a file's registered pages (`src0`: the byte of the element at the
+// first selected row and the box's first column, rows `ld` elements apart) to `buffer`, laid out as
 // ChunkReader::read lays them (row r at (r - box.row0) * box.cols). A copy from host memory must
 // lie in one registration, so each run of rows inside one block is one 2D copy, and a row across
 // a block's end is copied in two.
-void copy_registered(const RegisteredFile& file, const void* at, uint64_t ld, const ChunkWork& w, uint64_t step,
+void copy_registered(const RegisteredFile& file, uint64_t src0, uint64_t ld, const ChunkWork& w, uint64_t step,
                      void* buffer, cudaStream_t stream) {
   const uint64_t block = file.block_bytes();
   const uint64_t eb = w.element_bytes();  // as the device takes them: float64, or as stored
@@ -56,7 +56,6 @@ void copy_registered(const RegisteredFile& file, const void* at, uint64_t ld, co
   const uint64_t spitch = step * ld * eb, dpitch = step * width;
   const bool pitched = spitch <= kMaxCopyPitch && dpitch <= kMaxCopyPitch;
   const unsigned char* base = file.data();
-  const uint64_t src0 = uint64_t(static_cast<const unsigned char*>(at) - base);
   unsigned char* dst0 = static_cast<unsigned char*>(buffer) + (w.rows.first - w.box.row0) * width;
   const uint64_t n = w.rows.count;
   for (uint64_t i = 0; i < n;) {
@@ -194,7 +193,7 @@ Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
     // A flat file's chunk whose pages CUDA has registered is copied from them, as the device takes
     // its elements (float64, or as stored): no staging.
     const void* at = nullptr;  // its first selected row's first element there
-    uint64_t ld = 0;
+    uint64_t ld = 0, begin = 0;  // begin: that element's byte in the file
     bool viewed = false;  // the reader has opened the chunk's file
     const ChunkWork& w = work.first;
     const bool contiguous = w.box.cols == spec.cols && spec.row_sel.step == 1;
@@ -208,7 +207,7 @@ Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
       }
       viewed = true;
       if (at != nullptr) {
-        const uint64_t begin = uint64_t(static_cast<const unsigned char*>(at) - reader.mapping()->data);
+        begin = uint64_t(static_cast<const unsigned char*>(at) - reader.mapping()->data);
         const uint64_t end = begin + ((span.rows - 1) * ld + span.cols) * w.element_bytes();
         entry.source = registry_.lease(reader.path(), reader.mapping(), begin, end);
       }
@@ -292,7 +291,7 @@ Launch CudaBackend::launch(uint64_t job_id, uint64_t first, uint32_t count,
       launch_trap(s.stream);
     if (stored) {
       if (registered)
-        copy_registered(*entry.source, at, ld, work.first, spec.row_sel.step, s.buffer, s.stream);
+        copy_registered(*entry.source, begin, ld, work.first, spec.row_sel.step, s.buffer, s.stream);
       else
         PSCHED_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(s.buffer) + copy_to, copy_from, copy_bytes,
                                           cudaMemcpyHostToDevice, s.stream));

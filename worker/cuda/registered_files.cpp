@@ -98,7 +98,10 @@ std::shared_ptr<RegisteredFile> FileRegistry::lease(const std::string& path,
     if (stopping_) return nullptr;
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     Entry& entry = files_[path];
-    if (entry.file == nullptr || entry.file->map_ != map) {  // new, or the file changed: a new mapping
+    // New, or the file changed. A new mapping of the same file (the process's mappings keep 16
+    // files: an npy stack's readers move through more, and map them again) keeps the registered
+    // one, whose bytes are the same.
+    if (entry.file == nullptr || !(entry.file->map_->id == map->id)) {
       replaced = std::move(entry.file);
       entry.file = std::make_shared<RegisteredFile>(map, block_bytes_, &promised_bytes_);
     }

@@ -80,7 +80,8 @@ class FileRegistry {
   bool enabled() const { return limit_bytes_ > 0; }
   // The file mapped as `map` (its path: `path`) where bytes [begin, end) of it are registered, to
   // be held while copies from them are in flight; null otherwise, with those bytes' blocks asked for
-  // (Mode::kAtOnce: registered before this returns, and the file returned where that worked).
+  // (Mode::kAtOnce: registered before this returns, and the file returned where that worked). The
+  // file returned may be another mapping of the same file (FileIdentity): copy from its data().
   std::shared_ptr<RegisteredFile> lease(const std::string& path, const std::shared_ptr<const MappedFile>& map,
                                         uint64_t begin, uint64_t end);
   // Bytes registered or queued to be.

@@ -57,7 +57,7 @@ class MappingCache {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
         if (it->path != path) continue;
-        if (it->id == id) {
+        if (it->map->id == id) {
           it->used = std::chrono::steady_clock::now();
           entries_.splice(entries_.begin(), entries_, it);
           return entries_.front().map;
@@ -78,7 +78,7 @@ class MappingCache {
     auto map = std::make_shared<const MappedFile>(static_cast<const unsigned char*>(p), uint64_t(st.st_size), id);
     std::lock_guard<std::mutex> lock(mutex_);
     std::erase_if(entries_, [&](const Entry& e) { return e.path == path; });  // another thread's, meanwhile
-    entries_.push_front(Entry{path, id, map, std::chrono::steady_clock::now()});
+    entries_.push_front(Entry{path, map, std::chrono::steady_clock::now()});
     if (entries_.size() > kFiles) entries_.pop_back();
     return map;
   }
@@ -91,8 +91,7 @@ class MappingCache {
  private:
   struct Entry {
     std::string path;
-    FileIdentity id;
-    std::shared_ptr<const MappedFile> map;
+    std::shared_ptr<const MappedFile> map;  // its id: the file it was made of
     std::chrono::steady_clock::time_point used;
   };
   std::mutex mutex_;

@@ -21,10 +21,14 @@ inline unsigned readers_per_gpu(unsigned gpus_on_host) {
   return std::clamp(cores / std::max(1u, gpus_on_host), 4u, 32u);
 }
 
-inline uint64_t register_limit_per_gpu(unsigned gpus_on_host) {
+// The host's physical memory; 0 where the system does not say.
+inline uint64_t host_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-  return memory / 2 / std::max(1u, gpus_on_host);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+inline uint64_t register_limit_per_gpu(unsigned gpus_on_host) {
+  return host_memory_bytes() / 2 / std::max(1u, gpus_on_host);
 }
 
 }  // namespace psched

@@ -1,7 +1,5 @@
 #include "worker/cuda/cuda_backend.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <thread>
 #include <cstdlib>
@@ -29,8 +27,8 @@ unsigned every_core() { return std::clamp(std::thread::hardware_concurrency(), 4
 
 uint64_t pinned_limit_of(const CudaBackendOptions& options) {
   if (options.pinned_limit_bytes != 0) return options.pinned_limit_bytes;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 8 : uint64_t{4} << 30;
+  const uint64_t memory = host_memory_bytes();
+  return memory > 0 ? memory / 8 : uint64_t{4} << 30;
 }
 
 uint64_t register_limit_of(const CudaBackendOptions& options) {

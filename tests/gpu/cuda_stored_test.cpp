@@ -3,14 +3,11 @@
 // bit for bit (storage/chunk_reader.h reads
 // both; the exact sum makes the order of additions irrelevant), sums of squares too, 64-bit integers
 // past 2^53 included, and a file that cannot be read fails its chunk with the reader's line, never
-// the device.
+// the device. Chunks copied from files' registered pages: cuda_registered_test.cpp.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,74 +15,19 @@
 #include <string>
 #include <vector>
 
-#include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include "cuda_stored_support.h"
 #include "gpu_test_support.h"
 #include "storage/chunk_reader.h"
-#include "storage/mapped_file.h"
 #include "storage/npy.h"
 #include "storage/open.h"
 #include "storage/zarr.h"
 #include "tests/support/stored_files.h"
-#include "worker/cuda/registered_files.h"
 
 using namespace psched;
 using namespace psched::gpu_test;
 using namespace psched::stored_test;
-
-namespace {
-
-// Every chunk of the job through the CUDA backend and through the CPU reference: the same bits, as
-// a sum-only job and as a var/std job (its squares too).
-void require_gpu_equals_cpu(Backend& backend, Outcomes& outcomes, JobSpec spec, uint64_t job_id) {
-  for (const bool squares : {false, true}) {
-    spec.squares = squares;
-    auto prepared_spec = prepared(spec);
-    const auto gpu = run_job(backend, outcomes, prepared_spec, job_id * 2 + squares);
-    ChunkReader reader;
-    std::vector<double> scratch;
-    for (const ChunkOutcome& o : gpu) {
-      PartialSum cpu;
-      const Status st = reduce_stored_chunk_cpu(*prepared_spec, o.chunk, reader, scratch, cpu);
-      INFO("chunk " << o.chunk << (squares ? " (var/std)" : "") << ": " << st.message());
-      REQUIRE(st.is_ok());
-      CHECK(same_bits(expand(o.partial), cpu));
-    }
-  }
-}
-
-// A C-order float64 .npy of rows x cols normal(11, 1) elements.
-void write_normal_npy(const fs::path& path, uint64_t rows, uint64_t cols, std::mt19937_64& rng) {
-  std::normal_distribution<double> normal(11, 1);
-  std::vector<double> x(rows * cols);
-  for (double& v : x) v = normal(rng);
-  write_bytes(path, npy_header({DType::kFloat64, false}, false, {rows, cols}) + bytes_of(x));
-}
-
-// An npy stack in `dir`: file k ("k.npy") holds rows[k] rows of `cols` (write_normal_npy).
-void write_normal_stack(const fs::path& dir, const std::vector<uint64_t>& rows, uint64_t cols,
-                        std::mt19937_64& rng) {
-  fs::create_directories(dir);
-  for (size_t k = 0; k < rows.size(); ++k) write_normal_npy(dir / (std::to_string(k) + ".npy"), rows[k], cols, rng);
-}
-
-// Every file mapped whatever its size (PSCHED_TEST_READ_WAY=map), while it lives: read by the
-// readers' threads as a backend starts them.
-struct MapEveryFile {
-  MapEveryFile() { ::setenv("PSCHED_TEST_READ_WAY", "map", 1); }
-  ~MapEveryFile() { ::unsetenv("PSCHED_TEST_READ_WAY"); }
-};
-
-// Four readers, files registered in blocks of 1 MiB (a test's files are small).
-CudaBackendOptions registering_in_mib_blocks() {
-  CudaBackendOptions options;
-  options.readers = 4;
-  options.test_register_block_bytes = uint64_t{1} << 20;
-  return options;
-}
-
-}  // namespace
 
 TEST_CASE("stored arrays: the GPU reads every format and dtype to the CPU's bits", "[gpu][stored]") {
   auto backend = backend_with();
@@ -347,169 +289,5 @@ TEST_CASE("stored arrays: chunks bigger than two staging pieces go to the device
     s.scale = 2;
     require_gpu_equals_cpu(*backend, outcomes, s, job++);
   }
-  backend->stop();
-}
-
-TEST_CASE("stored arrays: float64 files copied from their registered pages give the CPU's bits",
-          "[gpu][stored][registered]") {
-  // Every file mapped whatever its size (MapEveryFile), registered by the dispatcher asking
-  // (test_register_at_once), in blocks of 1 MiB: rows of 68-160 KB, after the npy header's 128
-  // bytes or a raw file's offset, make runs of rows inside a block (one 2D copy each) and rows
-  // across a block's end (copied in two: cuda_dispatch.cpp's copy_registered), float64 and narrow
-  // dtypes (copied as stored, widened on the device). Edge chunks narrower than
-  // kMinRegisteredRowBytes, stack chunks across two files, and, under a limit of five blocks, all
-  // but a file's first chunks go through the staging: jobs of both kinds of chunk.
-  const MapEveryFile map_files;
-  TempDir dir("psched-gpu-stored-");
-  std::mt19937_64 rng(20261130);
-  write_normal_npy(dir.path / "wide.npy", 400, 20000, rng);  // 64 MB
-  write_normal_stack(dir.path / "stack", {150, 157, 164}, 10000, rng);
-  std::vector<double> raw(size_t(301) * 9001);
-  std::normal_distribution<double> normal(11, 1);
-  for (double& x : raw) x = normal(rng);
-  write_bytes(dir.path / "f64.raw", std::string(8 * 3, '\0') + bytes_of(raw));  // 24 bytes before element 0
-  auto raw_array = open_array(raw_input(dir.path / "f64.raw", "float64", {301, 9001}, 24));
-  REQUIRE(raw_array.is_ok());
-  std::vector<float> f32(size_t(300) * 20000);
-  for (float& x : f32) x = float(normal(rng));
-  write_bytes(dir.path / "f32.npy", npy_header({DType::kFloat32, false}, false, {300, 20000}) + bytes_of(f32));
-  std::vector<int16_t> i16(size_t(200) * 40000);
-  for (int16_t& x : i16) x = int16_t(rng());
-  write_bytes(dir.path / "i16.raw", std::string(6, '\0') + bytes_of(i16));  // 6 bytes before element 0
-  auto i16_array = open_array(raw_input(dir.path / "i16.raw", "int16", {200, 40000}, 6));
-  REQUIRE(i16_array.is_ok());
-  std::vector<uint8_t> u8(size_t(300) * 70000);
-  for (uint8_t& x : u8) x = uint8_t(rng());
-  write_bytes(dir.path / "u8.npy", npy_header({DType::kUInt8, false}, false, {300, 70000}) + bytes_of(u8));
-
-  for (const uint64_t limit : {UINT64_MAX, uint64_t{5} << 20}) {
-    INFO("register limit " << limit);
-    CudaBackendOptions options = registering_in_mib_blocks();
-    options.test_register_at_once = true;
-    options.register_limit_bytes = limit;
-    auto backend = backend_with(options);
-    Outcomes outcomes;
-    backend->start(outcomes.callback());
-    const uint64_t copies = gpu::registered_chunk_copies();
-    uint64_t job = 1;
-    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 4, 20000), job++);  // the first in the limit
-    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 100, 20000), job++);  // whole rows
-    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 150, 9000), job++);   // boxes, edges
-    for (const uint64_t step : {uint64_t{3}, uint64_t{101}}) {
-      JobSpec s = opened(dir.path / "wide.npy", 300, 10000);
-      s.offset = 1;
-      s.row_sel = Slice{7, kToEnd, step};
-      s.col_sel = Slice{3, kToEnd, 2};
-      require_gpu_equals_cpu(*backend, outcomes, s, job++);
-    }
-    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "stack", 100, 10000), job++);
-    JobSpec r = whole_array_job(*raw_array);
-    r.chunk_rows = 40;
-    r.scale = 3;
-    require_gpu_equals_cpu(*backend, outcomes, r, job++);
-    // Narrow dtypes, copied as stored and widened on the device.
-    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "f32.npy", 64, 20000), job++);
-    JobSpec f32 = opened(dir.path / "f32.npy", 100, 17000);  // 68 KB rows, an edge chunk staged
-    f32.row_sel = Slice{1, kToEnd, 2};
-    require_gpu_equals_cpu(*backend, outcomes, f32, job++);
-    JobSpec i16 = whole_array_job(*i16_array);
-    i16.chunk_rows = 33;
-    require_gpu_equals_cpu(*backend, outcomes, i16, job++);
-    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "u8.npy", 50, 70000), job++);
-    CHECK(gpu::registered_chunk_copies() > copies);
-    backend->stop();
-  }
-}
-
-TEST_CASE("stored arrays: a file's pages are registered while the backend is idle, then copied from, to the CPU's bits",
-          "[gpu][stored][registered]") {
-  // The registry's own thread (registered_files.h): a job's chunks ask for their blocks and go
-  // through the staging; once the backend is idle the blocks are registered, and a later job is
-  // copied from them. Jobs are run until one is (each checked), a few hundred at most.
-  const MapEveryFile map_files;
-  TempDir dir("psched-gpu-stored-");
-  std::mt19937_64 rng(20261201);
-  write_normal_npy(dir.path / "wide.npy", 200, 20000, rng);  // 32 MB
-  auto backend = backend_with(registering_in_mib_blocks());
-  Outcomes outcomes;
-  backend->start(outcomes.callback());
-  const uint64_t copies = gpu::registered_chunk_copies();
-  uint64_t job = 1;
-  while (gpu::registered_chunk_copies() == copies && job < 600)
-    require_gpu_equals_cpu(*backend, outcomes, opened(dir.path / "wide.npy", 50, 20000), job++);
-  CHECK(gpu::registered_chunk_copies() > copies);
-  backend->stop();
-}
-
-TEST_CASE("stored arrays: a file renamed over, or whose pages CUDA refuses to register, is read as it is now, to the CPU's bits",
-          "[gpu][stored][registered]") {
-  const MapEveryFile map_files;
-  TempDir dir("psched-gpu-stored-");
-  std::mt19937_64 rng(20261202);
-  const fs::path path = dir.path / "wide.npy";
-  write_normal_npy(path, 200, 20000, rng);
-  CudaBackendOptions options = registering_in_mib_blocks();
-  options.test_register_at_once = true;
-  uint64_t job = 1;
-  {
-    // Registered by the first job; a new file renamed over it (as a careful writer replaces one)
-    // is a new mapping, registered afresh: the second job sums the new elements.
-    auto backend = backend_with(options);
-    Outcomes outcomes;
-    backend->start(outcomes.callback());
-    const uint64_t copies = gpu::registered_chunk_copies();
-    require_gpu_equals_cpu(*backend, outcomes, opened(path, 50, 20000), job++);
-    CHECK(gpu::registered_chunk_copies() > copies);
-    write_normal_npy(dir.path / "new.npy", 200, 20000, rng);
-    fs::rename(dir.path / "new.npy", path);
-    require_gpu_equals_cpu(*backend, outcomes, opened(path, 50, 20000), job++);
-    backend->stop();
-  }
-  // The file's pages already registered by someone else in this process: CUDA refuses the
-  // backend's blocks ("already registered"), and every chunk goes through the staging.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  struct stat st {};
-  REQUIRE(::fstat(fd, &st) == 0);
-  Status why;
-  const auto map = map_file(path.string(), fd, st, why);  // the mapping the readers get
-  ::close(fd);
-  REQUIRE(map != nullptr);
-  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
-  void* base = const_cast<unsigned char*>(map->data);
-  REQUIRE(cudaHostRegister(base, (map->size + page - 1) / page * page, cudaHostRegisterReadOnly) == cudaSuccess);
-  {
-    auto backend = backend_with(options);
-    Outcomes outcomes;
-    backend->start(outcomes.callback());
-    const uint64_t copies = gpu::registered_chunk_copies();
-    require_gpu_equals_cpu(*backend, outcomes, opened(path, 50, 20000), job++);
-    CHECK(gpu::registered_chunk_copies() == copies);
-    backend->stop();
-  }
-  CHECK(cudaHostUnregister(base) == cudaSuccess);
-}
-
-TEST_CASE("stored arrays: an npy stack of more files than the process keeps mapped is copied from its registered pages",
-          "[gpu][stored][registered]") {
-  // 20 files, a chunk each: the process's mappings keep 16 (storage/mapped_file.cpp), so every job
-  // maps each file again; the registry keeps the mapping it registered (the same file), and once
-  // the backend has been idle every chunk of a job is copied from registered pages.
-  const MapEveryFile map_files;
-  TempDir dir("psched-gpu-stored-");
-  std::mt19937_64 rng(20261203);
-  write_normal_stack(dir.path / "stack", std::vector<uint64_t>(20, 12), 20000, rng);  // 1.9 MB a file
-  auto backend = backend_with(registering_in_mib_blocks());
-  Outcomes outcomes;
-  backend->start(outcomes.callback());
-  const JobSpec spec = opened(dir.path / "stack", 12, 20000);
-  REQUIRE(spec.chunks() == 20);
-  uint64_t job = 1, copied = 0;
-  while (copied < 2 * 20 && job < 600) {  // a sum job and a var/std job each call
-    const uint64_t before = gpu::registered_chunk_copies();
-    require_gpu_equals_cpu(*backend, outcomes, spec, job++);
-    copied = gpu::registered_chunk_copies() - before;
-  }
-  CHECK(copied == 2 * 20);
   backend->stop();
 }

@@ -190,12 +190,19 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
 }
 
 // normal: every thread makes its pairs, deferring what the fast path leaves, then the block
-// finishes the deferred elements together. Held to 2 blocks an SM (88 registers): unheld, ptxas
-// took 80 and spilled, and a 10000² chunk took 0.484 ms against 0.430 (one H200). With the layers
-// in shared memory, 3 blocks (80, no spill) took 0.466 and 4 (64, spilling) 0.524 against 0.444
-// for 2 or fewer: more resident blocks do not help this kernel.
+// finishes the deferred elements together.
+// - The geometry is __grid_constant__: the slow paths' calls (redo_normal_pairs, not inlined) take
+//   the generator by reference, and a plain parameter whose address is taken is copied to each
+//   thread's local memory first. ptxas then held Philox's round keys in 20 registers loaded from
+//   there (88 registers, and local memory traffic); read in place, the keys are operands from
+//   the parameter bank (78 registers). A 10000² chunk: 0.374 ms against 0.432, the 2 TB job
+//   1.16-1.19 s against 1.29-1.31 (one H200, in turns, bench/README.md).
+// - Held to 2 blocks an SM. Before the change above, unheld, ptxas took 80 registers and spilled
+//   (0.484 ms against 0.430); 3 blocks (80, no spill) took 0.466 and 4 (64, spilling) 0.524. With
+//   it, 3 blocks (80) 0.376 against 0.374 and 4 (64, 28 bytes spilled) 0.438: more resident blocks
+//   do not help this kernel.
 template <int kPairs, typename T>
-__global__ void __launch_bounds__(256, 2) generate_normal_pairs_kernel(GenerateGeometry g,
+__global__ void __launch_bounds__(256, 2) generate_normal_pairs_kernel(const __grid_constant__ GenerateGeometry g,
                                                                      T* __restrict__ out) {
   __shared__ DeferredElements deferred;
   const uint32_t thread = threadIdx.y * blockDim.x + threadIdx.x;

@@ -74,10 +74,14 @@ struct StoredSelection {
 };
 
 // The selected element at p generated on the spot, rounded to the stored dtype T as the materialized
-// chunk would hold it.
+// chunk would hold it. `gen` is the launch's own parameter (accumulate_kernel's __grid_constant__
+// geometry), read in place: Philox's round keys are operands from the parameter bank. A copy of
+// it, as this held before, kept them in registers and local memory (80 registers, 140 bytes
+// spilled; 120 now): a fused 10000² chunk 0.197 ms against 0.204, the fused 2 TB job 0.499-0.504 s
+// against 0.512-0.517 (one H200, in turns).
 template <Generator Kind, typename T>
 struct GeneratedSelection {
-  KeyedGenerator gen;
+  const KeyedGenerator& gen;
   uint64_t array_cols;
   uint64_t first_row, first_col;
   uint64_t row_step, col_step;
@@ -116,7 +120,7 @@ constexpr uint32_t kUnrollFused = 4;
 // blocks keep more loads in flight. A fused block, which generates, is held less
 // (kFusedBlocksPerSm).
 constexpr uint32_t kReadBlocksPerSm = 4;
-// A fused block's, sum or var/std: held to 80 (3 blocks an SM, 140 bytes spilled; 280 with
+// A fused block's, sum or var/std: held to 80 (3 blocks an SM, 140 bytes spilled then, 120 now; 280 with
 // squares) rather than 108 (2 blocks): the fused 2 TB job 0.711-0.712 s against 0.759-0.760, with
 // var and std 0.955 against 1.038; 4 blocks (64 registers) 0.713-0.714 and 0.952 (one H200).
 constexpr uint32_t kFusedBlocksPerSm = 3;
@@ -173,10 +177,11 @@ struct NoDeferred {};
 // Block (x, z) adds chunk z's selected elements [x * per_block, (x + 1) * per_block), thread t
 // taking every kThreads-th from the t-th, into acc[z] (and their squares into squares[z]). A
 // normal's elements that the ziggurat's fast path leaves are added at the block's end
-// (DeferredElements, kernel_support.cuh).
+// (DeferredElements, kernel_support.cuh). The geometry is __grid_constant__: a fused source reads
+// its generator there (GeneratedSelection).
 template <typename Source, bool Squares>
 __global__ void __launch_bounds__(kThreads, Squares ? Source::kSquaresBlocksPerSm : Source::kBlocksPerSm)
-    accumulate_kernel(BatchGeometry g, Source source, uint32_t per_thread, bool carry_blocks,
+    accumulate_kernel(const __grid_constant__ BatchGeometry g, Source source, uint32_t per_thread, bool carry_blocks,
                       ChunkAccumulator* __restrict__ acc, ExactSum* __restrict__ squares) {
   __shared__ BlockSum<kThreads> block;
   __shared__ std::conditional_t<Source::kDefers, DeferredElements, NoDeferred> deferred;

@@ -50,8 +50,8 @@ inline constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
 inline constexpr int kPhiloxRounds = 10;
 
 // Philox4x32-10, the reference form every backend's fast form must match bit for bit. The device
-// unrolls kUnroll of its rounds at a time: all of them by default, 1 for the ziggurat's slow path
-// (few registers, and it runs rarely). Integer arithmetic: the same words either way.
+// unrolls kUnroll of its rounds at a time: all of them by default, 5 for the ziggurat's slow path
+// (kSlowPhiloxUnroll). Integer arithmetic: the same words either way.
 template <int kUnroll = kPhiloxRounds>
 PSCHED_HD Philox4x32 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
                                    uint32_t k1) {
@@ -128,6 +128,14 @@ inline constexpr uint64_t kNormalSignBit = uint64_t{1} << 8;
 inline constexpr int kNormalJShift = 11;
 inline constexpr uint32_t kNormalSlowTag = 0x6e6f726du;  // "norm": the slow path's Philox word 3
 inline constexpr uint32_t kNormalMostAttempts = 64;
+// The slow path's Philox rounds unrolled 5 at a time on the device. It is a function of its own
+// (noinline), whose registers count towards every kernel that calls it: fully unrolled it took
+// the normal generate kernel from 80 registers to 94 (two blocks an SM where it holds three),
+// while one round at a time spent 13 instructions a round on the loop. Five keep 80 and cut
+// the kernel's deferred tail (13 % of its instructions for 0.7 % of its elements): a 10000²
+// chunk 0.3714-0.3717 ms against 0.3725, the 2 TB job 1.160-1.162 s against 1.166-1.183 (one
+// H200, in turns; bench/README.md).
+inline constexpr int kSlowPhiloxUnroll = 5;
 
 // Element index's word of its Philox block x.
 PSCHED_HD uint64_t normal_word(const Philox4x32& x, uint64_t index) {
@@ -183,8 +191,8 @@ double ziggurat_slow(uint64_t seed, uint64_t index, uint64_t w) {
       x = normal_signed(x, w);  // unsigned again
       tail = i == 0;
     }
-    const Philox4x32 d = philox4x32_10<1>(uint32_t(index), uint32_t(index >> 32), attempt, kNormalSlowTag,
-                                          uint32_t(seed), uint32_t(seed >> 32));
+    const Philox4x32 d = philox4x32_10<kSlowPhiloxUnroll>(uint32_t(index), uint32_t(index >> 32), attempt,
+                                                          kNormalSlowTag, uint32_t(seed), uint32_t(seed >> 32));
     const Real u0 = Ops::from_double(double((uint64_t{d.v[0]} << 32 | d.v[1]) >> kNormalJShift) * kTwoPowMinus53);
     const uint64_t next = uint64_t{d.v[2]} << 32 | d.v[3];
     if (tail) {

@@ -206,9 +206,11 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
 // - The geometry is __grid_constant__: the slow paths' calls (redo_normal_pairs, not inlined) take
 //   the generator by reference, and a plain parameter whose address is taken is copied to each
 //   thread's local memory first. ptxas then held Philox's round keys in 20 registers loaded from
-//   there (88 registers, and local memory traffic); read in place, the keys are operands from
-//   the parameter bank (78 registers). A 10000² chunk: 0.374 ms against 0.432, the 2 TB job
-//   1.16-1.19 s against 1.29-1.31 (one H200, in turns, bench/README.md).
+//   there (88 registers, and local memory traffic); read in place, they are loaded from the
+//   parameter bank, with no local copy (78 registers; 80 since the columns went to 32 bits, the
+//   main loop keeping the keys in registers, the slow path in uniform ones). A 10000² chunk:
+//   0.374 ms against 0.432, the 2 TB job 1.16-1.19 s against 1.29-1.31 (one H200, in turns,
+//   bench/README.md).
 // - Held to 2 blocks an SM. Before the change above, unheld, ptxas took 80 registers and spilled
 //   (0.484 ms against 0.430); 3 blocks (80, no spill) took 0.466 and 4 (64, spilling) 0.524. With
 //   it, 3 blocks (80) 0.376 against 0.374 and 4 (64, 28 bytes spilled) 0.438: more resident blocks

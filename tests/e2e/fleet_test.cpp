@@ -94,7 +94,7 @@ TEST_CASE("256 idle simulated workers: psched holds a few kilobytes per worker a
 constexpr double kFleetEfficiencyFloorPct = 50;
 
 TEST_CASE("one job on 256 simulated H100s in 1000² chunks runs at the fleet floor of its ideal, exact",
-          "[fleet]") {
+          "[fleet][serial]") {
   TestCluster cluster;
   // Up to three runs, the best one held to the floor: a run is 0.2 s, and another test hogging both
   // cores for that long took one below it in a loaded ctest run; a return to per-chunk costs
@@ -128,7 +128,7 @@ TEST_CASE("one job on 256 simulated H100s in 1000² chunks runs at the fleet flo
 constexpr double kMaxGapPctOfIdeal = 1.5;
 
 TEST_CASE("16 big jobs at once on 512 simulated H100s: no device waits for work while work is queued",
-          "[fleet]") {
+          "[fleet][serial]") {
   TestCluster cluster;
   double best_gap_pct = 100;  // best of up to three runs, as above: a loaded CI machine
   for (int attempt = 0; attempt < 3 && best_gap_pct > kMaxGapPctOfIdeal; ++attempt) {

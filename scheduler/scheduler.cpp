@@ -190,6 +190,10 @@ void Scheduler::protocol_error(const WorkerRecord& worker, const std::string& me
 void Scheduler::on_message(const std::shared_ptr<Peer>& peer, wire::Message::Reader message) {
   switch (peer->kind) {
     case Peer::Kind::kNew:
+      // Closed before Hello (on_close ran: made room for newer connections, or refused): its
+      // socket is read until our Error is flushed, but nothing it says is heard. Its Hello, read
+      // after the close, once reached on_hello with no pending entry and crashed psched.
+      if (!peer->pending) return;
       if (message.which() != wire::Message::HELLO) {
         if (auto conn = peer->conn.lock())
           protocol_error(*conn, "expected Hello as the first message");

@@ -1,7 +1,9 @@
 // One client must not lock out the rest: a client that submits more than its share of the job
 // budget is refused past its share while a second client's job is still taken and runs exactly,
-// and a flood of connections that never say Hello leaves room for a real client at once.
+// and a flood of connections that never say Hello leaves room for a real client at once; a
+// connection closed to make room is not heard after, even when its Hello was already on its way.
 #include <catch2/catch.hpp>
+#include <signal.h>
 
 #include <chrono>
 #include <memory>
@@ -77,4 +79,38 @@ TEST_CASE("300 connections that never say Hello leave room for a client at once,
   CHECK(check(job, r) == "");
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
   CHECK(flood.front()->wait_closed());  // the oldest made room
+}
+
+// The oldest connection closed to make room (send_error_and_close) still has its socket read until
+// the Error is flushed; its Hello, read in the same turn of the event loop as the newer connection
+// was accepted, used to reach on_hello with its pending entry already removed: psched crashed (a
+// segfault in the chaos campaign, 256 simulated workers connecting at once). It is ignored now.
+TEST_CASE("a connection closed to make room is not heard after: its Hello read late is ignored",
+          "[security][fair]") {
+  TestCluster cluster({.extra_args = {"--max-pending-connections", "1"}});
+  cluster.add_worker({.threads = 1});
+  cluster.wait_for_workers(1);
+  pclient::Client client = cluster.client();
+  RawPeer oldest(port_of(cluster));
+  // Readiness: a round trip after the connect, so psched has accepted `oldest` (its listener was
+  // ready before this request) and waits to read it.
+  REQUIRE(client.workers().size() == 1);
+  // While psched is stopped: a newer connection waits in the listener's backlog, then the oldest
+  // sends its Hello. On resume psched accepts the newer one first (it became ready first), which
+  // closes the oldest, and then reads the oldest's Hello.
+  REQUIRE(kill(cluster.scheduler_pid(), SIGSTOP) == 0);
+  RawPeer newer(port_of(cluster));
+  const bool sent = oldest.hello_as_worker();
+  REQUIRE(kill(cluster.scheduler_pid(), SIGCONT) == 0);
+  CHECK(sent);
+  CHECK(oldest.read_error() == "closed: too many connections waiting to say Hello");
+  REQUIRE(process_alive(cluster.scheduler_pid()));
+  // Still serving, and the oldest was never admitted: one worker.
+  const pclient::Job job = arange_job(300, 300, 100, 100);
+  pclient::Result r;
+  REQUIRE_NOTHROW(r = client.run(job));
+  CHECK(check(job, r) == "");
+  CHECK(client.workers().size() == 1);
+  CHECK(newer.hello_as_client());
+  CHECK(newer.read_until(wire::Message::WELCOME));
 }

@@ -211,10 +211,12 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
 //   main loop keeping the keys in registers, the slow path in uniform ones). A 10000² chunk:
 //   0.374 ms against 0.432, the 2 TB job 1.16-1.19 s against 1.29-1.31 (one H200, in turns,
 //   bench/README.md).
-// - Held to 2 blocks an SM. Before the change above, unheld, ptxas took 80 registers and spilled
-//   (0.484 ms against 0.430); 3 blocks (80, no spill) took 0.466 and 4 (64, spilling) 0.524. With
-//   it, 3 blocks (80) 0.376 against 0.374 and 4 (64, 28 bytes spilled) 0.438: more resident blocks
-//   do not help this kernel.
+// - Registers budgeted for 2 blocks an SM (at most 128). Before the change above, unheld, ptxas
+//   took 80 registers and spilled (0.484 ms against 0.430); 3 blocks (80, no spill) took 0.466 and
+//   4 (64, spilling) 0.524. With it, the kernel's 78-80 registers let an SM hold 3 blocks anyway:
+//   asking for 3 (80) took 0.376 against 0.374, 4 (64, 28 bytes spilled) 0.438, and 90-94
+//   registers (2 blocks) 0.384 against 0.372 (bench/README.md, "The generate kernel's deferred
+//   tail"): keep it at 80 or fewer without spilling.
 template <int kPairs, typename T>
 __global__ void __launch_bounds__(256, 2) generate_normal_pairs_kernel(const __grid_constant__ GenerateGeometry g,
                                                                      T* __restrict__ out) {

@@ -14,7 +14,9 @@
 #     against pbench --input on the store (target >= 0.8 x);
 #   - Dask (Debian's, threaded, da.from_zarr / da.from_npy_stack then .sum()) on the same data:
 #     blosc-lz4 Zarr in 100 MB and 1 MB chunks, uncompressed Zarr and an npy stack in 1 MB chunks,
-#     where python3 has dask: pbench's speed-up and whether each sum is the exact one;
+#     where python3 has dask (or DASK_PYTHON names an interpreter that has, such as the tree
+#     bench/pack-dask.sh packs for a host without Dask): pbench's speed-up and whether each sum
+#     is the exact one;
 #   - on a GPU host: pinned host-to-device copies (io-floor h2d) and a cluster of psched and
 #     pcuda-worker --gpus 0 (then every GPU) summing the .npy against min(read floor, copy floor)
 #     (target >= 0.8 x), every GPU against one (target >= 3.5 x on 4): the best of three runs on a
@@ -34,6 +36,7 @@ status=0
 fail() { echo "FAIL: $*"; status=1; }
 py=/usr/bin/python3
 [[ -x $py ]] || py=python3
+dpy=${DASK_PYTHON:-$py}  # the interpreter with Dask
 field() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d[sys.argv[2]])' "$1" "$2"; }
 terms() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["exact_terms"])' "$1"; }
 rate() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["bytes"] / d["seconds"] / 1e9))' "$1"; }
@@ -99,12 +102,12 @@ for c in blosc-lz4 zstd; do
   [[ $(terms "$out/cpu_zarr_$c.json") == "$want" ]] || fail "zarr $c: other exact terms than the .npy"
 done
 
-if $py -c 'import dask.array, zarr' 2>/dev/null; then
+if $dpy -c 'import dask.array, zarr' 2>/dev/null; then
   echo "== Dask (threaded) against pbench on the same files: Zarr blosc-lz4 in 100 MB and 1 MB chunks, and in"
   echo "   1 MB chunks an uncompressed Zarr store and an npy stack (da.to_npy_stack's layout), so a chunk's cost is"
   echo "   the tool's own, not a decompressor's"
   stack_rows=12  # 12 x 10000 float64: 0.96 MB a file
-  "$py" - "$data/x.npy" "$data/x-stack" "$stack_rows" <<'PY' || fail "write npy stack"
+  "$dpy" - "$data/x.npy" "$data/x-stack" "$stack_rows" <<'PY' || fail "write npy stack"
 import sys
 import dask.array as da, numpy as np
 x = np.load(sys.argv[1], mmap_mode="r")
@@ -123,7 +126,7 @@ PY
     "$bin/pbench" -c 1 --nthreads "$cores" --input "$path" --chunk-x "$cr" --chunk-y "$cc" --json -q --repeat 2 \
       >"$out/pbench_$kind-$chunk.json" || fail "pbench $kind $chunk"
     echo "-- $kind, chunks $chunk"
-    $py - "$path" "$out/pbench_$kind-$chunk.json" "$cores" "$kind" <<'PY' || fail "dask $kind $chunk"
+    $dpy - "$path" "$out/pbench_$kind-$chunk.json" "$cores" "$kind" <<'PY' || fail "dask $kind $chunk"
 import json, math, sys, time
 from fractions import Fraction
 import dask, dask.array as da, numpy as np, zarr
@@ -141,7 +144,7 @@ print(f"dask_seconds={best:.3f} pbench_seconds={mine:.3f} speedup={best / mine:.
 PY
   done
 else
-  echo "== Dask: python3 has no dask here; skipped"
+  echo "== Dask: $dpy has no dask here; skipped (bench/pack-dask.sh packs one)"
 fi
 
 if nvidia-smi -L >/dev/null 2>&1; then

@@ -104,7 +104,7 @@ void FramedConnection::read_next() {
     taken = take_frame();
     handled = handled || taken == Taken::kFrame;
   }
-  if (handled && is_open() && handlers_.on_frames_handled) handlers_.on_frames_handled();
+  if (handled && is_open() && !told_closed_ && handlers_.on_frames_handled) handlers_.on_frames_handled();
   if (taken == Taken::kNeedMore && is_open()) read_more();
 }
 
@@ -208,6 +208,7 @@ void FramedConnection::took(const boost::system::error_code& ec, size_t n) {
 }
 
 void FramedConnection::deliver(size_t bytes) {
+  if (told_closed_) return;  // read only to drain: its owner has let it go
   std::string failure;
   try {
     capnp::FlatArrayMessageReader reader(
@@ -256,6 +257,7 @@ void FramedConnection::close(const std::string& why) {
   socket().close(ec);
   std::string().swap(out_);  // never to be written (writing_ waits for its write's completion)
   account();
+  told_closed_ = true;
   if (handlers_.on_close) {
     auto on_close = std::move(handlers_.on_close);
     handlers_.on_close = nullptr;

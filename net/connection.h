@@ -60,7 +60,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
  public:
   struct Handlers {
     std::function<void(wire::Message::Reader)> on_message;
-    std::function<void(const std::string& why)> on_close;  // called once
+    // Called once. No frame reaches on_message or on_frames_handled after it: a connection told
+    // closed while draining (send_error_and_close, cut_off) is still read, to let the peer's
+    // writes land while our Error goes out, but what it reads is dropped.
+    std::function<void(const std::string& why)> on_close;
     // Optional: after the frames one read brought were handed to on_message, so the owner can do
     // once for a burst what it deferred (psched tops a worker up once per report, not per job).
     std::function<void()> on_frames_handled = nullptr;
@@ -198,6 +201,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // Flow control: reading waits until the peer has taken what we owe it (resumed only while open).
   bool read_paused_ = false;
   bool drained_ = false;  // the last read took less than it had room for: the socket was empty
+  bool told_closed_ = false;  // on_close has run: frames read from now on are dropped
 };
 
 // Builds a one-off message: `fill` gets the root Message builder.

@@ -193,6 +193,7 @@ void FramedConnection::tell_and_close(const std::string& message, uint64_t job_i
   err.setJobId(job_id);
   append_frame(m, out_);
   account();
+  told_closed_ = true;  // from here on what the peer sends is read and dropped
   if (handlers_.on_close) {
     auto on_close = std::move(handlers_.on_close);
     handlers_.on_close = nullptr;

@@ -192,7 +192,9 @@ void Scheduler::on_message(const std::shared_ptr<Peer>& peer, wire::Message::Rea
     case Peer::Kind::kNew:
       // Closed before Hello (on_close ran: made room for newer connections, or refused): its
       // socket is read until our Error is flushed, but nothing it says is heard. Its Hello, read
-      // after the close, once reached on_hello with no pending entry and crashed psched.
+      // after the close, once reached on_hello with no pending entry and crashed psched; the
+      // connection drops such frames now (FramedConnection::Handlers::on_close), and this stays
+      // the check before on_hello's use of the entry.
       if (!peer->pending) return;
       if (message.which() != wire::Message::HELLO) {
         if (auto conn = peer->conn.lock())

@@ -66,6 +66,57 @@ TEST_CASE("frames that arrive in one burst are each handled, then the burst's ho
   conn->close("done");
 }
 
+// The owner hears on_close once and nothing after it. A connection told closed while draining (its
+// Error going out) is still read, so the peer's writes land, but no frame it reads reaches the
+// owner: psched's pre-Hello peers once had a Hello delivered after their on_close, and crashed.
+TEST_CASE("once on_close has run, frames still read are dropped, and the peer reads the Error",
+          "[connection]") {
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+  tcp::socket peer(io);
+  peer.connect(acceptor.local_endpoint());
+  auto conn = std::make_shared<FramedConnection>(acceptor.accept(), kDefaultMaxFrameBytes);
+  std::string seen;  // 'm' per message, '|' per burst, 'x' on close
+  std::string why;
+  auto run_until = [&](auto done) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    io.restart();
+    while (!done() && std::chrono::steady_clock::now() < deadline) io.run_one_for(20ms);
+  };
+  auto told = [&] { return seen.find('x') != std::string::npos; };
+  const bool from_handler = GENERATE(true, false);
+  INFO((from_handler ? "send_error_and_close inside on_message" : "cut_off from outside"));
+  conn->start({[&](wire::Message::Reader) {
+                 seen += 'm';
+                 if (from_handler) conn->send_error_and_close("go away");
+               },
+               [&](const std::string& w) { seen += 'x'; why = w; }, [&] { seen += '|'; }});
+  // Inside the handler: the first frame of a burst of three closes, and the other two are dropped.
+  // From outside: one frame heard, then the owner cuts the peer off (on_close later, in the loop).
+  asio::write(peer, asio::buffer(frames(from_handler ? 3 : 1)));
+  if (!from_handler) {
+    run_until([&] { return seen == "m|"; });
+    conn->cut_off("go away");
+  }
+  run_until(told);
+  REQUIRE(told());
+  // More frames, then the end of our stream: read in order, so once the connection has closed on
+  // that end it has read these first.
+  asio::write(peer, asio::buffer(frames(2)));
+  peer.shutdown(tcp::socket::shutdown_send);
+  run_until([&] { return conn->state() == FramedConnection::State::kClosed; });
+  CHECK(conn->state() == FramedConnection::State::kClosed);
+  CHECK(seen == (from_handler ? "mx" : "m|x"));
+  CHECK(why == "go away");
+  // The peer reads our Error, then the end of the stream.
+  std::string got;
+  boost::system::error_code ec;
+  char buf[4096];
+  while (!ec) got.append(buf, peer.read_some(asio::buffer(buf), ec));
+  CHECK(ec == asio::error::eof);
+  CHECK(got.find("go away") != std::string::npos);
+}
+
 // Frames of many sizes in one long burst (far past the read-ahead, which grows while reads fill it),
 // one frame past kMaxReadAheadBytes among them, a frame cut across two writes, then a second burst
 // once the socket was drained: every frame arrives whole, once, in order.

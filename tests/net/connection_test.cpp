@@ -33,22 +33,35 @@ std::string frames(int n) {
   return out;
 }
 
+// A FramedConnection on one end of a loopback TCP connection, a plain socket on the other.
+struct Loopback {
+  asio::io_context io;
+  tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::address_v4::loopback(), 0)};
+  tcp::socket peer{io};
+  std::shared_ptr<FramedConnection> conn;
+  Loopback() {
+    peer.connect(acceptor.local_endpoint());
+    conn = std::make_shared<FramedConnection>(acceptor.accept(), kDefaultMaxFrameBytes);
+  }
+  // Runs the loop until done() or `limit` has passed.
+  template <typename Done>
+  void run_until(Done done, std::chrono::seconds limit = 5s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    io.restart();
+    while (!done() && std::chrono::steady_clock::now() < deadline) io.run_one_for(20ms);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("frames that arrive in one burst are each handled, then the burst's hook runs once", "[connection]") {
-  asio::io_context io;
-  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  tcp::socket peer(io);
-  peer.connect(acceptor.local_endpoint());
-  auto conn = std::make_shared<FramedConnection>(acceptor.accept(), kDefaultMaxFrameBytes);
+  Loopback link;
+  auto& peer = link.peer;
+  auto& conn = link.conn;
   std::string seen;  // 'm' per message, '|' per burst
   conn->start({[&](wire::Message::Reader) { seen += 'm'; }, [&](const std::string&) { seen += 'x'; },
                [&] { seen += '|'; }});
-  auto run_until = [&](const std::string& want) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    io.restart();
-    while (seen != want && std::chrono::steady_clock::now() < deadline) io.run_one_for(20ms);
-  };
+  auto run_until = [&](const std::string& want) { link.run_until([&] { return seen == want; }); };
   asio::write(peer, asio::buffer(frames(3)));
   run_until("mmm|");
   CHECK(seen == "mmm|");
@@ -71,18 +84,11 @@ TEST_CASE("frames that arrive in one burst are each handled, then the burst's ho
 // owner: psched's pre-Hello peers once had a Hello delivered after their on_close, and crashed.
 TEST_CASE("once on_close has run, frames still read are dropped, and the peer reads the Error",
           "[connection]") {
-  asio::io_context io;
-  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  tcp::socket peer(io);
-  peer.connect(acceptor.local_endpoint());
-  auto conn = std::make_shared<FramedConnection>(acceptor.accept(), kDefaultMaxFrameBytes);
+  Loopback link;
+  auto& peer = link.peer;
+  auto& conn = link.conn;
   std::string seen;  // 'm' per message, '|' per burst, 'x' on close
   std::string why;
-  auto run_until = [&](auto done) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    io.restart();
-    while (!done() && std::chrono::steady_clock::now() < deadline) io.run_one_for(20ms);
-  };
   auto told = [&] { return seen.find('x') != std::string::npos; };
   const bool from_handler = GENERATE(true, false);
   INFO((from_handler ? "send_error_and_close inside on_message" : "cut_off from outside"));
@@ -95,16 +101,16 @@ TEST_CASE("once on_close has run, frames still read are dropped, and the peer re
   // From outside: one frame heard, then the owner cuts the peer off (on_close later, in the loop).
   asio::write(peer, asio::buffer(frames(from_handler ? 3 : 1)));
   if (!from_handler) {
-    run_until([&] { return seen == "m|"; });
+    link.run_until([&] { return seen == "m|"; });
     conn->cut_off("go away");
   }
-  run_until(told);
+  link.run_until(told);
   REQUIRE(told());
   // More frames, then the end of our stream: read in order, so once the connection has closed on
   // that end it has read these first.
   asio::write(peer, asio::buffer(frames(2)));
   peer.shutdown(tcp::socket::shutdown_send);
-  run_until([&] { return conn->state() == FramedConnection::State::kClosed; });
+  link.run_until([&] { return conn->state() == FramedConnection::State::kClosed; });
   CHECK(conn->state() == FramedConnection::State::kClosed);
   CHECK(seen == (from_handler ? "mx" : "m|x"));
   CHECK(why == "go away");
@@ -122,11 +128,9 @@ TEST_CASE("once on_close has run, frames still read are dropped, and the peer re
 // once the socket was drained: every frame arrives whole, once, in order.
 TEST_CASE("a long burst of frames of many sizes arrives whole and in order, and so does the next",
           "[connection]") {
-  asio::io_context io;
-  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  tcp::socket peer(io);
-  peer.connect(acceptor.local_endpoint());
-  auto conn = std::make_shared<FramedConnection>(acceptor.accept(), kDefaultMaxFrameBytes);
+  Loopback link;
+  auto& peer = link.peer;
+  auto& conn = link.conn;
   std::vector<std::string> seen;
   bool closed = false;
   conn->start({[&](wire::Message::Reader m) { seen.emplace_back(m.getError().getMessage().cStr()); },
@@ -145,11 +149,7 @@ TEST_CASE("a long burst of frames of many sizes arrives whole and in order, and 
     }
     return out;
   };
-  auto run_until = [&](size_t want) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    io.restart();
-    while (seen.size() < want && !closed && std::chrono::steady_clock::now() < deadline) io.run_one_for(20ms);
-  };
+  auto run_until = [&](size_t want) { link.run_until([&] { return seen.size() >= want || closed; }, 10s); };
   const std::string first = burst(0, 3000);  // ~400 KB
   const size_t cut = first.size() / 2 + 3;   // mid-frame
   // Written from another thread while the loop reads: more than the socket buffers may hold unread.

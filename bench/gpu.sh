@@ -6,8 +6,9 @@
 # then the DeepOps benchmark end to end through pbench -g 1 as a ratio to it, the fused variant against
 # its own floor, GPU-vs-CPU exactness through the whole stack, two GPU workers in one job, and the
 # memory-limit error path, NVML's figures during the benchmark (plausible, and their cost) and the
-# performance report; var and std (GPU = CPU bits, their cost against sum-only); with OLD_BIN_DIR=DIR (an older portable build), the DeepOps benchmark and
-# --fused against that build in turns (issue 27's targets: <= 0.65 x the a7ed199 build's time).
+# performance report; var and std (GPU = CPU bits, their cost against sum-only); with OLD_BIN_DIR=DIR (an older portable build), the DeepOps benchmark,
+# --fused and 20000^2 in 200^2 / 100^2 chunks against that build in turns (issue 27's targets: <= 0.65 x the a7ed199
+# build's time; small chunks no slower).
 # Exits non-zero if any check fails.
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/gpu.sh BIN_DIR [OUT_DIR]}" && pwd)
@@ -111,9 +112,9 @@ echo "fused vs materialized: sum $(json_field "$fused" sum) vs $(json_field "$de
 
 if [[ -n "${OLD_BIN_DIR:-}" ]]; then
   old=$(cd "$OLD_BIN_DIR" && pwd)
-  echo "== against the build in $old: the DeepOps benchmark and --fused, in turns"
+  echo "== against the build in $old: the DeepOps benchmark, --fused, and 20000^2 in 200^2 / 100^2 chunks, in turns"
   "$old/pcuda-worker" --version
-  : >"$out/old_plain.s"; : >"$out/new_plain.s"; : >"$out/old_fused.s"; : >"$out/new_fused.s"
+  for f in plain fused small200 small100; do : >"$out/old_$f.s"; : >"$out/new_$f.s"; done
   for _ in 1 2; do
     for build in old new; do
       b=$([[ $build == old ]] && echo "$old" || echo "$bin")
@@ -121,11 +122,21 @@ if [[ -n "${OLD_BIN_DIR:-}" ]]; then
       json_field "$r" seconds >>"$out/${build}_plain.s"
       r=$("$b/pbench" -g 1 --fused --json --check) || fail "fused ($build build)"
       json_field "$r" seconds >>"$out/${build}_fused.s"
+      # Batched launches: the best of three runs in one session (the first warms the worker).
+      for c in 200 100; do
+        r=$("$b/pbench" -g 1 -x 20000 -y 20000 --chunk-x $c --chunk-y $c --json --check --repeat 3) ||
+          fail "20000^2 in ${c}^2 chunks ($build build)"
+        json_field "$r" runs | sort -g | head -1 >>"$out/${build}_small$c.s"
+      done
     done
   done
   awk -v n="$(best new_plain)" -v o="$(best old_plain)" -v nf="$(best new_fused)" -v of="$(best old_fused)" 'BEGIN {
     printf "DeepOps: new %.3f s, old %.3f s: %.3f x (issue 27: <= 0.65 x a7ed199, <= 1.20 s)\n", n, o, n / o
     printf "fused: new %.3f s, old %.3f s: %.3f x (issue 27: <= 0.60 s)\n", nf, of, nf / of }'
+  for c in 200 100; do
+    awk -v c="$c" -v n="$(best new_small$c)" -v o="$(best old_small$c)" 'BEGIN {
+      printf "20000^2 in %s^2 chunks: new %.2f ms, old %.2f ms: %.3f x (issue 46: no slower)\n", c, n * 1e3, o * 1e3, n / o }'
+  done
 fi
 
 echo "== verify: the DeepOps benchmark on every GPU, plain and with --verify 1.0 / 0.05, interleaved"

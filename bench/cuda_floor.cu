@@ -285,16 +285,18 @@ BackendRun run_backend(const Args& a, const JobSpec& spec) {
   double busy = 0, sum = 0, count = 0;
   BackendRun run;
   std::chrono::steady_clock::time_point start;
-  backend.start([&](ChunkOutcome o) {
+  backend.start([&](std::vector<ChunkOutcome>& outcomes) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (++done == warmup) start = std::chrono::steady_clock::now();
-    if (done > warmup) {
-      busy += o.busy_seconds;
-      sum += o.partial.sum;
-      count += double(o.partial.count);
+    for (const ChunkOutcome& o : outcomes) {
+      if (++done == warmup) start = std::chrono::steady_clock::now();
+      if (done > warmup) {
+        busy += o.busy_seconds;
+        sum += o.partial.sum;
+        count += double(o.partial.count);
+      }
+      if (!o.ok && run.failed++ == 0) run.first_error = o.error;
+      if (next < total) backend.enqueue(ChunkTask{1, next++ % grid_chunks, shared});
     }
-    if (!o.ok && run.failed++ == 0) run.first_error = o.error;
-    if (next < total) backend.enqueue(ChunkTask{1, next++ % grid_chunks, shared});
     cv.notify_all();
   });
   {

@@ -40,7 +40,10 @@ struct ChunkOutcome {
 
 class Backend {
  public:
-  using OnDone = std::function<void(ChunkOutcome)>;
+  // Outcomes as they finish, several at once where the backend has them together (a CUDA launch's
+  // batch of chunks): the callee moves from them, and the backend reuses the vector. One call per
+  // launch, not per chunk: 40000 chunks of 100² a job cost the worker's hand-over a lock each.
+  using OnDone = std::function<void(std::vector<ChunkOutcome>& outcomes)>;
 
   virtual ~Backend() = default;
   virtual DeviceInfo info() const = 0;
@@ -53,7 +56,7 @@ class Backend {
   // Stored-array chunks the backend reads at once, each for as long as its read (and decompression)
   // takes: a stored job's window holds these beside slots() (0: slots() already cover them).
   virtual uint32_t readers() const { return 0; }
-  // Called once before the first enqueue; on_done runs on a backend thread.
+  // Called once before the first enqueue; on_done runs on a backend thread, never with none.
   virtual void start(OnDone on_done) = 0;
   // Thread-safe and non-blocking; every enqueued task yields exactly one outcome unless its job is
   // dropped or the backend stopped first.

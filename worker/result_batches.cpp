@@ -93,9 +93,9 @@ std::vector<Item> items_of(const std::vector<ChunkOutcome>& outcomes, uint64_t b
     f.busy = o.busy_seconds;
     items.push_back(f);
   }
-  if (merge_runs)
-    std::sort(ok.begin(), ok.end(),
-              [](const ChunkOutcome* a, const ChunkOutcome* b) { return a->chunk < b->chunk; });
+  // In chunk order already, as a batched launch's outcomes come: then not sorted again.
+  const auto by_chunk = [](const ChunkOutcome* a, const ChunkOutcome* b) { return a->chunk < b->chunk; };
+  if (merge_runs && !std::is_sorted(ok.begin(), ok.end(), by_chunk)) std::sort(ok.begin(), ok.end(), by_chunk);
   for (size_t i = 0; i < ok.size();) {
     size_t end = i + 1;
     while (merge_runs && end < ok.size() && ok[end]->chunk == ok[end - 1]->chunk + ok[end - 1]->chunks &&

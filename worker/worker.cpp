@@ -47,13 +47,14 @@ void Worker::start() {
                  "the scheduler's silence is counted from now", seconds);
   });
   std::weak_ptr<bool> alive = alive_;
-  backend_->start([this, alive](ChunkOutcome outcome) {
-    // Backend thread: hand the outcome to the loop. Outcomes that arrive while the loop has not
+  backend_->start([this, alive](std::vector<ChunkOutcome>& outcomes) {
+    // Backend thread: hand the outcomes to the loop. Outcomes that arrive while the loop has not
     // yet drained the inbox ride along with the one post already made (no post, no wake-up each).
     bool post = false;
     {
       std::lock_guard<std::mutex> lock(inbox_mutex_);
-      inbox_.push_back(std::move(outcome));
+      if (inbox_.empty()) inbox_.swap(outcomes);  // the backend's vector comes back empty either way
+      else inbox_.insert(inbox_.end(), std::make_move_iterator(outcomes.begin()), std::make_move_iterator(outcomes.end()));
       post = !inbox_posted_;
       inbox_posted_ = true;
     }

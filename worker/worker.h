@@ -83,8 +83,11 @@ class Worker {
   void on_give_back(wire::GiveBack::Reader give_back);
   void on_task_batch(wire::TaskBatch::Reader batch);
   void drain_inbox();                     // on the loop: the outcomes backend threads left
-  void on_outcome(ChunkOutcome outcome);  // on the loop; outcome.job_id is a local job key
-  void add_pending(ChunkOutcome outcome);  // outcome.job_id is the scheduler's job id
+  // On the loop; outcome.job_id is a local job key. `now`: when the inbox was drained (one clock
+  // read for a launch's thousands of outcomes).
+  void on_outcome(ChunkOutcome outcome, std::chrono::steady_clock::time_point now);
+  // outcome.job_id is the scheduler's job id.
+  void add_pending(ChunkOutcome outcome, std::chrono::steady_clock::time_point now);
   void flush_results();
   void assign(uint64_t job_id, uint64_t chunks);  // chunks of a TaskBatch now held
   void release(uint64_t job_id, uint64_t chunks);  // held chunks reported or given back

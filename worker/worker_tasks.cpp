@@ -76,7 +76,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
         bad.error = spec ? fmt::format("chunk {} is outside the job's {}", chunk, counted(chunks, "chunk"))
                          : fmt::format("job {} was never defined or is invalid", job_id);
         assign(job_id, 1);
-        add_pending(std::move(bad));
+        add_pending(std::move(bad), std::chrono::steady_clock::now());
         if (!spec) continue;
         break;
       }
@@ -119,7 +119,8 @@ void Worker::drain_inbox() {
     draining_.swap(inbox_);
     inbox_posted_ = false;
   }
-  for (ChunkOutcome& o : draining_) on_outcome(std::move(o));
+  const auto now = std::chrono::steady_clock::now();
+  for (ChunkOutcome& o : draining_) on_outcome(std::move(o), now);
   draining_.clear();  // keeps its capacity for the next swap
 }
 
@@ -142,7 +143,7 @@ ExactTerms one_term(double x) {
 
 }  // namespace
 
-void Worker::on_outcome(ChunkOutcome outcome) {
+void Worker::on_outcome(ChunkOutcome outcome, std::chrono::steady_clock::time_point now) {
   if (link_ == Link::kLeaving) return;
   if (outcome.device_lost) {
     lose_device(std::move(outcome));
@@ -165,7 +166,7 @@ void Worker::on_outcome(ChunkOutcome outcome) {
   // As a lying peer would: a count the chunk's geometry rules out (psched throws us off for it).
   if (outcome.ok && config_.lie_from_chunk >= 0 && outcome.chunk >= uint64_t(config_.lie_from_chunk))
     ++outcome.partial.count;
-  add_pending(std::move(outcome));
+  add_pending(std::move(outcome), now);
 }
 
 // The device's context is gone for good: report the chunk that failed, then leave (the scheduler
@@ -175,7 +176,7 @@ void Worker::lose_device(ChunkOutcome outcome) {
   const std::string error = outcome.error;
   if (auto it = job_of_key_.find(outcome.job_id); it != job_of_key_.end()) {
     outcome.job_id = it->second;
-    add_pending(std::move(outcome));
+    add_pending(std::move(outcome), std::chrono::steady_clock::now());
     flush_results();
   }
   exit_code_ = kExitDeviceLost;
@@ -183,14 +184,14 @@ void Worker::lose_device(ChunkOutcome outcome) {
   leave("device lost: " + error, [this] { io_.stop(); });
 }
 
-void Worker::add_pending(ChunkOutcome outcome) {
+void Worker::add_pending(ChunkOutcome outcome, std::chrono::steady_clock::time_point now) {
   if (!scheduler_.open_conn()) return;
   release(outcome.job_id, outcome.chunks);
   auto [it, added] = unsent_outcomes_.try_emplace(outcome.job_id);
   if (added) it->second.swap(spare_outcomes_);
   it->second.push_back(std::move(outcome));
   if (flush_posted_) return;
-  if (pacer_.due(std::chrono::steady_clock::now())) {
+  if (pacer_.due(now)) {
     flush_posted_ = true;
     asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
       if (alive.lock()) flush_results();

@@ -142,12 +142,12 @@ TEST_CASE("chunks enqueued from on_done keep a window in flight until the job is
   auto record = outcomes.callback();
   auto backend = backend_with();
   Backend* raw = backend.get();
-  backend->start([&](ChunkOutcome o) {
+  backend->start([&](std::vector<ChunkOutcome>& done) {
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (next < n) raw->enqueue(ChunkTask{1, next++, spec});
+      for (size_t k = 0; k < done.size() && next < n; ++k) raw->enqueue(ChunkTask{1, next++, spec});
     }
-    record(std::move(o));
+    record(done);
   });
   {
     std::lock_guard<std::mutex> lock(mutex);

@@ -27,9 +27,9 @@ inline constexpr auto kTimeout = std::chrono::seconds(120);
 class Outcomes {
  public:
   Backend::OnDone callback() {
-    return [this](ChunkOutcome o) {
+    return [this](std::vector<ChunkOutcome>& outcomes) {
       std::lock_guard<std::mutex> lock(mutex_);
-      all_.push_back(std::move(o));
+      for (ChunkOutcome& o : outcomes) all_.push_back(std::move(o));
       cv_.notify_all();
     };
   }

@@ -36,6 +36,9 @@ struct Reports {
     ++total;
     changed.notify_all();
   }
+  void add_all(std::vector<ChunkOutcome>& done) {
+    for (ChunkOutcome& o : done) add(std::move(o));
+  }
   void wait_for(size_t n) {
     std::unique_lock<std::mutex> lock(mutex);
     changed.wait(lock, [&] { return total >= n; });
@@ -82,7 +85,7 @@ TEST_CASE("the CPU backend shares a big stored chunk's bands among its threads: 
     options.band_bytes = uint64_t{64} << 10;
     auto backend = make_cpu_backend(options);
     Reports reports;
-    backend->start([&](ChunkOutcome o) { reports.add(std::move(o)); });
+    backend->start([&](std::vector<ChunkOutcome>& done) { reports.add_all(done); });
     backend->enqueue_run(7, 0, spec->chunks(), spec);
     reports.wait_for(spec->chunks());
     backend->stop();
@@ -117,9 +120,9 @@ TEST_CASE("a chunk whose first bands are taken is started: give_back leaves it a
       Reports reports;
       std::vector<ChunkRange> given;
       std::once_flag once;
-      backend->start([&](ChunkOutcome o) {
+      backend->start([&](std::vector<ChunkOutcome>& done) {
         std::call_once(once, [&] { given = backend->give_back(7, first, count); });
-        reports.add(std::move(o));
+        reports.add_all(done);
       });
       backend->enqueue_run(7, 0, chunks, spec);
       // Every chunk is reported or was given back: wait for the reports the give-back leaves.
@@ -163,7 +166,7 @@ TEST_CASE("a shared chunk whose file went away fails once, with the reader's mes
   options.band_bytes = uint64_t{64} << 10;
   auto backend = make_cpu_backend(options);
   Reports reports;
-  backend->start([&](ChunkOutcome o) { reports.add(std::move(o)); });
+  backend->start([&](std::vector<ChunkOutcome>& done) { reports.add_all(done); });
   backend->enqueue_run(7, 0, 2, spec);
   reports.wait_for(2);
   backend->stop();

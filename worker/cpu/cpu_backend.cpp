@@ -142,6 +142,7 @@ class CpuBackend final : public Backend {
     ChunkTask task;  // its spec is kept from chunk to chunk: copied only when the job changes
     std::shared_ptr<Shared> shared;  // the chunk's bands, when the chunk is taken a band at a time
     uint32_t band = 0;
+    std::vector<ChunkOutcome> done;  // one chunk's outcome as on_done takes it, reused
     for (;;) {
       // Poll a moment before sleeping: the next run usually arrives within a round trip, and
       // waking a sleeping thread (on a VM especially) costs more than that.
@@ -222,7 +223,9 @@ class CpuBackend final : public Backend {
       out.busy_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (shared && !shared->done(band, out, band_partial)) continue;  // another thread's band ends it
       shared.reset();
-      on_done_(std::move(out));
+      done.clear();
+      done.push_back(std::move(out));
+      on_done_(done);
     }
   }
 

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/chunk_grid.h"
+#include "core/chunk_runs.h"
 #include "worker/cuda/check.h"
 #include "worker/cuda/cuda_backend_impl.h"
 
@@ -38,7 +39,7 @@ void CudaBackend::complete_loop() {
       if (life_ >= Life::kStopping) continue;  // drain the GPU, deliver nothing more
     }
     try {
-      for (ChunkOutcome& outcome : entry.outcomes) on_done_(std::move(outcome));
+      if (!entry.outcomes.empty()) on_done_(entry.outcomes);
     } catch (const std::exception& e) {
       spdlog::error("cuda backend: on_done threw: {}", e.what());
     } catch (...) {
@@ -61,7 +62,7 @@ void CudaBackend::finish(Launch& entry) {
       WideCopies wide;
       for (size_t i = 0; i < entry.outcomes.size(); ++i) {
         ChunkOutcome& o = entry.outcomes[i];
-        o.partial.count = chunk_work(spec, o.chunk).selected();
+        o.partial.count = selected_elements(spec, o.chunk, 1);  // the geometry alone, no generator keys
         try {
           if (o.partial.count > 0) fill_partial(s, i, entry.outcomes.size(), spec.squares, wide, o.partial);
           if (entry.residual && !entry.residual->finite_is_zero()) add_residual(*entry.residual, o.partial);

@@ -83,11 +83,14 @@ class Worker {
   void on_give_back(wire::GiveBack::Reader give_back);
   void on_task_batch(wire::TaskBatch::Reader batch);
   void drain_inbox();                     // on the loop: the outcomes backend threads left
-  // On the loop; outcome.job_id is a local job key. `now`: when the inbox was drained (one clock
-  // read for a launch's thousands of outcomes).
-  void on_outcome(ChunkOutcome outcome, std::chrono::steady_clock::time_point now);
-  // outcome.job_id is the scheduler's job id.
-  void add_pending(ChunkOutcome outcome, std::chrono::steady_clock::time_point now);
+  // On the loop: n outcomes in a row of one local job key (a launch's, as the inbox holds them),
+  // looked up and queued once; a device_lost outcome comes alone. `now`: when the inbox was
+  // drained (one clock read for a launch's thousands of outcomes). Moves from them.
+  void on_outcomes(ChunkOutcome* outcomes, size_t n, std::chrono::steady_clock::time_point now);
+  // n outcomes of one job, job_id the scheduler's: released from what it holds, queued for the
+  // next report. Moves from them.
+  void add_pending(ChunkOutcome* outcomes, size_t n, std::chrono::steady_clock::time_point now);
+  void misbehave(ChunkOutcome& outcome) const;  // --flip-chunk, --flip-squares-chunk, --lie-from-chunk
   void flush_results();
   void assign(uint64_t job_id, uint64_t chunks);  // chunks of a TaskBatch now held
   void release(uint64_t job_id, uint64_t chunks);  // held chunks reported or given back

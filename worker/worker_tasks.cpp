@@ -76,7 +76,7 @@ void Worker::on_task_batch(wire::TaskBatch::Reader batch) {
         bad.error = spec ? fmt::format("chunk {} is outside the job's {}", chunk, counted(chunks, "chunk"))
                          : fmt::format("job {} was never defined or is invalid", job_id);
         assign(job_id, 1);
-        add_pending(std::move(bad), std::chrono::steady_clock::now());
+        add_pending(&bad, 1, std::chrono::steady_clock::now());
         if (!spec) continue;
         break;
       }
@@ -120,7 +120,14 @@ void Worker::drain_inbox() {
     inbox_posted_ = false;
   }
   const auto now = std::chrono::steady_clock::now();
-  for (ChunkOutcome& o : draining_) on_outcome(std::move(o), now);
+  for (size_t i = 0; i < draining_.size();) {
+    size_t end = i + 1;
+    if (!draining_[i].device_lost)
+      while (end < draining_.size() && draining_[end].job_id == draining_[i].job_id && !draining_[end].device_lost)
+        ++end;
+    on_outcomes(&draining_[i], end - i, now);
+    i = end;
+  }
   draining_.clear();  // keeps its capacity for the next swap
 }
 
@@ -143,15 +150,23 @@ ExactTerms one_term(double x) {
 
 }  // namespace
 
-void Worker::on_outcome(ChunkOutcome outcome, std::chrono::steady_clock::time_point now) {
+void Worker::on_outcomes(ChunkOutcome* outcomes, size_t n, std::chrono::steady_clock::time_point now) {
   if (link_ == Link::kLeaving) return;
-  if (outcome.device_lost) {
-    lose_device(std::move(outcome));
+  if (outcomes[0].device_lost) {
+    lose_device(std::move(outcomes[0]));
     return;
   }
-  auto it = job_of_key_.find(outcome.job_id);
+  auto it = job_of_key_.find(outcomes[0].job_id);
   if (it == job_of_key_.end()) return;  // dropped job, or one of an earlier connection
-  outcome.job_id = it->second;
+  for (size_t i = 0; i < n; ++i) {
+    outcomes[i].job_id = it->second;
+    misbehave(outcomes[i]);
+  }
+  add_pending(outcomes, n, now);
+}
+
+// The test-only switches: a worker that computes wrong, or lies.
+void Worker::misbehave(ChunkOutcome& outcome) const {
   if (outcome.ok && config_.flip_chunk >= 0 && outcome.chunk == uint64_t(config_.flip_chunk)) {
     // As a GPU that computes wrong would: the chunk's value itself (its exact sum, which the
     // scheduler merges and rounds) becomes the sum with its last bit flipped.
@@ -166,7 +181,6 @@ void Worker::on_outcome(ChunkOutcome outcome, std::chrono::steady_clock::time_po
   // As a lying peer would: a count the chunk's geometry rules out (psched throws us off for it).
   if (outcome.ok && config_.lie_from_chunk >= 0 && outcome.chunk >= uint64_t(config_.lie_from_chunk))
     ++outcome.partial.count;
-  add_pending(std::move(outcome), now);
 }
 
 // The device's context is gone for good: report the chunk that failed, then leave (the scheduler
@@ -176,7 +190,7 @@ void Worker::lose_device(ChunkOutcome outcome) {
   const std::string error = outcome.error;
   if (auto it = job_of_key_.find(outcome.job_id); it != job_of_key_.end()) {
     outcome.job_id = it->second;
-    add_pending(std::move(outcome), std::chrono::steady_clock::now());
+    add_pending(&outcome, 1, std::chrono::steady_clock::now());
     flush_results();
   }
   exit_code_ = kExitDeviceLost;
@@ -184,12 +198,15 @@ void Worker::lose_device(ChunkOutcome outcome) {
   leave("device lost: " + error, [this] { io_.stop(); });
 }
 
-void Worker::add_pending(ChunkOutcome outcome, std::chrono::steady_clock::time_point now) {
-  if (!scheduler_.open_conn()) return;
-  release(outcome.job_id, outcome.chunks);
-  auto [it, added] = unsent_outcomes_.try_emplace(outcome.job_id);
+void Worker::add_pending(ChunkOutcome* outcomes, size_t n, std::chrono::steady_clock::time_point now) {
+  if (!scheduler_.open_conn() || n == 0) return;
+  const uint64_t job_id = outcomes[0].job_id;
+  uint64_t chunks = 0;
+  for (size_t i = 0; i < n; ++i) chunks += outcomes[i].chunks;
+  release(job_id, chunks);
+  auto [it, added] = unsent_outcomes_.try_emplace(job_id);
   if (added) it->second.swap(spare_outcomes_);
-  it->second.push_back(std::move(outcome));
+  it->second.insert(it->second.end(), std::make_move_iterator(outcomes), std::make_move_iterator(outcomes + n));
   if (flush_posted_) return;
   if (pacer_.due(now)) {
     flush_posted_ = true;

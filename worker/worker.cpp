@@ -53,8 +53,12 @@ void Worker::start() {
     bool post = false;
     {
       std::lock_guard<std::mutex> lock(inbox_mutex_);
-      if (inbox_.empty()) inbox_.swap(outcomes);  // the backend's vector comes back empty either way
-      else inbox_.insert(inbox_.end(), std::make_move_iterator(outcomes.begin()), std::make_move_iterator(outcomes.end()));
+      // Taken whole into an empty inbox (the backend gets the empty one back), else moved from.
+      if (inbox_.empty())
+        inbox_.swap(outcomes);
+      else
+        inbox_.insert(inbox_.end(), std::make_move_iterator(outcomes.begin()),
+                      std::make_move_iterator(outcomes.end()));
       post = !inbox_posted_;
       inbox_posted_ = true;
     }

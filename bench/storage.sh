@@ -24,7 +24,8 @@
 #     the file's pages with CUDA (worker/cuda/registered_files.h), the best of three more (copied
 #     from the pages); and one GPU on each Zarr store against its decompression floor (>= 0.8 x).
 # Every pbench sum of the same data must have the same exact terms (checked). Exits non-zero if a
-# check fails; prints key=value lines and a summary table.
+# check fails; prints key=value lines and a summary table. PSCHED_STORAGE_NPY_ONLY=1 leaves out the
+# Zarr stores and Dask (the .npy alone: a 48 GB file on a host whose disk holds no more).
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/storage.sh BIN_DIR [GB] [OUT_DIR]}" && pwd)
 gb=${2:-4}
@@ -43,6 +44,9 @@ rate() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" %
 best() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % max(d["bytes"] / s / 1e9 for s in d["runs"]))' "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 cores=$(nproc)
+compressors=(blosc-lz4 zstd)
+npy_only=${PSCHED_STORAGE_NPY_ONLY:-0}
+[[ $npy_only == 1 ]] && compressors=()
 cols=10000
 rows=$((gb * 1000000000 / 8 / cols))
 chunk_rows=1000  # 80 MB chunks of float64
@@ -51,7 +55,7 @@ echo "== data: ${rows} x ${cols} float64 (${gb} GB), chunks ${chunk_rows} x ${co
 array=(--generator normal --seed 3 -x "$rows" -y "$cols")
 job=("${array[@]}" --chunk-x "$chunk_rows" --chunk-y "$cols")
 "$bin/pbench" "${job[@]}" --write-npy "$data/x.npy" || fail "write npy"
-for c in blosc-lz4 zstd; do
+for c in "${compressors[@]}"; do
   "$bin/pbench" "${job[@]}" --write-zarr "$data/x-$c.zarr" --compressor "$c" || fail "write zarr $c"
 done
 du -sh "$data"/* 2>/dev/null
@@ -88,7 +92,7 @@ else
   echo "== cold cache: /proc/sys/vm/drop_caches is not writable here; skipped"
 fi
 
-for c in blosc-lz4 zstd; do
+for c in "${compressors[@]}"; do
   echo "== Zarr $c: decompression floor ($cores threads) and pbench"
   # In the page cache, as pbench will find it (the cold runs above dropped it): a floor read from
   # the disk put pbench at 3-5 x its floor.
@@ -102,7 +106,9 @@ for c in blosc-lz4 zstd; do
   [[ $(terms "$out/cpu_zarr_$c.json") == "$want" ]] || fail "zarr $c: other exact terms than the .npy"
 done
 
-if $dpy -c 'import dask.array, zarr' 2>/dev/null; then
+if [[ $npy_only == 1 ]]; then
+  echo "== Dask: left out (PSCHED_STORAGE_NPY_ONLY=1)"
+elif $dpy -c 'import dask.array, zarr' 2>/dev/null; then
   echo "== Dask (threaded) against pbench on the same files: Zarr blosc-lz4 in 100 MB and 1 MB chunks, and in"
   echo "   1 MB chunks an uncompressed Zarr store and an npy stack (da.to_npy_stack's layout), so a chunk's cost is"
   echo "   the tool's own, not a decompressor's"
@@ -193,7 +199,7 @@ if nvidia-smi -L >/dev/null 2>&1; then
   # Decompressed by the worker's readers (pcuda-worker --readers); the last of three runs, as for the
   # .npy: a fresh worker's first job pins a chunk's staging for each reader, and on a two-H200 host
   # the second run still came 0.05-0.07 x of the floor under the third with 32 readers.
-  for c in blosc-lz4 zstd; do
+  for c in "${compressors[@]}"; do
     zfloor=$(grep -m1 '^zarr_decode_gbps=' "$out/zarr_floor_$c.txt" | cut -d= -f2)
     "$bin/pbench" -g 1 --input "$data/x-$c.zarr" --json -q --repeat 3 >"$out/gpu_zarr_$c.json" ||
       fail "pbench -g 1 --input zarr $c"

@@ -20,12 +20,14 @@
 #   - on a GPU host: pinned host-to-device copies (io-floor h2d) and a cluster of psched and
 #     pcuda-worker --gpus 0 (then every GPU) summing the .npy against min(read floor, copy floor)
 #     (target >= 0.8 x), every GPU against one (target >= 3.5 x on 4): the best of three runs on a
-#     fresh worker (its chunks staged), then, after a pause of 3 s in which the worker registers
-#     the file's pages with CUDA (worker/cuda/registered_files.h), the best of three more (copied
-#     from the pages); and one GPU on each Zarr store against its decompression floor (>= 0.8 x).
+#     fresh worker (its chunks staged), then, after a pause (3 s, or PSCHED_STORAGE_PAUSE seconds)
+#     in which the worker registers the file's pages with CUDA (worker/cuda/registered_files.h),
+#     the best of three more (copied from the pages); and one GPU on each Zarr store against its
+#     decompression floor (>= 0.8 x).
 # Every pbench sum of the same data must have the same exact terms (checked). Exits non-zero if a
 # check fails; prints key=value lines and a summary table. PSCHED_STORAGE_NPY_ONLY=1 leaves out the
-# Zarr stores and Dask (the .npy alone: a 48 GB file on a host whose disk holds no more).
+# Zarr stores and Dask (the .npy alone: a 48 GB file on a host whose disk holds no more);
+# PSCHED_STORAGE_COLD=0 leaves out the cold-cache runs (four passes over the file from the disk).
 set -uo pipefail
 bin=$(cd "${1:?usage: bench/storage.sh BIN_DIR [GB] [OUT_DIR]}" && pwd)
 gb=${2:-4}
@@ -38,7 +40,6 @@ fail() { echo "FAIL: $*"; status=1; }
 py=/usr/bin/python3
 [[ -x $py ]] || py=python3
 dpy=${DASK_PYTHON:-$py}  # the interpreter with Dask
-field() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d[sys.argv[2]])' "$1" "$2"; }
 terms() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["exact_terms"])' "$1"; }
 rate() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["bytes"] / d["seconds"] / 1e9))' "$1"; }
 best() { $py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % max(d["bytes"] / s / 1e9 for s in d["runs"]))' "$1"; }
@@ -73,7 +74,9 @@ echo "cpu_npy_gbps=$cpu_npy ratio_to_read_floor=$(ratio "$cpu_npy" "$read_floor"
 want=$(terms "$out/cpu_npy.json")
 
 cold=""
-if [[ -w /proc/sys/vm/drop_caches ]] && sync && echo 1 2>/dev/null >/proc/sys/vm/drop_caches; then
+if [[ ${PSCHED_STORAGE_COLD:-1} == 0 ]]; then
+  echo "== cold cache: left out (PSCHED_STORAGE_COLD=0)"
+elif [[ -w /proc/sys/vm/drop_caches ]] && sync && echo 1 2>/dev/null >/proc/sys/vm/drop_caches; then
   echo "== cold cache: the page cache dropped before each run; one pread pass by $cores threads against pbench, in turns"
   : >"$out/cold_floor.gbps"; : >"$out/cold_pbench.gbps"
   for _ in 1 2; do
@@ -179,7 +182,7 @@ if nvidia-smi -L >/dev/null 2>&1; then
     done
     local job=(-d --scheduler-file "$out/sched.json" --input "$data/x.npy" --chunk-x "$chunk_rows" --json -q --repeat 3)
     "$bin/pbench" "${job[@]}" >"$out/${name}_staged.json" || fail "$name: pbench --input (fresh worker)"
-    sleep 3  # the worker idle: its registry registers the pages the chunks asked for
+    sleep "${PSCHED_STORAGE_PAUSE:-3}"  # the worker idle: its registry registers the pages the chunks asked for
     "$bin/pbench" "${job[@]}" >"$out/${name}_registered.json" || fail "$name: pbench --input (after a pause)"
     kill "$wp"; wait "$wp"; kill "$sp"; wait "$sp"
     for f in staged registered; do

@@ -21,13 +21,4 @@ Status setup_logging(const std::string& name, const std::string& level) {
   return Status::ok();
 }
 
-std::string printable(std::string_view text, size_t max_bytes) {
-  std::string out(text.substr(0, max_bytes));
-  for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u >= 0x7f) c = '?';
-  }
-  return out;
-}
-
 }  // namespace psched

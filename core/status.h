@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace psched {
@@ -58,5 +59,18 @@ class StatusOr {
   std::optional<T> value_;
   Status status_;
 };
+
+// Text a peer sent or a user's file holds (names, reasons, error messages, a .npy header's key, a
+// .zarray's values), made safe to log, show or quote in a message: bytes outside printable ASCII
+// (newlines, terminal escapes, invalid UTF-8) become '?' so that it cannot forge log lines, break a
+// JSON encoder or a one-line message, and it is cut to max_bytes.
+inline std::string printable(std::string_view text, size_t max_bytes = 256) {
+  std::string out(text.substr(0, max_bytes));
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) c = '?';
+  }
+  return out;
+}
 
 }  // namespace psched

@@ -112,7 +112,7 @@ StatusOr<NpyHeader> parse_npy_header(const std::string& b) {
       }
       have_shape = true;
     } else {
-      return Status::invalid(fmt::format(".npy header: unknown key '{}'", key));
+      return Status::invalid(fmt::format(".npy header: unknown key '{}'", printable(key, 48)));
     }
     r.eat(',');
   }

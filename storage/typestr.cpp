@@ -8,7 +8,7 @@ StatusOr<ElementType> parse_typestr(const std::string& s) {
   auto refuse = [&](const char* why) {
     return Status::invalid(fmt::format("element type '{}' is not supported ({}; expected float64, float32, "
                                        "int8-int64, uint8-uint64 or bool)",
-                                       s, why));
+                                       printable(s, 24), why));
   };
   if (s.size() < 3) return refuse("too short");
   ElementType t;

@@ -27,86 +27,110 @@ StatusOr<uint64_t> fill_bits(const json& v, DType d) {
     else if (v == "NaN") x = std::numeric_limits<double>::quiet_NaN();
     else if (v == "Infinity") x = std::numeric_limits<double>::infinity();
     else if (v == "-Infinity") x = -std::numeric_limits<double>::infinity();
-    else return Status::invalid(fmt::format("fill_value {} is not a number", v.dump()));
+    else return Status::invalid(fmt::format("fill_value {} is not a number", printable(v.dump())));
     return d == DType::kFloat64 ? bits_of(x) : bits_of(float(x));
   }
   if (d == DType::kBool) {
     if (v.is_boolean()) return uint64_t(v.get<bool>());
     if (v.is_number_integer()) return uint64_t(v.get<int64_t>() != 0);
-    return Status::invalid(fmt::format("fill_value {} is not a boolean", v.dump()));
+    return Status::invalid(fmt::format("fill_value {} is not a boolean", printable(v.dump())));
   }
   if (v.is_number_unsigned()) return v.get<uint64_t>() & (element_bytes(d) == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * element_bytes(d))) - 1);
   if (v.is_number_integer()) {
     const uint64_t raw = uint64_t(v.get<int64_t>());
     return element_bytes(d) == 8 ? raw : raw & ((uint64_t{1} << (8 * element_bytes(d))) - 1);
   }
-  return Status::invalid(fmt::format("fill_value {} is not an integer", v.dump()));
+  return Status::invalid(fmt::format("fill_value {} is not an integer", printable(v.dump())));
 }
 
 StatusOr<std::vector<uint64_t>> dims(const json& v, const char* what) {
   if (!v.is_array() || v.empty() || v.size() > 2)
     return Status::invalid(fmt::format("{} must list 1 or 2 dimensions (N-D stores are not supported) (got {})",
-                                       what, v.dump()));
+                                       what, printable(v.dump())));
   std::vector<uint64_t> out;
   for (const json& d : v) {
-    if (!d.is_number_unsigned()) return Status::invalid(fmt::format("{} holds {} (expected integers >= 0)", what, d.dump()));
+    if (!d.is_number_unsigned())
+      return Status::invalid(fmt::format("{} holds {} (expected integers >= 0)", what, printable(d.dump())));
     out.push_back(d.get<uint64_t>());
   }
   return out;
 }
 
+// A member's value: `fallback` where the key is absent, an error where it holds another kind of
+// value. nlohmann's value() throws there, and a .zarray is the user's file: it gets a message.
+StatusOr<std::string> string_member(const json& j, const char* key, const char* fallback) {
+  if (!j.contains(key)) return std::string(fallback);
+  if (!j[key].is_string())
+    return Status::invalid(fmt::format("{} is {}, not a string", key, printable(j[key].dump())));
+  return j[key].get<std::string>();
+}
+
 }  // namespace
 
-StatusOr<ZarrMeta> read_zarray(const std::string& dir) {
-  const std::string path = dir + "/.zarray";
-  auto fail = [&](const std::string& why) { return Status::invalid(fmt::format("{}: {}", path, why)); };
-  std::ifstream in(path);
-  if (!in) return Status::invalid(fmt::format("{}: {} (not a Zarr v2 array)", path, std::strerror(errno)));
-  std::stringstream text;
-  text << in.rdbuf();
-  const json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return fail("not valid JSON");
+StatusOr<ZarrMeta> parse_zarray(const std::string& text) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::invalid("not valid JSON");
   ZarrMeta m;
-  if (j.value("zarr_format", 0) != 2) return fail("zarr_format must be 2");
-  if (!j.contains("shape") || !j.contains("chunks") || !j.contains("dtype")) return fail("lacks shape, chunks or dtype");
+  if (!j.contains("zarr_format") || !j["zarr_format"].is_number_integer() || j["zarr_format"].get<int64_t>() != 2)
+    return Status::invalid("zarr_format must be 2");
+  if (!j.contains("shape") || !j.contains("chunks") || !j.contains("dtype"))
+    return Status::invalid("lacks shape, chunks or dtype");
   auto shape = dims(j["shape"], "shape");
-  if (!shape) return fail(shape.message());
+  if (!shape) return shape.status();
   auto chunks = dims(j["chunks"], "chunks");
-  if (!chunks) return fail(chunks.message());
-  if (chunks->size() != shape->size()) return fail("chunks and shape differ in dimensions");
+  if (!chunks) return chunks.status();
+  if (chunks->size() != shape->size()) return Status::invalid("chunks and shape differ in dimensions");
   for (uint64_t c : *chunks)
-    if (c == 0) return fail("chunks must be > 0");
+    if (c == 0) return Status::invalid("chunks must be > 0");
   m.shape = *shape;
   m.chunks = *chunks;
-  if (!j["dtype"].is_string()) return fail("structured dtypes are not supported");
+  if (!j["dtype"].is_string()) return Status::invalid("structured dtypes are not supported");
   auto t = parse_typestr(j["dtype"].get<std::string>());
-  if (!t) return fail(t.message());
+  if (!t) return t.status();
   m.type = *t;
-  if (j.value("order", std::string("C")) != "C") return fail("order must be \"C\" (Fortran-ordered chunks are not supported)");
+  auto order = string_member(j, "order", "C");
+  if (!order) return order.status();
+  if (*order != "C") return Status::invalid("order must be \"C\" (Fortran-ordered chunks are not supported)");
   if (j.contains("filters") && !j["filters"].is_null() && !(j["filters"].is_array() && j["filters"].empty()))
-    return fail(fmt::format("filters {} are not supported", j["filters"].dump()));
+    return Status::invalid(fmt::format("filters {} are not supported", printable(j["filters"].dump())));
   const json& c = j.contains("compressor") ? j["compressor"] : json();
+  const auto id = c.is_object() ? string_member(c, "id", "") : StatusOr<std::string>(std::string());
   if (c.is_null()) {
     m.compressor = Compressor::kNone;
-  } else if (c.is_object() && c.value("id", "") == "zstd") {
+  } else if (id && *id == "zstd") {
     m.compressor = Compressor::kZstd;
-  } else if (c.is_object() && c.value("id", "") == "blosc") {
+  } else if (id && *id == "blosc") {
     m.compressor = Compressor::kBlosc;
-    m.blosc_cname = c.value("cname", "lz4");
+    auto cname = string_member(c, "cname", "lz4");
+    if (!cname) return Status::invalid(fmt::format("compressor's {}", cname.message()));
+    m.blosc_cname = *cname;
   } else {
-    return fail(fmt::format("compressor {} is not supported (expected null, zstd or blosc)", c.dump()));
+    return Status::invalid(
+        fmt::format("compressor {} is not supported (expected null, zstd or blosc)", printable(c.dump())));
   }
   const json fill = j.contains("fill_value") ? j["fill_value"] : json();
   if (fill.is_null()) {
     m.has_fill_value = false;
   } else {
     auto bits = fill_bits(fill, m.type.dtype);
-    if (!bits) return fail(bits.message());
+    if (!bits) return bits.status();
     m.fill_bits = *bits;
   }
-  const std::string sep = j.value("dimension_separator", std::string("."));
-  if (sep != "." && sep != "/") return fail("dimension_separator must be \".\" or \"/\"");
-  m.dimension_separator = sep[0];
+  auto sep = string_member(j, "dimension_separator", ".");
+  if (!sep) return sep.status();
+  if (*sep != "." && *sep != "/") return Status::invalid("dimension_separator must be \".\" or \"/\"");
+  m.dimension_separator = (*sep)[0];
+  return m;
+}
+
+StatusOr<ZarrMeta> read_zarray(const std::string& dir) {
+  const std::string path = dir + "/.zarray";
+  std::ifstream in(path);
+  if (!in) return Status::invalid(fmt::format("{}: {} (not a Zarr v2 array)", path, std::strerror(errno)));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto m = parse_zarray(text.str());
+  if (!m) return Status::invalid(fmt::format("{}: {}", path, m.message()));
   return m;
 }
 

@@ -28,6 +28,7 @@ struct ZarrMeta {
 
 // The store's .zarray; the message names the path and what is wrong or not supported.
 StatusOr<ZarrMeta> read_zarray(const std::string& dir);
+StatusOr<ZarrMeta> parse_zarray(const std::string& text);  // a .zarray's text; the message names no path
 std::string zarray_json(const ZarrMeta& meta);  // what write_zarr writes
 
 // A chunk file's name inside the store (array chunk indices i, j; 1-D stores use j alone).

@@ -168,6 +168,12 @@ def test_bad_files_say_what_is_wrong(cluster, tmp_path):
     bad.mkdir()
     (bad / ".zarray").write_text('{"zarr_format": 2, "shape": [4, 4], "chunks": [2, 2], "dtype": "<f8"')
     assert "not valid JSON" in pbench_fails(cluster, "--input", str(bad))
+    # Values of the wrong kind (pbench aborted on an uncaught json type_error before 2026-12-01).
+    (bad / ".zarray").write_text('{"zarr_format": "2", "shape": [4, 4], "chunks": [2, 2], "dtype": "<f8"}')
+    assert "zarr_format must be 2" in pbench_fails(cluster, "--input", str(bad))
+    (bad / ".zarray").write_text('{"zarr_format": 2, "shape": [4, 4], "chunks": [2, 2], "dtype": "<f8", '
+                                 '"compressor": {"id": "blosc", "cname": 4}}')
+    assert "cname is 4, not a string" in pbench_fails(cluster, "--input", str(bad))
 
 
 def test_unreadable_chunks_fail_the_job_naming_the_file(cluster, tmp_path):

@@ -1,7 +1,10 @@
 // Writes the seed inputs of the fuzz targets: make_corpus DIR writes DIR/fuzz_scheduler/*,
-// DIR/fuzz_tls/* and DIR/fuzz_job_spec/*. Their output is kept in tests/fuzz/corpus/ (regenerate after a protocol
-// change: build-fuzz/bin/make_corpus tests/fuzz/corpus). Each seed is one conversation a peer
-// could have with psched, so the fuzzer starts from messages the scheduler understands.
+// DIR/fuzz_tls/*, DIR/fuzz_job_spec/* and DIR/fuzz_storage/*. Their output is kept in
+// tests/fuzz/corpus/ (regenerate after a protocol change: build-fuzz/bin/make_corpus
+// tests/fuzz/corpus; the TLS seeds and hello_worker come out different each time). Each of
+// fuzz_scheduler's seeds is one conversation a peer could have with psched, so the fuzzer starts
+// from messages the scheduler understands.
+#include <blosc.h>
 #include <capnp/any.h>
 #include <openssl/bio.h>
 #include <openssl/ssl.h>
@@ -18,6 +21,8 @@
 #include "core/partial.h"
 #include "fuzz_input.h"
 #include "net/wire_convert.h"
+#include "storage/npy.h"
+#include "storage/zarr.h"
 
 using namespace psched::fuzz;
 namespace wire = psched::wire;
@@ -129,6 +134,65 @@ void write_tls_seeds(const std::string& dir, const std::string& sched) {
   for (const auto& s : behind_tls) write(dir, s.name, s.approach + read(sched + "/" + s.seed));
 }
 
+// fuzz_storage's seeds (the layout is in fuzz_storage.cpp): .npy headers and .zarray texts as we
+// and numpy write them, type strings, and a chunk of 6000 bytes (750 doubles) as each codec stores
+// it, blosc in blocks of 1024 bytes so that its ranges cross blocks.
+void write_storage_seeds(const std::string& dir) {
+  using psched::Compressor;
+  const psched::ElementType f8{psched::DType::kFloat64, false}, i4be{psched::DType::kInt32, true};
+  write(dir, "npy_v1", '\0' + psched::npy_header(f8, false, {10, 4}) + std::string(16, '\x01'));
+  write(dir, "npy_fortran_3d", '\0' + psched::npy_header(i4be, true, {2, 3, 4}));
+  {  // as numpy 1.24 writes a bool vector: version 1.0, a header of 118 bytes
+    const std::string dict = "{'descr': '|b1', 'fortran_order': False, 'shape': (7,), }";
+    std::string npy = std::string("\x93NUMPY\x01", 7) + '\0' + char(118) + '\0' + dict;
+    npy.append(118 - dict.size() - 1, ' ');
+    write(dir, "npy_numpy_style", '\0' + npy + "\n" + std::string(7, '\1'));
+  }
+  psched::ZarrMeta meta;
+  meta.type = f8;
+  meta.shape = {100, 30};
+  meta.chunks = {10, 30};
+  for (Compressor c : {Compressor::kNone, Compressor::kZstd, Compressor::kBlosc}) {
+    meta.compressor = c;
+    meta.dimension_separator = c == Compressor::kZstd ? '/' : '.';
+    write(dir, "zarray_" + std::to_string(int(c)), '\1' + psched::zarray_json(meta));
+  }
+  write(dir, "zarray_numpy_fill", std::string(1, '\1') + R"({"zarr_format": 2, "shape": [5], "chunks": [2],
+    "dtype": ">u2", "order": "C", "filters": null, "fill_value": 65535, "compressor": {"id": "zstd", "level": 3}})");
+  for (const char* t : {"<f8", ">i4", "|b1", "<u8", "<c16"})
+    write(dir, std::string("typestr_") + (t + 1), '\2' + std::string(t));
+
+  std::vector<double> elements(750);
+  for (size_t i = 0; i < elements.size(); ++i) elements[i] = 0.5 * double(i) - 17;
+  const size_t bytes = elements.size() * sizeof(double);
+  auto header = [&](char mode, Compressor c, uint32_t a, uint32_t b) {
+    std::string h(14, '\0');
+    h[0] = mode;
+    h[1] = char(c);
+    for (int k = 0; k < 4; ++k) {
+      h[2 + k] = char(((bytes - 1) >> (8 * k)) & 0xff);  // fuzz_storage adds the 1
+      h[6 + k] = char((a >> (8 * k)) & 0xff);
+      h[10 + k] = char((b >> (8 * k)) & 0xff);
+    }
+    return h;
+  };
+  meta.type = f8;
+  for (Compressor c : {Compressor::kNone, Compressor::kZstd}) {
+    meta.compressor = c;
+    std::string chunk;
+    if (!psched::zarr_encode(meta, elements.data(), bytes, chunk)) std::abort();
+    write(dir, "decode_" + std::to_string(int(c)), header('\3', c, 0, 0) + chunk);
+  }
+  std::string blosc(bytes + BLOSC_MAX_OVERHEAD, '\0');
+  const int n = blosc_compress_ctx(1, BLOSC_SHUFFLE, sizeof(double), bytes, elements.data(), blosc.data(),
+                                   blosc.size(), "lz4", 1024, 1);
+  if (n <= 0) std::abort();
+  blosc.resize(size_t(n));
+  write(dir, "decode_blosc", header('\3', Compressor::kBlosc, 0, 0) + blosc);
+  write(dir, "blosc_ranges", header('\4', Compressor::kBlosc, 1000, 3000) + blosc);
+  write(dir, "blosc_ranges_odd", header('\4', Compressor::kBlosc, 999, 4097) + blosc);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,8 +201,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string root = argv[1];
-  const std::string sched = root + "/fuzz_scheduler", tls = root + "/fuzz_tls", spec = root + "/fuzz_job_spec";
-  for (const std::string& dir : {root, sched, tls, spec}) mkdir(dir.c_str(), 0755);
+  const std::string sched = root + "/fuzz_scheduler", tls = root + "/fuzz_tls", spec = root + "/fuzz_job_spec",
+                    storage = root + "/fuzz_storage";
+  for (const std::string& dir : {root, sched, tls, spec, storage}) mkdir(dir.c_str(), 0755);
 
   const std::string heartbeat = simple([](wire::Message::Builder m) { m.initHeartbeat().setMemoryUsedBytes(1); });
   const std::string goodbye = simple([](wire::Message::Builder m) { m.initGoodbye().setReason("done"); });
@@ -314,6 +379,7 @@ int main(int argc, char** argv) {
     return s;
   }());
   write(spec, "high", std::string(96, '\xff'));
+  write_storage_seeds(storage);
   std::printf("seeds written under %s\n", root.c_str());
   return 0;
 }

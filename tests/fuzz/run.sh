@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${PSCHED_FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${PSCHED_FUZZ_SECONDS:-60}
-targets=(fuzz_scheduler fuzz_tls fuzz_job_spec)
+targets=(fuzz_scheduler fuzz_tls fuzz_job_spec fuzz_storage)
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not found (deploy/install-deps.sh --test installs it)" >&2

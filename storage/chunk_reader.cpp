@@ -12,6 +12,7 @@
 
 #include "core/check.h"
 #include "storage/read_pool.h"
+#include "storage/regular_file.h"
 #include "storage/zarr.h"
 
 namespace psched {
@@ -100,14 +101,9 @@ ChunkReader::~ChunkReader() = default;
 ChunkReader::File& ChunkReader::open(const std::string& path, Status& status) {
   if (file_->fd >= 0 && file_->path == path) return *file_;
   file_ = std::make_unique<File>();
-  file_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
-  if (file_->fd < 0 || ::fstat(file_->fd, &st) != 0) {
-    open_errno_ = errno;
-    status = Status::error(fmt::format("{}: {}", path, std::strerror(open_errno_)));
-    file_ = std::make_unique<File>();
-    return *file_;
-  }
+  file_->fd = open_regular(path, st, status, open_errno_);
+  if (file_->fd < 0) return *file_;
   file_->path = path;
   file_->size = uint64_t(st.st_size);
   file_->st = st;

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "storage/regular_file.h"
+
 namespace psched {
 namespace {
 
@@ -122,8 +124,11 @@ StatusOr<NpyHeader> parse_npy_header(const std::string& b) {
 }
 
 StatusOr<NpyHeader> read_npy_header(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::invalid(fmt::format("{}: {}", path, std::strerror(errno)));
+  struct stat st {};
+  Status opened;
+  int error = 0;
+  const int fd = open_regular(path, st, opened, error);
+  if (fd < 0) return Status::invalid(opened.message());
   std::string prefix(12 + kMaxHeaderBytes, '\0');
   const ssize_t n = ::pread(fd, prefix.data(), prefix.size(), 0);
   const int err = errno;

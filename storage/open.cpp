@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "storage/npy.h"
+#include "storage/regular_file.h"
 #include "storage/typestr.h"
 #include "storage/zarr.h"
 
@@ -44,14 +45,12 @@ Status as_matrix(const std::string& path, const std::vector<uint64_t>& shape, bo
 
 // The file is readable and holds `bytes` of elements from `offset` on.
 Status check_file(const std::string& path, uint64_t offset, uint64_t bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::invalid(fmt::format("{}: {}", path, std::strerror(errno)));
   struct stat st {};
-  const int rc = ::fstat(fd, &st);
-  const int err = errno;
+  Status opened;
+  int error = 0;
+  const int fd = open_regular(path, st, opened, error);
+  if (fd < 0) return Status::invalid(opened.message());
   ::close(fd);
-  if (rc != 0) return Status::invalid(fmt::format("{}: {}", path, std::strerror(err)));
-  if (!S_ISREG(st.st_mode)) return Status::invalid(fmt::format("{}: not a regular file", path));
   if (uint64_t(st.st_size) < offset + bytes)
     return Status::invalid(fmt::format("{}: truncated: holds {} bytes, the array needs {} ({} of header or offset "
                                        "+ {} of elements)",

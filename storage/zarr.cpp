@@ -1,13 +1,17 @@
 #include "storage/zarr.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "storage/regular_file.h"
 
 namespace psched {
 namespace {
@@ -125,11 +129,21 @@ StatusOr<ZarrMeta> parse_zarray(const std::string& text) {
 
 StatusOr<ZarrMeta> read_zarray(const std::string& dir) {
   const std::string path = dir + "/.zarray";
-  std::ifstream in(path);
-  if (!in) return Status::invalid(fmt::format("{}: {} (not a Zarr v2 array)", path, std::strerror(errno)));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto m = parse_zarray(text.str());
+  struct stat st {};
+  Status opened;
+  int error = 0;
+  const int fd = open_regular(path, st, opened, error);
+  if (fd < 0) return Status::invalid(opened.message() + (error == ENOENT ? " (not a Zarr v2 array)" : ""));
+  // Metadata of a few hundred bytes; a larger file is not a .zarray we could use.
+  constexpr uint64_t kMaxZarrayBytes = 1 << 20;
+  std::string text(std::min<uint64_t>(uint64_t(st.st_size), kMaxZarrayBytes + 1), '\0');
+  const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
+  error = errno;
+  ::close(fd);
+  if (n < 0) return Status::invalid(fmt::format("{}: {}", path, std::strerror(error)));
+  if (uint64_t(n) > kMaxZarrayBytes) return Status::invalid(fmt::format("{}: larger than 1 MiB", path));
+  text.resize(size_t(n));
+  auto m = parse_zarray(text);
   if (!m) return Status::invalid(fmt::format("{}: {}", path, m.message()));
   return m;
 }

@@ -168,6 +168,14 @@ def test_bad_files_say_what_is_wrong(cluster, tmp_path):
     bad.mkdir()
     (bad / ".zarray").write_text('{"zarr_format": 2, "shape": [4, 4], "chunks": [2, 2], "dtype": "<f8"')
     assert "not valid JSON" in pbench_fails(cluster, "--input", str(bad))
+    # FIFOs, which open() waits on for a writer: refused, not waited on.
+    os.mkfifo(tmp_path / "fifo.npy")
+    assert "fifo.npy: not a regular file" in pbench_fails(cluster, "--input", str(tmp_path / "fifo.npy"))
+    assert "fifo.npy: not a regular file" in pbench_fails(cluster, "--input", str(tmp_path / "fifo.npy"), "--format",
+                                                          "raw", "--dtype", "float64", "--shape", "4")
+    (tmp_path / "fifo.zarr").mkdir()
+    os.mkfifo(tmp_path / "fifo.zarr" / ".zarray")
+    assert ".zarray: not a regular file" in pbench_fails(cluster, "--input", str(tmp_path / "fifo.zarr"))
     # Values of the wrong kind (pbench aborted on an uncaught json type_error before 2026-12-01).
     (bad / ".zarray").write_text('{"zarr_format": "2", "shape": [4, 4], "chunks": [2, 2], "dtype": "<f8"}')
     assert "zarr_format must be 2" in pbench_fails(cluster, "--input", str(bad))
@@ -186,6 +194,11 @@ def test_unreadable_chunks_fail_the_job_naming_the_file(cluster, tmp_path):
     os.remove(tmp_path / "c.zarr" / "1.0")
     line = pbench_fails(cluster, "--input", str(tmp_path / "c.zarr"))
     assert "1.0" in line and "missing" in line and "fill_value" in line
+    # A FIFO where a chunk file should be: refused at once (open() blocked the worker's reader
+    # forever before 2026-12-01, and the job with it).
+    os.mkfifo(tmp_path / "c.zarr" / "1.0")
+    line = pbench_fails(cluster, "--input", str(tmp_path / "c.zarr"))
+    assert "1.0: not a regular file" in line and "chunk 2" in line
 
 
 @pytest.mark.parametrize("reads", ["whole", "bands", "mapped bands"])

@@ -273,6 +273,13 @@ Status ChunkReader::read_zarr(const JobSpec& s, const ChunkBox& box, AxisRun row
         if (in_place) continue;
       } else {
         if (compressed_path_ != path) {  // a chunk's later pieces decode the bytes its first read
+          // No codec we read stores a chunk in more than this (zstd's bound is n + n/256 + 64 KiB,
+          // blosc's n + 16): a larger file is not this chunk, and reading it whole could take the
+          // worker's memory.
+          const uint64_t most = chunk_bytes + chunk_bytes / 128 + (uint64_t{1} << 20);
+          if (f.size > most)
+            return Status::error(fmt::format("{}: holds {} bytes, more than a {}-byte chunk compressed can", path,
+                                             f.size, chunk_bytes));
           compressed_path_.clear();
           compressed_.resize(f.size);
           if (Status e = pread_all(f, compressed_.data(), f.size, 0); !e) return e;

@@ -199,6 +199,13 @@ def test_unreadable_chunks_fail_the_job_naming_the_file(cluster, tmp_path):
     os.mkfifo(tmp_path / "c.zarr" / "1.0")
     line = pbench_fails(cluster, "--input", str(tmp_path / "c.zarr"))
     assert "1.0: not a regular file" in line and "chunk 2" in line
+    # A chunk file far larger than any compression of its 800 bytes (sparse, 4 GB): refused
+    # before it is read into the worker's memory.
+    os.remove(tmp_path / "c.zarr" / "1.0")
+    with open(tmp_path / "c.zarr" / "1.0", "wb") as f:
+        f.truncate(4 << 30)
+    line = pbench_fails(cluster, "--input", str(tmp_path / "c.zarr"))
+    assert "1.0: holds 4294967296 bytes, more than a 800-byte chunk compressed can" in line
 
 
 @pytest.mark.parametrize("reads", ["whole", "bands", "mapped bands"])

@@ -1,6 +1,5 @@
 #include "storage/chunk_reader.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

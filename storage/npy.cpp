@@ -1,6 +1,5 @@
 #include "storage/npy.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cctype>

@@ -41,32 +41,40 @@ ReportedPartial reported_partial(ChunkRange range, wire::ChunkPartial::Reader r)
   return p;
 }
 
-// Why a batch's results cannot be taken (empty: they can): one names no chunks, cannot be the
-// partial of its range (untrue_partial: a lying or broken worker), crosses a block
-// of a job that asked for a partial per block (DefineJob.partialBlock), or chunks not all running
-// on `worker` (nor settled already: a late duplicate is ignored, not refused; nor, from a worker
-// that once stalled, re-queued meanwhile: late too, and skipped by apply_partials).
-std::string refused_result(const Job& job, const WorkerRecord& worker, capnp::List<wire::ChunkPartial>::Reader results) {
+// Why a batch's results cannot be taken (`why` empty: they can): one names no chunks, cannot be the
+// partial of its range (untrue_partial: a lying or broken worker; `untrue` is then that range),
+// crosses a block of a job that asked for a partial per block (DefineJob.partialBlock), or chunks
+// not all running on `worker` (nor settled already: a late duplicate is ignored, not refused; nor,
+// from a worker that once stalled, re-queued meanwhile: late too, and skipped by apply_partials).
+struct Refusal {
+  std::string why;
+  std::optional<ChunkRange> untrue;
+};
+Refusal refused_result(const Job& job, const WorkerRecord& worker, capnp::List<wire::ChunkPartial>::Reader results) {
   const uint64_t block = job.partial_block();
   for (auto r : results) {
     const ChunkRange range{r.getChunk(), r.getChunks()};
     const bool inside = range.count > 0 && range.first < job.chunks() && range.count <= job.chunks() - range.first;
     if (range.count == 0)
-      return fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job.id());
+      return {fmt::format("a result for no chunks (from chunk {}) of job {}", range.first, job.id()), {}};
     if (inside && block > 0 && range.first / block != (range.end() - 1) / block)
-      return fmt::format("a result for {} of job {}, which asked for a partial per {}",
-                         chunks_text(range.first, range.count), job.id(), block == 1 ? "chunk" : fmt::format("{} chunks", block));
+      return {fmt::format("a result for {} of job {}, which asked for a partial per {}",
+                          chunks_text(range.first, range.count), job.id(),
+                          block == 1 ? "chunk" : fmt::format("{} chunks", block)),
+              {}};
     if (inside) {
       const std::string untrue = untrue_partial(*job.spec(), reported_partial(range, r));
       if (!untrue.empty())
-        return fmt::format("result for {} of job {} cannot be true: {}", chunks_text(range.first, range.count),
-                           job.id(), untrue);
+        return {fmt::format("result for {} of job {} cannot be true: {}", chunks_text(range.first, range.count),
+                            job.id(), untrue),
+                range};
     }
     if (inside && (worker.stalled_once || job.ranges().running_here(range, worker.id) ||
                    job.verify.running_here(range, worker.id) || job.ranges().all_settled(range)))
       continue;
-    return fmt::format("result for {} of job {} that {} assigned to this worker", chunks_text(range.first, range.count),
-                       job.id(), range.count == 1 ? "was not" : "were not all");
+    return {fmt::format("result for {} of job {} that {} assigned to this worker", chunks_text(range.first, range.count),
+                        job.id(), range.count == 1 ? "was not" : "were not all"),
+            {}};
   }
   return {};
 }
@@ -108,11 +116,13 @@ void Scheduler::on_results(WorkerRecord& worker, wire::ResultBatch::Reader batch
   // All or nothing: a batch naming a chunk this worker does not hold is refused whole. Applying its
   // good results first would keep a liar's partials, and could leave a job with every chunk done
   // and no one to complete it.
-  if (const std::string wrong = refused_result(job, worker, reported.results); !wrong.empty()) {
+  if (const Refusal refusal = refused_result(job, worker, reported.results); !refusal.why.empty()) {
     // Its client hears who was thrown off and for which chunk (pbench --burn fails that GPU).
     if (job.notices.size() < Job::kMaxWorkerNotices)
-      job.notices.push_back(fmt::format("worker {} '{}' thrown off: {}", worker.id, worker.name, wrong));
-    protocol_error(worker, wrong);
+      job.notices.push_back(fmt::format("worker {} '{}' thrown off: {}", worker.id, worker.name, refusal.why));
+    const bool failed = refusal.untrue && blame_untrue(job, worker, *refusal.untrue, refusal.why);
+    protocol_error(worker, refusal.why);
+    if (failed) dispatch();  // the job is gone
     return;
   }
   const uint64_t copies_before = job.verify.queued();
@@ -190,6 +200,26 @@ void Scheduler::apply_partials(Job& job, WorkerRecord& worker, const Reported& b
   worker.bytes_reduced += bytes;
   counters_.tasks_done += finished;
   counters_.bytes_reduced += bytes;
+}
+
+// An untrue partial is its range's failure on this worker, as a failure it reports is: the range
+// goes back blamed (a second time as a suspect range, run alone chunk by chunk), and a chunk at
+// --allowed-failures fails the job. Thrown off unblamed, a worker whose every result is untrue (a
+// broken device, a bad build) took its range back at each reconnection and held the job forever.
+bool Scheduler::blame_untrue(Job& job, WorkerRecord& worker, ChunkRange range, const std::string& why) {
+  std::vector<ChunkRange> at_limit;
+  if (!job.requeue(range, worker.id, worker.name, /*blame=*/true, /*repeat_as_suspect=*/true,
+                   config_.allowed_failures, &at_limit))
+    return false;  // not running here (a verify copy, a stalled worker's late result): unblamed
+  worker.in_flight.remove(job.id(), range.count);
+  counters_.tasks_failed += range.count;
+  counters_.tasks_requeued += range.count;
+  dispatcher_.job_changed(job);
+  if (at_limit.empty()) return false;
+  const uint64_t chunk = at_limit.front().first;
+  fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, job.failures(chunk),
+                            fmt::join(job.failure_names(chunk, /*copy=*/false), ", "), why));
+  return true;
 }
 
 std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, const Reported& batch) {

@@ -198,6 +198,9 @@ class Scheduler {
   double observe_busy(WorkerRecord& worker, const Job& job, const Reported& batch, double reported_busy);
   void apply_partials(Job& job, WorkerRecord& worker, const Reported& batch, double busy_seconds);
   std::optional<bool> apply_failures(Job& job, WorkerRecord& worker, const Reported& batch);
+  // A partial of `range` that cannot be true (refused_result), blamed on it as a failure; true
+  // when a chunk reached --allowed-failures and the job failed (and is gone).
+  bool blame_untrue(Job& job, WorkerRecord& worker, ChunkRange range, const std::string& why);
 
   // performance.cpp: what the scheduler records of how devices do (GPU health from heartbeats,
   // the task stream, each job's devices and stragglers) and the JobResult's report of it.

@@ -2,14 +2,19 @@
 // a real job, and a fake worker (raw_peer.h) that answers its chunk with a partial that cannot be
 // true: a NaN exact term, a count of 2^64 - 1, a count off by one. Each time the liar is
 // disconnected with an Error saying what was wrong, psched's log names it, its chunk runs on the
-// real worker and the job's result is exactly the closed form.
+// real worker and the job's result is exactly the closed form. And a real worker whose every partial
+// is untrue, alone, fails its job in one line instead of holding it forever.
 #include <catch2/catch.hpp>
+#include <sys/wait.h>
 
 #include <cmath>
+#include <csignal>
 #include <functional>
 #include <limits>
+#include <regex>
 
 #include "abuse_helpers.h"
+#include "app/exit_codes.h"
 #include "client/job_spec_of.h"
 #include "core/closed_form.h"
 #include "net/wire_convert.h"
@@ -64,4 +69,38 @@ TEST_CASE("a worker that counts 2^64 - 1 elements in a chunk is disconnected and
 TEST_CASE("a worker whose count is off by one is disconnected and the job stays exact", "[security]") {
   lie_about_a_chunk([](wire::ChunkPartial::Builder r) { r.setCount(r.getCount() + 1); },
                     "count 10001, but the selection has 10000 elements there");
+}
+
+// A worker whose every partial is untrue (PSCHED_TEST_LIE_FROM_CHUNK=0: one element too many), as a
+// broken device or a bad build would be. Thrown off unblamed, it reconnected, took the same chunks
+// back and held the job forever (about 13 refusals a second, pbench never ended). An untrue partial
+// now counts as its range's failure: alone, the liar fails a chunk --allowed-failures (3) times and
+// the job fails naming it and the lie; beside an honest worker, the retry rule leaves the liar's
+// chunks to that one and the job is exact.
+TEST_CASE("a job whose only worker sends untrue partials fails naming the chunk and the lie, where it ran forever",
+          "[security]") {
+  TestCluster cluster;
+  cluster.add_worker({.name = "liar", .env = {{"PSCHED_TEST_LIE_FROM_CHUNK", "0"}}});
+  cluster.wait_for_workers(1);
+  const std::vector<std::string> job = {bin_dir() + "/pbench", "-d",          "--scheduler", cluster.address(),
+                                        "--generator",         "arange",      "-x",          "600",
+                                        "-y",                  "600",         "--chunk-x",   "100",
+                                        "--chunk-y",           "100",         "--check"};
+  std::string out;
+  const int status = run_command(job, &out, 30000);
+  INFO(out);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == psched::kExitFailure);
+  CHECK(std::regex_search(out, std::regex(R"(pbench: chunk \d+ failed 3 times \(on liar x3\); last error: result for )"
+                                          R"(chunks? \d+(?: to \d+)? of job 1 cannot be true: count \d+, but the )"
+                                          R"(selection has \d+ elements there)")));
+  // psched goes on, and a job beside the liar runs on the honest worker, exact (--check).
+  cluster.add_worker({.name = "honest"});
+  cluster.wait_for_workers(2);
+  std::string second;
+  const int second_status = run_command(job, &second, 30000);
+  INFO(second);
+  REQUIRE(WIFEXITED(second_status));
+  CHECK(WEXITSTATUS(second_status) == 0);
+  CHECK(kill(cluster.scheduler_pid(), 0) == 0);
 }

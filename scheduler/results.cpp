@@ -41,6 +41,12 @@ ReportedPartial reported_partial(ChunkRange range, wire::ChunkPartial::Reader r)
   return p;
 }
 
+// A job's failure at --allowed-failures: the chunk, its failures and where, the last error.
+std::string chunk_failed(const Job& job, uint64_t chunk, uint32_t failures, bool copy, const std::string& last) {
+  return fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, failures,
+                     fmt::join(job.failure_names(chunk, copy), ", "), last);
+}
+
 // Why a batch's results cannot be taken (`why` empty: they can): one names no chunks, cannot be the
 // partial of its range (untrue_partial: a lying or broken worker; `untrue` is then that range),
 // crosses a block of a job that asked for a partial per block (DefineJob.partialBlock), or chunks
@@ -217,8 +223,7 @@ bool Scheduler::blame_untrue(Job& job, WorkerRecord& worker, ChunkRange range, c
   dispatcher_.job_changed(job);
   if (at_limit.empty()) return false;
   const uint64_t chunk = at_limit.front().first;
-  fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, job.failures(chunk),
-                            fmt::join(job.failure_names(chunk, /*copy=*/false), ", "), why));
+  fail_job(job, chunk_failed(job, chunk, job.failures(chunk), /*copy=*/false, why));
   return true;
 }
 
@@ -239,8 +244,7 @@ std::optional<bool> Scheduler::apply_failures(Job& job, WorkerRecord& worker, co
     ++counters_.tasks_requeued;
     requeued = true;
     if (failures >= config_.allowed_failures) {
-      fail_job(job, fmt::format("chunk {} failed {} times (on {}); last error: {}", chunk, failures,
-                                fmt::join(job.failure_names(chunk, copy), ", "), message));
+      fail_job(job, chunk_failed(job, chunk, failures, copy, message));
       return std::nullopt;
     }
   }

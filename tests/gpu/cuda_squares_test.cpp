@@ -20,6 +20,7 @@
 #include "storage/chunk_reader.h"
 #include "storage/npy.h"
 #include "storage/open.h"
+#include "worker/cuda/batching.h"
 
 using namespace psched;
 using namespace psched::gpu_test;
@@ -70,7 +71,8 @@ TEST_CASE("var/std jobs: GPU partials and their sums of squares have the CPU's b
   uint64_t job_id = 0;
   for (const Generator kind : {Generator::kNormal, Generator::kUniform, Generator::kArange, Generator::kConstant}) {
     for (const DType dtype : {DType::kFloat64, DType::kFloat32}) {
-      // A big chunk at a time (past the batching bound) with ragged edges, and batches of small ones.
+      // Batches of mid-sized chunks with ragged edges and of small ones (big chunks, one a launch:
+      // the next test).
       for (const auto& [rows, cols, chunk_rows, chunk_cols] :
            {std::tuple{5000, 4100, 2500, 2100}, std::tuple{1013, 1003, 25, 26}}) {
         for (const bool fused : {false, true}) {
@@ -89,6 +91,31 @@ TEST_CASE("var/std jobs: GPU partials and their sums of squares have the CPU's b
     s.offset = 1e8;  // a large mean and a small spread: what cancels in a naive variance
     s.row_sel = Slice{3, 600, 7};
     s.col_sel = Slice{11, kToEnd, 5};
+    require_same_bits_as_cpu(*backend, outcomes, s, ++job_id);
+  }
+  backend->stop();
+}
+
+TEST_CASE("var/std on the GPU: big normal chunks, one a launch, have the CPU's bits", "[gpu][squares]") {
+  // Past the batching bound each chunk is one generate launch and one reduce, the DeepOps job's
+  // path: ragged edge chunks, float32 with another expression and a selection whose steps cross
+  // the generate kernel's rows of blocks, and narrow rows (blocks stacked over rows).
+  Outcomes outcomes;
+  auto backend = backend_with();
+  backend->start(outcomes.callback());
+  JobSpec ragged = generated(Generator::kNormal, DType::kFloat64, 6500, 6100, 6000, 6000);
+  JobSpec f32 = generated(Generator::kNormal, DType::kFloat32, 6200, 6000, 6200, 6000);
+  f32.scale = -3.5;
+  f32.offset = 1e8;
+  f32.row_sel = Slice{3, 6150, 7};
+  f32.col_sel = Slice{11, kToEnd, 5};
+  JobSpec narrow = generated(Generator::kNormal, DType::kFloat64, 45000, 900, 45000, 900);
+  narrow.row_sel = Slice{1, kToEnd, 3};
+  narrow.col_sel = Slice{0, kToEnd, 1};
+  uint64_t job_id = 0;
+  for (const JobSpec& s : {ragged, f32, narrow}) {
+    REQUIRE(s.chunk_rows * s.chunk_cols > gpu::kBatchMaxChunkElements);
+    INFO(s.rows << " x " << s.cols << " in " << s.chunk_rows << " x " << s.chunk_cols);
     require_same_bits_as_cpu(*backend, outcomes, s, ++job_id);
   }
   backend->stop();

@@ -53,9 +53,13 @@ struct Pair<float> {
 // warp's stores stay contiguous, and its pairs are independent chains the scheduler interleaves.
 // Each element is the ziggurat's fast path; the ~0.7 % it leaves are deferred to the block's end
 // (DeferredElements). A thread computes all kPairs even where the last ones fall past the row.
-template <int kPairs, typename T>
+// Passes [first_pass, end_pass) of the thread's rows (pass k: its row r0 + k x the grid's rows of
+// threads), so that the block can finish its deferred elements between them; kEveryPass: all of
+// them (the passes given are not read).
+template <int kPairs, bool kEveryPass, typename T>
 __device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
-                                                  T* __restrict__ out, DeferredElements& deferred, bool& dropped) {
+                                                  T* __restrict__ out, DeferredElements& deferred, bool& dropped,
+                                                  uint32_t first_pass, uint32_t end_pass) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t slot_stride = gridDim.x * blockDim.x;
   const uint32_t row_stride = gridDim.y * blockDim.y;
@@ -70,7 +74,10 @@ __device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, con
   // bits, with the alignment tested for every pair, the 2 TB job took 1.186-1.199 s against
   // 1.168-1.188 and float32 1.015-1.021 against 0.967-0.977 (one H200, in turns).
   const uint32_t cols = uint32_t(box.cols);
-  for (uint32_t r = blockIdx.y * blockDim.y + threadIdx.y; r < box.rows; r += row_stride) {
+  const uint32_t r0 = blockIdx.y * blockDim.y + threadIdx.y;
+  const uint32_t row_end =
+      kEveryPass ? uint32_t(box.rows) : uint32_t(min(box.rows, uint64_t(r0) + uint64_t(end_pass) * row_stride));
+  for (uint32_t r = kEveryPass ? r0 : r0 + first_pass * row_stride; r < row_end; r += row_stride) {
     const uint64_t base = (box.row0 + r) * array_cols + box.col0;
     const uint64_t first = (base >> 1) + p;
     const uint32_t e0 = uint32_t(2 * first - base) + 1;
@@ -202,7 +209,18 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
 }
 
 // normal: every thread makes its pairs, deferring what the fast path leaves, then the block
-// finishes the deferred elements together.
+// finishes the deferred elements together: for float64, twice (half way through the block's passes
+// over its rows, and at their end) where it makes kSplitPasses passes or more. A deferred element
+// is written long after its pair: with one finish at the end, the L2 had often written its sector
+// back to DRAM by then, and the 8-byte store left it a part of a sector, which with ECC it can only
+// write back by reading the sector from DRAM first, at random places. Finished at the half, most
+// sectors are still in the L2. One H200, a 10000² chunk (12 passes a block), in turns: generation
+// 0.344 ms against 0.371, the 2 TB job 1.119-1.121 s against 1.152-1.156, var/std 1.293 against
+// 1.337 (every third pass: 0.369 ms, every second 0.396, each finish leaving most warps waiting;
+// no deferred element written at all, a timing with wrong sums: 0.316 ms and 1.064 s; the sector
+// written whole, its neighbours made again: 0.394 ms). A float32 block writes half the bytes, so
+// its sectors are still in the L2 at its end: finished twice, or once in the loop held to 80
+// registers, its 2 TB job took 1.000-1.016 s against 0.953-0.956, so it keeps the plain code.
 // - The geometry is __grid_constant__: the slow paths' calls (redo_normal_pairs, not inlined) take
 //   the generator by reference, and a plain parameter whose address is taken is copied to each
 //   thread's local memory first. ptxas then held Philox's round keys in 20 registers loaded from
@@ -211,15 +229,17 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
 //   main loop keeping the keys in registers, the slow path in uniform ones). A 10000² chunk:
 //   0.374 ms against 0.432, the 2 TB job 1.16-1.19 s against 1.29-1.31 (one H200, in turns,
 //   bench/README.md).
-// - Registers budgeted for 2 blocks an SM (at most 128). Before the change above, unheld, ptxas
-//   took 80 registers and spilled (0.484 ms against 0.430); 3 blocks (80, no spill) took 0.466 and
-//   4 (64, spilling) 0.524. With it, the kernel's 78-80 registers let an SM hold 3 blocks anyway:
-//   asking for 3 (80) took 0.376 against 0.374, 4 (64, 28 bytes spilled) 0.438, and 90-94
-//   registers (2 blocks) 0.384 against 0.372 (bench/README.md, "The generate kernel's deferred
-//   tail"): keep it at 80 or fewer without spilling.
+// - float64's registers held for 3 blocks an SM (80): with the finish half way ptxas took 88-90
+//   unheld, two blocks an SM; held, it spills nothing (float32 keeps the one finish and its 78,
+//   budgeted for 2 blocks as before: 3 anyway). Before that, unheld, the kernel took 78-80 registers
+//   (3 blocks): asking for 3 then took 0.376 ms against 0.374, 4 (64, 28 bytes spilled) 0.438, and
+//   90-94 registers (2 blocks) 0.384 against 0.372 (bench/README.md, "The generate kernel's
+//   deferred tail"): keep it at 80 or fewer without spilling.
+constexpr uint32_t kSplitPasses = 6;
+
 template <int kPairs, typename T>
-__global__ void __launch_bounds__(256, 2) generate_normal_pairs_kernel(const __grid_constant__ GenerateGeometry g,
-                                                                     T* __restrict__ out) {
+__global__ void __launch_bounds__(256, sizeof(T) == 8 ? 3 : 2)
+    generate_normal_pairs_kernel(const __grid_constant__ GenerateGeometry g, T* __restrict__ out) {
   __shared__ DeferredElements deferred;
   const uint32_t thread = threadIdx.y * blockDim.x + threadIdx.x;
   deferred.start(thread);
@@ -227,9 +247,28 @@ __global__ void __launch_bounds__(256, 2) generate_normal_pairs_kernel(const __g
   const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
   T* chunk = out + blockIdx.z * g.stride;
   bool dropped = false;
-  make_normal_pairs<kPairs>(g.gen, box, g.grid.cols, chunk, deferred, dropped);
-  __syncthreads();
-  finish_deferred_normals(g.gen, box, g.grid.cols, chunk, deferred);
+  if constexpr (sizeof(T) == 8) {
+    // The block's passes over its rows (its first row of threads makes the most), the same for
+    // every thread, so that all of them reach each finish's barriers.
+    const uint32_t row_stride = gridDim.y * blockDim.y;
+    const uint32_t block_row = blockIdx.y * blockDim.y;
+    const uint32_t passes = box.rows > block_row ? uint32_t((box.rows - block_row + row_stride - 1) / row_stride) : 0;
+    const uint32_t per_finish = passes >= kSplitPasses ? (passes + 1) / 2 : passes;
+    for (uint32_t pass = 0; pass < passes; pass += per_finish) {
+      make_normal_pairs<kPairs, false>(g.gen, box, g.grid.cols, chunk, deferred, dropped, pass, pass + per_finish);
+      __syncthreads();
+      finish_deferred_normals(g.gen, box, g.grid.cols, chunk, deferred);
+      if (pass + per_finish < passes) {  // the places read, then emptied for the next passes
+        __syncthreads();
+        deferred.start(thread);
+        __syncthreads();
+      }
+    }
+  } else {
+    make_normal_pairs<kPairs, true>(g.gen, box, g.grid.cols, chunk, deferred, dropped, 0, 0);
+    __syncthreads();
+    finish_deferred_normals(g.gen, box, g.grid.cols, chunk, deferred);
+  }
   if (dropped) redo_normal_pairs<kPairs>(g.gen, box, g.grid.cols, chunk);
 }
 
@@ -247,7 +286,7 @@ void launch_normal_pairs_by(const GenerateGeometry& g, DType dtype, void* buffer
   LaunchShape s = shape_for(rows, (slots + kPairs - 1) / kPairs, count, sm_count);
   // The rows of blocks are not shape_for's (about 32 blocks an SM): a block ends in its deferred
   // tail, a round or two of the slow path with most of its warps done, while it holds one of the
-  // SM's two places, so a block wants many elements. A block's pass over its rows makes 2 kPairs
+  // SM's three places, so a block wants many elements. A block's pass over its rows makes 2 kPairs
   // elements a thread; it makes kAimPasses of them (24576 elements), never more than kMostPerBlock
   // in all (so its deferred elements fit its places), in at least 4 blocks an SM. One H200, the
   // 2 TB job against 32 blocks an SM: 5000² chunks 1.41 s against 1.67, batches of 2000² 1.39

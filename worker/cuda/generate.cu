@@ -51,14 +51,14 @@ struct Pair<float> {
 // Pair slot p of a row is pair (base >> 1) + p, where base is the global index of the row's first
 // box element; a thread takes slots p, p + W, p + 2W, ... (W: the grid's width in threads), so a
 // warp's stores stay contiguous, and its pairs are independent chains the scheduler interleaves.
-// Each element is the ziggurat's fast path; the ~0.7 % it leaves are deferred to the block's end
-// (DeferredElements). A thread computes all kPairs even where the last ones fall past the row.
-// Passes [first_pass, end_pass) of the thread's rows (pass k: its row r0 + k x the grid's rows of
-// threads), so that the block can finish its deferred elements between them; kEveryPass: all of
-// them (the passes given are not read).
-template <int kPairs, bool kEveryPass, typename T>
+// Each element is the ziggurat's fast path; the ~0.7 % it leaves are deferred (`deferred`: the
+// block's DeferredElements or the warp's WarpDeferred). A thread computes all kPairs even where the
+// last ones fall past the row. Passes [first_pass, end_pass) of the thread's rows (pass k: its row
+// r0 + k x the grid's rows of threads), so that the deferred elements can be finished between
+// them; kEveryPass: all of them (the passes given are not read).
+template <int kPairs, bool kEveryPass, typename T, typename Deferred>
 __device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, const ChunkBox& box, uint64_t array_cols,
-                                                  T* __restrict__ out, DeferredElements& deferred, bool& dropped,
+                                                  T* __restrict__ out, Deferred& deferred, bool& dropped,
                                                   uint32_t first_pass, uint32_t end_pass) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t slot_stride = gridDim.x * blockDim.x;
@@ -118,15 +118,16 @@ __device__ __forceinline__ void make_normal_pairs(const KeyedGenerator& gen, con
   }
 }
 
-// The elements a block deferred (make_normal_pairs): each thread takes every block-size-th place.
-template <typename T>
+// The elements a block or a warp deferred (make_normal_pairs): its `threads` threads take every
+// threads-th place, from their own `thread` (the block's: the thread in the block; a warp's: the
+// lane).
+template <typename T, typename Deferred>
 __device__ __forceinline__ void finish_deferred_normals(const KeyedGenerator& gen, const ChunkBox& box,
                                                         uint64_t array_cols, T* __restrict__ out,
-                                                        const DeferredElements& deferred) {
+                                                        const Deferred& deferred, uint32_t thread, uint32_t threads) {
   const uint32_t n = deferred.recorded();
-  const uint32_t threads = blockDim.x * blockDim.y;
-  for (uint32_t k = threadIdx.y * blockDim.x + threadIdx.x; k < n; k += threads) {
-    const uint32_t where = deferred.place[k];
+  for (uint32_t k = thread; k < n; k += threads) {
+    const uint32_t where = deferred.at(k);
     const uint32_t r = where / box.cols, c = where - r * box.cols;
     const uint64_t index = (box.row0 + r) * array_cols + box.col0 + c;
     out[where] = T(scale_normal(gen.param1, standard_normal_fast(gen, index), gen.param0));
@@ -208,19 +209,25 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
   make_elements<Kind, Formula>(g.gen, box, g.grid.cols, out + blockIdx.z * g.stride);
 }
 
-// normal: every thread makes its pairs, deferring what the fast path leaves, then the block
-// finishes the deferred elements together: for float64, twice (half way through the block's passes
-// over its rows, and at their end) where it makes kSplitPasses passes or more. A deferred element
-// is written long after its pair: with one finish at the end, the L2 had often written its sector
-// back to DRAM by then, and the 8-byte store left it a part of a sector, which with ECC it can only
-// write back by reading the sector from DRAM first, at random places. Finished at the half, most
-// sectors are still in the L2. One H200, a 10000² chunk (12 passes a block), in turns: generation
-// 0.344 ms against 0.371, the 2 TB job 1.119-1.121 s against 1.152-1.156, var/std 1.293 against
-// 1.337 (every third pass: 0.369 ms, every second 0.396, each finish leaving most warps waiting;
-// no deferred element written at all, a timing with wrong sums: 0.316 ms and 1.064 s; the sector
-// written whole, its neighbours made again: 0.394 ms). A float32 block writes half the bytes, so
-// its sectors are still in the L2 at its end: finished twice, or once in the loop held to 80
-// registers, its 2 TB job took 1.000-1.016 s against 0.953-0.956, so it keeps the plain code.
+// normal: every thread makes its pairs, deferring what the fast path leaves, and the deferred
+// elements are finished together. A deferred element is written long after its pair: finished only
+// at the block's end, the L2 had often written its sector back to DRAM by then, and the 8-byte store
+// left it a part of a sector, which with ECC it can only write back by reading the sector from DRAM
+// first, at random places (no deferred element written at all, a timing with wrong sums: a 10000²
+// chunk in 0.316 ms against 0.372, the 2 TB job 1.064 s against 1.15-1.18; one H200).
+// - float64: each warp keeps its own list (WarpDeferred) and finishes it every kFinishPairs pairs a
+//   thread (6 passes over the rows in four pairs a thread) with __syncwarp alone, the block's
+//   other warps running on. One H200, in turns with a block-wide list finished half way through
+//   the block's passes (two barriers each): a 10000² chunk 0.329 ms against 0.345, the 2 TB job
+//   1.118-1.122 s against 1.142-1.150, in 5000² / 2000² / 1000² / 500² chunks 1.175 / 1.151 /
+//   1.155 / 1.176 s against 1.204 / 1.179 / 1.188 / 1.197. The warp finishing every 5 passes:
+//   0.345 ms, 7: 0.332-0.334, 8: 0.336-0.337, 12 (once a block): 0.357, 3: 0.363, 2: 0.397 (each
+//   finish a round of the slow path with few lanes busy; late finishes find fewer sectors in the
+//   L2). The block-wide list before it: finished at the block's end only, 0.371 ms (the 2 TB job
+//   1.152-1.156 s); every third pass 0.369, every second 0.396 (most warps waiting at each finish).
+// - float32 writes half the bytes, so its sectors are still in the L2 at its block's end: it keeps
+//   the block-wide list finished once. Per warp every 6 or 12 passes, its 2 TB job took
+//   0.979-0.988 s against 0.963-0.964; finished twice block-wide, 1.000-1.016 against 0.953-0.956.
 // - The geometry is __grid_constant__: the slow paths' calls (redo_normal_pairs, not inlined) take
 //   the generator by reference, and a plain parameter whose address is taken is copied to each
 //   thread's local memory first. ptxas then held Philox's round keys in 20 registers loaded from
@@ -229,47 +236,56 @@ __global__ void __launch_bounds__(256) generate_kernel(GenerateGeometry g, T* __
 //   main loop keeping the keys in registers, the slow path in uniform ones). A 10000² chunk:
 //   0.374 ms against 0.432, the 2 TB job 1.16-1.19 s against 1.29-1.31 (one H200, in turns,
 //   bench/README.md).
-// - float64's registers held for 3 blocks an SM (80): with the finish half way ptxas took 88-90
-//   unheld, two blocks an SM; held, it spills nothing (float32 keeps the one finish and its 78,
+// - float64's registers held for 3 blocks an SM (80, 8 bytes spilled): with a finish inside the
+//   pass loop ptxas took 88-90 unheld, two blocks an SM (float32 keeps its one finish and its 78,
 //   budgeted for 2 blocks as before: 3 anyway). Before that, unheld, the kernel took 78-80 registers
 //   (3 blocks): asking for 3 then took 0.376 ms against 0.374, 4 (64, 28 bytes spilled) 0.438, and
 //   90-94 registers (2 blocks) 0.384 against 0.372 (bench/README.md, "The generate kernel's
-//   deferred tail"): keep it at 80 or fewer without spilling.
-constexpr uint32_t kSplitPasses = 6;
-
+//   deferred tail"): keep it at 80 or fewer.
 template <int kPairs, typename T>
 __global__ void __launch_bounds__(256, sizeof(T) == 8 ? 3 : 2)
     generate_normal_pairs_kernel(const __grid_constant__ GenerateGeometry g, T* __restrict__ out) {
-  __shared__ DeferredElements deferred;
-  const uint32_t thread = threadIdx.y * blockDim.x + threadIdx.x;
-  deferred.start(thread);
-  __syncthreads();
-  const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
-  T* chunk = out + blockIdx.z * g.stride;
   bool dropped = false;
   if constexpr (sizeof(T) == 8) {
-    // The block's passes over its rows (its first row of threads makes the most), the same for
-    // every thread, so that all of them reach each finish's barriers.
+    constexpr uint32_t kFinishPairs = 24;
+    constexpr uint32_t kPassesPerFinish = kFinishPairs / kPairs;
+    __shared__ WarpDeferredElements lists;
+    const uint32_t thread = threadIdx.y * blockDim.x + threadIdx.x;
+    WarpDeferred deferred{lists, thread / 32};
+    const uint32_t lane = thread % 32;
+    deferred.start(lane);
+    __syncwarp();
+    const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
+    T* chunk = out + blockIdx.z * g.stride;
+    // The block's passes over its rows (its first row of threads makes the most): the same count
+    // for every thread, so that all lanes of a warp reach each __syncwarp.
     const uint32_t row_stride = gridDim.y * blockDim.y;
     const uint32_t block_row = blockIdx.y * blockDim.y;
     const uint32_t passes = box.rows > block_row ? uint32_t((box.rows - block_row + row_stride - 1) / row_stride) : 0;
-    const uint32_t per_finish = passes >= kSplitPasses ? (passes + 1) / 2 : passes;
-    for (uint32_t pass = 0; pass < passes; pass += per_finish) {
-      make_normal_pairs<kPairs, false>(g.gen, box, g.grid.cols, chunk, deferred, dropped, pass, pass + per_finish);
-      __syncthreads();
-      finish_deferred_normals(g.gen, box, g.grid.cols, chunk, deferred);
-      if (pass + per_finish < passes) {  // the places read, then emptied for the next passes
-        __syncthreads();
-        deferred.start(thread);
-        __syncthreads();
-      }
+    for (uint32_t pass = 0; pass < passes; pass += kPassesPerFinish) {
+      make_normal_pairs<kPairs, false>(g.gen, box, g.grid.cols, chunk, deferred, dropped, pass,
+                                       pass + kPassesPerFinish);
+      __syncwarp();
+      finish_deferred_normals(g.gen, box, g.grid.cols, chunk, deferred, lane, 32);
+      __syncwarp();  // every place read before lane 0 clears the list
+      deferred.start(lane);
+      __syncwarp();
     }
+    if (dropped) redo_normal_pairs<kPairs>(g.gen, box, g.grid.cols, chunk);
   } else {
+    // The thread's number taken again where it is used (held through the loop, it cost float32
+    // two registers).
+    __shared__ DeferredElements deferred;
+    deferred.start(threadIdx.y * blockDim.x + threadIdx.x);
+    __syncthreads();
+    const ChunkBox box = g.grid.box(g.first_chunk + blockIdx.z);
+    T* chunk = out + blockIdx.z * g.stride;
     make_normal_pairs<kPairs, true>(g.gen, box, g.grid.cols, chunk, deferred, dropped, 0, 0);
     __syncthreads();
-    finish_deferred_normals(g.gen, box, g.grid.cols, chunk, deferred);
+    finish_deferred_normals(g.gen, box, g.grid.cols, chunk, deferred, threadIdx.y * blockDim.x + threadIdx.x,
+                            blockDim.x * blockDim.y);
+    if (dropped) redo_normal_pairs<kPairs>(g.gen, box, g.grid.cols, chunk);
   }
-  if (dropped) redo_normal_pairs<kPairs>(g.gen, box, g.grid.cols, chunk);
 }
 
 // Of rows x `slots` pair slots, the share a launch of `pairs` a thread makes: the threads

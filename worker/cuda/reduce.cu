@@ -105,6 +105,11 @@ struct GeneratedSelection {
 
 constexpr uint32_t kThreads = 256;
 constexpr uint32_t kUnroll = 8;        // loads in flight per thread before they are added
+// A var/std job's reading blocks: 4, each element being three expansions' additions. The 2 TB job
+// with `--stats sum,var,std`, best runs in turns with 8 on three H200 hosts: 1.260 / 1.285 / 1.280 s
+// against 1.269 / 1.297 / 1.292; 2 loads 1.299-1.302, 4 loads in 5 blocks an SM 1.279-1.287, 8 in 3
+// blocks 1.301. Sum-only keeps 8: with 4 its job took 1.135 s against 1.125-1.129 (2026-12-01).
+constexpr uint32_t kUnrollSquares = 4;
 // Elements a thread generates before it adds them, in a fused job: not loads to keep in flight,
 // but independent chains to interleave; 4 made a fused 10000² chunk in 0.323 ms against 0.330 for
 // 8 and 0.338 / 0.330 for 2 / 1 (one H200, bench/README.md).
@@ -141,6 +146,7 @@ struct StoredBatch {
   static constexpr bool kDefers = false;
   static constexpr uint32_t kLeastPerThread = kMinPerThread;
   static constexpr uint32_t kUnrolled = kUnroll;
+  static constexpr uint32_t kUnrolledSquares = kUnrollSquares;
   static constexpr uint32_t kBlocksPerSm = kReadBlocksPerSm;
   static constexpr uint32_t kSquaresBlocksPerSm = kReadBlocksPerSm;
   const typename StoredAs<T>::Type* data;
@@ -161,6 +167,7 @@ struct GeneratedBatch {
   static constexpr bool kDefers = Kind == Generator::kNormal;
   static constexpr uint32_t kLeastPerThread = kMinPerThreadFused;
   static constexpr uint32_t kUnrolled = kUnrollFused;
+  static constexpr uint32_t kUnrolledSquares = kUnrollFused;
   static constexpr uint32_t kBlocksPerSm = kFusedBlocksPerSm;
   static constexpr uint32_t kSquaresBlocksPerSm = kFusedBlocksPerSm;
   __device__ GeneratedSelection<Kind, T> for_chunk(const BatchGeometry& g, uint32_t,
@@ -201,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, Squares ? Source::kSquaresBlocksPerS
   const uint64_t block_end = first + uint64_t(per_thread) * kThreads;
   const uint32_t end = uint32_t(block_end < n ? block_end : n);
   ThreadSums sums;
-  constexpr uint32_t U = Source::kUnrolled;
+  constexpr uint32_t U = Squares ? Source::kUnrolledSquares : Source::kUnrolled;
   uint32_t j = uint32_t(first) + threadIdx.x;
   const SelectionStep step(kThreads, uint32_t(s.cols.count));
   SelectionPos p = step.at(j);

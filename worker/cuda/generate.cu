@@ -300,6 +300,9 @@ template <int kPairs>
 void launch_normal_pairs_by(const GenerateGeometry& g, DType dtype, void* buffer, uint64_t rows, uint64_t slots,
                             uint32_t count, int sm_count, cudaStream_t stream) {
   LaunchShape s = shape_for(rows, (slots + kPairs - 1) / kPairs, count, sm_count);
+  // The float64 kernel's deferred places are laid out for blocks of 256 threads: a list for each
+  // of WarpDeferredElements' 8 warps.
+  PSCHED_REQUIRE(s.block.x * s.block.y == WarpDeferredElements::kWarps * 32, s.block.x, s.block.y);
   // The rows of blocks are not shape_for's (about 32 blocks an SM): a block ends in its deferred
   // tail, a round or two of the slow path with most of its warps done, while it holds one of the
   // SM's three places, so a block wants many elements. A block's pass over its rows makes 2 kPairs
